@@ -1,0 +1,25 @@
+"""dpo_grpo: the executable companion of "From DPO to GRPO".
+
+NumPy core (always available): DPO, group advantages, the GRPO loss with TRL's options, KL estimators, the group
+bandit, the memory ledger and zero-std analysis. The optional torch path lives in :mod:`dpo_grpo.torch_ops`.
+"""
+
+from .advantages import (centered_advantages, group_advantages, leave_one_out_advantages,
+                         reward_advantages)
+from .bandit import bandit_seed_table, bandit_trajectory, train_group_bandit
+from .baselines import enumerate_group_gradients, score_function_variance, true_gradient
+from .dpo import (bradley_terry_probability, dpo_gradient_weight, dpo_loss, implicit_reward,
+                  kl_regularised_objective, log_sigmoid, max_objective_identity_error,
+                  objective_identity_gap, optimal_policy, sigmoid)
+from .gradcheck import finite_difference, max_abs_error
+from .grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
+from .kl import (exact_kl, k1, k2, k3, k3_expectation, k3_per_action, k3_surrogate_grad_logits,
+                 kl_grad_logits)
+from .memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
+from ._math import log_softmax, softmax
+from .zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
+                       zero_std_monte_carlo, zero_std_probability)
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("_")]
