@@ -1,0 +1,70 @@
+"""Exercises of chapter 4 (the minimal implementation)."""
+
+import numpy as np
+
+from .. import examples as ex
+from ..advantages import group_advantages
+from ..dpo import dpo_loss
+from .core import choice, code, numeric
+
+_P = ex.DPO_PAIRS
+
+
+def _swapped():
+    return dpo_loss(_P["policy_rejected"], _P["policy_chosen"], _P["ref_chosen"], _P["ref_rejected"], beta=0.1)
+
+
+numeric(
+    "04.1",
+    "Swap the two policy log-probs of each pair (reference unchanged): the new DPO loss at beta = 0.1.",
+    lambda: _swapped().loss,
+    mistakes={
+        "swapped reference too": (
+            lambda: dpo_loss(_P["policy_rejected"], _P["policy_chosen"], _P["ref_rejected"], _P["ref_chosen"]).loss,
+            "You swapped the reference log-probs as well; the exercise keeps the reference unchanged.",
+        ),
+        "unchanged": (lambda: dpo_loss(**_P).loss, "This is the loss before the swap."),
+    },
+)
+
+numeric(
+    "04.2",
+    "The first reward group's advantages [0.2, 0.8, 1.4, 0.6] with the sample standard deviation (ddof=1).",
+    lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=1)[0],
+    mistakes={
+        "ddof 0": (lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=0)[0],
+                   "These use the population std (ddof=0); the exercise asks for the sample std."),
+    },
+)
+
+
+def _leave_one_out(rewards):
+    r = np.asarray(rewards, dtype=float)
+    return r - (r.sum(axis=1, keepdims=True) - r) / (r.shape[1] - 1)
+
+
+code(
+    "04.3",
+    "Implement leave_one_out(rewards) for rewards of shape (prompts, G): r_i minus the mean of the other G-1.",
+    _leave_one_out,
+    cases=[(ex.REWARD_GROUPS,), (np.array([[0.0, 1.0]]),), (np.array([[1.0, 1.0, 1.0], [0.0, 3.0, 6.0]]),)],
+    mistakes={
+        "centred": (lambda r: np.asarray(r) - np.asarray(r).mean(axis=1, keepdims=True),
+                    "You subtracted the mean of the whole group, which includes r_i itself."),
+    },
+)
+
+choice(
+    "04.4",
+    "Answer 0 of the clip example has advantage < 0 and ratio 1.284 > 1 + epsilon. What does the objective do?",
+    {
+        "a": "It clips the ratio to 1.2, so this token gets no gradient.",
+        "b": "It keeps the unclipped term, so the token keeps being pushed down.",
+        "c": "It ignores the token because the ratio is outside the interval.",
+    },
+    "b",
+    explanations={
+        "a": "Clipping only removes the gradient when the ratio has moved in the direction the advantage wants.",
+        "c": "No token is dropped: min() selects which of the two terms is used.",
+    },
+)

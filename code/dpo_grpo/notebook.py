@@ -1,0 +1,34 @@
+"""Helpers for the chapter notebooks: publish computed numbers to the prose with myst-nb's ``glue``."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _plain(value):
+    """numpy scalars -> Python scalars (myst-nb formats ``{glue:text}`key:.4f``` from the plain-text repr)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def glue(name: str, value, display: bool = False):
+    """Store ``value`` under ``name`` for ``{glue:text}`name:.4f``` in the page, and return it.
+
+    Outside a myst-nb build (plain Jupyter, Colab) this only returns the value, so notebooks run anywhere.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError("name must be a non-empty string")
+    value = _plain(value)
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:  # pragma: no cover - myst-nb is installed with the book's requirements
+        return value
+    _glue(name, value, display=display)
+    return value

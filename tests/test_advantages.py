@@ -1,0 +1,130 @@
+"""dpo_grpo.advantages: the article's advantages, conventions, invariances, and TRL-style aggregation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra.numpy import arrays
+
+import dpo_grpo as dg
+from dpo_grpo import examples as ex
+
+groups = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(2, 8)),
+                elements=st.floats(-100, 100, allow_nan=False, width=64))
+
+
+def test_article_advantages():
+    adv = dg.group_advantages(ex.REWARD_GROUPS)
+    np.testing.assert_array_equal(np.round(adv, 4), [[-1.2699, 0.1154, 1.5008, -0.3463],
+                                                     [-1.2648, -0.6324, 0.6324, 1.2648]])
+    np.testing.assert_allclose(adv.mean(axis=1), 0, atol=1e-15)
+
+
+def test_population_vs_sample_std():
+    r = ex.REWARD_GROUPS[0]
+    assert round(r.std(ddof=0), 6) == 0.433013 and round(r.std(ddof=1), 6) == 0.5
+    a0 = dg.group_advantages(ex.REWARD_GROUPS[:1], ddof=0)
+    a1 = dg.group_advantages(ex.REWARD_GROUPS[:1], ddof=1)
+    assert np.all(np.abs(a1) < np.abs(a0))
+
+
+def test_same_rank_different_gaps():
+    a, b = dg.group_advantages(ex.SAME_RANK_GROUPS)
+    assert (np.argsort(a) == np.argsort(b)).all() and not np.allclose(a, b, atol=1e-3)
+
+
+@given(groups)
+def test_rows_have_mean_zero(r):
+    np.testing.assert_allclose(dg.group_advantages(r).mean(axis=1), 0, atol=1e-9)
+
+
+@given(groups, st.floats(-50, 50))
+def test_shift_invariance(r, b):
+    np.testing.assert_allclose(dg.group_advantages(r + b), dg.group_advantages(r), atol=1e-6)
+
+
+@given(groups, st.floats(0.1, 10))
+def test_positive_scaling_invariance_as_eps_vanishes(r, a):
+    r = r + np.arange(r.shape[1])  # rows with clearly non-zero spread
+    np.testing.assert_allclose(dg.group_advantages(a * r, eps=1e-12), dg.group_advantages(r, eps=1e-12), atol=1e-8)
+
+
+def test_fixed_eps_breaks_scaling_exactly_as_predicted():
+    r = ex.REWARD_GROUPS[:1]
+    s, eps, a = r.std(), 1e-4, 1e-3
+    centred = r - r.mean()
+    np.testing.assert_allclose(dg.group_advantages(a * r, eps=eps), centred / (s + eps / a), rtol=1e-12)
+    assert not np.allclose(dg.group_advantages(a * r), dg.group_advantages(r), atol=1e-2)
+
+
+def test_negative_scale_flips_direction():
+    r = ex.REWARD_GROUPS[:1]
+    np.testing.assert_allclose(dg.group_advantages(-r), -dg.group_advantages(r), atol=1e-12)
+
+
+def test_equal_rewards_give_zero_advantages():
+    assert np.all(dg.group_advantages([[1.0, 1.0, 1.0]]) == 0)
+    # 0.7 is not exact in binary: the mean is off by one ulp, divided by eps -> ~1e-12, not exactly 0
+    assert np.all(np.abs(dg.group_advantages([[0.7, 0.7, 0.7]])) < 1e-11)
+
+
+def test_leave_one_out_and_centred():
+    r = np.array([[1.0, 2.0, 6.0]])
+    np.testing.assert_allclose(dg.centered_advantages(r), [[-2, -1, 3]])
+    np.testing.assert_allclose(dg.leave_one_out_advantages(r), [[1 - 4, 2 - 3.5, 6 - 1.5]])
+    np.testing.assert_allclose(dg.leave_one_out_advantages(r), dg.centered_advantages(r) * 3 / 2)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: dg.group_advantages([[1.0]]), ValueError, "G >= 2"),
+    (lambda: dg.group_advantages([1.0, 2.0]), ValueError, "2-D"),
+    (lambda: dg.group_advantages([[1.0, np.nan]]), ValueError, "finite"),
+    (lambda: dg.group_advantages([[1.0, 2.0]], eps=0), ValueError, "eps"),
+    (lambda: dg.group_advantages([[1.0, 2.0]], eps=-1e-4), ValueError, "eps"),
+    (lambda: dg.group_advantages([[1.0, 2.0]], ddof=2), ValueError, "ddof"),
+    (lambda: dg.group_advantages(np.zeros((0, 3))), ValueError, "empty"),
+    (lambda: dg.group_advantages(None), TypeError, "rewards"),
+])
+def test_invalid_group_inputs(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# --- TRL-style reward_advantages (full fixture parity lives in test_trl_parity.py) ---------------------------------
+
+def test_reward_advantages_single_function_matches_group_ddof1():
+    r = ex.REWARD_GROUPS.reshape(-1, 1)
+    out = dg.reward_advantages(r, num_generations=4)
+    np.testing.assert_allclose(out.advantages, dg.group_advantages(ex.REWARD_GROUPS, ddof=1).ravel(), rtol=1e-12)
+    assert out.metrics["frac_reward_zero_std"] == 0.0
+    assert out.metrics["reward"] == pytest.approx(ex.REWARD_GROUPS.mean())
+
+
+def test_reward_advantages_nan_semantics():
+    rpf = np.array([[1.0, np.nan], [np.nan, np.nan], [0.0, 2.0], [3.0, np.nan],   # group 1: one unscorable row
+                    [np.nan, np.nan], [5.0, np.nan], [np.nan, np.nan], [np.nan, np.nan]])  # group 2: one valid
+    out = dg.reward_advantages(rpf, 4, scale_rewards="none")
+    assert out.advantages[1] == 0 and np.all(out.advantages[4:] == 0)
+    valid = np.array([1.0, 2.0, 3.0])  # nansum over functions: 1, 0+2, 3
+    np.testing.assert_allclose(out.advantages[[0, 2, 3]], valid - valid.mean())
+    assert np.isfinite(out.advantages).all()
+
+
+def test_reward_advantages_zero_std_fraction():
+    rpf = np.array([[1.0], [1.0], [0.0], [1.0], [0.0], [0.0], [0.0], [0.0]])
+    out = dg.reward_advantages(rpf, 4)
+    assert out.metrics["frac_reward_zero_std"] == 0.5
+    assert np.all(out.advantages[4:] == 0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(rewards_per_func=np.ones((6, 1)), num_generations=4), "divide"),
+    (dict(rewards_per_func=np.ones((4, 2)), num_generations=4, reward_weights=[1.0]), "reward_weights"),
+    (dict(rewards_per_func=np.ones((4, 1)), num_generations=4, scale_rewards="global"), "scale_rewards"),
+    (dict(rewards_per_func=np.ones((4, 1)), num_generations=4, multi_objective_aggregation="mean"),
+     "multi_objective_aggregation"),
+    (dict(rewards_per_func=np.ones((4, 1)), num_generations=1), "num_generations"),
+    (dict(rewards_per_func=np.full((4, 1), np.inf), num_generations=4), "inf"),
+])
+def test_reward_advantages_invalid(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dg.reward_advantages(**kwargs)

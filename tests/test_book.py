@@ -1,0 +1,41 @@
+"""Book hygiene: the TOC, notebook metadata, and no hand-typed outputs in committed notebooks."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def _toc_files(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("file", "root"):
+                yield value
+            else:
+                yield from _toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _toc_files(item)
+
+
+def test_toc_lists_existing_files_and_every_notebook():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = list(_toc_files(toc))
+    for f in files:
+        assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
+    for nb in NOTEBOOKS:
+        assert str(nb.relative_to(ROOT).with_suffix("")) in files, f"{nb.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_metadata_and_no_committed_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name}: commit notebooks without outputs (the build executes them)"

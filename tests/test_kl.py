@@ -1,0 +1,71 @@
+"""dpo_grpo.kl: the article's KL example, k3's properties, and the fixed-sample gradient trap."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import dpo_grpo as dg
+from dpo_grpo import examples as ex
+
+K = ex.KL_EXAMPLE
+
+
+def test_article_kl_numbers():
+    assert round(dg.exact_kl(K["p"], K["q"]), 6) == 0.634897
+    assert dg.k3_expectation(K["p"], K["q"]) == pytest.approx(dg.exact_kl(K["p"], K["q"]), abs=1e-15)
+    assert round(dg.k3_expectation(K["p"], K["q"], K["old"]), 6) == 1.146128
+    assert dg.k3_expectation(K["p"], K["q"], K["old"], ratio_weighted=True) == pytest.approx(
+        dg.exact_kl(K["p"], K["q"]), abs=1e-15)
+
+
+@given(st.floats(-30, 30))
+def test_k3_non_negative_and_zero_only_at_zero(d):
+    value = dg.k3(d)
+    assert value >= 0
+    assert (value == 0) == (d == 0) or abs(d) < 1e-7
+
+
+def test_k1_unbiased_k2_k3_positive():
+    p, q = K["p"], K["q"]
+    delta = np.log(q) - np.log(p)
+    assert np.sum(p * dg.k1(delta)) == pytest.approx(dg.exact_kl(p, q))
+    assert np.all(dg.k2(delta) >= 0) and np.any(dg.k1(delta) < 0)
+
+
+def test_fixed_sample_gradient_is_p_minus_q_not_the_kl_gradient():
+    z = np.log(K["p"])
+    surrogate = dg.k3_surrogate_grad_logits(z, K["q"])
+    np.testing.assert_allclose(surrogate, K["p"] - K["q"], atol=1e-12)
+    true = dg.kl_grad_logits(z, K["q"])
+    np.testing.assert_allclose(true, dg.finite_difference(lambda x: dg.exact_kl(dg.softmax(x), K["q"]), z), atol=1e-9)
+    assert np.max(np.abs(surrogate - true)) > 0.05
+
+
+def test_fixed_sample_gradient_matches_finite_differences():
+    z, s = np.log(K["p"]), K["old"]
+    for weighted in (False, True):
+        fd = dg.finite_difference(
+            lambda x: float(np.sum(s * (dg.softmax(x) / s if weighted else 1.0) * dg.k3_per_action(dg.softmax(x),
+                                                                                                   K["q"]))), z)
+        got = dg.k3_surrogate_grad_logits(z, K["q"], s, ratio_weighted=weighted)
+        assert dg.max_abs_error(got, fd) < 1e-9
+
+
+def test_ratio_correction_recovers_true_gradient_only_if_not_detached():
+    z = np.log(K["p"])
+    true = dg.kl_grad_logits(z, K["q"])
+    corrected = dg.k3_surrogate_grad_logits(z, K["q"], K["old"], ratio_weighted=True)
+    assert dg.max_abs_error(corrected, true) < 1e-12
+    detached = dg.k3_surrogate_grad_logits(z, K["q"], K["old"], ratio_weighted=True, detach_ratio=True)
+    assert np.max(np.abs(detached - true)) > 0.05
+
+
+def test_invalid_inputs():
+    with pytest.raises(ValueError, match="p must sum to 1"):
+        dg.exact_kl([0.5, 0.6], [0.5, 0.5])
+    with pytest.raises(ValueError, match="q must have strictly positive"):
+        dg.exact_kl([0.5, 0.5], [1.0, 0.0])
+    with pytest.raises(ValueError, match="same shape"):
+        dg.exact_kl([0.5, 0.5], [0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match="delta must contain only finite"):
+        dg.k3([np.nan])

@@ -1,0 +1,40 @@
+"""dpo_grpo.memory: the 7B training-state ledger and the per-algorithm model counts."""
+
+import pytest
+
+import dpo_grpo as dg
+
+
+def test_seven_billion_ledger():
+    led = dg.training_state_ledger(7_000_000_000)
+    c = led.components
+    assert c["weights (bf16)"] == 14 * dg.GB and c["gradients (bf16)"] == 14 * dg.GB
+    assert c["master weights (fp32)"] + c["adamw states (fp32)"] == 84 * dg.GB
+    assert led.total_bytes == 112 * dg.GB and led.gb == 112.0
+    assert round(led.gib, 1) == 104.3
+
+
+def test_variants():
+    assert dg.training_state_ledger(10, weight_dtype="fp32", grad_dtype="fp32").total_bytes == 10 * (4 + 4 + 8)
+    assert dg.training_state_ledger(10, optimizer="sgd", master_weights=False).total_bytes == 40
+
+
+def test_algorithms():
+    n = 7_000_000_000
+    ppo = dg.algorithm_ledger("ppo", n, reward_params=n)
+    grpo = dg.algorithm_ledger("grpo", n)
+    dpo = dg.algorithm_ledger("dpo", n, precomputed_reference=True)
+    assert sum(ppo.values()) == 2 * 112 * dg.GB + 2 * 14 * dg.GB
+    assert sum(grpo.values()) == 112 * dg.GB + 14 * dg.GB
+    assert sum(dpo.values()) == 112 * dg.GB
+
+
+def test_invalid():
+    with pytest.raises(ValueError, match="n_params"):
+        dg.training_state_ledger(0)
+    with pytest.raises(ValueError, match="weight_dtype"):
+        dg.training_state_ledger(10, weight_dtype="int4")
+    with pytest.raises(TypeError, match="n_params"):
+        dg.training_state_ledger(7e9)
+    with pytest.raises(ValueError, match="algorithm"):
+        dg.algorithm_ledger("rloo", 10)
