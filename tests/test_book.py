@@ -39,3 +39,18 @@ def test_notebook_metadata_and_no_committed_outputs(path):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.outputs, f"{path.name}: commit notebooks without outputs (the build executes them)"
+
+
+def test_first_code_cell_is_the_colab_setup_rendered_from_config():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync", ROOT / "scripts" / "sync_colab_cells.py")
+    sync = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync)
+    expected = sync.setup_cell_source()
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    assert url.rstrip("/") in expected
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        assert first.source == expected, f"{path.name}: run scripts/sync_colab_cells.py"

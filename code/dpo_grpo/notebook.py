@@ -32,3 +32,18 @@ def glue(name: str, value, display: bool = False):
         return value
     _glue(name, value, display=display)
     return value
+
+
+def runtime_summary() -> str:
+    """One line saying what this kernel runs on: the NumPy core, and torch's device if torch is installed."""
+    import platform
+
+    parts = [f"dpo_grpo on Python {platform.python_version()}, NumPy {np.__version__}"]
+    try:
+        import torch
+    except ImportError:
+        parts.append("torch not installed (the NumPy chapters do not need it)")
+    else:
+        device = "cuda (" + torch.cuda.get_device_name(0) + ")" if torch.cuda.is_available() else "cpu"
+        parts.append(f"torch {torch.__version__} on {device}")
+    return "; ".join(parts)
