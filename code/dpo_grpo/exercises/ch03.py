@@ -1,0 +1,183 @@
+"""Exercises of chapter 3 (the derivations)."""
+
+import numpy as np
+
+from .. import examples as ex
+from ..advantages import group_advantages
+from ..baselines import enumerate_group_gradients
+from ..dpo import dpo_loss, log_sigmoid
+from ..grpo import clipped_objective
+from .core import choice, code, numeric
+
+#: 03.1: new sequence log-probs for one pair (the reference is the first pair of section 3.7).
+EX1 = {"policy_chosen": np.array([-1.9]), "policy_rejected": np.array([-3.1]),
+       "ref_chosen": np.array([-2.0]), "ref_rejected": np.array([-2.4])}
+EX1_BETA = 0.1
+
+numeric(
+    "03.1",
+    "A pair has policy log-probs -1.9 (chosen) and -3.1 (rejected), reference log-probs -2.0 and -2.4. "
+    "Compute the DPO loss at beta = 0.1.",
+    lambda: dpo_loss(**EX1, beta=EX1_BETA).loss,
+    mistakes={
+        "no reference gap": (
+            lambda: float(-log_sigmoid(EX1_BETA * (EX1["policy_chosen"] - EX1["policy_rejected"]))[0]),
+            "You used only the policy's gap. DPO's logit subtracts the reference's chosen-minus-rejected gap too.",
+        ),
+        "no beta": (
+            lambda: float(-log_sigmoid((EX1["policy_chosen"] - EX1["policy_rejected"])
+                                       - (EX1["ref_chosen"] - EX1["ref_rejected"]))[0]),
+            "The difference of differences must be multiplied by beta before the sigmoid.",
+        ),
+        "sign": (
+            lambda: dpo_loss(EX1["policy_rejected"], EX1["policy_chosen"], EX1["ref_rejected"],
+                             EX1["ref_chosen"], beta=EX1_BETA).loss,
+            "Check the order: chosen minus rejected, for the policy and for the reference.",
+        ),
+        "log sigmoid": (
+            lambda: float(log_sigmoid(dpo_loss(**EX1, beta=EX1_BETA).logits)[0]),
+            "The loss is minus log sigmoid; it is positive.",
+        ),
+    },
+)
+
+
+def _k3(logp_policy, logp_ref):
+    delta = np.asarray(logp_ref, dtype=float) - np.asarray(logp_policy, dtype=float)
+    return np.exp(delta) - delta - 1
+
+
+_LOGP_CASES = [
+    (np.log(ex.KL_EXAMPLE["p"]), np.log(ex.KL_EXAMPLE["q"])),
+    (np.array([-0.1, -2.0, -5.0]), np.array([-0.1, -1.0, -7.0])),
+    (np.array([[-1.0, -0.5], [-3.0, -0.2]]), np.array([[-1.2, -0.4], [-2.0, -0.9]])),
+]
+
+code(
+    "03.2",
+    "Implement k3(logp_policy, logp_ref): DeepSeekMath's per-token KL estimator from the sampled tokens' "
+    "log-probs, elementwise for arrays of any shape.",
+    _k3,
+    cases=_LOGP_CASES,
+    rtol=1e-9,
+    atol=1e-12,
+    mistakes={
+        "delta sign": (
+            lambda lp, lr: _k3(lr, lp),
+            "Check the sign of Delta: it is log pi_ref minus log pi_theta.",
+        ),
+        "k1": (
+            lambda lp, lr: np.asarray(lp, dtype=float) - np.asarray(lr, dtype=float),
+            "This is the plain log-ratio k1, which can be negative; k3 adds exp(Delta) - 1.",
+        ),
+    },
+)
+
+numeric(
+    "03.3",
+    "Answers with probabilities [0.2, 0.3, 0.5] and rewards [-1.0, 0.2, 2.0]; groups of G = 4. Give the exact "
+    "expected policy gradient (w.r.t. the logits) of the mean-centred advantage r_i - mean(r).",
+    lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).centered,
+    mistakes={
+        "no shrinkage": (
+            lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).exact,
+            "The group mean contains r_i itself, so the centred estimator is not the true gradient.",
+        ),
+        "G = 3": (
+            lambda: enumerate_group_gradients(**ex.ENUMERATION).centered,
+            "This is the answer for groups of three; the exercise uses G = 4.",
+        ),
+        "1/G": (
+            lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).exact / 4,
+            "E[mean(r) s_i] is (1/G) of the true gradient; what is left after subtracting it?",
+        ),
+    },
+)
+
+choice(
+    "03.4",
+    "Within one GRPO update, which statement about pi_old and pi_ref is right?",
+    {
+        "a": "They are the same model: pi_ref is just another name for the rollout snapshot.",
+        "b": "pi_old is the snapshot that sampled this rollout and enters the ratio; pi_ref is the behavioural "
+             "anchor of the KL term. They can be equal at the very start but do different jobs.",
+        "c": "pi_ref is refreshed after every rollout and pi_old is frozen for the whole run.",
+        "d": "pi_old is only needed when beta > 0.",
+    },
+    "b",
+    explanations={
+        "a": "At the first step their values may coincide, but one builds the ratio and the other anchors the KL.",
+        "c": "It is the other way round: the rollout snapshot changes every rollout; the reference is frozen within "
+             "a stage (and, in DeepSeekMath's iterative RL, updated only in an outer loop).",
+        "d": "beta weighs the KL term, which uses the reference; the ratio needs the rollout snapshot whatever beta is.",
+    },
+)
+
+#: 03.5: new ratios for the four answers of the first reward group (clip radius 0.2).
+EX5_RATIOS = np.array([1.35, 0.70, 1.10, 0.75])
+
+
+def _ex5_adv(ddof=0):
+    return group_advantages(ex.REWARD_GROUPS[:1], ddof=ddof)[0]
+
+
+numeric(
+    "03.5",
+    "The first group's rewards [0.2, 0.8, 1.4, 0.6] (population std, eps = 1e-4) and token ratios "
+    "[1.35, 0.70, 1.10, 0.75], clip radius 0.2: give the four per-token clipped objectives min(rho A, clip(rho) A).",
+    lambda: clipped_objective(EX5_RATIOS, _ex5_adv(), epsilon=0.2),
+    mistakes={
+        "clip only": (
+            lambda: np.clip(EX5_RATIOS, 0.8, 1.2) * _ex5_adv(),
+            "You clipped every ratio. The min keeps the unclipped term whenever it is the smaller one.",
+        ),
+        "no clip": (
+            lambda: EX5_RATIOS * _ex5_adv(),
+            "You ignored the clip: one of the four answers sits on a platform.",
+        ),
+        "ddof 1": (
+            lambda: clipped_objective(EX5_RATIOS, _ex5_adv(ddof=1), epsilon=0.2),
+            "These advantages use the sample std (ddof=1); the exercise uses the population std.",
+        ),
+    },
+)
+
+
+choice(
+    "03.6",
+    "All four answers of a group score 1.0. beta = 0.04 and the policy has already moved away from the reference; "
+    "no entropy bonus, plain SGD. What does this group contribute to the update?",
+    {
+        "a": "Nothing: all advantages are zero, so the group gives no gradient at all.",
+        "b": "No reward-surrogate gradient, but the k3 KL term still pulls the policy towards the reference.",
+        "c": "A gradient that raises the probability of all four answers, since they are all correct.",
+        "d": "A division by zero: the standard deviation is zero.",
+    },
+    "b",
+    explanations={
+        "a": "Zero advantages remove only the reward surrogate; look at the other term of the loss.",
+        "c": "The advantage is relative to the group: an all-equal group says nothing about which answer is better.",
+        "d": "The std guard in the denominator prevents that; the centred rewards are all zero anyway.",
+    },
+)
+
+#: 03.7: an affine map of the first reward group, r' = a r + b with a small positive a.
+EX7_SCALE, EX7_SHIFT = 0.001, 5.0
+
+numeric(
+    "03.7",
+    "Map the first group's rewards [0.2, 0.8, 1.4, 0.6] to r' = 0.001 r + 5 and standardise with the population "
+    "std and eps = 1e-4. Give the four new advantages.",
+    lambda: group_advantages(EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT)[0],
+    mistakes={
+        "invariant": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1])[0],
+            "Standardisation cancels an affine map exactly only when eps = 0; here eps is fixed while the std "
+            "shrinks with the scale.",
+        ),
+        "ddof 1": (
+            lambda: group_advantages(EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT, ddof=1)[0],
+            "These use the sample std (ddof=1); the exercise uses the population std.",
+        ),
+    },
+)

@@ -1,0 +1,226 @@
+"""dpo_grpo.costs: the per-step budget of PPO, GRPO and DPO, the time model, the timer and the figures."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpo_grpo as dg
+from dpo_grpo import costs as c
+
+N7 = 7_000_000_000
+
+
+def test_memory_matches_the_ledger_in_full_fine_tuning():
+    w = c.Workload(n_params=N7, reward_params=N7)
+    for alg in c.ALGORITHMS:
+        ledger = dg.algorithm_ledger(alg, N7, reward_params=N7)
+        assert c.step_cost(alg, w).memory == pytest.approx(ledger)
+    saving = c.memory_saving(w)
+    assert saving["gb"] == pytest.approx(112.0) and saving["gib"] == pytest.approx(112e9 / 2**30)
+
+
+def test_removing_the_critic_is_exactly_the_difference_at_the_same_rollout():
+    w = c.Workload(n_params=N7, group_size=8, ppo_samples=8)
+    ppo, grpo = c.step_cost("ppo", w), c.step_cost("grpo", w)
+    assert ppo.generated_tokens == grpo.generated_tokens and ppo.reward_calls == grpo.reward_calls
+    crit = c.critic_cost(w)
+    assert ppo.total_flops - grpo.total_flops == pytest.approx(crit["flops"])
+    assert ppo.trainable_bytes - grpo.trainable_bytes == pytest.approx(crit["state_bytes"])
+    tp, tg = c.step_time(ppo), c.step_time(grpo)
+    assert tp["training"] - tg["training"] == pytest.approx(crit["seconds"])
+    assert tp["generation"] == pytest.approx(tg["generation"])
+
+
+def test_counts_follow_the_definitions():
+    w = c.Workload(n_params=1000, prompts=3, group_size=4, ppo_samples=2, prompt_len=5, answer_len=7,
+                   reward_params=500, inner_epochs=2, n_gpus=1, separate_generation=False)
+    grpo = c.step_cost("grpo", w)
+    assert grpo.sequences == 12 and grpo.generated_tokens == 12 * 7 and grpo.reward_calls == 12
+    assert grpo.tokens["reference forward"] == 12 * 12 and grpo.tokens["old-logprob forward"] == 12 * 12
+    assert grpo.flops["policy update"] == 6 * 1000 * 12 * 12 * 2
+    assert grpo.flops["generation"] == 2 * 1000 * (12 * 7 + 3 * 5)
+    assert grpo.flops["reward model"] == 2 * 500 * 12 * 12
+    assert grpo.communication == {"gradient all-reduce (per GPU)": 0.0, "group statistics": 12 * 4}
+    ppo = c.step_cost("ppo", w)
+    assert ppo.sequences == 6 and ppo.flops["critic"] == (2 + 6 * 2) * 1000 * 6 * 12
+    dpo = c.step_cost("dpo", w)
+    assert dpo.sequences == 6 and dpo.generated_tokens == 0 and dpo.reward_calls == 0
+    assert "generation" not in dpo.flops and dpo.tokens["policy forward+backward"] == 6 * 12  # one epoch
+    assert c.step_cost("dpo", w.with_(precomputed_reference=True)).frozen_forward_tokens == 0
+    assert c.step_time(dpo)["generation"] == 0.0 and c.step_time(dpo)["scoring"] == 0.0
+
+
+def test_lora_and_sharding_change_the_absolute_saving():
+    full = c.memory_saving(c.Workload(n_params=N7))["bytes"]
+    lora = c.memory_saving(c.Workload(n_params=N7, trainable_fraction=0.01))["bytes"]
+    zero = c.memory_saving(c.Workload(n_params=N7, shard_states=True, n_gpus=8))["bytes"]
+    assert zero == pytest.approx(full / 8)
+    assert lora == pytest.approx(14e9 + 16 * 7e7)  # a frozen critic base + the adapter's state
+    assert lora < full
+    # with LoRA the reference is the base with the adapter off: no second copy
+    assert "reference (frozen)" not in c.step_cost("grpo", c.Workload(n_params=N7, trainable_fraction=0.01)).memory
+    # LoRA backward: activation gradients 2N + weight gradients 2fN
+    w = c.Workload(n_params=1000, trainable_fraction=0.5, prompts=1, group_size=2, prompt_len=1, answer_len=1)
+    assert c.step_cost("grpo", w).flops["policy update"] == pytest.approx((2 + 2 + 1) * 1000 * 2 * 2)
+
+
+def test_communication_channels():
+    w = c.Workload(n_params=N7, critic_remote=True, reward_remote=True, reward_params=N7)
+    ppo, grpo, dpo = (c.step_cost(a, w) for a in c.ALGORITHMS)
+    assert "remote critic" in ppo.communication and "remote critic" not in grpo.communication
+    per_answer_critic = ppo.communication["remote critic"] / ppo.sequences  # token ids, mask, values, returns
+    per_answer_stats = grpo.communication["group statistics"] / grpo.sequences  # one scalar reward
+    assert per_answer_critic == w.seq_len * 13 and per_answer_stats == 4
+    assert grpo.communication["remote reward scorer"] == grpo.sequences * (w.seq_len * 4 + 4)
+    assert set(dpo.communication) == {"gradient all-reduce (per GPU)"}
+    assert ppo.communication["gradient all-reduce (per GPU)"] == pytest.approx(
+        2 * grpo.communication["gradient all-reduce (per GPU)"])
+
+
+def test_long_answers_make_rollout_dearer_than_the_critic():
+    base = c.Workload(n_params=N7, group_size=8, ppo_samples=8)
+    ratio = []
+    for length in (256, 1024, 4096, 16384):
+        w = base.with_(answer_len=length)
+        t = c.step_time(c.step_cost("grpo", w))
+        ratio.append((t["generation"] + t["scoring"]) / c.critic_cost(w)["seconds"])
+    assert np.all(np.diff(ratio) > 0) and ratio[0] < 1 < ratio[-1]
+    # a heavy reward model adds scoring time; a rule checker costs one call per answer
+    heavy = c.step_time(c.step_cost("grpo", base.with_(reward_params=70_000_000_000)))["scoring"]
+    rule = c.step_time(c.step_cost("grpo", base))["scoring"]
+    assert heavy > 100 * rule
+
+
+@given(st.integers(1, 8), st.integers(2, 64), st.integers(1, 64), st.integers(1, 4096))
+def test_monotone_in_group_size_and_lengths(prompts, g, prompt_len, answer_len):
+    w = c.Workload(n_params=10**9, prompts=prompts, group_size=g, prompt_len=prompt_len, answer_len=answer_len)
+    a, b = c.step_cost("grpo", w), c.step_cost("grpo", w.with_(group_size=g + 1))
+    assert b.generated_tokens > a.generated_tokens and b.total_flops > a.total_flops
+    assert sum(c.step_time(b).values()) >= sum(c.step_time(a).values())
+    assert a.memory == b.memory  # G changes compute and tokens, not the logical state
+    assert c.step_cost("ppo", w).memory_bytes > a.memory_bytes
+
+
+def test_budget_rows_and_format():
+    rows = c.budget_rows(c.Workload(n_params=N7))
+    items = [r[0] for r in rows]
+    for needed in ("trainable state per GPU", "frozen / no-grad forward tokens", "generated tokens",
+                   "reward evaluations", "communication", "time: generation", "time: scoring", "time: training",
+                   "time: waiting"):
+        assert needed in items
+    text = c.format_rows(rows)
+    assert "PPO" in text and "GRPO" in text and "DPO" in text and len(text.splitlines()) == len(rows) + 2
+
+
+def test_phase_timer_with_a_fake_clock():
+    ticks = iter([0.0, 2.0, 2.0, 3.0, 10.0, 11.0])
+    timer = c.PhaseTimer(clock=lambda: next(ticks))
+    with timer("generation"):
+        pass
+    with timer("training"):
+        pass
+    with timer("generation"):
+        pass
+    assert timer.seconds == {"generation": 3.0, "training": 1.0} and timer.counts["generation"] == 2
+    assert timer.fractions() == {"generation": 0.75, "training": 0.25}
+    with pytest.raises(TypeError, match="phase"):
+        with timer(""):
+            pass
+
+
+def test_validation():
+    with pytest.raises(TypeError, match="n_params"):
+        c.Workload(n_params=7e9)
+    with pytest.raises(ValueError, match="group_size"):
+        c.Workload(n_params=10, group_size=1)
+    with pytest.raises(ValueError, match="trainable_fraction"):
+        c.Workload(n_params=10, trainable_fraction=1.5)
+    with pytest.raises(TypeError, match="shard_states"):
+        c.Workload(n_params=10, shard_states=1)
+    with pytest.raises(ValueError, match="algorithm"):
+        c.step_cost("rloo", c.Workload(n_params=10))
+    with pytest.raises(TypeError, match="workload"):
+        c.step_cost("ppo", {"n_params": 10})
+    with pytest.raises(ValueError, match="train_mfu"):
+        c.Throughput(train_mfu=2.0)
+    with pytest.raises(TypeError, match="cost"):
+        c.step_time("ppo")
+
+
+def test_figure_is_self_contained_and_small():
+    pytest.importorskip("plotly")
+    fig = c.cost_figure()
+    payload = fig.to_json()
+    assert len(payload) < 1_000_000
+    layout = json.loads(payload)["layout"]
+    n_scen = len(c.DEFAULT_MODEL_SIZES) * 2
+    assert len(layout["sliders"]) == n_scen and len(layout["updatemenus"][0]["buttons"]) == n_scen
+    assert sum(bool(s.get("visible", True)) for s in layout["sliders"]) == 1
+    # each slider step shows one length's 6 lines + the 4 memory bars of its own scenario
+    for s in layout["sliders"]:
+        for step in s["steps"]:
+            assert sum(step["args"][0]["visible"]) == 6 + 4
+    # the data behind the default view is the model's own numbers
+    grpo = next(t for t in fig.data if t.visible and t.name == "GRPO")
+    w = c.Workload(n_params=N7, answer_len=1024, group_size=2)  # default view: the base workload's size
+    assert grpo.y[0] == pytest.approx(sum(c.step_time(c.step_cost("grpo", w)).values()), rel=1e-3)  # 4 digits
+
+
+def test_explorer_builds_and_recomputes():
+    pytest.importorskip("ipywidgets")
+    ui = c.cost_explorer()
+    assert ui.state["workload"].group_size == 8
+    ui.controls["group_size"].value = 16  # the callback recomputes synchronously
+    ui.controls["reward"].value = 7e9
+    w = ui.state["workload"]
+    assert w.group_size == 16 and w.reward_params == 7_000_000_000
+    assert ui.state["text"] == c.format_rows(c.budget_rows(w))
+
+
+def test_figure_menu_and_sliders_work_in_a_browser(tmp_path):
+    """The dropdown swaps scenario and slider, the slider then changes the answer length (headless Chromium)."""
+    pytest.importorskip("plotly")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    import shutil
+
+    import plotly.io as pio
+
+    fig = c.cost_figure()
+    page = tmp_path / "fig.html"
+    page.write_text(pio.to_html(fig, include_plotlyjs=True, full_html=True, div_id="cf"), encoding="utf-8")
+    state = """() => { const g = document.getElementById('cf');
+        const vis = g.data.map((t, i) => t.visible === true ? i : -1).filter(i => i >= 0);
+        return {vis: vis, sliders: g.layout.sliders.map(s => s.visible)}; }"""
+    with sync_api.sync_playwright() as p:
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        try:
+            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
+        except Exception as exc:  # no browser installed here
+            pytest.skip(f"no headless Chromium: {exc}")
+        try:
+            pg = browser.new_page(viewport={"width": 760, "height": 760})
+            pg.goto(page.as_uri())
+            pg.wait_for_function("() => document.getElementById('cf') && document.getElementById('cf').data")
+            before = pg.evaluate(state)
+            head = pg.query_selector(".updatemenu-item-rect").bounding_box()
+            pg.mouse.click(head["x"] + 10, head["y"] + head["height"] / 2)
+            pg.wait_for_timeout(300)
+            item = pg.query_selector_all(".updatemenu-dropdown-button")[3].bounding_box()
+            pg.mouse.click(item["x"] + 10, item["y"] + item["height"] / 2)
+            pg.wait_for_timeout(300)
+            after_menu = pg.evaluate(state)
+            rail = [b for b in (r.bounding_box() for r in pg.query_selector_all(".slider-rail-rect"))
+                    if b and b["width"] > 0]
+            assert len(rail) == 1  # only the chosen scenario's slider is shown
+            pg.mouse.click(rail[0]["x"] + rail[0]["width"] - 3, rail[0]["y"] + rail[0]["height"] / 2)
+            pg.wait_for_timeout(300)
+            after_slider = pg.evaluate(state)
+        finally:
+            browser.close()
+    assert before["sliders"].index(True) == 2 and after_menu["sliders"].index(True) == 3  # 7B rule -> 7B RM
+    assert set(after_menu["vis"]).isdisjoint(before["vis"])
+    assert after_slider["vis"][-4:] == after_menu["vis"][-4:]  # same scenario's memory bars
+    assert after_slider["vis"][:6] != after_menu["vis"][:6]  # another answer length's lines
