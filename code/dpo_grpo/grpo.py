@@ -50,6 +50,22 @@ def _per_sequence(x, m):
     return (x * m).sum(axis=1) / m.sum(axis=1)
 
 
+def _metrics(coef1_capped, adv, kl_term, m, eps_low, eps_high) -> dict:
+    """TRL's logged metrics: ``kl`` (when the KL term is used) and the five ``clip_ratio/*`` statistics."""
+    metrics = {}
+    if kl_term is not None:
+        metrics["kl"] = _masked_mean_over(kl_term, m)
+    is_low = ((coef1_capped < 1 - eps_low) & (adv < 0)).astype(np.float64)
+    is_high = ((coef1_capped > 1 + eps_high) & (adv > 0)).astype(np.float64)
+    is_region = np.maximum(is_low, is_high)
+    metrics["clip_ratio/low_mean"] = _masked_mean_over(is_low, m)
+    metrics["clip_ratio/high_mean"] = _masked_mean_over(is_high, m)
+    metrics["clip_ratio/region_mean"] = _masked_mean_over(is_region, m)
+    metrics["clip_ratio/low_min"] = float(_per_sequence(is_low, m).min())
+    metrics["clip_ratio/high_max"] = float(_per_sequence(is_high, m).max())
+    return metrics
+
+
 def _clip_bounds(epsilon, epsilon_high):
     """Validated ``(eps_low, eps_high)``; ``epsilon_high=None`` means symmetric clipping, as in TRL."""
     eps_low = v.scalar(epsilon, "epsilon", open_unit=True)
@@ -124,6 +140,23 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
 
     new = _valid_values(new, "new_logps", active)
     old = _valid_values(old, "old_logps", active)
+    if ref is not None:
+        ref = _valid_values(ref, "ref_logps", active)
+    return _grpo_from_valid(new, old, ref, adv, m, eps_low=eps_low, eps_high=eps_high, beta=beta, delta=delta,
+                            loss_type=loss_type, importance_sampling_level=importance_sampling_level,
+                            use_bias_correction_kl=bool(use_bias_correction_kl), max_len=max_len, n_items=n_items,
+                            gas=gas, spg=spg, nproc=nproc)
+
+
+def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=None, loss_type="grpo",
+                     importance_sampling_level="token", use_bias_correction_kl=False, max_len=None, n_items=None,
+                     gas=1, spg=1, nproc=1, with_metrics=True) -> GRPOOutput:
+    """The computation behind :func:`grpo_loss` on already validated arrays: ``new``, ``old``, ``ref`` (or None)
+    and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). Hot loops (the bandit) call it
+    directly after validating their inputs once (and may skip the metrics)."""
+    bsz, width = new.shape
+    max_len = width if max_len is None else max_len
+    n_items = float(m.sum()) if n_items is None else n_items
     log_ratio = new - old
     n_tok = m.sum(axis=1, keepdims=True)  # >= 1 for every row (checked by binary_mask)
     if importance_sampling_level == "token":
@@ -134,7 +167,6 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
         with np.errstate(over="raise", invalid="raise"):
             coef1 = np.exp(log_w)
             if ref is not None:
-                ref = _valid_values(ref, "ref_logps", active)
                 gap = ref - new
                 k3 = (np.expm1(gap) - gap) * m
     except FloatingPointError:
@@ -189,17 +221,8 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
             grad += beta * (weight * k3 * coef1).sum(axis=1, keepdims=True) * m / n_tok
     grad = grad * m
 
-    metrics = {}
-    if beta != 0:
-        metrics["kl"] = _masked_mean_over(kl_term, m)
-    is_low = ((coef1_capped < 1 - eps_low) & (adv < 0)).astype(np.float64)
-    is_high = ((coef1_capped > 1 + eps_high) & (adv > 0)).astype(np.float64)
-    is_region = np.maximum(is_low, is_high)
-    metrics["clip_ratio/low_mean"] = _masked_mean_over(is_low, m)
-    metrics["clip_ratio/high_mean"] = _masked_mean_over(is_high, m)
-    metrics["clip_ratio/region_mean"] = _masked_mean_over(is_region, m)
-    metrics["clip_ratio/low_min"] = float(_per_sequence(is_low, m).min())
-    metrics["clip_ratio/high_max"] = float(_per_sequence(is_high, m).max())
+    metrics = _metrics(coef1_capped, adv, kl_term if beta != 0 else None, m, eps_low, eps_high) \
+        if with_metrics else {}
 
     return GRPOOutput(
         loss=loss,
