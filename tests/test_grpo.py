@@ -185,6 +185,8 @@ def _ok():
     (dict(num_items_in_batch=0), "num_items_in_batch"),
     (dict(gradient_accumulation_steps=0), "gradient_accumulation_steps"),
     (dict(new_logps=np.full((5, 6), 800.0)), "overflow"),
+    (dict(new_logps=np.full((5, 6), 400.0), old_logps=np.zeros((5, 6)), ref_logps=np.full((5, 6), 800.0),
+          use_bias_correction_kl=True), "overflow"),
 ])
 def test_invalid_inputs(change, match):
     kwargs = _ok() | change

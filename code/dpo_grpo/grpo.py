@@ -176,7 +176,12 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     # KL term (TRL: computed before delta caps coef1; bias correction uses the uncapped weight).
     kl_term = None
     if ref is not None:
-        kl_term = k3 * coef1 if use_bias_correction_kl else k3
+        with np.errstate(over="raise", invalid="raise"):
+            try:
+                kl_term = k3 * coef1 if use_bias_correction_kl else k3
+            except FloatingPointError:
+                raise ValueError("exp overflowed: the bias-corrected KL term k3 * ratio is too large at a valid "
+                                 "position (check the log-probs)") from None
         kl_term = np.broadcast_to(kl_term, new.shape) * m
 
     # Clipped surrogate. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).

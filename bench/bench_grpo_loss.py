@@ -1,0 +1,572 @@
+"""Benchmark of the GRPO loss: NumPy reference, dpo_grpo.torch_ops (eager, torch.compile) and TRL 1.16.0's real
+``GRPOTrainer._compute_loss``, side by side on identical inputs and options, with a bandwidth probe.
+
+Run it with the interpreter that has TRL to get the TRL column (our package is put on sys.path from the repo):
+
+    .venv-trl/bin/python bench/bench_grpo_loss.py            # full shapes 64x512, 256x2048, 512x4096
+    .venv-trl/bin/python bench/bench_grpo_loss.py --quick    # smaller shapes, fewer repeats
+    .venv/bin/python bench/bench_grpo_loss.py --no-trl       # without TRL
+
+Every number is a median over interleaved repeats of one forward + backward on the same (B, T) float32 inputs
+(see bench/README.md). Results are merged into bench/results/<host-kind>.json under "grpo_loss".
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "code"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import dpo_grpo as dg  # noqa: E402
+from dpo_grpo import torch_ops as T  # noqa: E402
+
+FULL_SHAPES = [(64, 512), (256, 2048), (512, 4096)]
+QUICK_SHAPES = [(16, 128), (64, 512), (128, 1024)]
+CONFIGS = {
+    # the article's setting (dpo_grpo defaults): token-level GRPO with a k3 penalty
+    "article": dict(loss_type="grpo", beta=0.04, epsilon=0.2),
+    # TRL 1.16.0's GRPOConfig defaults: DAPO normalisation, no KL term, asymmetric clipping off
+    "trl_defaults": dict(loss_type="dapo", beta=0.0, epsilon=0.2),
+}
+NOMINAL_GPU_BANDWIDTH = {  # bytes/s, vendor figures, matched by substring of the device name
+    "H200": 4.8e12, "H100 SXM": 3.35e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12, "H100": 3.35e12,
+    "A100-SXM4-80GB": 2.039e12, "A100 80GB PCIe": 1.935e12, "A100": 1.555e12, "L40S": 0.864e12, "L4": 0.3e12,
+    "A10G": 0.6e12, "A10": 0.6e12, "T4": 0.32e12, "V100": 0.9e12, "RTX 4090": 1.008e12, "RTX 3090": 0.936e12,
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Host description and results file
+# ------------------------------------------------------------------------------------------------------------------
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def host_info(device: torch.device) -> dict:
+    info = {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch_version": torch.__version__, "numpy_version": np.__version__,
+            "python_version": platform.python_version(), "device": str(device)}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(gpu_name=props.name, gpu_memory_bytes=props.total_memory, cuda_version=torch.version.cuda)
+    return info
+
+
+def host_kind(device: torch.device) -> str:
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device).replace("NVIDIA ", "")
+        return "cuda-" + "".join(c if c.isalnum() else "-" for c in name).strip("-").lower()
+    return f"cpu-{os.cpu_count()}core"
+
+
+def merge_results(path: Path, section: str, payload: dict, host: dict, run_info: dict) -> None:
+    """Update one section of the results file (the other benchmark's section is kept)."""
+    data = {}
+    if path.exists():
+        with contextlib.suppress(ValueError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+    data["host"] = host
+    old = data.get(section)
+    if isinstance(old, dict) and isinstance(old.get("shapes"), dict) and "shapes" in payload:
+        payload = {**payload, "shapes": {**old["shapes"], **payload["shapes"]}}  # keep other configs' shapes
+        payload["configs"] = {**old.get("configs", {}), **payload.get("configs", {})}
+    data[section] = payload
+    runs = data.setdefault("run_info", {})  # timestamps and load live here only
+    runs[section] = run_info if section not in runs else (runs[section] if isinstance(runs[section], list) else [
+        runs[section]])[-3:] + [run_info]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def load_average():
+    with contextlib.suppress(OSError):
+        return [float(x) for x in open("/proc/loadavg", encoding="utf-8").read().split()[:3]]
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Timing and memory
+# ------------------------------------------------------------------------------------------------------------------
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def cpu_stall_us() -> int | None:
+    """Microseconds during which some runnable task waited for a CPU (Linux PSI, /proc/pressure/cpu), or None."""
+    try:
+        with open("/proc/pressure/cpu", encoding="utf-8") as f:
+            return int(f.readline().rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None) -> dict:
+    """Median (and min, quartiles) seconds of each callable, the callables interleaved round-robin per repeat.
+
+    On a shared CPU machine other processes steal cycles at random: a sample during which the kernel's CPU
+    pressure counter (PSI) grew by more than 2 % of the sample's duration had runnable tasks waiting for a core, so
+    it is marked contended. Rounds go on until every callable has ``repeats`` uncontended samples (or
+    ``max_wall_s`` passes); the medians are over uncontended samples when there are at least 3, else over all
+    (``clean_samples`` says which).
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    sync(device)
+    samples = {name: [] for name in fns}
+    clean = {name: [] for name in fns}
+    use_psi = device.type == "cpu" and cpu_stall_us() is not None
+    deadline = time.perf_counter() + (max_wall_s if max_wall_s is not None else math.inf)
+    rounds = 0
+    while True:
+        rounds += 1
+        for name, fn in fns.items():
+            sync(device)
+            stall0 = cpu_stall_us() if use_psi else None
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            dt = time.perf_counter() - t0
+            samples[name].append(dt)
+            if not use_psi or (cpu_stall_us() - stall0) <= 0.02 * dt * 1e6:
+                clean[name].append(dt)
+        enough = min(len(v) for v in (clean if use_psi else samples).values()) >= repeats
+        if enough or (rounds >= repeats and time.perf_counter() > deadline) or rounds >= 20 * repeats:
+            break
+    out = {}
+    for name in fns:
+        xs = clean[name] if len(clean[name]) >= 3 else samples[name]
+        q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+        out[name] = {"median_s": statistics.median(xs), "min_s": min(samples[name]), "q1_s": q[0], "q3_s": q[2],
+                     "samples": len(samples[name]), "clean_samples": len(clean[name]),
+                     "median_all_samples_s": statistics.median(samples[name])}
+    return out
+
+
+def _status_bytes(key: str) -> int:
+    for line in open("/proc/self/status", encoding="utf-8"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def peak_extra_bytes(fn, device) -> int | None:
+    """Peak memory above the level before ``fn()`` during one call.
+
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the process's peak resident set (VmHWM, reset through
+    /proc/self/clear_refs) minus its resident set before the call; meaningful when glibc returns freed blocks to the
+    OS at once, which the memory phase ensures by running in a child with ``MALLOC_MMAP_THRESHOLD_=65536``.
+    """
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - base
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="utf-8") as f:
+            f.write("5")  # reset VmHWM to the current RSS
+        base = _status_bytes("VmRSS")
+        fn()
+        return _status_bytes("VmHWM") - base
+    except OSError:
+        return None
+
+
+def copy_bandwidth(device, nbytes: int) -> float:
+    """Bytes/s of a large device-to-device copy (read + write counted), median of 5."""
+    n = nbytes // 4
+    src, dst = torch.randn(n, device=device), torch.empty(n, device=device)
+    times = []
+    for _ in range(6):
+        sync(device)
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return 2 * n * 4 / statistics.median(times[1:])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Inputs and the variants
+# ------------------------------------------------------------------------------------------------------------------
+
+def make_inputs(b: int, t: int, device, seed: int = 0) -> dict:
+    """float32 log-probs as a policy produces them; ragged prefix masks (TRL's int64 completion_mask)."""
+    g = torch.Generator().manual_seed(seed)
+    old = torch.log(torch.rand(b, t, generator=g) * 0.9 + 0.05)
+    new = old + 0.05 * torch.randn(b, t, generator=g)  # a few clipped tokens at epsilon = 0.2
+    ref = old + 0.05 * torch.randn(b, t, generator=g)
+    lengths = torch.randint(max(1, t // 4), t + 1, (b,), generator=g)
+    mask = (torch.arange(t)[None, :] < lengths[:, None]).long()
+    adv = torch.randn(b, generator=g)
+    for x in (new, old, ref):
+        x.mul_(mask)  # padding holds 0 (TRL's padding value; TRL's own math would propagate garbage)
+    return {k: v.to(device) for k, v in dict(new=new, old=old, ref=ref, mask=mask, adv=adv).items()}
+
+
+def torch_variant(x, opts, *, validate=False, fused=None, compiled=None):
+    new = x["new"].detach().clone().requires_grad_()
+    ref = x["ref"] if opts["beta"] != 0 else None
+    fn = compiled or (lambda n, o, r, a, m: T.grpo_loss(n, o, r, a, m, validate=validate, fused=fused, **opts))
+
+    def run():
+        new.grad = None
+        out = fn(new, x["old"], ref, x["adv"], x["mask"])
+        out.loss.backward()
+        return out.loss, new.grad
+
+    return run
+
+
+def compiled_variant(x, opts, fused):
+    def loss_fn(n, o, r, a, m):
+        return T.grpo_loss(n, o, r, a, m, validate=False, fused=fused, **opts)
+
+    return torch_variant(x, opts, compiled=torch.compile(loss_fn, dynamic=False))
+
+
+def numpy_variant(x, opts):
+    arrays = {k: v.detach().cpu().numpy() for k, v in x.items()}
+    ref = arrays["ref"] if opts["beta"] != 0 else None
+
+    def run():
+        out = dg.grpo_loss(arrays["new"], arrays["old"], ref, arrays["adv"], arrays["mask"], **opts)
+        return out.loss, out.grad  # the analytic gradient is the "backward"
+
+    return run
+
+
+def probe_variants(x):
+    """One elementwise pass over the same inputs: eager (3 kernels + sum) and compiled (truly fused)."""
+    new, old, adv = x["new"].detach(), x["old"], x["adv"]
+
+    def expr(n, o, a):
+        return ((n - o).exp() * a[:, None]).sum()
+
+    compiled = torch.compile(expr, dynamic=False)
+
+    def eager():
+        with torch.no_grad():
+            return expr(new, old, adv)
+
+    def fused():
+        with torch.no_grad():
+            return compiled(new, old, adv)
+
+    return eager, fused
+
+
+class TrlHarness:
+    """A real ``trl.GRPOTrainer`` built offline from a config-created tiny Llama and a locally built tokenizer;
+    ``_get_per_token_logps_and_entropies`` is patched on the instance to return the benchmark's tensor."""
+
+    def __init__(self, workdir: Path, device):
+        os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                          TQDM_DISABLE="1", TRANSFORMERS_VERBOSITY="error", TOKENIZERS_PARALLELISM="false")
+        import datasets
+        import transformers
+        import trl
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+        datasets.disable_progress_bars()
+        transformers.utils.logging.set_verbosity_error()
+        self.trl, self.workdir, self.device = trl, workdir, device
+        self.version = trl.__version__
+        vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{f"w{i}": i + 3 for i in range(29)}}
+        backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
+                                                 unk_token="<unk>")
+        config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                             pad_token_id=0, eos_token_id=1, bos_token_id=None, tie_word_embeddings=False)
+        torch.manual_seed(0)
+        self.model_path = workdir / "tiny-llama"
+        LlamaForCausalLM(config).save_pretrained(self.model_path)
+        self.tokenizer.save_pretrained(self.model_path)
+        self.dataset = datasets.Dataset.from_dict({"prompt": [f"w{i} w{i + 1}" for i in range(8)]})
+        self.trainers = {}
+
+    def trainer(self, name, opts):
+        if name not in self.trainers:
+            args = self.trl.GRPOConfig(
+                output_dir=str(self.workdir / "out"), report_to="none", use_cpu=self.device.type != "cuda",
+                save_strategy="no", logging_strategy="no", seed=0, per_device_train_batch_size=8, num_generations=2,
+                loss_type=opts["loss_type"], beta=opts["beta"], epsilon=opts["epsilon"],
+                importance_sampling_level="token", use_bias_correction_kl=False)
+            trainer = self.trl.GRPOTrainer(model=str(self.model_path), reward_funcs=[_zero_reward], args=args,
+                                           train_dataset=self.dataset, processing_class=self.tokenizer)
+            trainer.model.train()
+            trainer.current_gradient_accumulation_steps = 1
+            self.trainers[name] = trainer
+        return self.trainers[name]
+
+    def variant(self, name, x, opts):
+        trainer = self.trainer(name, opts)
+        b, t = x["new"].shape
+        trainer.max_completion_length = t  # dr_grpo's normaliser
+        new = x["new"].detach().clone().requires_grad_()
+        entropies = torch.zeros_like(new)
+        trainer._get_per_token_logps_and_entropies = lambda *args, **kwargs: (new, entropies, None)
+        inputs = {
+            "prompt_ids": torch.full((b, 1), 5, dtype=torch.long, device=new.device),
+            "prompt_mask": torch.ones(b, 1, dtype=torch.long, device=new.device),
+            "completion_ids": x["mask"] * 7,
+            "completion_mask": x["mask"],
+            "advantages": x["adv"],
+            "old_per_token_logps": x["old"],
+            "num_items_in_batch": x["mask"].sum(),
+        }
+        if opts["beta"] != 0:
+            inputs["ref_per_token_logps"] = x["ref"]
+
+        def run():
+            new.grad = None
+            for values in trainer._metrics["train"].values():
+                values.clear()
+            loss = trainer._compute_loss(trainer.model, inputs)
+            loss.backward()
+            return loss, new.grad
+
+        return run
+
+
+def _zero_reward(prompts, completions, **kwargs):
+    return [0.0] * len(prompts)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Driver
+# ------------------------------------------------------------------------------------------------------------------
+
+def min_bytes(x, opts) -> int:
+    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write ratio, per-token loss and
+    gradient (+ kl); the backward reads the saved gradient and writes the gradient of new_logps."""
+    n = x["new"].numel()
+    elem = x["new"].element_size()
+    reads = 2 * elem + x["mask"].element_size() + (elem if opts["beta"] != 0 else 0)
+    writes = 3 * elem + (elem if opts["beta"] != 0 else 0)
+    return n * (reads + writes + 2 * elem)
+
+
+def build_variants(x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("fused", "autograd")):
+    variants = {}
+    if device.type == "cpu":
+        variants["numpy"] = numpy_variant(x, opts)
+    variants["torch_eager"] = torch_variant(x, opts)
+    variants["torch_eager_validate"] = torch_variant(x, opts, validate=True)
+    variants["torch_eager_autograd"] = torch_variant(x, opts, fused=False)
+    if with_compile:
+        for label, fused in (("torch_compile", True), ("torch_compile_autograd", False)):
+            if ("fused" if fused else "autograd") not in compile_which:
+                continue
+            try:
+                run = compiled_variant(x, opts, fused)
+                t0 = time.perf_counter()
+                run()
+                errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
+                variants[label] = run
+            except Exception as exc:  # torch.compile may be unavailable (no compiler, unsupported platform)
+                errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    if trl is not None:
+        try:
+            variants["trl"] = trl.variant(cfg_name, x, opts)
+        except Exception as exc:
+            errors["trl"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return variants
+
+
+def _float(x) -> float:
+    return float(x.detach()) if isinstance(x, torch.Tensor) else float(x)
+
+
+def agreement(variants):
+    """Max |loss - loss_eager| and max |grad - grad_eager| of every variant against our eager torch loss."""
+    loss0, grad0 = variants["torch_eager"]()
+    grad0 = grad0.detach().double().cpu().numpy()
+    out = {}
+    for name, fn in variants.items():
+        loss, grad = fn()
+        grad = grad.detach().double().cpu().numpy() if isinstance(grad, torch.Tensor) else np.asarray(grad)
+        out[name] = {"loss_abs_diff": abs(_float(loss) - _float(loss0)),
+                     "grad_max_abs_diff": float(np.abs(grad - grad0).max())}
+    return out
+
+
+def run_memory_phase(args, device) -> dict:
+    """Peak extra memory of one call of every variant (CPU: in a child process with glibc's mmap threshold fixed)."""
+    if device.type == "cpu":
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+        cmd = [sys.executable, __file__, "--memory-phase", "--shapes", *[f"{b}x{t}" for b, t in args.shapes],
+               "--configs", *args.configs] + (["--no-trl"] if args.no_trl else []) + (
+                   ["--threads", str(args.threads)] if args.threads else [])
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.memory_timeout)
+        if proc.returncode != 0:
+            return {"error": proc.stderr[-2000:]}
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    return memory_measurements(args, device)
+
+
+def memory_measurements(args, device) -> dict:
+    trl = make_trl(args, device)
+    result = {}
+    for cfg_name in args.configs:
+        opts = CONFIGS[cfg_name]
+        for b, t in args.shapes:
+            x = make_inputs(b, t, device)
+            variants = build_variants(x, cfg_name, opts, device, trl, with_compile=False, errors={})
+            per = {}
+            for name, fn in variants.items():
+                fn()  # warm-up (lazy initialisation, autograd graph caches)
+                per[name] = peak_extra_bytes(fn, device)
+            result[f"{cfg_name}/{b}x{t}"] = per
+    return result
+
+
+def make_trl(args, device):
+    if args.no_trl:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return TrlHarness(Path(tempfile.mkdtemp(prefix="bench-trl-")), device)
+    except Exception as exc:  # TRL not installed in this interpreter
+        print(f"[bench] TRL column skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller shapes and fewer repeats")
+    p.add_argument("--shapes", nargs="*", help="BxT shapes, e.g. 64x512 256x2048")
+    p.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    p.add_argument("--repeats", type=int, default=None, help="timed repeats per variant (default: fit the budget)")
+    p.add_argument("--budget", type=float, default=None, help="seconds of timing per shape and config")
+    p.add_argument("--no-trl", action="store_true")
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--compile", nargs="*", default=["fused", "autograd"], choices=["fused", "autograd"],
+                   help="which torch paths to also time under torch.compile")
+    p.add_argument("--compile-configs", nargs="*", default=None, help="configs that get compiled variants (all)")
+    p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--memory-timeout", type=float, default=300)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/<host-kind>.json)")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("--memory-phase", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.shapes:
+        args.shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes]
+    else:
+        args.shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    device = torch.device(args.device) if args.device else T.default_device()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    # one compiled function per (variant, shape, config): more than dynamo's default 8 entries per code object
+    torch._dynamo.config.recompile_limit = 256
+    torch._dynamo.config.fail_on_recompile_limit_hit = True  # never time a silent eager fallback
+    if args.memory_phase:
+        print(json.dumps(memory_measurements(args, device)))
+        return 0
+    budget = args.budget or ((8 if args.quick else 20) if device.type == "cpu" else 10)
+    started = time.time()
+    trl = make_trl(args, device)
+    results = {"configs": {k: CONFIGS[k] for k in args.configs}, "dtype": "float32",
+               "torch_threads": torch.get_num_threads(),
+               "trl_version": None if trl is None else trl.version, "shapes": {}}
+    if device.type == "cuda":
+        bw = copy_bandwidth(device, 1 << 30)
+        nominal = next((v for k, v in NOMINAL_GPU_BANDWIDTH.items() if k in torch.cuda.get_device_name(device)),
+                       None)
+        results["device_bandwidth"] = {"copy_measured_Bps": bw, "nominal_Bps": nominal}
+    else:
+        results["device_bandwidth"] = {"copy_measured_Bps": copy_bandwidth(device, 1 << 28), "nominal_Bps": None}
+    for cfg_name in args.configs:
+        opts = CONFIGS[cfg_name]
+        for b, t in args.shapes:
+            key = f"{cfg_name}/{b}x{t}"
+            x = make_inputs(b, t, device)
+            errors = {}
+            with_compile = not args.no_compile and (args.compile_configs is None or cfg_name in args.compile_configs)
+            variants = build_variants(x, cfg_name, opts, device, trl, with_compile, errors, args.compile)
+            probe_eager, probe_fused = probe_variants(x)
+            variants["probe_eager"], variants["probe_compiled"] = probe_eager, probe_fused
+            # one timed call each, to fit the repeats in the budget (or skip the shape)
+            single = {}
+            for name, fn in variants.items():
+                fn()
+                sync(device)
+                t0 = time.perf_counter()
+                fn()
+                sync(device)
+                single[name] = time.perf_counter() - t0
+            per_round = sum(single.values())
+            repeats = args.repeats or int(min(25, max(3, budget / max(per_round, 1e-9))))
+            if per_round > budget:
+                results["shapes"][key] = {"skipped": f"one round takes {per_round:.1f}s > budget {budget}s"}
+                print(f"[bench] {key}: skipped ({per_round:.1f}s per round)", file=sys.stderr)
+                continue
+            checks = agreement({k: v for k, v in variants.items() if not k.startswith("probe")})
+            timing = time_interleaved(variants, device, repeats, max_wall_s=3 * budget)
+            med = {k: v["median_s"] for k, v in timing.items()}
+            entry = {"timing": timing, "agreement_vs_torch_eager": checks, "errors": errors,
+                     "min_bytes": min_bytes(x, opts), "numel": b * t}
+            loss_names = [k for k in med if not k.startswith("probe")]
+            if "trl" in med:
+                entry["speedup_vs_trl"] = {k: med["trl"] / med[k] for k in loss_names}
+            entry["multiple_of_probe_eager"] = {k: med[k] / med["probe_eager"] for k in loss_names}
+            entry["multiple_of_probe_compiled"] = {k: med[k] / med["probe_compiled"] for k in loss_names}
+            entry["achieved_Bps"] = {k: entry["min_bytes"] / med[k] for k in loss_names}
+            nominal = results["device_bandwidth"]["nominal_Bps"] or results["device_bandwidth"]["copy_measured_Bps"]
+            entry["fraction_of_bandwidth"] = {k: entry["achieved_Bps"][k] / nominal for k in loss_names}
+            results["shapes"][key] = entry
+            summary = ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in med.items())
+            print(f"[bench] {key} ({repeats} repeats): {summary}", file=sys.stderr)
+    if not args.no_memory:
+        memory = run_memory_phase(args, device)
+        for key, per in memory.items():
+            if key in results["shapes"] and isinstance(per, dict):
+                results["shapes"][key]["peak_extra_bytes"] = per
+        if "error" in memory:
+            results["memory_error"] = memory["error"]
+    path = Path(args.results) if args.results else REPO / "bench" / "results" / f"{host_kind(device)}.json"
+    run_info = {"started_unix": started, "wall_s": round(time.time() - started, 1), "argv": sys.argv[1:],
+                "load_average_at_end": load_average(), "quick": args.quick}
+    merge_results(path, "grpo_loss", results, host_info(device), run_info)
+    print(f"[bench] wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Exercises of chapter 5 (a production trainer side by side)."""
+
+import numpy as np
+
+from ..grpo import grpo_loss
+from .core import choice, code, numeric
+
+
+def exercise_batch():
+    """Exercise 05.1's ragged batch: three answers of lengths 1, 3 and 6 in a (3, 6) array; max_completion_length 8."""
+    rng = np.random.default_rng(505)
+    lengths = np.array([1, 3, 6])
+    mask = (np.arange(6)[None, :] < lengths[:, None]).astype(float)
+    old = np.round(np.log(rng.uniform(0.1, 0.9, (3, 6))), 4)
+    new = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
+    ref = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
+    return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": np.array([1.1, -0.3, 0.7]),
+            "mask": mask, "max_completion_length": 8}
+
+
+def _loss(loss_type, **kw):
+    b = exercise_batch()
+    opts = dict(beta=0.04, epsilon=0.2, loss_type=loss_type)
+    opts.update(kw)
+    return grpo_loss(b["new_logps"], b["old_logps"], b["ref_logps"], b["advantages"], b["mask"], **opts).loss
+
+
+numeric(
+    "05.1",
+    "The dr_grpo loss (beta 0.04, epsilon 0.2, max_completion_length 8) of exercise_batch().",
+    lambda: _loss("dr_grpo", max_completion_length=8),
+    mistakes={
+        "grpo": (lambda: _loss("grpo"), "This is the per-answer mean (loss_type='grpo')."),
+        "bnpo": (lambda: _loss("bnpo"), "This divides by the number of valid tokens (bnpo), not by a fixed size."),
+        "max_len = T": (lambda: _loss("dr_grpo"),
+                        "dr_grpo divides by B x max_completion_length; the batch's width is not that length here."),
+        "no KL": (lambda: _loss("dr_grpo", max_completion_length=8, beta=0.0),
+                  "The KL penalty (beta = 0.04) is part of the loss."),
+    },
+)
+
+
+def _group_blocks_ok(prompt_ids, g):
+    ids = np.asarray(prompt_ids)
+    if ids.size == 0 or ids.size % g:
+        return 0.0
+    blocks = ids.reshape(-1, g)
+    if (blocks != blocks[:, :1]).any():
+        return 0.0
+    return float(len(set(blocks[:, 0].tolist())) == blocks.shape[0])
+
+
+def _blocks_only(prompt_ids, g):
+    ids = np.asarray(prompt_ids)
+    if ids.size % g:
+        return 0.0
+    blocks = ids.reshape(-1, g)
+    return float(not (blocks != blocks[:, :1]).any())
+
+
+def _counts_only(prompt_ids, g):
+    _, counts = np.unique(np.asarray(prompt_ids), return_counts=True)
+    return float(np.all(counts == g))
+
+
+code(
+    "05.2",
+    "Implement group_blocks_ok(prompt_ids, G): 1.0 if the rows form consecutive blocks of G rows of one prompt "
+    "each and every prompt owns exactly one block, else 0.0.",
+    _group_blocks_ok,
+    cases=[([0, 0, 1, 1], 2), ([0, 1, 0, 1], 2), ([3, 3, 3, 7, 7, 7], 3), ([0, 0, 0, 0], 2), ([0, 0, 0], 2),
+           ([5, 5, 5, 5, 2, 2, 2, 2], 4), ([1, 1, 2, 2, 1, 1], 2), ([4, 4, 4, 9, 9, 4], 3)],
+    mistakes={
+        "blocks only": (_blocks_only, "A prompt may not own two blocks: its G rows must all be in one block."),
+        "counts only": (_counts_only, "Right counts are not enough: the rows of a prompt must be consecutive."),
+    },
+)
+
+choice(
+    "05.3",
+    "Row [3 prompt | 4 model | 2 tool output | 2 model | 1 padding]: which loss mask is right?",
+    {
+        "a": "The attention mask: 1 on the 11 real tokens.",
+        "b": "The completion mask: 1 on the 8 tokens after the prompt, padding 0.",
+        "c": "Completion mask x tool mask: 1 on the 6 model tokens only.",
+        "d": "1 on the 4 model tokens before the tool call only.",
+    },
+    "c",
+    explanations={
+        "a": "Prompt tokens are conditioning, not actions: they do not belong in the completion loss.",
+        "b": "The tool's output was not chosen by the policy; counting it also changes the denominator.",
+        "d": "The model's tokens after the tool result are its own actions too.",
+    },
+)
+
+
+def _seq_weight():
+    r = np.array([[2.0, 0.5, 4.0]])
+    return grpo_loss(np.log(r), np.zeros((1, 3)), None, np.ones(1), np.ones((1, 3)), beta=0.0,
+                     importance_sampling_level="sequence").ratio[0, 0]
+
+
+numeric(
+    "05.4",
+    "Token ratios [2, 0.5, 4]: the importance weight of importance_sampling_level='sequence' (before clipping).",
+    _seq_weight,
+    mistakes={
+        "product": (4.0, "That is the sequence probability ratio (the product); TRL uses the mean log-ratio."),
+        "arithmetic mean": (np.mean([2.0, 0.5, 4.0]),
+                            "That is the arithmetic mean of the ratios; TRL averages the log-ratios."),
+    },
+)
+
+choice(
+    "05.5",
+    "Resume with the reference re-initialised from the loaded actor (beta > 0): what changes?",
+    {
+        "a": "Nothing: the reference is frozen anyway.",
+        "b": "The KL term anchors to the resumed policy: it restarts at zero and lets the policy drift further.",
+        "c": "Only the logged KL value, not the gradient.",
+    },
+    "b",
+    explanations={
+        "a": "Frozen means 'not trained', not 'the same weights as before the interruption'.",
+        "c": "The KL penalty's gradient depends on the reference log-probs, so the update changes too.",
+    },
+)

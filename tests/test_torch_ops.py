@@ -1,0 +1,732 @@
+"""dpo_grpo.torch_ops: parity with the NumPy reference (float64: 1e-12) for every GRPO option, advantage and DPO
+variant, on the fused and the autograd path; float32/bfloat16 within documented tolerances; padding garbage that
+cannot leak; the same input validation as NumPy; the TRL 1.16.0 fixtures; selective_log_softmax vs the naive
+log_softmax + gather (values, gradients, saved memory). CUDA tests are marked ``cuda`` and skipped without a GPU.
+
+Documented tolerances (vs NumPy float64 on the same rounded inputs):
+  float32 : loss rtol 1e-5; gradient rtol 1e-5 + atol 1e-5 * max|grad|
+  bfloat16: computed in float32, so loss rtol 1e-5; the gradient is stored in bfloat16:
+            rtol 2**-7 + atol 1e-3 * max|grad|
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+torch = pytest.importorskip("torch")
+
+import dpo_grpo as dg  # noqa: E402
+from dpo_grpo import torch_ops as T  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+F64 = torch.float64
+TIGHT = dict(rtol=1e-12, atol=1e-12)
+cuda = pytest.mark.cuda
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _t(x, dtype=F64, device="cpu"):
+    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
+
+
+def _np(x):
+    return x.detach().double().cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Import and device
+# ------------------------------------------------------------------------------------------------------------------
+
+def test_dpo_grpo_imports_without_torch_and_torch_ops_explains_the_install():
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # make `import torch` fail\n"
+        "import dpo_grpo\n"
+        "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n"
+        "    import dpo_grpo.torch_ops\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+        "else:\n"
+        "    raise SystemExit('torch_ops imported without torch')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "pip install torch==2.13.0" in out.stdout and "Colab" in out.stdout
+
+
+def test_default_device():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert T.default_device() == torch.device(expected)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GRPO loss: float64 parity with NumPy on every option
+# ------------------------------------------------------------------------------------------------------------------
+
+def _batch(seed=0, b=5, t=6, adv_2d=False):
+    rng = np.random.default_rng(seed)
+    old = np.log(rng.uniform(0.05, 0.9, (b, t)))
+    new = old + rng.normal(0, 0.3, (b, t))
+    ref = old + rng.normal(0, 0.2, (b, t))
+    lengths = rng.integers(1, t + 1, b)
+    lengths[0] = t
+    mask = (np.arange(t)[None, :] < lengths[:, None]).astype(float)
+    adv = rng.normal(0, 1, (b, t) if adv_2d else b)
+    return new, old, ref, adv, mask
+
+
+GRID = [dict(loss_type=lt, importance_sampling_level=lvl, beta=beta, use_bias_correction_kl=bc, epsilon_high=eh)
+        for lt, lvl, beta, bc, eh in itertools.product(("grpo", "bnpo", "dr_grpo", "dapo"), ("token", "sequence"),
+                                                       (0.0, 0.04), (False, True), (None, 0.28))]
+EXTRA = [dict(delta=1.3), dict(delta=1.3, importance_sampling_level="sequence"), dict(delta=1.1, epsilon_high=0.28),
+         dict(delta=1.1, epsilon_high=0.28, importance_sampling_level="sequence", use_bias_correction_kl=True),
+         dict(loss_type="dr_grpo", max_completion_length=16), dict(gradient_accumulation_steps=2),
+         dict(loss_type="dapo", num_items_in_batch=40, gradient_accumulation_steps=2, steps_per_generation=2,
+              num_processes=2),
+         dict(loss_type="dapo", num_items_in_batch=7, importance_sampling_level="sequence", beta=0.1),
+         dict(loss_type="bnpo", gradient_accumulation_steps=3, epsilon=0.1, epsilon_high=0.0)]
+
+
+def _ids(opts):
+    return ",".join(f"{k}={v}" for k, v in opts.items()) or "defaults"
+
+
+def _check_against_numpy(opts, *, adv_2d=False, seed=0, fused=None, b=5, t=6, block_rows=None):
+    new, old, ref, adv, mask = _batch(seed, b, t, adv_2d)
+    ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref  # also exercise ref_logps=None
+    expected = dg.grpo_loss(new, old, ref_arg, adv, mask, **opts)
+    new_t = _t(new).requires_grad_()
+    out = T.grpo_loss(new_t, _t(old), None if ref_arg is None else _t(ref_arg), _t(adv), _t(mask), fused=fused,
+                      _block_rows=block_rows, **opts)
+    out.loss.backward()
+    assert out.loss.shape == () and out.loss.dtype == F64
+    np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT, err_msg="loss")
+    np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT, err_msg="autograd vs analytic grad")
+    assert np.all(_np(new_t.grad)[mask == 0] == 0.0), "gradient must be exactly zero on padding"
+    np.testing.assert_allclose(_np(out.ratio), expected.ratio, **TIGHT, err_msg="ratio")
+    np.testing.assert_allclose(_np(out.per_token_loss), expected.per_token_loss, **TIGHT, err_msg="per_token_loss")
+    if expected.per_token_kl is None:
+        assert out.per_token_kl is None
+    else:
+        np.testing.assert_allclose(_np(out.per_token_kl), expected.per_token_kl, **TIGHT, err_msg="per_token_kl")
+    assert set(out.metrics) == set(expected.metrics)
+    for name, value in expected.metrics.items():
+        assert out.metrics[name].shape == ()
+        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, err_msg=name)
+    return out
+
+
+@pytest.mark.parametrize("opts", GRID + EXTRA, ids=_ids)
+@pytest.mark.parametrize("adv_2d", [False, True], ids=["adv(B,)", "adv(B,T)"])
+def test_grpo_matches_numpy_float64(opts, adv_2d):
+    for fused in (True, False):
+        _check_against_numpy(opts, adv_2d=adv_2d, fused=fused)
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=1, fused=True, block_rows=2)  # several cache blocks
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), b=st.integers(1, 6), t=st.integers(1, 9),
+       opts=st.sampled_from(GRID + EXTRA), adv_2d=st.booleans(), block_rows=st.sampled_from([None, 1, 2, 4]))
+def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows):
+    if opts.get("loss_type") == "dr_grpo" and opts.get("max_completion_length", t) < t:
+        opts = {k: v for k, v in opts.items() if k != "max_completion_length"}
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=seed, b=b, t=t, block_rows=block_rows)
+
+
+def test_num_items_in_batch_as_tensor_and_on_policy_old():
+    new, old, ref, adv, mask = _batch()
+    expected = dg.grpo_loss(new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40)
+    out = T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), _t(mask), loss_type="dapo",
+                      num_items_in_batch=torch.tensor(40))
+    np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
+    # old = new (TRL's on-policy shortcut): old is fixed data, so the gradient is still the policy gradient
+    new_t = _t(new).requires_grad_()
+    out = T.grpo_loss(new_t, new_t, _t(ref), _t(adv), _t(mask))
+    out.loss.backward()
+    np.testing.assert_allclose(_np(new_t.grad), dg.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT)
+    assert torch.all(out.ratio == 1.0) and out.metrics["clip_ratio/region_mean"].item() == 0.0
+
+
+def test_no_grad_and_autograd_to_ref_and_advantages():
+    new, old, ref, adv, mask = _batch()
+    with torch.no_grad():
+        out = T.grpo_loss(_t(new).requires_grad_(), _t(old), _t(ref), _t(adv), _t(mask))
+    assert not out.loss.requires_grad
+    np.testing.assert_allclose(out.loss.item(), dg.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT)
+    # ref and advantages that require grad switch to the autograd path (gradients flow to them too)
+    new_t, ref_t, adv_t = (_t(x).requires_grad_() for x in (new, ref, adv))
+    T.grpo_loss(new_t, _t(old), ref_t, adv_t, _t(mask)).loss.backward()
+    np.testing.assert_allclose(_np(new_t.grad), dg.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT)
+    assert ref_t.grad is not None and adv_t.grad is not None
+    h = 1e-6
+    bumped = adv.copy()
+    bumped[1] += h
+    fd = (dg.grpo_loss(new, old, ref, bumped, mask).loss - dg.grpo_loss(new, old, ref, adv, mask).loss) / h
+    assert abs(adv_t.grad[1].item() - fd) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GRPO loss: float32 / bfloat16, padding garbage
+# ------------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
+                                  dict(loss_type="dapo", delta=1.5, epsilon_high=0.28), dict(beta=0.0)], ids=_ids)
+def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
+    new, old, ref, adv, mask = _batch(3, b=16, t=64)
+    tensors = [_t(x, dtype) for x in (new, old, ref, adv)]
+    rounded = [_np(x) for x in tensors]  # NumPy sees exactly the values torch sees
+    expected = dg.grpo_loss(*rounded[:3], rounded[3], mask, **opts)
+    new_t = tensors[0].clone().requires_grad_()
+    out = T.grpo_loss(new_t, *tensors[1:], _t(mask, dtype), **opts)
+    out.loss.backward()
+    assert out.loss.dtype == torch.float32 and new_t.grad.dtype == dtype
+    np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-5, atol=1e-7)
+    g, scale = _np(new_t.grad), np.abs(expected.grad).max()
+    rtol, atol = (1e-5, 1e-5 * scale) if dtype == torch.float32 else (2 ** -7, 1e-3 * scale)
+    np.testing.assert_allclose(g, expected.grad, rtol=rtol, atol=atol)
+    assert np.all(g[mask == 0] == 0)
+    for name, value in expected.metrics.items():
+        np.testing.assert_allclose(out.metrics[name].item(), value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_padding_garbage_cannot_leak(fused, level):
+    new, old, ref, adv, mask = _batch(adv_2d=True)
+    clean = T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), _t(mask), importance_sampling_level=level,
+                        use_bias_correction_kl=True)
+    pad = mask == 0
+    dirty = [x.copy() for x in (new, old, ref, adv)]
+    for x, junk in zip(dirty, (np.nan, np.inf, -np.inf, np.nan)):
+        x[pad] = junk
+    dirty[0][pad & (np.arange(6) % 2 == 0)] = -np.inf
+    new_t = _t(dirty[0]).requires_grad_()
+    out = T.grpo_loss(new_t, _t(dirty[1]), _t(dirty[2]), _t(dirty[3]), _t(mask), importance_sampling_level=level,
+                      use_bias_correction_kl=True, fused=fused)
+    out.loss.backward()
+    assert torch.isfinite(out.loss) and torch.isfinite(new_t.grad).all()
+    assert torch.all(new_t.grad[torch.as_tensor(pad)] == 0)
+    np.testing.assert_allclose(out.loss.item(), clean.loss.item(), **TIGHT)
+    for a, b in ((out.per_token_loss, clean.per_token_loss), (out.per_token_kl, clean.per_token_kl),
+                 (out.ratio, clean.ratio)):
+        assert torch.isfinite(a).all()
+        np.testing.assert_allclose(_np(a), _np(b), **TIGHT)
+
+
+def test_bool_and_int_masks_and_array_likes():
+    new, old, ref, adv, mask = _batch()
+    expected = dg.grpo_loss(new, old, ref, adv, mask).loss
+    for m in (_t(mask) > 0, _t(mask).long(), mask.tolist()):
+        assert abs(T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), m).loss.item() - expected) < 1e-12
+    assert abs(T.grpo_loss(_t(new), old, ref.tolist(), adv, mask).loss.item() - expected) < 1e-12
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GRPO loss: validation (the NumPy reference's list; torch raises the same errors)
+# ------------------------------------------------------------------------------------------------------------------
+
+def _ok():
+    new, old, ref, adv, mask = _batch()
+    return dict(new_logps=new, old_logps=old, ref_logps=ref, advantages=adv, mask=mask)
+
+
+def _as_torch(kwargs):
+    return {k: (_t(x) if isinstance(x, np.ndarray) else x) for k, x in kwargs.items()}
+
+
+INVALID = [
+    (dict(mask=np.zeros((5, 6))), "no valid token"),
+    (dict(mask=np.full((5, 6), 2.0)), "only 0 and 1"),
+    (dict(mask=np.ones((5, 5))), "mask must have shape"),
+    (dict(old_logps=np.zeros((5, 5))), "old_logps must have the same shape"),
+    (dict(ref_logps=np.zeros((5, 5))), "ref_logps must have the same shape"),
+    (dict(advantages=np.zeros(4)), "advantages must have shape"),
+    (dict(advantages=np.array([np.nan, 0, 0, 0, 0])), "advantages must be finite"),
+    (dict(advantages=np.full((5, 6), np.inf)), "advantages must be finite"),
+    (dict(new_logps=np.full((5, 6), np.nan)), "new_logps must be finite"),
+    (dict(old_logps=np.full((5, 6), np.inf)), "old_logps must be finite"),
+    (dict(ref_logps=np.full((5, 6), np.nan)), "ref_logps must be finite"),
+    (dict(new_logps=np.zeros((0, 6))), "empty"),
+    (dict(new_logps=np.zeros(6)), "2-D"),
+    (dict(epsilon=0.0), "epsilon"),
+    (dict(epsilon=1.0), "epsilon"),
+    (dict(epsilon=math.nan), "epsilon"),
+    (dict(epsilon_high=-0.1), "epsilon_high"),
+    (dict(beta=-0.1), "beta"),
+    (dict(ref_logps=None), "ref_logps may be None only when beta == 0"),
+    (dict(loss_type="ppo"), "loss_type"),
+    (dict(importance_sampling_level="batch"), "importance_sampling_level"),
+    (dict(delta=0.9), "delta"),
+    (dict(max_completion_length=3), "max_completion_length"),
+    (dict(num_items_in_batch=0), "num_items_in_batch"),
+    (dict(gradient_accumulation_steps=0), "gradient_accumulation_steps"),
+    (dict(steps_per_generation=0), "steps_per_generation"),
+    (dict(num_processes=0), "num_processes"),
+    (dict(new_logps=np.full((5, 6), 800.0)), "overflow"),
+]
+TYPE_ERRORS = [
+    (dict(use_bias_correction_kl="yes"), "use_bias_correction_kl"),
+    (dict(gradient_accumulation_steps=1.5), "gradient_accumulation_steps"),
+    (dict(beta="0.1"), "beta"),
+    (dict(epsilon=True), "epsilon"),
+    (dict(mask=None), "mask"),
+    (dict(advantages="high"), "advantages"),
+]
+
+
+@pytest.mark.parametrize("change, match", INVALID + TYPE_ERRORS, ids=lambda x: x if isinstance(x, str) else "")
+def test_invalid_inputs_raise_like_numpy(change, match):
+    kwargs = _ok() | change
+    with pytest.raises((ValueError, TypeError), match=match) as numpy_error:
+        dg.grpo_loss(**kwargs)
+    with pytest.raises(numpy_error.type, match=match):
+        T.grpo_loss(**_as_torch(kwargs))
+
+
+def test_torch_specific_validation():
+    ok = _as_torch(_ok())
+    with pytest.raises(TypeError, match="new_logps must be a floating-point tensor"):
+        T.grpo_loss(**(ok | dict(new_logps=ok["new_logps"].long())))
+    with pytest.raises(ValueError, match="same device"):
+        T.grpo_loss(**(ok | dict(old_logps=torch.zeros(5, 6, dtype=F64, device="meta"))))
+    with pytest.raises(ValueError, match="num_items_in_batch"):
+        T.grpo_loss(**ok, loss_type="dapo", num_items_in_batch=torch.tensor(0.0))
+    with pytest.raises(TypeError, match="fused"):
+        T.grpo_loss(**ok, fused="yes")
+    # validate=False skips the value checks (they are the only host-device synchronisation)
+    bad = ok | dict(mask=torch.full((5, 6), 2.0, dtype=F64))
+    T.grpo_loss(**bad, validate=False)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Advantages
+# ------------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_group_advantages_match_numpy(ddof):
+    r = np.random.default_rng(0).normal(size=(4, 8))
+    r[1] = 1.0  # zero-std group: advantages 0
+    np.testing.assert_allclose(_np(T.group_advantages(_t(r), ddof=ddof)), dg.group_advantages(r, ddof=ddof), **TIGHT)
+    for bad, err in ((np.zeros((3, 1)), ValueError), (np.zeros(4), ValueError), ("x", TypeError),
+                     (np.array([[1.0, np.nan]]), ValueError)):
+        with pytest.raises(err):
+            dg.group_advantages(bad)
+        with pytest.raises(err):
+            T.group_advantages(bad if isinstance(bad, str) else _t(bad))
+    with pytest.raises(ValueError, match="eps"):
+        T.group_advantages(_t(r), eps=0)
+
+
+def _reward_tables():
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=(12, 3))
+    nan_entries = base.copy()
+    nan_entries[[0, 4, 5, 9], [1, 0, 2, 2]] = np.nan
+    unscorable = nan_entries.copy()
+    unscorable[2] = np.nan  # a row no function could score
+    unscorable[6:8] = np.nan  # ... and a group with only 2 of 4 scorable
+    one_valid = base.copy()
+    one_valid[8:11] = np.nan  # a group with a single scorable row (std NaN -> advantage 0)
+    constant = base.copy()
+    constant[0:4] = 0.5  # zero-std group
+    return {"plain": base, "nan_entries": nan_entries, "unscorable": unscorable, "one_valid": one_valid,
+            "constant": constant, "single_func": base[:, :1]}
+
+
+SCALES = ["group", "batch", "none", True, False]
+
+
+@pytest.mark.parametrize("table", list(_reward_tables()), ids=str)
+@pytest.mark.parametrize("aggregation", ["sum_then_normalize", "normalize_then_sum"])
+@pytest.mark.parametrize("scale", SCALES, ids=str)
+def test_reward_advantages_match_numpy(table, aggregation, scale):
+    rpf = _reward_tables()[table]
+    weights = None if rpf.shape[1] == 1 else [1.0, 0.5, -2.0]
+    expected = dg.reward_advantages(rpf, 4, reward_weights=weights, scale_rewards=scale,
+                                    multi_objective_aggregation=aggregation)
+    out = T.reward_advantages(_t(rpf), 4, reward_weights=weights, scale_rewards=scale,
+                              multi_objective_aggregation=aggregation)
+    np.testing.assert_allclose(_np(out.advantages), expected.advantages, **TIGHT)
+    np.testing.assert_allclose(_np(out.rewards), expected.rewards, **TIGHT, equal_nan=True)
+    assert set(out.metrics) == set(expected.metrics)
+    for name, value in expected.metrics.items():
+        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, equal_nan=True, err_msg=name)
+
+
+@settings(max_examples=30, deadline=None)
+@given(groups=st.integers(1, 4), g=st.integers(2, 5), k=st.integers(1, 3), seed=st.integers(0, 10_000),
+       nan_frac=st.sampled_from([0.0, 0.2, 0.6]), scale=st.sampled_from(SCALES),
+       aggregation=st.sampled_from(["sum_then_normalize", "normalize_then_sum"]))
+def test_reward_advantages_property(groups, g, k, seed, nan_frac, scale, aggregation):
+    rng = np.random.default_rng(seed)
+    rpf = rng.integers(0, 3, (groups * g, k)).astype(float)  # small integers: ties and zero-std groups are common
+    rpf[rng.random(rpf.shape) < nan_frac] = np.nan
+    expected = dg.reward_advantages(rpf, g, scale_rewards=scale, multi_objective_aggregation=aggregation)
+    out = T.reward_advantages(_t(rpf), g, scale_rewards=scale, multi_objective_aggregation=aggregation)
+    np.testing.assert_allclose(_np(out.advantages), expected.advantages, rtol=1e-12, atol=1e-9)
+    for name, value in expected.metrics.items():
+        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, equal_nan=True)
+
+
+@pytest.mark.parametrize("kwargs, err", [
+    (dict(rewards_per_func=None), TypeError),
+    (dict(rewards_per_func=np.ones((6, 2)), num_generations=4), ValueError),
+    (dict(num_generations=1), ValueError),
+    (dict(num_generations=2.0), TypeError),
+    (dict(rewards_per_func=np.array([[np.inf, 1.0]] * 4)), ValueError),
+    (dict(reward_weights=[1.0]), ValueError),
+    (dict(scale_rewards="row"), ValueError),
+    (dict(multi_objective_aggregation="mean"), ValueError),
+    (dict(eps=0.0), ValueError),
+    (dict(rewards_per_func=np.ones((2, 2, 2))), ValueError),
+])
+def test_reward_advantages_invalid_like_numpy(kwargs, err):
+    full = dict(rewards_per_func=np.ones((4, 2)), num_generations=2) | kwargs
+    with pytest.raises(err):
+        dg.reward_advantages(**full)
+    rpf = full.pop("rewards_per_func")
+    with pytest.raises(err):
+        T.reward_advantages(_t(rpf) if isinstance(rpf, np.ndarray) else rpf, **full)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# DPO
+# ------------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss_type, s", [("sigmoid", 0.0), ("hinge", 0.0), ("robust", 0.0), ("robust", 0.2)])
+@pytest.mark.parametrize("beta", [0.1, 0.5, 2.0])
+def test_dpo_matches_numpy(loss_type, s, beta):
+    rng = np.random.default_rng(2)
+    pc, pr, rc, rr = (rng.normal(-20, 3, 9) for _ in range(4))
+    expected = dg.dpo_loss(pc, pr, rc, rr, beta, loss_type=loss_type, label_smoothing=s)
+    pc_t, pr_t = _t(pc).requires_grad_(), _t(pr).requires_grad_()
+    out = T.dpo_loss(pc_t, pr_t, _t(rc), _t(rr), beta, loss_type=loss_type, label_smoothing=s)
+    assert out._fields[:2] == ("loss", "logits")
+    out.loss.backward()
+    np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
+    np.testing.assert_allclose(_np(out.logits), expected.logits, **TIGHT)
+    np.testing.assert_allclose(_np(pc_t.grad), expected.grad_policy_chosen, **TIGHT)
+    np.testing.assert_allclose(_np(pr_t.grad), expected.grad_policy_rejected, **TIGHT)
+    np.testing.assert_allclose(_np(out.chosen_rewards), expected.chosen_rewards, **TIGHT)
+    np.testing.assert_allclose(_np(out.rejected_rewards), expected.rejected_rewards, **TIGHT)
+    for name, value in expected.metrics.items():
+        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT)
+
+
+def test_dpo_invalid_like_numpy():
+    ok = [np.zeros(3)] * 4
+    cases = [(dict(beta=0.0), ValueError), (dict(loss_type="ipo"), ValueError),
+             (dict(label_smoothing=0.1), ValueError), (dict(loss_type="robust", label_smoothing=0.5), ValueError),
+             (dict(beta="x"), TypeError)]
+    for kwargs, err in cases:
+        with pytest.raises(err):
+            dg.dpo_loss(*ok, **kwargs)
+        with pytest.raises(err):
+            T.dpo_loss(*map(_t, ok), **kwargs)
+    for bad, err in (([np.zeros(3)] * 3 + [np.zeros(4)], ValueError), ([np.zeros(3)] * 3 + [np.full(3, np.nan)],
+                                                                      ValueError)):
+        with pytest.raises(err):
+            dg.dpo_loss(*bad)
+        with pytest.raises(err):
+            T.dpo_loss(*map(_t, bad))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see tests/test_trl_parity.py)
+# ------------------------------------------------------------------------------------------------------------------
+
+def _fixture(name):
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{path.name} not generated")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["cases"]
+
+
+def _nan_array(x):
+    return np.array(x if x is None else [[math.nan if v is None else v for v in row] for row in x] if
+                    isinstance(x[0], list) else [math.nan if v is None else v for v in x], dtype=np.float64)
+
+
+CLIP = set(T.CLIP_METRICS)
+
+
+def test_grpo_matches_trl_fixtures():
+    for case in _fixture("trl_grpo_loss.json"):
+        o, x = case["options"], case["inputs"]
+        new_t = _t(x["new_logps"]).requires_grad_()
+        old = new_t.detach() if x["old_logps"] is None else _t(_nan_array(x["old_logps"]))
+        ref = None if x["ref_logps"] is None else _t(_nan_array(x["ref_logps"]))
+        out = T.grpo_loss(new_t, old, ref, _t(x["advantages"]), _t(x["mask"]), **o)
+        out.loss.backward()
+        name = case["name"]
+        np.testing.assert_allclose(out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=name)
+        np.testing.assert_allclose(_np(new_t.grad), np.array(case["grad_new_logps"]), rtol=0, atol=1e-10,
+                                   err_msg=name)
+        assert set(out.metrics) == set(case["metrics"]), name
+        for metric, value in case["metrics"].items():
+            atol = 1e-7 if metric in CLIP else 1e-10  # TRL computes the clip ratios in float32
+            np.testing.assert_allclose(out.metrics[metric].item(), value, rtol=0, atol=atol, err_msg=name)
+
+
+def test_advantages_match_trl_fixtures():
+    for case in _fixture("trl_advantages.json"):
+        o = case["options"]
+        out = T.reward_advantages(_t(_nan_array(case["inputs"]["rewards_per_func"])), o["num_generations"],
+                                  reward_weights=o["reward_weights"], scale_rewards=o["scale_rewards"],
+                                  multi_objective_aggregation=o["multi_objective_aggregation"])
+        # TRL's advantage pipeline is float32 end to end
+        np.testing.assert_allclose(_np(out.advantages), case["advantages"], rtol=1e-5, atol=1e-6, err_msg=case["name"])
+        for metric, value in case["metrics"].items():
+            np.testing.assert_allclose(out.metrics[metric].item(), value, rtol=1e-5, atol=1e-6, err_msg=case["name"])
+
+
+def test_dpo_matches_trl_fixtures():
+    for case in _fixture("trl_dpo_loss.json"):
+        o, x = case["options"], case["inputs"]
+        s = o["label_smoothing"] if o["loss_type"] == "robust" else 0.0  # TRL ignores it for sigmoid and hinge
+        pc, pr = _t(x["policy_chosen"]).requires_grad_(), _t(x["policy_rejected"]).requires_grad_()
+        out = T.dpo_loss(pc, pr, _t(x["ref_chosen"]), _t(x["ref_rejected"]), o["beta"], loss_type=o["loss_type"],
+                         label_smoothing=s)
+        out.loss.backward()
+        np.testing.assert_allclose(out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=case["name"])
+        np.testing.assert_allclose(_np(pc.grad), case["grad_policy_chosen"], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(_np(pr.grad), case["grad_policy_rejected"], rtol=0, atol=1e-10)
+        for metric, value in out.metrics.items():
+            atol = 1e-7 if metric == "rewards/accuracies" else 1e-10
+            np.testing.assert_allclose(value.item(), case["metrics"][metric], rtol=0, atol=atol)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# selective_log_softmax
+# ------------------------------------------------------------------------------------------------------------------
+
+def _naive(logits, ids):
+    return torch.log_softmax(logits, dim=-1).gather(-1, ids[..., None])[..., 0]
+
+
+def _compare_with_naive(logits, ids, chunk_size=None, weights=None, tol=TIGHT):
+    weights = torch.randn(ids.shape, dtype=torch.float64) if weights is None else weights
+    a = logits.detach().clone().requires_grad_()
+    b = logits.detach().clone().requires_grad_()
+    ours = T.selective_log_softmax(a, ids, chunk_size)
+    naive = _naive(b.to(ours.dtype), ids)
+    np.testing.assert_allclose(_np(ours), _np(naive), **tol)
+    (ours * weights.to(ours.dtype)).sum().backward()
+    (naive * weights.to(naive.dtype)).sum().backward()
+    assert a.grad.dtype == logits.dtype
+    np.testing.assert_allclose(_np(a.grad), _np(b.grad), **tol)
+    return ours
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 3, 7, 1000])
+def test_selective_log_softmax_matches_naive(chunk_size):
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 7, 37, generator=g, dtype=F64) * 4  # 21 rows: no chunk size in the list divides it
+    ids = torch.randint(0, 37, (3, 7), generator=g)
+    _compare_with_naive(logits, ids, chunk_size)
+
+
+def test_selective_log_softmax_ragged_mask_noncontiguous_and_shapes():
+    g = torch.Generator().manual_seed(1)
+    full = torch.randn(4, 9, 50, generator=g, dtype=F64)
+    ids = torch.randint(0, 50, (4, 8), generator=g)
+    lengths = torch.tensor([8, 3, 1, 5])
+    mask = (torch.arange(8)[None] < lengths[:, None]).to(F64)
+    sliced = full[:, :-1]  # the usual logits[:, :-1]: not viewable as (B*T, V), handled without a copy
+    assert not sliced.is_contiguous()
+    _compare_with_naive(sliced, ids, chunk_size=3, weights=mask)  # padded positions get zero gradient
+    _compare_with_naive(full[0, :, :], torch.randint(0, 50, (9,), generator=g))  # 2-D logits
+    _compare_with_naive(full.reshape(2, 2, 9, 50), torch.randint(0, 50, (2, 2, 9), generator=g), chunk_size=5)
+    extreme = full.clone()
+    extreme[0, 0, 0] = 1e4  # logsumexp must not overflow
+    _compare_with_naive(extreme, torch.randint(0, 50, (4, 9), generator=g), chunk_size=4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_selective_log_softmax_low_precision(dtype):
+    g = torch.Generator().manual_seed(2)
+    logits = (torch.randn(2, 33, 1000, generator=g) * 3).to(dtype)
+    ids = torch.randint(0, 1000, (2, 33), generator=g)
+    ours = T.selective_log_softmax(logits, ids, chunk_size=8)
+    assert ours.dtype == torch.float32  # bf16 logits are reduced in float32
+    exact = _naive(logits.double(), ids)
+    np.testing.assert_allclose(_np(ours), _np(exact), rtol=0, atol=1e-5)
+    if dtype == torch.float32:
+        _compare_with_naive(logits, ids, chunk_size=8, tol=dict(rtol=1e-5, atol=1e-6))
+    else:
+        a = logits.clone().requires_grad_()
+        T.selective_log_softmax(a, ids, 8).sum().backward()
+        b = logits.double().requires_grad_()
+        _naive(b, ids).sum().backward()
+        np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=2 ** -7, atol=1e-3)
+
+
+def test_selective_log_softmax_saves_no_vocabulary_sized_tensor():
+    """Autograd keeps only the logits themselves (the input) and O(B T) tensors, unlike log_softmax + gather."""
+    logits = torch.randn(4, 16, 300, requires_grad=True)
+    ids = torch.randint(0, 300, (4, 16))
+
+    def saved_extra_bytes(fn):
+        saved = []
+
+        def pack(t):
+            if t.untyped_storage().data_ptr() != logits.untyped_storage().data_ptr():
+                saved.append(t.numel() * t.element_size())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            fn(logits, ids).sum().backward()
+        return sum(saved)
+
+    full = logits.numel() * logits.element_size()
+    assert saved_extra_bytes(_naive) >= full
+    assert saved_extra_bytes(T.selective_log_softmax) <= 4 * 16 * 16  # ids (int64) + logsumexp (float32)
+
+
+def test_selective_log_softmax_validation():
+    logits, ids = torch.randn(2, 3, 5), torch.zeros(2, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match="token_ids"):
+        T.selective_log_softmax(logits, ids.float())
+    with pytest.raises(TypeError, match="logits"):
+        T.selective_log_softmax(logits.long(), ids)
+    with pytest.raises(ValueError, match="shape"):
+        T.selective_log_softmax(logits, ids[:, :2])
+    with pytest.raises(ValueError, match=r"\[0, 5\)"):
+        T.selective_log_softmax(logits, ids + 5)
+    with pytest.raises(ValueError, match="chunk_size"):
+        T.selective_log_softmax(logits, ids, chunk_size=0)
+    assert T.selective_log_softmax(torch.randn(0, 4, 5), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 4), t=st.integers(1, 12), v=st.integers(1, 40), chunk=st.one_of(st.none(), st.integers(1, 9)),
+       seed=st.integers(0, 10_000))
+def test_selective_log_softmax_property(b, t, v, chunk, seed):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(b, t, v, generator=g, dtype=F64) * 5
+    ids = torch.randint(0, v, (b, t), generator=g)
+    out = _compare_with_naive(logits, ids, chunk)
+    assert torch.all(out <= 0)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# CUDA (skipped without a GPU)
+# ------------------------------------------------------------------------------------------------------------------
+
+@cuda
+@needs_cuda
+@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
+                                  dict(loss_type="dapo", delta=1.5), dict(loss_type="bnpo", beta=0.0)], ids=_ids)
+def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
+    new, old, ref, adv, mask = _batch(4, b=32, t=128)
+    expected = dg.grpo_loss(new, old, ref, adv, mask, **opts)
+    dev = "cuda"
+    new_t = _t(new, device=dev).requires_grad_()
+    args = [_t(x, device=dev) for x in (old, ref, adv, mask)]
+    out = T.grpo_loss(new_t, *args, **opts)
+    out.loss.backward()
+    np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(_np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12)
+    new_t.grad = None
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any host-device synchronisation raises
+    try:
+        for fused in (True, False):
+            out = T.grpo_loss(new_t, *args, validate=False, fused=fused, **opts)
+            out.loss.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    # bfloat16 on the GPU, within the documented tolerance
+    new_b = _t(new, torch.bfloat16, dev).requires_grad_()
+    out = T.grpo_loss(new_b, *[x.to(torch.bfloat16) for x in args], **opts)
+    out.loss.backward()
+    rounded = [_np(_t(x, torch.bfloat16)) for x in (new, old, ref, adv)]
+    np.testing.assert_allclose(out.loss.item(), dg.grpo_loss(*rounded, mask, **opts).loss, rtol=1e-5, atol=1e-7)
+
+
+@cuda
+@needs_cuda
+def test_cuda_advantages_dpo_and_selective_log_softmax():
+    dev = "cuda"
+    rpf = _reward_tables()["unscorable"]
+    out = T.reward_advantages(_t(rpf, device=dev), 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch")
+    np.testing.assert_allclose(_np(out.advantages), dg.reward_advantages(
+        rpf, 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch").advantages, **TIGHT)
+    x = [torch.randn(7, dtype=F64, device=dev) for _ in range(4)]
+    np.testing.assert_allclose(T.dpo_loss(*x).loss.item(), dg.dpo_loss(*map(_np, x)).loss, **TIGHT)
+    g = torch.Generator(device=dev).manual_seed(0)
+    logits = torch.randn(2, 65, 3001, generator=g, device=dev, dtype=F64)
+    ids = torch.randint(0, 3001, (2, 65), generator=g, device=dev)
+    _compare_with_naive(logits, ids, chunk_size=16, weights=torch.randn(2, 65, dtype=F64, device=dev))
+
+
+@cuda
+@needs_cuda
+def test_cuda_selective_log_softmax_memory():
+    """Peak extra memory of forward + backward (beyond the logits and their gradient) is a small fraction of
+    log_softmax + gather's at V = 32000."""
+    dev = "cuda"
+    logits = torch.randn(4, 512, 32000, device=dev, requires_grad=True)
+    ids = torch.randint(0, 32000, (4, 512), device=dev)
+
+    def peak_extra(fn):
+        logits.grad = None
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn(logits, ids).sum().backward()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base - logits.grad.numel() * logits.grad.element_size()
+
+    naive, ours = peak_extra(_naive), peak_extra(T.selective_log_softmax)
+    assert ours <= naive / 8, (ours, naive)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# torch.compile and overflow
+# ------------------------------------------------------------------------------------------------------------------
+
+def test_traces_without_graph_breaks():
+    """fullgraph=True fails on any graph break; backend="eager" only traces (no code generation: fast)."""
+    for opts, adv_2d, paths in ((dict(), False, (True, False)),
+                                (dict(importance_sampling_level="sequence", use_bias_correction_kl=True, delta=1.3,
+                                      loss_type="dapo"), True, (True,))):
+        batch = _batch(adv_2d=adv_2d)
+        expected = dg.grpo_loss(*batch, **opts)
+        new, old, ref, adv, mask = (_t(x) for x in batch)
+        for fused in paths:  # under tracing the fused path takes its functional (out=-free) form
+            fn = torch.compile(lambda *a, f=fused: T.grpo_loss(*a, validate=False, fused=f, **opts), fullgraph=True,
+                               backend="eager")
+            new_t = new.clone().requires_grad_()
+            out = fn(new_t, old, ref, adv, mask)
+            out.loss.backward()
+            np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
+            np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT)
+            np.testing.assert_allclose(_np(out.per_token_loss), expected.per_token_loss, **TIGHT)
+            for name, value in expected.metrics.items():
+                np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, err_msg=name)
+    logits, ids = torch.randn(2, 3, 5, requires_grad=True), torch.randint(0, 5, (2, 3))
+    sls = torch.compile(lambda x, i: T.selective_log_softmax(x, i, 2, validate=False), fullgraph=True,
+                        backend="eager")
+    sls(logits, ids).sum().backward()
+    assert logits.grad is not None
+
+
+def test_bias_corrected_kl_overflow_raises():
+    # exp(new - old) and expm1(ref - new) are finite, their product is not: an error, never a silent inf
+    args = [_t([[700.0]]), _t([[0.0]]), _t([[1400.0]]), _t([1.0]), _t([[1.0]])]
+    with pytest.raises(ValueError, match="overflow"):
+        T.grpo_loss(*args, use_bias_correction_kl=True)
