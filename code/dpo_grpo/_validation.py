@@ -6,6 +6,7 @@ that names the argument and says what was expected, so bad input never turns int
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Iterable
 
@@ -52,7 +53,7 @@ def scalar(x, name: str, *, positive: bool = False, nonnegative: bool = False,
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
     value = float(x)
-    if not np.isfinite(value):
+    if not math.isfinite(value):  # math, not NumPy: torch_ops reuses this under torch.compile
         raise ValueError(f"{name} must be finite, got {value}")
     if positive and value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")

@@ -84,22 +84,8 @@ def _tensor(x, name: str, *, like: torch.Tensor | None = None, ndim=None, floati
     return x
 
 
-def _scalar(x, name: str, *, positive=False, nonnegative=False, open_unit=False, allow_none=False):
-    """:func:`dpo_grpo._validation.scalar` (same checks and messages) without NumPy, so torch.compile traces it."""
-    if x is None and allow_none:
-        return None
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    value = float(x)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    if nonnegative and value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    if open_unit and not 0 < value < 1:
-        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value}")
-    return value
+# the shared scalar check is NumPy-free, so torch.compile traces it
+_scalar = v.scalar
 
 
 def _same_shape(first_name, first, **others):
