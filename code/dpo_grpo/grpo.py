@@ -73,6 +73,48 @@ def _clip_bounds(epsilon, epsilon_high):
     return eps_low, (eps_low if eps_high is None else eps_high)
 
 
+class GRPOOptions(NamedTuple):
+    """Validated options of ``grpo_loss`` (shared by the NumPy and torch implementations)."""
+
+    eps_low: float
+    eps_high: float
+    beta: float
+    delta: float | None
+    loss_type: str
+    token_level: bool
+    bias_kl: bool
+    gas: int
+    spg: int
+    nproc: int
+    max_len: int
+
+
+def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta, use_bias_correction_kl,
+                 max_completion_length, gradient_accumulation_steps, steps_per_generation, num_processes,
+                 width) -> GRPOOptions:
+    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and return them validated."""
+    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
+    beta = v.scalar(beta, "beta", nonnegative=True)
+    delta = v.scalar(delta, "delta", allow_none=True)
+    if delta is not None and delta <= 1.0:
+        raise ValueError(f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}")
+    v.choice(loss_type, "loss_type", LOSS_TYPES)
+    v.choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
+    if not isinstance(use_bias_correction_kl, (bool, np.bool_)):
+        raise TypeError(f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}")
+    gas = v.integer(gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1)
+    spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
+    nproc = v.integer(num_processes, "num_processes", minimum=1)
+    if max_completion_length is None:
+        max_len = width
+    else:
+        max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
+        if max_len < width:
+            raise ValueError(f"max_completion_length ({max_len}) must be >= the mask's width ({width})")
+    return GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
+                       bool(use_bias_correction_kl), gas, spg, nproc, max_len)
+
+
 def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2, beta=0.04, loss_type="grpo",
               importance_sampling_level="token", epsilon_high=None, delta=None, use_bias_correction_kl=False,
               max_completion_length=None, num_items_in_batch=None, gradient_accumulation_steps=1,
@@ -97,24 +139,11 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     m = active.astype(np.float64)
     bsz, width = new.shape
 
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
-    beta = v.scalar(beta, "beta", nonnegative=True)
-    delta = v.scalar(delta, "delta", allow_none=True)
-    if delta is not None and delta <= 1.0:
-        raise ValueError(f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}")
-    v.choice(loss_type, "loss_type", LOSS_TYPES)
-    v.choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
-    if not isinstance(use_bias_correction_kl, (bool, np.bool_)):
-        raise TypeError(f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}")
-    gas = v.integer(gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1)
-    spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
-    nproc = v.integer(num_processes, "num_processes", minimum=1)
-    if max_completion_length is None:
-        max_len = width
-    else:
-        max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
-        if max_len < width:
-            raise ValueError(f"max_completion_length ({max_len}) must be >= the mask's width ({width})")
+    o = grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta,
+                     use_bias_correction_kl, max_completion_length, gradient_accumulation_steps,
+                     steps_per_generation, num_processes, width)
+    eps_low, eps_high, beta, delta, max_len = o.eps_low, o.eps_high, o.beta, o.delta, o.max_len
+    gas, spg, nproc = o.gas, o.spg, o.nproc
     n_items = float(m.sum()) if num_items_in_batch is None else v.scalar(
         num_items_in_batch, "num_items_in_batch", positive=True)
 
@@ -144,7 +173,7 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
         ref = _valid_values(ref, "ref_logps", active)
     return _grpo_from_valid(new, old, ref, adv, m, eps_low=eps_low, eps_high=eps_high, beta=beta, delta=delta,
                             loss_type=loss_type, importance_sampling_level=importance_sampling_level,
-                            use_bias_correction_kl=bool(use_bias_correction_kl), max_len=max_len, n_items=n_items,
+                            use_bias_correction_kl=o.bias_kl, max_len=max_len, n_items=n_items,
                             gas=gas, spg=spg, nproc=nproc)
 
 

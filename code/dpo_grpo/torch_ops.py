@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from . import _validation as v
 from .advantages import AGGREGATIONS, SCALE_REWARDS
 from .dpo import DPO_LOSS_TYPES
-from .grpo import CLIP_METRICS, IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES
+from .grpo import CLIP_METRICS, GRPOOptions, grpo_options
 
 __all__ = ["default_device", "grpo_loss", "GRPOOutput", "group_advantages", "reward_advantages",
            "RewardAdvantages", "dpo_loss", "DPOOutput", "selective_log_softmax", "CLIP_METRICS"]
@@ -167,45 +167,8 @@ class GRPOOutput(NamedTuple):
     metrics: dict  #: 0-d tensors with TRL's names: clip_ratio/* and (when beta != 0) kl
 
 
-class _GrpoOptions(NamedTuple):
-    eps_low: float
-    eps_high: float
-    beta: float
-    delta: float | None
-    loss_type: str
-    token_level: bool
-    bias_kl: bool
-    gas: int
-    spg: int
-    nproc: int
-    max_len: int | None
-
-
-def _grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta,
-                  use_bias_correction_kl, max_completion_length, gradient_accumulation_steps,
-                  steps_per_generation, num_processes, width) -> _GrpoOptions:
-    eps_low = _scalar(epsilon, "epsilon", open_unit=True)
-    eps_high = _scalar(epsilon_high, "epsilon_high", nonnegative=True, allow_none=True)
-    eps_high = eps_low if eps_high is None else eps_high
-    beta = _scalar(beta, "beta", nonnegative=True)
-    delta = _scalar(delta, "delta", allow_none=True)
-    if delta is not None and delta <= 1.0:
-        raise ValueError(f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}")
-    v.choice(loss_type, "loss_type", LOSS_TYPES)
-    v.choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
-    if not isinstance(use_bias_correction_kl, bool):
-        raise TypeError(f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}")
-    gas = v.integer(gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1)
-    spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
-    nproc = v.integer(num_processes, "num_processes", minimum=1)
-    if max_completion_length is None:
-        max_len = width
-    else:
-        max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
-        if max_len < width:
-            raise ValueError(f"max_completion_length ({max_len}) must be >= the mask's width ({width})")
-    return _GrpoOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
-                        use_bias_correction_kl, gas, spg, nproc, max_len)
+_GrpoOptions = GRPOOptions
+_grpo_options = grpo_options  # the one option parser, shared with the NumPy loss
 
 
 def _token_weight(o: _GrpoOptions, n_b, n_all, n_items, bsz):
