@@ -229,10 +229,13 @@ def make_inputs(b: int, t: int, device, seed: int = 0) -> dict:
     return {k: v.to(device) for k, v in dict(new=new, old=old, ref=ref, mask=mask, adv=adv).items()}
 
 
-def torch_variant(x, opts, *, validate=False, fused=None, compiled=None):
+def torch_variant(x, opts, *, validate=False, fused=None, compile=False, per_token=True):
     new = x["new"].detach().clone().requires_grad_()
     ref = x["ref"] if opts["beta"] != 0 else None
-    fn = compiled or (lambda n, o, r, a, m: T.grpo_loss(n, o, r, a, m, validate=validate, fused=fused, **opts))
+
+    def fn(n, o, r, a, m):
+        return T.grpo_loss(n, o, r, a, m, validate=validate, fused=fused, compile=compile, per_token=per_token,
+                           **opts)
 
     def run():
         new.grad = None
@@ -241,13 +244,6 @@ def torch_variant(x, opts, *, validate=False, fused=None, compiled=None):
         return out.loss, new.grad
 
     return run
-
-
-def compiled_variant(x, opts, fused):
-    def loss_fn(n, o, r, a, m):
-        return T.grpo_loss(n, o, r, a, m, validate=False, fused=fused, **opts)
-
-    return torch_variant(x, opts, compiled=torch.compile(loss_fn, dynamic=False))
 
 
 def numpy_variant(x, opts):
@@ -261,22 +257,24 @@ def numpy_variant(x, opts):
     return run
 
 
-def probe_variants(x):
-    """One elementwise pass over the same inputs: eager (3 kernels + sum) and compiled (truly fused)."""
-    new, old, adv = x["new"].detach(), x["old"], x["adv"]
+def probe_variants(x, opts):
+    """One elementwise pass over the arrays the loss reads (new, old, mask, advantages, and ref when beta != 0),
+    reduced to a scalar: eager (one kernel per operator) and compiled (one fused kernel: the practical floor)."""
+    arrays = [x["new"].detach(), x["old"], x["mask"], x["adv"]] + ([x["ref"]] if opts["beta"] != 0 else [])
 
-    def expr(n, o, a):
-        return ((n - o).exp() * a[:, None]).sum()
+    def expr(n, o, m, a, r=None):
+        e = (n - o).exp() if r is None else (n - o).exp() + r
+        return (e * m * a[:, None]).sum()
 
     compiled = torch.compile(expr, dynamic=False)
 
     def eager():
         with torch.no_grad():
-            return expr(new, old, adv)
+            return expr(*arrays)
 
     def fused():
         with torch.no_grad():
-            return compiled(new, old, adv)
+            return compiled(*arrays)
 
     return eager, fused
 
@@ -365,29 +363,37 @@ def _zero_reward(prompts, completions, **kwargs):
 # Driver
 # ------------------------------------------------------------------------------------------------------------------
 
-def min_bytes(x, opts) -> int:
-    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write ratio, per-token loss and
-    gradient (+ kl); the backward reads the saved gradient and writes the gradient of new_logps."""
+def min_bytes(x, opts, per_token=True) -> int:
+    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write the gradient and, with
+    ``per_token``, ratio and per-token loss (+ kl); the backward reads the saved gradient and writes the gradient
+    of new_logps."""
     n = x["new"].numel()
     elem = x["new"].element_size()
     reads = 2 * elem + x["mask"].element_size() + (elem if opts["beta"] != 0 else 0)
-    writes = 3 * elem + (elem if opts["beta"] != 0 else 0)
+    writes = elem + ((2 * elem + (elem if opts["beta"] != 0 else 0)) if per_token else 0)
     return n * (reads + writes + 2 * elem)
 
 
-def build_variants(x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("fused", "autograd")):
+COMPILED_VARIANTS = {  # --compile choice: (label, torch_variant keyword arguments)
+    "full": ("torch_compile", dict(compile=True)),
+    "lean": ("torch_compile_lean", dict(compile=True, per_token=False)),
+    "autograd": ("torch_compile_autograd", dict(compile=True, fused=False)),
+}
+
+
+def build_variants(x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("full", "lean")):
     variants = {}
     if device.type == "cpu":
         variants["numpy"] = numpy_variant(x, opts)
     variants["torch_eager"] = torch_variant(x, opts)
+    variants["torch_eager_lean"] = torch_variant(x, opts, per_token=False)
     variants["torch_eager_validate"] = torch_variant(x, opts, validate=True)
     variants["torch_eager_autograd"] = torch_variant(x, opts, fused=False)
     if with_compile:
-        for label, fused in (("torch_compile", True), ("torch_compile_autograd", False)):
-            if ("fused" if fused else "autograd") not in compile_which:
-                continue
+        for choice in compile_which:
+            label, kwargs = COMPILED_VARIANTS[choice]
             try:
-                run = compiled_variant(x, opts, fused)
+                run = torch_variant(x, opts, **kwargs)
                 t0 = time.perf_counter()
                 run()
                 errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
@@ -470,8 +476,9 @@ def parse_args(argv):
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per shape and config")
     p.add_argument("--no-trl", action="store_true")
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument("--compile", nargs="*", default=["fused", "autograd"], choices=["fused", "autograd"],
-                   help="which torch paths to also time under torch.compile")
+    p.add_argument("--compile", nargs="*", default=["full", "lean"], choices=list(COMPILED_VARIANTS),
+                   help="which torch paths to also time with compile=True (full: per-token outputs, lean: "
+                        "per_token=False, autograd: fused=False)")
     p.add_argument("--compile-configs", nargs="*", default=None, help="configs that get compiled variants (all)")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--memory-timeout", type=float, default=300)
@@ -520,7 +527,7 @@ def main(argv=None) -> int:
             errors = {}
             with_compile = not args.no_compile and (args.compile_configs is None or cfg_name in args.compile_configs)
             variants = build_variants(x, cfg_name, opts, device, trl, with_compile, errors, args.compile)
-            probe_eager, probe_fused = probe_variants(x)
+            probe_eager, probe_fused = probe_variants(x, opts)
             variants["probe_eager"], variants["probe_compiled"] = probe_eager, probe_fused
             # one timed call each, to fit the repeats in the budget (or skip the shape)
             single = {}
@@ -547,7 +554,9 @@ def main(argv=None) -> int:
                 entry["speedup_vs_trl"] = {k: med["trl"] / med[k] for k in loss_names}
             entry["multiple_of_probe_eager"] = {k: med[k] / med["probe_eager"] for k in loss_names}
             entry["multiple_of_probe_compiled"] = {k: med[k] / med["probe_compiled"] for k in loss_names}
-            entry["achieved_Bps"] = {k: entry["min_bytes"] / med[k] for k in loss_names}
+            entry["min_bytes_lean"] = min_bytes(x, opts, per_token=False)
+            entry["achieved_Bps"] = {k: entry["min_bytes_lean" if k.endswith("_lean") else "min_bytes"] / med[k]
+                                     for k in loss_names}
             nominal = results["device_bandwidth"]["nominal_Bps"] or results["device_bandwidth"]["copy_measured_Bps"]
             entry["fraction_of_bandwidth"] = {k: entry["achieved_Bps"][k] / nominal for k in loss_names}
             results["shapes"][key] = entry

@@ -68,7 +68,7 @@ fi
 # --- 3. tests and benchmarks (each under its own timeout; the total stays under 8 minutes) --------------------------
 run timeout 120 "$VPY" -m pytest tests/test_torch_ops.py -q -p no:cacheprovider -rs || STATUS=1
 # GPU timings are milliseconds: a small budget per shape is plenty; torch.compile (Triton) only where it matters
-run timeout 240 "$VPY" bench/bench_grpo_loss.py --no-trl --budget 5 --compile fused --compile-configs article \
+run timeout 240 "$VPY" bench/bench_grpo_loss.py --no-trl --budget 5 --compile full lean \
   || STATUS=1
 run timeout 90 "$VPY" bench/bench_logprobs.py --no-trl --max-wall 30 || STATUS=1
 

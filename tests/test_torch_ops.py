@@ -102,29 +102,37 @@ def _ids(opts):
     return ",".join(f"{k}={v}" for k, v in opts.items()) or "defaults"
 
 
-def _check_against_numpy(opts, *, adv_2d=False, seed=0, fused=None, b=5, t=6, block_rows=None):
+def _check_against_numpy(opts, *, adv_2d=False, seed=0, fused=None, b=5, t=6, block_rows=None, per_token=True,
+                         compile=False):
     new, old, ref, adv, mask = _batch(seed, b, t, adv_2d)
     ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref  # also exercise ref_logps=None
     expected = dg.grpo_loss(new, old, ref_arg, adv, mask, **opts)
     new_t = _t(new).requires_grad_()
     out = T.grpo_loss(new_t, _t(old), None if ref_arg is None else _t(ref_arg), _t(adv), _t(mask), fused=fused,
-                      _block_rows=block_rows, **opts)
+                      per_token=per_token, compile=compile, _block_rows=block_rows, **opts)
     out.loss.backward()
     assert out.loss.shape == () and out.loss.dtype == F64
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT, err_msg="loss")
     np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT, err_msg="autograd vs analytic grad")
     assert np.all(_np(new_t.grad)[mask == 0] == 0.0), "gradient must be exactly zero on padding"
+    _check_metrics(out, expected)
+    if not per_token:  # the training hot path: no per-token tensors, the same loss, gradient and metrics
+        assert out.ratio is None and out.per_token_loss is None and out.per_token_kl is None
+        return out
     np.testing.assert_allclose(_np(out.ratio), expected.ratio, **TIGHT, err_msg="ratio")
     np.testing.assert_allclose(_np(out.per_token_loss), expected.per_token_loss, **TIGHT, err_msg="per_token_loss")
     if expected.per_token_kl is None:
         assert out.per_token_kl is None
     else:
         np.testing.assert_allclose(_np(out.per_token_kl), expected.per_token_kl, **TIGHT, err_msg="per_token_kl")
+    return out
+
+
+def _check_metrics(out, expected):
     assert set(out.metrics) == set(expected.metrics)
     for name, value in expected.metrics.items():
         assert out.metrics[name].shape == ()
         np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, err_msg=name)
-    return out
 
 
 @pytest.mark.parametrize("opts", GRID + EXTRA, ids=_ids)
@@ -133,15 +141,17 @@ def test_grpo_matches_numpy_float64(opts, adv_2d):
     for fused in (True, False):
         _check_against_numpy(opts, adv_2d=adv_2d, fused=fused)
     _check_against_numpy(opts, adv_2d=adv_2d, seed=1, fused=True, block_rows=2)  # several cache blocks
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=2, per_token=False, block_rows=2)
 
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), b=st.integers(1, 6), t=st.integers(1, 9),
-       opts=st.sampled_from(GRID + EXTRA), adv_2d=st.booleans(), block_rows=st.sampled_from([None, 1, 2, 4]))
-def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows):
+       opts=st.sampled_from(GRID + EXTRA), adv_2d=st.booleans(), block_rows=st.sampled_from([None, 1, 2, 4]),
+       per_token=st.booleans())
+def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_token):
     if opts.get("loss_type") == "dr_grpo" and opts.get("max_completion_length", t) < t:
         opts = {k: v for k, v in opts.items() if k != "max_completion_length"}
-    _check_against_numpy(opts, adv_2d=adv_2d, seed=seed, b=b, t=t, block_rows=block_rows)
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=seed, b=b, t=t, block_rows=block_rows, per_token=per_token)
 
 
 def test_num_items_in_batch_as_tensor_and_on_policy_old():
@@ -463,13 +473,14 @@ def _nan_array(x):
 CLIP = set(T.CLIP_METRICS)
 
 
-def test_grpo_matches_trl_fixtures():
+@pytest.mark.parametrize("per_token", [True, False])
+def test_grpo_matches_trl_fixtures(per_token):
     for case in _fixture("trl_grpo_loss.json"):
         o, x = case["options"], case["inputs"]
         new_t = _t(x["new_logps"]).requires_grad_()
         old = new_t.detach() if x["old_logps"] is None else _t(_nan_array(x["old_logps"]))
         ref = None if x["ref_logps"] is None else _t(_nan_array(x["ref_logps"]))
-        out = T.grpo_loss(new_t, old, ref, _t(x["advantages"]), _t(x["mask"]), **o)
+        out = T.grpo_loss(new_t, old, ref, _t(x["advantages"]), _t(x["mask"]), per_token=per_token, **o)
         out.loss.backward()
         name = case["name"]
         np.testing.assert_allclose(out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=name)
@@ -723,6 +734,36 @@ def test_traces_without_graph_breaks():
                         backend="eager")
     sls(logits, ids).sum().backward()
     assert logits.grad is not None
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True,
+                                                 delta=1.3, epsilon_high=0.28, loss_type="dapo",
+                                                 num_items_in_batch=40)], ids=_ids)
+def test_compiled_loss_matches_numpy(opts):
+    """compile=True with inductor's real code generation (C++ on CPU): float64 parity with and without the
+    per-token outputs, on a second shape (dynamic, no recompile error), with (B, T) advantages, and the autograd
+    path."""
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
+    _check_against_numpy(opts, compile=True)
+    assert counters["stats"]["unique_graphs"] > graphs, "compile=True must run the loss through torch.compile"
+    for kw in (dict(per_token=False), dict(b=7, t=9, seed=1), dict(adv_2d=True, seed=2), dict(fused=False)):
+        _check_against_numpy(opts, compile=True, **kw)
+
+
+def test_per_token_and_compile_arguments():
+    new, old, ref, adv, mask = (_t(x) for x in _batch())
+    with pytest.raises(TypeError, match="compile must be a bool"):
+        T.grpo_loss(new, old, ref, adv, mask, compile="yes")
+    with pytest.raises(TypeError, match="per_token must be a bool"):
+        T.grpo_loss(new, old, ref, adv, mask, per_token=0)
+    with pytest.raises(ValueError, match="per_token=False needs the fused path"):
+        T.grpo_loss(new, old, ref, adv, mask, per_token=False, fused=False)
+    # without the per-token tensors an overflow still raises (it shows in the gradient: 0 * inf = NaN)
+    args = [_t([[1000.0]]).requires_grad_(), _t([[0.0]]), _t([[0.0]]), _t([1.0]), _t([[1.0]])]
+    with pytest.raises(ValueError, match="overflow"):
+        T.grpo_loss(*args, beta=0.0, per_token=False)
 
 
 def test_bias_corrected_kl_overflow_raises():

@@ -211,19 +211,20 @@ def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: _GrpoOptions):
 
 
 class _AttachGrad(torch.autograd.Function):
-    """Returns ``loss`` (computed without autograd) as a function of ``new`` whose gradient is ``grad``."""
+    """Returns ``loss`` (computed without autograd) as a function of ``new`` whose gradient is ``weight * grad``
+    (``weight``: (B, 1) or 0-d; one fused multiply in the backward, which has to write the gradient anyway)."""
 
     @staticmethod
-    def forward(ctx, new, loss, grad):
-        ctx.save_for_backward(grad)
+    def forward(ctx, new, loss, grad, weight):
+        ctx.save_for_backward(grad, weight)
         ctx.new_dtype = new.dtype
         return loss.clone()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
-        (grad,) = ctx.saved_tensors
-        return (grad * grad_out).to(ctx.new_dtype), None, None
+        grad, weight = ctx.saved_tensors
+        return (grad * (weight * grad_out)).to(ctx.new_dtype), None, None, None
 
 
 _INT_VIEW = {torch.float32: torch.int32, torch.float64: torch.int64}
@@ -235,7 +236,10 @@ _GRPO_BLOCK_ELEMENTS = 1 << 19
 
 def _select_(x, int_mask):
     """``torch.where(mask, x, 0)``, in place, as a bitwise AND of ``x``'s bits with an all-ones / all-zeros integer
-    mask: bit-identical to ``torch.where`` (NaN and inf are dropped too) and several times faster on CPU."""
+    mask: bit-identical to ``torch.where`` (NaN and inf are dropped too) and several times faster on CPU eager.
+    A boolean ``int_mask`` (the functional form, for torch.compile) selects with ``torch.where``."""
+    if int_mask.dtype == torch.bool:
+        return torch.where(int_mask, x, 0.0)
     x.view(int_mask.dtype).bitwise_and_(int_mask)
     return x
 
@@ -252,9 +256,11 @@ class _BlockConfig(NamedTuple):
     has_ref: bool
 
 
-def _grpo_block(cfg, out, new, old, ref, mask, nb, ab, nab, naw, klw, w, lower, upper, sign_a) -> dict:
+def _grpo_block(cfg, out, new, old, ref, mask, ab, nab, lower, upper, sign_a) -> dict:
     """One block of rows of :func:`_grpo_fused`. ``out``: dict of preallocated views to write into (eager, CPU
-    cache blocking), or None for the functional form (torch.compile). Returns the block's tensors by name."""
+    cache blocking), or None for the functional form (torch.compile). Returns the block's tensors by name; its
+    ``grad`` is ``d loss / d new`` divided by the token weight ``w`` (the backward multiplies by ``w``), so the
+    block needs no token counts before it starts: it counts its own (``n_raw``) in the same pass."""
     o = cfg.o
 
     def buf(name):
@@ -263,21 +269,24 @@ def _grpo_block(cfg, out, new, old, ref, mask, nb, ab, nab, naw, klw, w, lower, 
     def into(name, value):  # a per-row result: copied into its buffer, or returned as is
         return value if out is None else out[name].copy_(value)
 
-    if out is None:
+    if out is None:  # functional form: plain selects, which inductor vectorises (the bit trick it does not)
         m = mask if mask.dtype == cfg.dt else mask.to(cfg.dt)
-        im = mask.to(cfg.int_dtype).neg_()  # all bits set where valid, none on padding
+        im = mask.bool()
     else:  # one read of the caller's mask (often int64); the float mask is converted from the cached int one
         im = out["int_mask"].copy_(mask)
         m = mask if out["float_mask"] is None else out["float_mask"].copy_(im)
         im.neg_()
+    n_raw = torch.sum(m, 1, out=buf("n_raw"))  # valid tokens per row
     log_ratio = _select_(torch.sub(new, old, out=buf("t1")), im)
+    nb = None
     if o.token_level:
         c1 = torch.exp(log_ratio, out=buf("ratio"))  # (b, T), exactly 1 on padding
         ratio = c1
     else:
-        c1 = (log_ratio.sum(1, keepdim=True) / nb[:, None]).exp_()  # (b, 1)
+        nb = n_raw.clamp(min=1.0)[:, None]  # TRL clamps the token counts at 1
+        c1 = (log_ratio.sum(1, keepdim=True) / nb).exp_()  # (b, 1)
         ratio = torch.where(mask.bool(), c1, cfg.one, out=buf("ratio"))
-    res = {"ratio": ratio}
+    res = {"n_raw": n_raw, "ratio": ratio}
     if cfg.per_seq:
         clamped = torch.maximum(torch.minimum(c1, upper), lower)
         s = torch.sub(clamped, c1).sign_()
@@ -317,39 +326,45 @@ def _grpo_block(cfg, out, new, old, ref, mask, nb, ab, nab, naw, klw, w, lower, 
     else:
         res["row_kl"] = into("row_kl", ptl.new_zeros(ptl.shape[0]))
     res.update(kl=kl_b, per_token_loss=ptl, row_loss=torch.sum(ptl, 1, out=buf("row_loss")), grad=None)
-    if cfg.need_grad:
+    if cfg.need_grad:  # d l / d new, l the per-token loss (w-weighted sums come in the backward)
         if o.token_level:
-            g = torch.mul(h, c1, out=buf("grad")).mul_(naw)
+            g = torch.mul(h, c1, out=buf("grad")).mul_(nab)
         else:
             if cfg.per_seq:  # the same d l / d log_w at each of the n_b valid tokens
-                d_log_w = h * c1 * naw * nb[:, None]
+                d_log_w = h * c1 * nab * nb
             else:
-                d_log_w = torch.mul(h, c1, out=buf("t2")).mul_(nab).sum(1, keepdim=True) * w
+                d_log_w = torch.mul(h, c1, out=buf("t2")).mul_(nab).sum(1, keepdim=True)
             if o.beta != 0 and o.bias_kl:  # k3 * rho, rho = exp(log_w)
-                d_log_w = d_log_w + o.beta * w * res["row_kl"][:, None]
-            g = torch.mul(m, d_log_w / nb[:, None], out=buf("grad"))
+                d_log_w = d_log_w + o.beta * res["row_kl"][:, None]
+            g = torch.mul(m, d_log_w / nb, out=buf("grad"))
         if cfg.has_ref and o.beta != 0:
             if not o.bias_kl:
-                g.addcmul_(em, klw)  # d k3 / d new = -expm1(ref - new)
+                g.add_(em, alpha=-o.beta)  # d k3 / d new = -expm1(ref - new)
             elif o.token_level:
-                g.addcmul_(torch.mul(c1, gap, out=buf("t3")), klw)  # d (k3 rho) / d new = -rho gap
+                g.add_(torch.mul(c1, gap, out=buf("t3")), alpha=-o.beta)  # d (k3 rho) / d new = -rho gap
             else:
-                g.addcmul_(em, c1 * klw)
+                g.addcmul_(em, c1, value=-o.beta)
         res["grad"] = g
     return res
 
 
-def _grpo_fused(new, old, ref, a, mask, n_b, n_all, n_items, o: _GrpoOptions, need_grad: bool,
+_ROW_STATS = ("n_raw", "row_loss", "row_kl", "low", "high")
+
+
+def _grpo_fused(new, old, ref, a, mask, n_items, o: _GrpoOptions, need_grad: bool, per_token: bool = True,
                 block_rows: int | None = None):
-    """Loss, per-token outputs, metrics and the analytic ``d loss / d new`` in one pass (no autograd graph).
+    """Loss, per-token outputs, metrics and the analytic gradient in one pass over the inputs (no autograd graph).
 
     With ``rho`` the importance weight and ``A`` the advantage, TRL's ``-min(min(rho, delta) A, clip(rho, lo, hi) A)``
     equals ``-A clamp(rho, L, U)`` with ``(L, U) = (0, min(hi, delta))`` where ``A > 0``, ``(lo, max(hi, delta))``
     where ``A < 0`` and ``(0, inf)`` where ``A = 0``. Its derivative w.r.t. ``log rho`` is ``-A rho h`` with
     ``h = 1 - |sign(clamp(rho) - rho)|`` (1 where the clamp is inactive, 0 where it is active), and
     ``sign(clamp(rho) - rho)`` is +1 exactly on TRL's low-clipped tokens and -1 on the high-clipped ones
-    (when ``delta`` is None). Rows are processed in blocks that fit in cache (CPU); the float and the bit masks are
-    made per block from ``mask`` (any dtype, values 0/1).
+    (when ``delta`` is None). Rows are processed in blocks that fit in cache (CPU); the float and the bit masks and
+    the token counts are made per block from ``mask`` (any dtype, values 0/1). ``n_items``: 0-d tensor or None
+    (the batch's token count). Returns ``(loss, grad / w, w, ratio, kl, per_token_loss, metrics)``, ``w`` the
+    (B, 1) or 0-d token weight: ``d loss / d new = w * (grad / w)``. ``per_token=False``: ratio, kl and
+    per_token_loss live only in block-sized workspaces and are returned as None (no (B, T) writes but the gradient).
     """
     bsz, width = new.shape
     dt = new.dtype
@@ -362,11 +377,7 @@ def _grpo_fused(new, old, ref, a, mask, n_b, n_all, n_items, o: _GrpoOptions, ne
     a2d = a.shape[1] > 1
     one_sided = o.token_level and not a2d and o.delta is None  # each row clips on one side only
     sign_a = torch.where(a > 0, 1.0, -1.0) if one_sided else None  # exact in any float dtype
-    weight = _token_weight(o, n_b, n_all, n_items, bsz)  # (B, 1) or 0-d
-    row_w = weight.dim() != 0
-    neg_a = -a
-    neg_aw = neg_a * weight  # d (policy term) / d (clamped ratio), weighted
-    kl_coef = (-o.beta) * weight
+    neg_a = -a  # d (policy term) / d (clamped ratio)
     int_dtype = _INT_VIEW[dt]
     if block_rows is None:  # one block on GPU and under torch.compile (whose fused kernels need no cache blocking)
         one_block = new.device.type != "cpu" or torch.compiler.is_compiling()
@@ -375,19 +386,20 @@ def _grpo_fused(new, old, ref, a, mask, n_b, n_all, n_items, o: _GrpoOptions, ne
     cfg = _BlockConfig(o, dt, int_dtype, one, one_sided, high_counts, per_seq, need_grad, ref is not None)
 
     if torch.compiler.is_compiling():  # functional form: inductor fuses it, out= buffers would only get in its way
-        blk = _grpo_block(cfg, None, new, old, ref, mask, n_b, a, neg_a, neg_aw, kl_coef, weight, lower, upper,
-                          sign_a)
+        blk = _grpo_block(cfg, None, new, old, ref, mask, a, neg_a, lower, upper, sign_a)
         ratio, per_token_loss, kl, grad = blk["ratio"], blk["per_token_loss"], blk["kl"], blk["grad"]
-        per_row = torch.stack([blk["row_loss"], blk["row_kl"], blk["low"], blk["high"]])
+        per_row = torch.stack([blk[k] for k in _ROW_STATS])
     else:
-        # outputs returned together share one allocation; the gradient (kept for backward) has its own
-        outputs = torch.empty((2 if ref is None else 3, bsz, width), dtype=dt, device=new.device).unbind(0)
+        # outputs returned together share one allocation (block-sized when not returned); the gradient, kept for
+        # the backward, has its own
+        rows = min(block_rows, bsz)
+        outputs = torch.empty((2 if ref is None else 3, bsz if per_token else rows, width), dtype=dt,
+                              device=new.device).unbind(0)
         ratio, per_token_loss, kl = outputs if ref is not None else (*outputs, None)
         grad = torch.empty_like(new) if need_grad else None
-        per_row = new.new_zeros((4, bsz))  # per-sequence sums: loss, kl, low-clipped and high-clipped tokens
-        row_loss, row_kl, low, high = per_row.unbind(0)
+        per_row = new.new_zeros((len(_ROW_STATS), bsz))  # per-sequence sums: tokens, loss, kl, low/high clipped
+        row_views = dict(zip(_ROW_STATS, per_row.unbind(0)))
         # block-sized workspaces, reused by every block through out=: no allocation (on CPU: no page faults)
-        rows = min(block_rows, bsz)
         work = torch.empty((5, rows, width), dtype=dt, device=new.device).unbind(0)
         int_mask = torch.empty((rows, width), dtype=int_dtype, device=new.device)
         float_mask = None if mask.dtype == dt else torch.empty((rows, width), dtype=dt, device=new.device)
@@ -396,35 +408,51 @@ def _grpo_fused(new, old, ref, a, mask, n_b, n_all, n_items, o: _GrpoOptions, ne
             r = slice(r0, r0 + block_rows)
             take = (lambda x: x) if whole else (lambda x: x[r])  # no slicing ops when there is a single block
             b = min(bsz, r0 + block_rows) - r0
+            out_take = take if per_token else (lambda x: x) if whole else (lambda x: x[:b])
             out = dict(zip(("t1", "t2", "t3", "t4", "t5"), work if whole else (x[:b] for x in work)))
             out.update(int_mask=int_mask if whole else int_mask[:b],
                        float_mask=None if float_mask is None else float_mask if whole else float_mask[:b],
-                       ratio=take(ratio), per_token_loss=take(per_token_loss), kl=None if kl is None else take(kl),
-                       grad=None if grad is None else take(grad), row_loss=take(row_loss), row_kl=take(row_kl),
-                       low=take(low), high=take(high))
-            _grpo_block(cfg, out, take(new), take(old), None if ref is None else take(ref), take(mask), take(n_b),
-                        take(a), take(neg_a), take(neg_aw) if neg_aw.dim() else neg_aw,
-                        take(kl_coef) if kl_coef.dim() else kl_coef, take(weight) if row_w else weight,
-                        take(lower), take(upper), None if sign_a is None else take(sign_a))
-    row_loss, row_kl, low, high = per_row.unbind(0)
-
-    loss = (row_loss * weight[:, 0]).sum() if row_w else row_loss.sum() * weight
+                       ratio=out_take(ratio), per_token_loss=out_take(per_token_loss),
+                       kl=None if kl is None else out_take(kl),
+                       grad=None if grad is None else take(grad), **{k: take(x) for k, x in row_views.items()})
+            _grpo_block(cfg, out, take(new), take(old), None if ref is None else take(ref), take(mask), take(a),
+                        take(neg_a), take(lower), take(upper), None if sign_a is None else take(sign_a))
+    n_raw, row_loss, row_kl = per_row[0], per_row[1], per_row[2]
+    n_b = n_raw.clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
+    n_all = n_raw.sum().clamp(min=1.0)  # ... and the batch's, which does not count empty rows
+    weight = _token_weight(o, n_b, n_all, n_all if n_items is None else n_items, bsz)  # (B, 1) or 0-d
+    loss = (row_loss * weight[:, 0]).sum() if weight.dim() else row_loss.sum() * weight
     metrics = {}
     if o.beta != 0:
         metrics["kl"] = row_kl.sum() / n_all
-    counts = per_row[2:]  # (2, B): low- and high-clipped tokens (or flags, one per sequence)
+    counts = per_row[3:]  # (2, B): low- and high-clipped tokens (or flags, one per sequence)
     if o.token_level or a2d:
         low_mean, high_mean = (counts.sum(1) / n_all).unbind(0)
         low_seq, high_seq = (counts / n_b).unbind(0)
     else:
         low_mean, high_mean = counts.mean(1).unbind(0)
-        low_seq, high_seq = low, high
+        low_seq, high_seq = counts.unbind(0)
     metrics["clip_ratio/low_mean"] = low_mean
     metrics["clip_ratio/high_mean"] = high_mean
     metrics["clip_ratio/region_mean"] = low_mean + high_mean  # a token is low- or high-clipped, never both
     metrics["clip_ratio/low_min"] = low_seq.min()
     metrics["clip_ratio/high_max"] = high_seq.max()
-    return loss, grad, ratio, kl, per_token_loss, metrics
+    if not per_token:
+        ratio = kl = per_token_loss = None
+    return loss, grad, weight, ratio, kl, per_token_loss, metrics
+
+
+_COMPILED: dict = {}
+
+
+def _maybe_compiled(fn, compile: bool):
+    """``fn``, or its ``torch.compile`` (one per function, kept for the process: dynamo caches a kernel per set of
+    options, dtype and device, and makes shapes dynamic after the first change of shape)."""
+    if not compile:
+        return fn
+    if fn not in _COMPILED:
+        _COMPILED[fn] = torch.compile(fn, fullgraph=True, dynamic=True)
+    return _COMPILED[fn]
 
 
 def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: _GrpoOptions):
@@ -456,8 +484,8 @@ def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: _GrpoOptions):
 def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2, beta=0.04, loss_type="grpo",
               importance_sampling_level="token", epsilon_high=None, delta=None, use_bias_correction_kl=False,
               max_completion_length=None, num_items_in_batch=None, gradient_accumulation_steps=1,
-              steps_per_generation=1, num_processes=1, validate=True, fused=None,
-              _block_rows=None) -> GRPOOutput:
+              steps_per_generation=1, num_processes=1, validate=True, fused=None, compile=False,
+              per_token=True, _block_rows=None) -> GRPOOutput:
     """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and :func:`dpo_grpo.grpo.grpo_loss`).
 
     Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T); ``advantages``: (B,) or (B, T).
@@ -470,7 +498,14 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     analytically in the forward pass, reusing its intermediates, and hands it to autograd: faster and lighter than
     differentiating the composite expression. ``fused=False`` differentiates the composite expression instead.
     ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid positions, no overflow),
-    which are the only part that synchronises with the device.
+    which are the only part that synchronises with the device. ``compile=True`` runs the loss's tensor code
+    through ``torch.compile`` (cached per options; shapes become dynamic after the first change): on the fused
+    path one generated kernel reads each input once and writes each output once (C++/OpenMP on CPU, Triton on
+    CUDA). The first call compiles (seconds; on CPU it needs a C++ compiler); the numbers are those of
+    ``compile=False`` up to float rounding. ``per_token=False`` (fused path) returns ``ratio``, ``per_token_kl``
+    and ``per_token_loss`` as None instead of writing them: a training step needs only the loss, its gradient
+    and the metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes makes the loss about
+    a third cheaper in memory traffic.
     """
     new = _tensor(new_logps, "new_logps", ndim=2)
     old = _tensor(old_logps, "old_logps", like=new, ndim=2)
@@ -505,11 +540,19 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
         raise TypeError(f"fused must be None or a bool, got {type(fused).__name__}")
     if not isinstance(validate, bool):
         raise TypeError(f"validate must be a bool, got {type(validate).__name__}")
+    if not isinstance(compile, bool):
+        raise TypeError(f"compile must be a bool, got {type(compile).__name__}")
+    if not isinstance(per_token, bool):
+        raise TypeError(f"per_token must be a bool, got {type(per_token).__name__}")
+    if not per_token and not fused:
+        raise ValueError("per_token=False needs the fused path (fused=None or True, advantages and ref_logps "
+                         "not requiring grad)")
 
     cdt = _compute_dtype(new.dtype)
     # the boolean mask is only needed off the fused token-level hot path (which builds its masks per cache block)
     act = (mask if mask.dtype == torch.bool else mask.bool()) if (validate or adv.dim() == 2 or not fused) else None
-    n_raw = mask.sum(1).to(cdt)
+    # token counts: the fused path counts them in its own pass; the rest needs them first
+    n_raw = mask.sum(1).to(cdt) if (validate or not fused) else None
     checks = _Checks(validate)
     if mask.dtype != torch.bool:  # m (m - 1) vanishes exactly on 0 and 1 (NaN stays NaN, hence nonzero)
         checks.add(lambda: torch.count_nonzero(mask * (mask - 1)) == 0, "mask must contain only 0 and 1")
@@ -520,34 +563,34 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
         [] if ref is None else [("ref_logps", ref)])
     checks.add(lambda: _finite_where_all([x for _, x in named], act), _first_nonfinite_message(named, act))
 
-    n_b = n_raw.clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
-    n_all = n_raw.sum().clamp(min=1.0)  # ... and the batch's, which does not count empty rows
     if num_items_in_batch is None:
-        n_items = n_all
+        n_items = None  # the batch's token count
     elif isinstance(num_items_in_batch, torch.Tensor):
         n_items = num_items_in_batch.to(device=new.device, dtype=cdt).reshape(())
         checks.add(lambda: (n_items > 0) & torch.isfinite(n_items), "num_items_in_batch must be finite and > 0")
-    else:
-        n_items = _full(num_items_in_batch, n_all)
+    else:  # a 0-d tensor, so that a compiled loss does not specialise on (and recompile for) each value
+        n_items = torch.full((), num_items_in_batch, dtype=cdt, device=new.device)
 
     def cast(x):
         return x if x.dtype == cdt else x.to(cdt)
 
     old_c = cast(old.detach())
     ref_c = None if ref is None else cast(ref)
-    a = cast(adv)[:, None] if adv.dim() == 1 else torch.where(act, cast(adv), _full(0.0, n_all))
+    a = cast(adv)[:, None] if adv.dim() == 1 else torch.where(act, cast(adv), _full(0.0, old_c))
 
+    grad = None
     if fused:
         need_grad = torch.is_grad_enabled() and new.requires_grad
         with torch.no_grad():
-            loss, grad, ratio, kl_term, per_token_loss, metrics = _grpo_fused(
-                cast(new), old_c, ref_c, a, mask, n_b,
-                n_all, n_items, o, need_grad, _block_rows)
+            loss, grad, weight, ratio, kl_term, per_token_loss, metrics = _maybe_compiled(_grpo_fused, compile)(
+                cast(new), old_c, ref_c, a, mask, n_items, o, need_grad, per_token, _block_rows)
         if need_grad:
-            loss = _AttachGrad.apply(new, loss, grad)
+            loss = _AttachGrad.apply(new, loss, grad, weight)
     else:
-        loss, c1, kl_term, per_token_loss = _grpo_autograd(new.to(cdt), old_c, ref_c, a, act, n_b, n_all,
-                                                           n_items, o)
+        n_b = n_raw.clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
+        n_all = n_raw.sum().clamp(min=1.0)  # ... and the batch's, which does not count empty rows
+        loss, c1, kl_term, per_token_loss = _maybe_compiled(_grpo_autograd, compile)(
+            new.to(cdt), old_c, ref_c, a, act, n_b, n_all, n_all if n_items is None else n_items, o)
         with torch.no_grad():
             c1 = c1.detach()
             metrics = {}
@@ -555,8 +598,13 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
                 metrics["kl"] = kl_term.detach().sum() / n_all
             _clip_metrics(metrics, c1, a.detach(), act, n_b, n_all, o)
             ratio = c1 if c1.shape == new.shape else torch.where(act, c1, _full(1.0, c1))
-    checks.add(lambda: torch.isfinite(torch.stack([ratio.amax()] + ([] if kl_term is None else [
-        kl_term.detach().amax()]))).all(),
+    def overflow_probes():
+        if ratio is not None:
+            return [ratio.amax()] + ([] if kl_term is None else [kl_term.detach().amax()])
+        # per_token=False: an overflow shows as a non-finite loss, KL metric or gradient (0 * inf = NaN)
+        return [loss.detach(), metrics.get("kl", loss.detach())] + ([] if grad is None else [grad.amax()])
+
+    checks.add(lambda: torch.isfinite(torch.stack(overflow_probes())).all(),
                "exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
                "at a valid position (check the log-probs)")
     checks.raise_first_failure()
