@@ -528,26 +528,62 @@ def _naive(logits, ids):
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[..., None])[..., 0]
 
 
-def _compare_with_naive(logits, ids, chunk_size=None, weights=None, tol=TIGHT):
+def _compare_with_naive(logits, ids, chunk_size=None, weights=None, tol=TIGHT, inplace=False):
     weights = torch.randn(ids.shape, dtype=torch.float64) if weights is None else weights
     a = logits.detach().clone().requires_grad_()
     b = logits.detach().clone().requires_grad_()
-    ours = T.selective_log_softmax(a, ids, chunk_size)
+    ours = T.selective_log_softmax(a, ids, chunk_size, inplace_backward=inplace)
     naive = _naive(b.to(ours.dtype), ids)
     np.testing.assert_allclose(_np(ours), _np(naive), **tol)
     (ours * weights.to(ours.dtype)).sum().backward()
     (naive * weights.to(naive.dtype)).sum().backward()
     assert a.grad.dtype == logits.dtype
     np.testing.assert_allclose(_np(a.grad), _np(b.grad), **tol)
+    if inplace:  # the gradient was written into the logits' own storage: no new vocabulary-sized buffer
+        assert a.grad.data_ptr() == a.data_ptr()
     return ours
 
 
+@pytest.mark.parametrize("inplace", [False, True], ids=["new-grad", "inplace"])
 @pytest.mark.parametrize("chunk_size", [None, 1, 3, 7, 1000])
-def test_selective_log_softmax_matches_naive(chunk_size):
+def test_selective_log_softmax_matches_naive(chunk_size, inplace):
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 7, 37, generator=g, dtype=F64) * 4  # 21 rows: no chunk size in the list divides it
     ids = torch.randint(0, 37, (3, 7), generator=g)
-    _compare_with_naive(logits, ids, chunk_size)
+    _compare_with_naive(logits, ids, chunk_size, inplace=inplace)
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.bfloat16], ids=str)
+def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
+    """The intended use: logits = hidden @ W.T, consumed only by the log-probs. Gradients to the hidden states and
+    the weights equal the naive path's; a second consumer that saved the logits either ran its backward first
+    (then all is exact) or gets autograd's in-place error, never a silently wrong gradient."""
+    g = torch.Generator().manual_seed(5)
+    hidden = torch.randn(2, 6, 8, generator=g, dtype=F64)
+    weight = torch.randn(40, 8, generator=g, dtype=F64)
+    ids, w = torch.randint(0, 40, (2, 6), generator=g), torch.randn(2, 6, generator=g, dtype=F64)
+
+    def grads(fn, extra=None):
+        h, wt = hidden.to(dtype).requires_grad_(), weight.to(dtype).requires_grad_()
+        logits = h @ wt.T
+        loss = (fn(logits, ids).double() * w).sum()
+        if extra is not None:
+            loss = loss + extra(logits)
+        loss.backward()
+        return _np(h.grad), _np(wt.grad)
+
+    tol = TIGHT if dtype == F64 else dict(rtol=2 ** -6, atol=2e-2)
+    inplace = lambda x, i: T.selective_log_softmax(x, i, 5, inplace_backward=True)  # noqa: E731
+    for got, want in zip(grads(inplace), grads(_naive)):
+        np.testing.assert_allclose(got, want, **tol)
+    square = lambda x: (x.double() ** 2).sum() * 1e-3  # noqa: E731  (created after: its backward runs first)
+    for got, want in zip(grads(inplace, square), grads(_naive, square)):
+        np.testing.assert_allclose(got, want, **tol)
+    h = hidden.clone().requires_grad_()
+    logits = h @ weight.T
+    earlier = (logits ** 2).sum()  # saved the logits before the log-probs were taken: its backward runs last
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (earlier + T.selective_log_softmax(logits, ids, inplace_backward=True).sum()).backward()
 
 
 def test_selective_log_softmax_ragged_mask_noncontiguous_and_shapes():
@@ -619,6 +655,8 @@ def test_selective_log_softmax_validation():
         T.selective_log_softmax(logits, ids + 5)
     with pytest.raises(ValueError, match="chunk_size"):
         T.selective_log_softmax(logits, ids, chunk_size=0)
+    with pytest.raises(TypeError, match="inplace_backward must be a bool"):
+        T.selective_log_softmax(logits, ids, inplace_backward=1)
     assert T.selective_log_softmax(torch.randn(0, 4, 5), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4)
 
 
@@ -704,6 +742,16 @@ def test_cuda_selective_log_softmax_memory():
 
     naive, ours = peak_extra(_naive), peak_extra(T.selective_log_softmax)
     assert ours <= naive / 8, (ours, naive)
+    # in place, the gradient is the logits' own storage: the whole peak (gradient included) is a chunk's
+    logits.grad = None
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    T.selective_log_softmax(logits, ids, inplace_backward=True).sum().backward()
+    torch.cuda.synchronize()
+    naive_total = naive + logits.numel() * logits.element_size()
+    assert torch.cuda.max_memory_allocated() - base <= naive_total / 8
+    assert logits.grad.data_ptr() == logits.data_ptr()
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -832,17 +832,18 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
     """``out[r] = log_softmax(x[r])[id_r]`` over the positions r of a (B', T', V) tensor, one chunk of positions at
     a time; backward writes ``dx[r] = g_r (onehot(id_r) - softmax(x[r]))`` chunk by chunk, recomputing the softmax.
     Autograd keeps only ``x`` (the caller's logits, not a copy) and the ids: no (B', T', V) temporary in either
-    pass, only one chunk's."""
+    pass, only one chunk's. With ``inplace`` the backward writes ``dx`` into ``x``'s own storage and returns it, so
+    not even the gradient is a new (B', T', V) buffer."""
 
     @staticmethod
-    def forward(ctx, x3, ids, chunk_rows):
+    def forward(ctx, x3, ids, chunk_rows, inplace):
         acc = _compute_dtype(x3.dtype)
         out = torch.empty(x3.shape[:2], dtype=acc, device=x3.device)
         for b, t0, t1 in _chunks(x3, chunk_rows):
             logp = torch.log_softmax(x3[b, t0:t1], dim=-1, dtype=acc)  # one chunk, reduced in float32 for bf16
             out[b, t0:t1] = logp.gather(-1, ids[b, t0:t1, None])[:, 0]
         ctx.save_for_backward(x3, ids)
-        ctx.chunk_rows = chunk_rows
+        ctx.chunk_rows, ctx.inplace = chunk_rows, inplace
         return out
 
     @staticmethod
@@ -850,22 +851,24 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
     def backward(ctx, grad_out):
         x3, ids = ctx.saved_tensors
         acc = _compute_dtype(x3.dtype)
-        grad = torch.empty(x3.shape, dtype=x3.dtype, device=x3.device)
+        # in place: each chunk's softmax is computed before its logits are overwritten by their gradient (writing
+        # into x bumps its version counter, so any other backward that saved these logits raises, never misreads)
+        grad = x3.detach() if ctx.inplace else torch.empty(x3.shape, dtype=x3.dtype, device=x3.device)
         g = grad_out.to(acc)
         for b, t0, t1 in _chunks(x3, ctx.chunk_rows):
             rows = (b, slice(t0, t1))
-            if acc != x3.dtype:
+            if acc != x3.dtype or ctx.inplace:  # a chunk-sized softmax, then written into the gradient
                 part = torch.softmax(x3[rows], dim=-1, dtype=acc)
             else:
                 part = _softmax_into(x3[rows], grad[rows])
             part.mul_(-g[rows][:, None])  # -g softmax ...
             part.scatter_add_(1, ids[rows][:, None], g[rows][:, None])  # ... + g at the selected token
-            if acc != x3.dtype:
+            if acc != x3.dtype or ctx.inplace:
                 grad[rows] = part
-        return grad, None, None
+        return grad, None, None, None
 
 
-def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True):
+def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True, inplace_backward=False):
     """``log_softmax(logits, -1).gather(-1, token_ids)`` without materialising the (..., V) log-softmax.
 
     Shapes: ``logits`` (B, T, V) (any leading dims), ``token_ids`` (B, T) integer -> (B, T) log-probs.
@@ -874,6 +877,13 @@ def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True):
     keeps nothing vocabulary-sized but the logits themselves. Default ``chunk_size``: about 8 MiB of float32
     logits per chunk on CPU (64 MiB on CUDA) and at most 1/16 of the positions. Half-precision logits are reduced
     in float32 and the result is float32. ``validate`` checks that the ids lie in ``[0, V)`` (one sync).
+
+    ``inplace_backward=True`` writes the gradient of the logits into the logits' own storage (as Liger-Kernel's
+    cross-entropy does): the backward then allocates nothing vocabulary-sized at all, and afterwards the logits
+    tensor holds its gradient. Use it when nothing else needs the logits after the backward, as for the
+    ``lm_head`` output of a policy (whose own backward needs the hidden states and weights, not the logits). If
+    another backward saved the same logits, it raises autograd's "modified by an inplace operation" error instead
+    of reading the overwritten values.
     """
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         got = getattr(logits, "dtype", type(logits).__name__)
@@ -904,4 +914,6 @@ def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True):
     except RuntimeError:  # ... or, e.g. for logits[:, :-1], per leading index without copying the logits
         x3 = logits if logits.dim() == 3 else logits.reshape(1, n_rows, vocab)
     ids = token_ids.reshape(x3.shape[:2]).long()
-    return _SelectiveLogSoftmax.apply(x3, ids, chunk_rows).reshape(token_ids.shape)
+    if not isinstance(inplace_backward, bool):
+        raise TypeError(f"inplace_backward must be a bool, got {type(inplace_backward).__name__}")
+    return _SelectiveLogSoftmax.apply(x3, ids, chunk_rows, inplace_backward).reshape(token_ids.shape)
