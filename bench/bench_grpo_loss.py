@@ -192,7 +192,7 @@ def peak_extra_bytes(fn, device) -> int | None:
             f.write("5")  # reset VmHWM to the current RSS
         base = _status_bytes("VmRSS")
         fn()
-        return _status_bytes("VmHWM") - base
+        return max(0, _status_bytes("VmHWM") - base)  # RSS accounting can dip below the base by a few pages
     except OSError:
         return None
 
@@ -431,7 +431,9 @@ def run_memory_phase(args, device) -> dict:
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
         cmd = [sys.executable, __file__, "--memory-phase", "--shapes", *[f"{b}x{t}" for b, t in args.shapes],
                "--configs", *args.configs] + (["--no-trl"] if args.no_trl else []) + (
-                   ["--threads", str(args.threads)] if args.threads else [])
+                   ["--threads", str(args.threads)] if args.threads else []) + (
+                   ["--no-compile"] if args.no_compile else ["--compile", *args.compile]) + (
+                   ["--compile-configs", *args.compile_configs] if args.compile_configs else [])
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.memory_timeout)
         if proc.returncode != 0:
             return {"error": proc.stderr[-2000:]}
@@ -446,7 +448,8 @@ def memory_measurements(args, device) -> dict:
         opts = CONFIGS[cfg_name]
         for b, t in args.shapes:
             x = make_inputs(b, t, device)
-            variants = build_variants(x, cfg_name, opts, device, trl, with_compile=False, errors={})
+            with_compile = not args.no_compile and (args.compile_configs is None or cfg_name in args.compile_configs)
+            variants = build_variants(x, cfg_name, opts, device, trl, with_compile, {}, args.compile)
             per = {}
             for name, fn in variants.items():
                 fn()  # warm-up (lazy initialisation, autograd graph caches)

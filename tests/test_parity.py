@@ -88,6 +88,7 @@ def _bench_file():
                                               "torch_eager": {"median_s": 0.001, "q1_s": 0.001, "q3_s": 0.001},
                                               "probe_eager": {"median_s": 0.0005}},
                                    "speedup_vs_trl": {"numpy": 0.5, "torch_eager": 1.0},
+                                   "multiple_of_probe_compiled": {"numpy": 8.0, "torch_eager": 4.0},
                                    "agreement_vs_torch_eager": {"numpy": {"loss_abs_diff": 1e-9,
                                                                           "grad_max_abs_diff": 2e-9}},
                                    "peak_extra_bytes": {"numpy": 3_000_000, "torch_eager": 1_000_000}},
@@ -119,6 +120,15 @@ def test_benchmark_reader(tmp_path):
     assert piv == [{"config": "article", "shape": "16x128", "max loss diff": 1e-9, "max grad diff": 2e-9,
                     "torch_eager ms": 1.0, "torch_eager x TRL": 1.0, "peak MB torch_eager": 1.0,
                     "numpy ms": 2.0, "numpy x TRL": 0.5, "peak MB numpy": 3.0}]
+    assert rows[1]["x_probe"] == 4.0
+    assert pa.benchmark_matrix(rows) == [{"config": "article", "shape": "16x128", "torch_eager": 1.0}]
+    assert pa.benchmark_matrix(rows, "x_probe", ("numpy", "torch_eager")) == [
+        {"config": "article", "shape": "16x128", "numpy": 8.0, "torch_eager": 4.0}]
+    summary = pa.target_summary(rows)
+    assert summary == [{"variant": "torch_eager", "shapes": 1, "min x TRL": 1.0, "max x probe": 4.0,
+                        "meets x TRL >= 2": False, "meets x probe <= 4": True}]
+    md = pa.to_markdown(summary, list(summary[0]))
+    assert "| torch_eager | 1 | 1.0 | 4.0 | **no** | yes |" in md
     md = pa.to_markdown(rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"})
     assert "| 16x128 | numpy | 2.000 |" in md and "—" in md
 

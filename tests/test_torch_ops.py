@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -798,6 +799,21 @@ def test_compiled_loss_matches_numpy(opts):
     assert counters["stats"]["unique_graphs"] > graphs, "compile=True must run the loss through torch.compile"
     for kw in (dict(per_token=False), dict(b=7, t=9, seed=1), dict(adv_2d=True, seed=2), dict(fused=False)):
         _check_against_numpy(opts, compile=True, **kw)
+
+
+def test_compile_without_a_cxx_compiler_explains(tmp_path):
+    code = ("import torch, torch._inductor.config as ic\n"
+            "from dpo_grpo import torch_ops as T\n"
+            "ic.cpp.cxx = ('/nonexistent-compiler',)\n"
+            "z = torch.zeros(2, 3)\n"
+            "try:\n"
+            "    T.grpo_loss(z, z, z, torch.ones(2), torch.ones(2, 3), compile=True)\n"
+            "except RuntimeError as exc:\n"
+            "    print(exc)\n")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+               PYTHONPATH=str(ROOT / "code"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert "needs a C++ compiler" in out.stdout and "compile=False" in out.stdout, out.stderr[-2000:]
 
 
 def test_per_token_and_compile_arguments():

@@ -234,8 +234,8 @@ def group_rows(rows, by, diff_columns) -> list:
 
 def _fmt(value, spec, column=""):
     if isinstance(value, (bool, np.bool_)):
-        if column in ("ok", "all_ok"):
-            return "yes" if value else "**no**"  # a failed parity check stands out
+        if column in ("ok", "all_ok") or column.startswith("meets"):
+            return "yes" if value else "**no**"  # a failed check or a missed target stands out
         return str(bool(value))
     if value is None:
         return "—"
@@ -313,7 +313,8 @@ def _numel(shape):
 
 def benchmark_rows(data, section="grpo_loss") -> list:
     """One row per (shape, variant) of a per-shape section: ``config``, ``shape``, ``variant``, ``median_ms``,
-    ``iqr_ms``, ``speedup_vs_trl``, ``loss_diff``/``grad_diff`` (vs the torch eager variant), ``peak_extra_mb``.
+    ``iqr_ms``, ``speedup_vs_trl``, ``x_probe`` (time over the fused bandwidth probe's), ``loss_diff``/``grad_diff``
+    (vs the torch eager variant), ``peak_extra_mb``.
 
     Rows are ordered by config, then by B x T; missing fields are None; a skipped shape gives one row with
     ``variant="(skipped)"``. Probe variants (bandwidth references, not losses) are left out.
@@ -339,6 +340,7 @@ def benchmark_rows(data, section="grpo_loss") -> list:
                 "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
                 "iqr_ms": None if "q1_s" not in t or "q3_s" not in t else 1e3 * (t["q3_s"] - t["q1_s"]),
                 "speedup_vs_trl": entry.get("speedup_vs_trl", {}).get(var),
+                "x_probe": entry.get("multiple_of_probe_compiled", {}).get(var),
                 "loss_diff": agree.get("loss_abs_diff"), "grad_diff": agree.get("grad_max_abs_diff"),
                 "peak_extra_mb": None if peak is None else peak / 1e6,
             })
@@ -365,6 +367,40 @@ def benchmark_pivot(rows, variants=("trl", "torch_eager", "torch_compile", "nump
             if r.get(src) is not None:
                 row[dst] = max(row[dst], r[src])
     return list(out.values())
+
+
+#: The torch variants the chapters tabulate: eager and compiled, with and without the per-token outputs.
+TORCH_VARIANTS = ("torch_eager", "torch_eager_lean", "torch_compile", "torch_compile_lean")
+
+
+def benchmark_matrix(rows, value="speedup_vs_trl", variants=TORCH_VARIANTS) -> list:
+    """One row per (config, shape) from :func:`benchmark_rows` with one column per variant (those present) holding
+    ``value`` (a key of the rows: ``speedup_vs_trl``, ``x_probe``, ``median_ms``, ...)."""
+    out = {}
+    for r in rows:
+        if r.get("median_ms") is None:
+            continue
+        row = out.setdefault((r["config"], r["shape"]), {"config": r["config"], "shape": r["shape"]})
+        if r["variant"] in variants and r.get(value) is not None:
+            row[r["variant"]] = r[value]
+    return list(out.values())
+
+
+def target_summary(rows, variants=TORCH_VARIANTS, min_speedup=2.0, max_probe=4.0) -> list:
+    """Per variant: the smallest speed-up over TRL and the largest multiple of the probe over all shapes and
+    configs, and whether each meets its target (``>= min_speedup``, ``<= max_probe``; None without data)."""
+    out = []
+    for var in variants:
+        mine = [r for r in rows if r["variant"] == var and r.get("median_ms") is not None]
+        if not mine:
+            continue
+        speed = [r["speedup_vs_trl"] for r in mine if r.get("speedup_vs_trl") is not None]
+        probe = [r["x_probe"] for r in mine if r.get("x_probe") is not None]
+        out.append({"variant": var, "shapes": len(mine),
+                    "min x TRL": min(speed) if speed else None, "max x probe": max(probe) if probe else None,
+                    f"meets x TRL >= {min_speedup:g}": None if not speed else min(speed) >= min_speedup,
+                    f"meets x probe <= {max_probe:g}": None if not probe else max(probe) <= max_probe})
+    return out
 
 
 def logprob_rows(data, section="logprobs") -> list:

@@ -18,12 +18,15 @@ Conventions shared by every function here:
 - Tolerances against the float64 NumPy reference on the same (rounded) inputs, as tested: float64 1e-12;
   float32 loss rtol 1e-5, gradient rtol 1e-5 (+ 1e-5 x max|grad|); bfloat16 inputs are computed in float32, so
   the loss keeps rtol 1e-5, while the gradient, stored in bfloat16, is within 2**-7 relative.
-- Every function traces without graph breaks under ``torch.compile(..., fullgraph=True)`` (with ``validate=False``);
-  compiling :func:`grpo_loss` fuses its elementwise passes (see ``bench/README.md`` for measured speed-ups).
+- Every function traces without graph breaks under ``torch.compile(..., fullgraph=True)`` (with ``validate=False``).
+  ``grpo_loss(..., compile=True)`` does it for you: its tensor code becomes one generated kernel that reads each
+  input once (measured speed-ups in ``bench/README.md``); ``per_token=False`` skips the per-token outputs a
+  training step does not need.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import NamedTuple
@@ -168,7 +171,18 @@ class GRPOOutput(NamedTuple):
 
 
 _GrpoOptions = GRPOOptions
-_grpo_options = grpo_options  # the one option parser, shared with the NumPy loss
+_cached_grpo_options = functools.lru_cache(maxsize=256, typed=True)(grpo_options)  # typed: True is not 1
+
+
+def _grpo_options(*args):
+    """:func:`dpo_grpo.grpo.grpo_options` (the one option parser, shared with the NumPy loss), memoised: a training
+    loop passes the same options at every step. Unhashable arguments go to the parser, which explains them."""
+    try:
+        return _cached_grpo_options(*args)
+    except TypeError as exc:
+        if "unhashable" not in str(exc):
+            raise
+        return grpo_options(*args)
 
 
 def _token_weight(o: _GrpoOptions, n_b, n_all, n_items, bsz):
@@ -451,7 +465,17 @@ def _maybe_compiled(fn, compile: bool):
     if not compile:
         return fn
     if fn not in _COMPILED:
-        _COMPILED[fn] = torch.compile(fn, fullgraph=True, dynamic=True)
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True)
+
+        def call(*args, _compiled=compiled):
+            try:
+                return _compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as exc:  # e.g. no working C++ compiler on a CPU
+                raise RuntimeError("compile=True: torch.compile could not build the loss kernel (on a CPU it needs a "
+                                   "C++ compiler such as g++); pass compile=False to run the eager loss. "
+                                   f"Cause: {str(exc)[:300]}") from exc
+
+        _COMPILED[fn] = call
     return _COMPILED[fn]
 
 
