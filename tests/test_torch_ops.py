@@ -697,8 +697,16 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
         for fused in (True, False):
             out = T.grpo_loss(new_t, *args, validate=False, fused=fused, **opts)
             out.loss.backward()
+        T.grpo_loss(new_t, *args, validate=False, per_token=False, **opts).loss.backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    # compile=True on the GPU: one Triton kernel, the same numbers
+    for per_token in (True, False):
+        new_t.grad = None
+        out = T.grpo_loss(new_t, *args, compile=True, per_token=per_token, **opts)
+        out.loss.backward()
+        np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(_np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12)
     # bfloat16 on the GPU, within the documented tolerance
     new_b = _t(new, torch.bfloat16, dev).requires_grad_()
     out = T.grpo_loss(new_b, *[x.to(torch.bfloat16) for x in args], **opts)
