@@ -177,6 +177,8 @@ _cached_grpo_options = functools.lru_cache(maxsize=256, typed=True)(grpo_options
 def _grpo_options(*args):
     """:func:`dpo_grpo.grpo.grpo_options` (the one option parser, shared with the NumPy loss), memoised: a training
     loop passes the same options at every step. Unhashable arguments go to the parser, which explains them."""
+    if torch.compiler.is_compiling():  # dynamo traces the parser itself (and constant-folds it), not the cache
+        return grpo_options(*args)
     try:
         return _cached_grpo_options(*args)
     except TypeError as exc:
@@ -461,7 +463,7 @@ _COMPILED: dict = {}
 
 def _maybe_compiled(fn, compile: bool):
     """``fn``, or its ``torch.compile`` (one per function, kept for the process: dynamo caches a kernel per set of
-    options, dtype and device, and makes shapes dynamic after the first change of shape)."""
+    options, dtype and device, compiled for dynamic shapes, so a new batch or completion length reuses it)."""
     if not compile:
         return fn
     if fn not in _COMPILED:
@@ -523,13 +525,13 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     differentiating the composite expression. ``fused=False`` differentiates the composite expression instead.
     ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid positions, no overflow),
     which are the only part that synchronises with the device. ``compile=True`` runs the loss's tensor code
-    through ``torch.compile`` (cached per options; shapes become dynamic after the first change): on the fused
+    through ``torch.compile`` (cached per options, dtype and device; dynamic shapes): on the fused
     path one generated kernel reads each input once and writes each output once (C++/OpenMP on CPU, Triton on
     CUDA). The first call compiles (seconds; on CPU it needs a C++ compiler); the numbers are those of
     ``compile=False`` up to float rounding. ``per_token=False`` (fused path) returns ``ratio``, ``per_token_kl``
     and ``per_token_loss`` as None instead of writing them: a training step needs only the loss, its gradient
-    and the metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes makes the loss about
-    a third cheaper in memory traffic.
+    and the metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes saves about a quarter
+    of the loss's memory traffic.
     """
     new = _tensor(new_logps, "new_logps", ndim=2)
     old = _tensor(old_logps, "old_logps", like=new, ndim=2)
