@@ -23,15 +23,8 @@ def test_article_example():
 
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    rng = np.random.default_rng(seed)
-    old = np.log(rng.uniform(0.05, 0.9, (b, t)))
-    new = old + rng.normal(0, 0.3, (b, t))
-    ref = old + rng.normal(0, 0.2, (b, t))
-    lengths = rng.integers(1, t + 1, b)
-    lengths[0] = t
-    mask = (np.arange(t)[None, :] < lengths[:, None]).astype(float)
-    adv = rng.normal(0, 1, (b, t) if adv_2d else b)
-    return new, old, ref, adv, mask
+    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.examples.random_grpo_batch`."""
+    return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
 OPTIONS = [dict(loss_type=lt, importance_sampling_level=lvl, beta=beta, use_bias_correction_kl=bc,

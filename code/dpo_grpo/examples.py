@@ -77,3 +77,33 @@ def surrogate_gradient_example():
         "advantages": np.array([1.2, -0.8, -1.1, 0.5]),
         "beta": 0.04,
     }
+
+
+def random_grpo_batch(seed=0, batch=5, length=6, *, adv_2d=False, new_noise=0.3, ref_noise=0.2, min_length=1):
+    """A random ragged GRPO batch: keyword arguments for :func:`dpo_grpo.grpo_loss` (and the torch version).
+
+    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask`` (batch, length); ``advantages`` (batch,), or
+    (batch, length) with ``adv_2d``. ``old = log U(0.05, 0.9)``, ``new = old + N(0, new_noise)``,
+    ``ref = old + N(0, ref_noise)``; row 0 is full length, the others have ``U{min_length..length}`` valid tokens
+    (a prefix mask); advantages are standard normal. The same ``seed`` gives the same batch.
+    """
+    from . import _validation as v
+
+    batch = v.integer(batch, "batch", minimum=1)
+    length = v.integer(length, "length", minimum=1)
+    min_length = v.integer(min_length, "min_length", minimum=1)
+    if min_length > length:
+        raise ValueError(f"min_length must be <= length ({length}), got {min_length}")
+    if not isinstance(adv_2d, bool):
+        raise TypeError(f"adv_2d must be a bool, got {type(adv_2d).__name__}")
+    new_noise = v.scalar(new_noise, "new_noise", nonnegative=True)
+    ref_noise = v.scalar(ref_noise, "ref_noise", nonnegative=True)
+    rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
+    old = np.log(rng.uniform(0.05, 0.9, (batch, length)))
+    new = old + rng.normal(0, new_noise, (batch, length))
+    ref = old + rng.normal(0, ref_noise, (batch, length))
+    lengths = rng.integers(min_length, length + 1, batch)
+    lengths[0] = length
+    mask = (np.arange(length)[None, :] < lengths[:, None]).astype(float)
+    adv = rng.normal(0, 1, (batch, length) if adv_2d else batch)
+    return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": adv, "mask": mask}
