@@ -542,7 +542,7 @@ def main(argv=None) -> int:
                 sync(device)
                 single[name] = time.perf_counter() - t0
             per_round = sum(single.values())
-            repeats = args.repeats or int(min(25, max(3, budget / max(per_round, 1e-9))))
+            repeats = args.repeats or int(min(200, max(3, budget / max(per_round, 1e-9))))  # cheap shapes: more samples
             if per_round > budget:
                 results["shapes"][key] = {"skipped": f"one round takes {per_round:.1f}s > budget {budget}s"}
                 print(f"[bench] {key}: skipped ({per_round:.1f}s per round)", file=sys.stderr)
