@@ -19,6 +19,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -124,7 +125,11 @@ def cpu_stall_us() -> int | None:
 
 
 def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None) -> dict:
-    """Median (and min, quartiles) seconds of each callable, the callables interleaved round-robin per repeat.
+    """Median (and min, quartiles) seconds of each callable, the callables interleaved per repeat.
+
+    Each round runs every callable once in a fresh (seeded) random order: what ran just before a call (and what it
+    left in the caches) matters at small shapes, and a fixed order would hand that effect to the same variants
+    every time.
 
     On a shared CPU machine other processes steal cycles at random: a sample during which the kernel's CPU
     pressure counter (PSI) grew by more than 2 % of the sample's duration had runnable tasks waiting for a core, so
@@ -141,9 +146,12 @@ def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_
     use_psi = device.type == "cpu" and cpu_stall_us() is not None
     deadline = time.perf_counter() + (max_wall_s if max_wall_s is not None else math.inf)
     rounds = 0
+    order, shuffler = list(fns), random.Random(0)
     while True:
         rounds += 1
-        for name, fn in fns.items():
+        shuffler.shuffle(order)
+        for name in order:
+            fn = fns[name]
             sync(device)
             stall0 = cpu_stall_us() if use_psi else None
             t0 = time.perf_counter()

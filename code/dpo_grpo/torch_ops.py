@@ -387,12 +387,16 @@ def _grpo_fused(new, old, ref, a, mask, n_items, o: _GrpoOptions, need_grad: boo
     lo, hi = 1.0 - o.eps_low, 1.0 + o.eps_high
     cap = math.inf if o.delta is None else o.delta
     high_counts = o.delta is None or o.delta > hi  # TRL counts min(rho, delta) > hi
-    zero, one = _full(0.0, new), _full(1.0, new)
-    lower = torch.where(a < 0, lo, zero)
-    upper = torch.where(a > 0, min(hi, cap), torch.where(a < 0, _full(max(hi, cap), new), math.inf))
+    pos, neg = a > 0, a < 0
+    lower = torch.where(neg, lo, _full(0.0, new))
+    if o.delta is None:  # the upper clip acts only where A > 0
+        upper = torch.where(pos, hi, _full(math.inf, new))
+    else:
+        upper = torch.where(pos, min(hi, cap), torch.where(neg, _full(max(hi, cap), new), math.inf))
+    one = None if o.token_level else _full(1.0, new)  # the ratio on padding, for sequence-level weights
     a2d = a.shape[1] > 1
     one_sided = o.token_level and not a2d and o.delta is None  # each row clips on one side only
-    sign_a = torch.where(a > 0, 1.0, -1.0) if one_sided else None  # exact in any float dtype
+    sign_a = torch.where(pos, 1.0, -1.0) if one_sided else None  # exact in any float dtype
     neg_a = -a  # d (policy term) / d (clamped ratio)
     int_dtype = _INT_VIEW[dt]
     if block_rows is None:  # one block on GPU and under torch.compile (whose fused kernels need no cache blocking)
@@ -433,21 +437,20 @@ def _grpo_fused(new, old, ref, a, mask, n_items, o: _GrpoOptions, need_grad: boo
                        grad=None if grad is None else take(grad), **{k: take(x) for k, x in row_views.items()})
             _grpo_block(cfg, out, take(new), take(old), None if ref is None else take(ref), take(mask), take(a),
                         take(neg_a), take(lower), take(upper), None if sign_a is None else take(sign_a))
-    n_raw, row_loss, row_kl = per_row[0], per_row[1], per_row[2]
-    n_b = n_raw.clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
-    n_all = n_raw.sum().clamp(min=1.0)  # ... and the batch's, which does not count empty rows
+    totals = per_row.sum(1)  # (5,): the batch's tokens, loss sum, KL sum, low- and high-clipped counts
+    n_b = per_row[0].clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
+    n_all = totals[0].clamp(min=1.0)  # ... and the batch's, which does not count empty rows
     weight = _token_weight(o, n_b, n_all, n_all if n_items is None else n_items, bsz)  # (B, 1) or 0-d
-    loss = (row_loss * weight[:, 0]).sum() if weight.dim() else row_loss.sum() * weight
-    metrics = {}
-    if o.beta != 0:
-        metrics["kl"] = row_kl.sum() / n_all
+    loss = (per_row[1] * weight[:, 0]).sum() if weight.dim() else totals[1] * weight
     counts = per_row[3:]  # (2, B): low- and high-clipped tokens (or flags, one per sequence)
     if o.token_level or a2d:
-        low_mean, high_mean = (counts.sum(1) / n_all).unbind(0)
+        kl_mean, low_mean, high_mean = (totals[2:] / n_all).unbind(0)
         low_seq, high_seq = (counts / n_b).unbind(0)
     else:
-        low_mean, high_mean = counts.mean(1).unbind(0)
+        kl_mean = totals[2] / n_all
+        low_mean, high_mean = (totals[3:] / bsz).unbind(0)
         low_seq, high_seq = counts.unbind(0)
+    metrics = {"kl": kl_mean} if o.beta != 0 else {}
     metrics["clip_ratio/low_mean"] = low_mean
     metrics["clip_ratio/high_mean"] = high_mean
     metrics["clip_ratio/region_mean"] = low_mean + high_mean  # a token is low- or high-clipped, never both
