@@ -148,21 +148,24 @@ class LabConfig:
         def bad(name, why):
             raise ValueError(f"LabConfig.{name} {why}, got {getattr(self, name)!r}")
 
-        def integer(name, minimum, maximum=None, optional=False):
+        def number(name, kinds, what, optional):
             x = getattr(self, name)
             if x is None and optional:
-                return
-            if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-                bad(name, "must be an integer")
-            if x < minimum or (maximum is not None and x > maximum):
+                return None
+            if isinstance(x, bool) or not isinstance(x, kinds) or (
+                    isinstance(x, (float, np.floating)) and not math.isfinite(x)):
+                bad(name, what)
+            return x
+
+        def integer(name, minimum, maximum=None, optional=False):
+            x = number(name, (int, np.integer), "must be an integer", optional)
+            if x is not None and (x < minimum or (maximum is not None and x > maximum)):
                 bad(name, f"must be in [{minimum}, {maximum}]" if maximum is not None else f"must be >= {minimum}")
 
         def real(name, *, positive=False, nonnegative=False, below=None, optional=False):
-            x = getattr(self, name)
-            if x is None and optional:
+            x = number(name, (int, float, np.floating, np.integer), "must be a finite real number", optional)
+            if x is None:
                 return
-            if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(x):
-                bad(name, "must be a finite real number")
             if positive and x <= 0:
                 bad(name, "must be > 0")
             if nonnegative and x < 0:
