@@ -85,7 +85,7 @@ def bench_widget(name, factory, repeats):
                 payload = pio.to_json(ui.figure, validate=False)
                 ser.append((time.perf_counter() - start) * 1e3)
             assert ui.error is None, (name, key, value, ui.error)
-            rows.append({"control": key, "value": value if not isinstance(value, float) else round(value, 6),
+            rows.append({"control": key, "value": value if not isinstance(value, float) else float(f"{value:.6g}"),
                          "recompute_ms": rec[0], "repeat_ms": statistics.median(rec[1:] or rec),
                          "serialize_ms": statistics.median(ser), "figure_json_bytes": len(payload)})
         control.value = default

@@ -54,6 +54,19 @@ def test_deterministic():
     assert a.shape == (31, 4)
 
 
+def test_a_run_extended_in_pieces_is_the_one_shot_run():
+    run = dg.BanditRun(group_size=8, seed=11, beta=0.1)
+    pieces = [run.trajectory(5), run.trajectory(17), run.trajectory(3), run.trajectory(60)]
+    assert run.steps_run == 60
+    whole = dg.bandit_trajectory(steps=60, group_size=8, seed=11, beta=0.1)
+    for piece in pieces:
+        np.testing.assert_array_equal(piece, whole[:len(piece)])  # bit for bit, not approximately
+    assert dg.BanditRun(group_size=8, seed=11, beta=0.1).key == run.key
+    assert dg.BanditRun(group_size=8, seed=12, beta=0.1).key != run.key
+    with pytest.raises(ValueError, match="steps"):
+        run.trajectory(0)
+
+
 def test_invalid():
     with pytest.raises(ValueError, match="group_size"):
         dg.train_group_bandit(group_size=1)

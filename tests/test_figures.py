@@ -159,6 +159,42 @@ def test_bandit_data_is_the_seeded_trajectory():
     np.testing.assert_allclose(d["probs"].sum(axis=1), 1.0)
 
 
+def test_bandit_data_extends_a_kept_run_instead_of_rerunning(monkeypatch):
+    monkeypatch.setattr(xp, "_BANDIT_RUNS", type(xp._BANDIT_RUNS)())
+    short = xp.bandit_data(group_size=8, seed=5, steps=10)
+    run = next(iter(xp._BANDIT_RUNS.values()))
+    assert run.steps_run == 10
+    long = xp.bandit_data(group_size=8, seed=5, steps=40)  # runs steps 11..40 only, on the same run
+    assert len(xp._BANDIT_RUNS) == 1 and run.steps_run == 40
+    back = xp.bandit_data(group_size=8, seed=5, steps=25)  # a prefix: nothing runs
+    assert run.steps_run == 40
+    full = bandit_trajectory(steps=40, group_size=8, seed=5)
+    np.testing.assert_array_equal(long["probs"], full)
+    np.testing.assert_array_equal(short["probs"], full[:11])
+    np.testing.assert_array_equal(back["probs"], full[:26])
+    long["probs"][:] = 0  # callers own their arrays: the kept run is untouched
+    np.testing.assert_array_equal(xp.bandit_data(group_size=8, seed=5, steps=40)["probs"], full)
+    xp.bandit_data(group_size=8, seed=6, steps=10)
+    assert len(xp._BANDIT_RUNS) == 2  # another seed is another run
+
+
+def test_bandit_data_keeps_a_bounded_number_of_runs(monkeypatch):
+    monkeypatch.setattr(xp, "_BANDIT_RUNS", type(xp._BANDIT_RUNS)())
+    monkeypatch.setattr(xp, "_BANDIT_RUNS_MAX", 3)
+    for seed in range(5):
+        xp.bandit_data(group_size=4, seed=seed, steps=2)
+    assert [key[1] for key in xp._BANDIT_RUNS] == [2, 3, 4]  # least recently used out
+
+
+@pytest.mark.parametrize("bad, exc, match", [(dict(seed=True), TypeError, "seed"), (dict(beta=[1]), TypeError, "beta"),
+                                             (dict(reward_table=[[1, 2], [3, 4]]), ValueError, "reward_table"),
+                                             (dict(steps=0), ValueError, "steps")])
+def test_bandit_data_validates_every_call(bad, exc, match):
+    xp.bandit_data(seed=1, steps=3)  # a kept run with seed 1 must not let seed=True through
+    with pytest.raises(exc, match=match):
+        xp.bandit_data(**{"seed": 1, "steps": 3, **bad})
+
+
 def test_memory_ledger_totals():
     d = xp.memory_ledger_data()  # 7B, bf16 + fp32 master + AdamW
     assert d["policy_bytes"] == 112 * 10**9 and d["policy_bytes_per_param"] == 16

@@ -6,7 +6,7 @@ bandit, the memory ledger and zero-std analysis. The optional torch path lives i
 
 from .advantages import (centered_advantages, group_advantages, leave_one_out_advantages,
                          reward_advantages)
-from .bandit import bandit_seed_table, bandit_trajectory, train_group_bandit
+from .bandit import BanditRun, bandit_seed_table, bandit_trajectory, train_group_bandit
 from .baselines import enumerate_group_gradients, score_function_variance, true_gradient
 from .dpo import (bradley_terry_probability, dpo_gradient_weight, dpo_loss, implicit_reward,
                   kl_regularised_objective, log_sigmoid, max_objective_identity_error,

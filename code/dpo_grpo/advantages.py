@@ -33,6 +33,11 @@ def group_advantages(rewards, eps=1e-4, ddof=0):
     r = _grouped_rewards(rewards)
     eps = v.scalar(eps, "eps", positive=True)
     v.choice(ddof, "ddof", (0, 1))
+    return _standardise_rows(r, eps, ddof)
+
+
+def _standardise_rows(r, eps=1e-4, ddof=0):
+    """:func:`group_advantages` on an already validated ``(prompts, G)`` array (for hot loops such as the bandit)."""
     mean = r.mean(axis=1, keepdims=True)
     std = r.std(axis=1, keepdims=True, ddof=ddof)
     return (r - mean) / (std + eps)

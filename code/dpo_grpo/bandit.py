@@ -12,10 +12,66 @@ import numpy as np
 
 from . import _validation as v
 from ._math import log_softmax, softmax
-from .advantages import group_advantages
+from .advantages import _standardise_rows
 from .grpo import _grpo_from_valid
 
 DEFAULT_REWARDS = (-0.2, 0.3, 1.0, 0.0)
+
+
+class BanditRun:
+    """One seeded bandit run that can be extended: ``run.trajectory(steps)`` runs only the steps not yet run.
+
+    A run's step ``k`` does not depend on how many steps follow it (each step draws its group from the same
+    generator, in order), so the first 80 steps of a 200-step run are the 80-step run, bit for bit. The live widget
+    keeps runs keyed by their other parameters, so moving the ``steps`` slider only runs the new steps.
+    """
+
+    def __init__(self, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2, inner_steps=2):
+        self.group_size = v.integer(group_size, "group_size", minimum=2)
+        self.rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
+        rewards = v.as_float_array(DEFAULT_REWARDS if reward_table is None else reward_table, "reward_table", ndim=1)
+        if rewards.size < 2:
+            raise ValueError(f"reward_table needs at least two actions, got {rewards.size}")
+        self.rewards = rewards
+        self.beta = v.scalar(beta, "beta", nonnegative=True)
+        self.lr = v.scalar(lr, "lr", positive=True)
+        self.epsilon = v.scalar(epsilon, "epsilon", open_unit=True)
+        self.inner_steps = v.integer(inner_steps, "inner_steps", minimum=1)
+        #: the validated parameters: equal keys give equal runs
+        self.key = (self.group_size, int(seed), rewards.tobytes(), self.beta, self.lr, self.epsilon, self.inner_steps)
+        self.logits = np.zeros(rewards.size)
+        self.history = [softmax(self.logits)]  # history[k]: the policy after step k (row 0: uniform)
+
+    @property
+    def steps_run(self) -> int:
+        return len(self.history) - 1
+
+    def trajectory(self, steps) -> np.ndarray:
+        """The policy's probabilities after steps ``0..steps``, shape ``(steps + 1, n_actions)`` (a new array)."""
+        steps = v.integer(steps, "steps", minimum=1)
+        self._advance(steps - self.steps_run)
+        return np.array(self.history[:steps + 1])
+
+    def _advance(self, n):
+        g, n_actions, logits = self.group_size, self.rewards.size, self.logits
+        ref_logp = log_softmax(np.zeros(n_actions))
+        ones = np.ones((g, 1))
+        one_hot = np.eye(n_actions)
+        for _ in range(n):
+            old_probs = softmax(logits)
+            actions = self.rng.choice(n_actions, size=g, p=old_probs)
+            advantages = _standardise_rows(self.rewards[actions][None, :])[0]
+            old_logp = np.log(old_probs)[actions, None]
+            score = one_hot[actions]  # d log pi(a_i) / d logits = e_{a_i} - p
+            for _ in range(self.inner_steps):
+                logp = log_softmax(logits)
+                # the inputs are valid by construction: skip grpo_loss's per-call checks (same computation)
+                out = _grpo_from_valid(logp[actions, None], old_logp, ref_logp[actions, None], advantages[:, None],
+                                       ones, eps_low=self.epsilon, eps_high=self.epsilon, beta=self.beta,
+                                       with_metrics=False)
+                logits = logits - self.lr * (out.grad[:, 0] @ (score - np.exp(logp)))
+            self.history.append(softmax(logits))
+        self.logits = logits
 
 
 def bandit_trajectory(steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2,
@@ -25,35 +81,7 @@ def bandit_trajectory(steps=80, group_size=32, seed=7, reward_table=None, beta=0
     Row 0 is the initial (uniform) policy, row ``k`` the policy after step ``k``.
     """
     steps = v.integer(steps, "steps", minimum=1)
-    g = v.integer(group_size, "group_size", minimum=2)
-    rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-    rewards_of = v.as_float_array(DEFAULT_REWARDS if reward_table is None else reward_table, "reward_table", ndim=1)
-    if rewards_of.size < 2:
-        raise ValueError(f"reward_table needs at least two actions, got {rewards_of.size}")
-    beta = v.scalar(beta, "beta", nonnegative=True)
-    lr = v.scalar(lr, "lr", positive=True)
-    v.scalar(epsilon, "epsilon", open_unit=True)
-    inner_steps = v.integer(inner_steps, "inner_steps", minimum=1)
-
-    n_actions = rewards_of.size
-    logits = np.zeros(n_actions)
-    ref_logp = log_softmax(np.zeros(n_actions))
-    ones = np.ones((g, 1))
-    history = [softmax(logits)]
-    for _ in range(steps):
-        old_probs = softmax(logits)
-        actions = rng.choice(n_actions, size=g, p=old_probs)
-        advantages = group_advantages(rewards_of[actions][None, :])[0]
-        old_logp = np.log(old_probs)[actions, None]
-        score = np.eye(n_actions)[actions]  # d log pi(a_i) / d logits = e_{a_i} - p
-        for _ in range(inner_steps):
-            logp = log_softmax(logits)
-            # the inputs are valid by construction: skip grpo_loss's per-call checks (same computation)
-            out = _grpo_from_valid(logp[actions, None], old_logp, ref_logp[actions, None], advantages[:, None],
-                                   ones, eps_low=epsilon, eps_high=epsilon, beta=beta, with_metrics=False)
-            logits = logits - lr * (out.grad[:, 0] @ (score - np.exp(logp)))
-        history.append(softmax(logits))
-    return np.array(history)
+    return BanditRun(group_size, seed, reward_table, beta, lr, epsilon, inner_steps).trajectory(steps)
 
 
 def train_group_bandit(steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2):

@@ -22,6 +22,7 @@ Every random quantity takes a ``seed`` (default fixed), so the same parameters a
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from . import _validation as v
 from . import examples as ex
 from .advantages import group_advantages
-from .bandit import DEFAULT_REWARDS, bandit_trajectory
+from .bandit import DEFAULT_REWARDS, BanditRun
 from .dpo import dpo_gradient_weight, dpo_loss, log_sigmoid
 from .grpo import clip_region, clipped_objective, clipped_objective_grad
 from .kl import exact_kl, k1, k2, k3, k3_expectation, k3_per_action
@@ -336,15 +337,31 @@ def _kl_vs_mix(p, q, old, mixes):
 # 6. The bandit
 # ----------------------------------------------------------------------------------------------------------------
 
+_BANDIT_RUNS: "OrderedDict[tuple, BanditRun]" = OrderedDict()
+_BANDIT_RUNS_MAX = 128
+
+
+def _kept_bandit_run(**params) -> BanditRun:
+    """The :class:`~dpo_grpo.bandit.BanditRun` for these parameters, kept (least recently used out) so that a longer
+    ``steps`` only runs the new steps. The parameters are validated on every call."""
+    run = BanditRun(**params)
+    run = _BANDIT_RUNS.pop(run.key, run)
+    _BANDIT_RUNS[run.key] = run
+    if len(_BANDIT_RUNS) > _BANDIT_RUNS_MAX:
+        _BANDIT_RUNS.popitem(last=False)
+    return run
+
+
 def bandit_data(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80, reward_table=None):
-    """One seeded run of the four-action group bandit (:func:`~dpo_grpo.bandit.bandit_trajectory`).
+    """One seeded run of the four-action group bandit (:func:`~dpo_grpo.bandit.bandit_trajectory`, through a kept
+    :class:`~dpo_grpo.bandit.BanditRun`).
 
     Returns ``step`` (0..steps), ``probs`` of shape ``(steps + 1, n_actions)``, the ``rewards`` table and the index
     of the ``best`` action.
     """
-    rewards = np.asarray(DEFAULT_REWARDS if reward_table is None else reward_table, dtype=np.float64)
-    probs = bandit_trajectory(steps=steps, group_size=group_size, seed=seed, reward_table=rewards, beta=beta,
-                              lr=lr, epsilon=epsilon)
+    run = _kept_bandit_run(group_size=group_size, seed=seed, reward_table=reward_table, beta=beta, lr=lr,
+                           epsilon=epsilon)
+    probs, rewards = run.trajectory(steps), run.rewards.copy()
     return {"params": {"group_size": group_size, "beta": beta, "lr": lr, "epsilon": epsilon, "seed": seed,
                        "steps": steps},
             "step": np.arange(probs.shape[0]), "probs": probs, "rewards": rewards,

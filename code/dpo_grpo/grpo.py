@@ -177,6 +177,11 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
                             gas=gas, spg=spg, nproc=nproc)
 
 
+def _full(x, shape):
+    """``x`` broadcast to ``shape`` (a read-only view; ``x`` itself when it already has that shape)."""
+    return x if np.shape(x) == shape else np.broadcast_to(x, shape)
+
+
 def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=None, loss_type="grpo",
                      importance_sampling_level="token", use_bias_correction_kl=False, max_len=None, n_items=None,
                      gas=1, spg=1, nproc=1, with_metrics=True) -> GRPOOutput:
@@ -185,7 +190,6 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     directly after validating their inputs once (and may skip the metrics)."""
     bsz, width = new.shape
     max_len = width if max_len is None else max_len
-    n_items = float(m.sum()) if n_items is None else n_items
     log_ratio = new - old
     n_tok = m.sum(axis=1, keepdims=True)  # >= 1 for every row (checked by binary_mask)
     if importance_sampling_level == "token":
@@ -205,20 +209,22 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     # KL term (TRL: computed before delta caps coef1; bias correction uses the uncapped weight).
     kl_term = None
     if ref is not None:
-        with np.errstate(over="raise", invalid="raise"):
-            try:
-                kl_term = k3 * coef1 if use_bias_correction_kl else k3
-            except FloatingPointError:
-                raise ValueError("exp overflowed: the bias-corrected KL term k3 * ratio is too large at a valid "
-                                 "position (check the log-probs)") from None
-        kl_term = np.broadcast_to(kl_term, new.shape) * m
+        kl_term = k3
+        if use_bias_correction_kl:
+            with np.errstate(over="raise", invalid="raise"):
+                try:
+                    kl_term = k3 * coef1
+                except FloatingPointError:
+                    raise ValueError("exp overflowed: the bias-corrected KL term k3 * ratio is too large at a "
+                                     "valid position (check the log-probs)") from None
+        kl_term = _full(kl_term, new.shape) * m
 
     # Clipped surrogate. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
     coef2 = np.clip(coef1, 1 - eps_low, 1 + eps_high)
     coef1_capped = coef1 if delta is None else np.minimum(coef1, delta)
     l1, l2 = coef1_capped * adv, coef2 * adv
     policy = -np.minimum(l1, l2)
-    per_token_loss = np.broadcast_to(policy, new.shape) * m
+    per_token_loss = _full(policy, new.shape) * m
     if beta != 0:
         per_token_loss = per_token_loss + beta * kl_term
 
@@ -229,8 +235,9 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     elif loss_type == "dr_grpo":
         weight = 1.0 / (bsz * max_len * gas)
     else:  # dapo
+        n_items = float(m.sum()) if n_items is None else n_items
         weight = 1.0 / (max(n_items, 1.0) / nproc * gas / spg)
-    weight = np.broadcast_to(weight, new.shape) * m
+    weight = _full(weight, new.shape) * m
     loss = float((weight * per_token_loss).sum())
 
     # Analytic gradient d loss / d new (old and ref are fixed data). torch.min/clamp semantics: clamp passes the
@@ -239,7 +246,7 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     d_coef2 = coef1 * ((coef1 >= 1 - eps_low) & (coef1 <= 1 + eps_high))
     d_policy = np.where(l1 < l2, -adv * d_coef1_capped,
                         np.where(l1 > l2, -adv * d_coef2, -0.5 * adv * (d_coef1_capped + d_coef2)))
-    d_policy = np.broadcast_to(d_policy, new.shape) * weight  # d loss / d log_w, per token
+    d_policy = _full(d_policy, new.shape) * weight  # d loss / d log_w, per token
     if importance_sampling_level == "token":
         grad = d_policy.copy()
     else:
@@ -260,7 +267,7 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
 
     return GRPOOutput(
         loss=loss,
-        ratio=np.broadcast_to(coef1, new.shape) * m + (1 - m),
+        ratio=_full(coef1, new.shape) * m + (1 - m),
         per_token_kl=kl_term,
         per_token_loss=per_token_loss,
         grad=grad,

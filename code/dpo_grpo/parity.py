@@ -7,7 +7,8 @@ trainer objects (``GRPOTrainer._compute_loss``, ``GRPOTrainer._generate_and_scor
 absolute differences (loss, gradient, metrics). Tolerances are those of ``tests/test_trl_parity.py``.
 
 Also here: TRL 1.16.0's GRPO defaults next to the paper's (:data:`TRL_GRPO_DEFAULTS`, :data:`PAPER_GRPO`), and
-the reader of the torch benchmark results in ``bench/results/*.json`` (:func:`load_benchmarks`).
+the tables of the torch benchmark results in ``bench/results/*.json`` (:func:`load_benchmarks`, through
+:func:`dpo_grpo.bench_results.load_results`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .advantages import reward_advantages
+from .bench_results import load_results
 from .dpo import dpo_loss
 from .grpo import CLIP_METRICS, grpo_loss
 
@@ -276,26 +278,7 @@ def _benchmark_sections(data) -> list:
 def load_benchmarks(directory=None) -> list:
     """Every ``bench/results/*.json`` holding a per-shape (``grpo_loss``) or per-dtype (``logprobs``) section, as
     ``(path, data)`` pairs sorted by file name; ``[]`` when no result exists yet (the chapters then say so)."""
-    if directory is None:
-        cands = [_repo_root() / "bench" / "results", Path.cwd() / "bench" / "results",
-                 Path.cwd().parent / "bench" / "results"]
-    else:
-        cands = [Path(directory)]
-    for c in cands:
-        if not c.is_dir():
-            continue
-        found = []
-        for path in sorted(c.glob("*.json")):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except (OSError, ValueError):
-                continue
-            if _benchmark_sections(data):
-                found.append((path, data))
-        if found:
-            return found
-    return []
+    return load_results(lambda data: bool(_benchmark_sections(data)), directory)
 
 
 def benchmark_sections(data) -> list:

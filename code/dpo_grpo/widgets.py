@@ -216,7 +216,8 @@ def kl_estimator_widget(delta=0.5, mix=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)
 
 
 def bandit_widget(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80) -> ExplorableWidget:
-    """Live group bandit: every knob of the chapter-4 run (each change re-runs the seeded training)."""
+    """Live group bandit: every knob of the chapter-4 run (a change re-runs the seeded training; a longer ``steps``
+    only runs the new steps of the kept run)."""
     controls = {
         "group_size": _int_slider("group size G", group_size, 2, 128),
         "beta": _float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),

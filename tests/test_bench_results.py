@@ -1,0 +1,65 @@
+"""dpo_grpo.bench_results: finding bench/results files and the widget latency table."""
+
+import json
+
+import pytest
+
+from dpo_grpo import bench_results as br
+from dpo_grpo import parity as pa
+
+
+def _widget_result(times_ms, target=50.0):
+    rows = [{"control": "steps", "value": v, "recompute_ms": t, "repeat_ms": 0.1, "serialize_ms": 1.0,
+             "figure_json_bytes": 10} for v, t in zip(range(len(times_ms)), times_ms)]
+    slow = max(rows, key=lambda r: r["recompute_ms"])
+    return {"host": "box", "cpus": 2, "python": "3.11", "numpy": "2", "plotly": "7", "loadavg_before": [0.5, 0, 0],
+            "target_ms": target,
+            "widgets": {"bandit": {"moves": len(rows),
+                                   "recompute_ms": {"median": sorted(times_ms)[len(times_ms) // 2],
+                                                    "p95": max(times_ms), "max": max(times_ms)},
+                                   "recompute_plus_serialize_ms": {"p95": max(times_ms) + 1.0},
+                                   "slowest": slow, "rows": rows}}}
+
+
+def test_load_results_filters_by_content_and_skips_bad_json(tmp_path):
+    assert br.load_results(br.is_widget_benchmark, tmp_path) == []
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "cpu.json").write_text(json.dumps({"grpo_loss": {"shapes": {}}}))
+    (tmp_path / "widgets-b.json").write_text(json.dumps(_widget_result([3.0])))
+    (tmp_path / "widgets-a.json").write_text(json.dumps(_widget_result([4.0])))
+    found = br.load_results(br.is_widget_benchmark, tmp_path)
+    assert [p.name for p, _ in found] == ["widgets-a.json", "widgets-b.json"]
+    assert [p.name for p, _ in pa.load_benchmarks(tmp_path)] == ["cpu.json"]  # the torch tables use the same finder
+
+
+def test_the_repository_ships_a_widget_result_that_meets_the_target():
+    found = br.load_results(br.is_widget_benchmark)
+    assert found, "bench/results/widgets-*.json is committed and rendered by the explorables page"
+    for _, data in found:
+        rows = br.widget_latency_rows(data)
+        assert {r["explorable"] for r in rows} >= {"bandit", "clip_platform", "memory_ledger"}
+        assert all(r["meets < 50 ms"] for r in rows), rows
+
+
+def test_widget_latency_rows_flag_a_missed_target():
+    (row,) = br.widget_latency_rows(_widget_result([10.0, 61.0, 20.0]))
+    assert row["max ms"] == 61.0 and row["slowest move"] == "steps = 1"
+    assert row["meets < 50 ms"] is False
+    (row,) = br.widget_latency_rows(_widget_result([10.0, 49.0]))
+    assert row["meets < 50 ms"] is True
+    assert "**no**" in pa.to_markdown(br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"])
+    assert "host box, 2 CPUs" in br.widget_benchmark_host(_widget_result([1.0]))
+
+
+@pytest.mark.parametrize("bad", [None, {}, {"widgets": {}}, {"target_ms": 50}, [1, 2]])
+def test_non_widget_data_is_rejected(bad):
+    assert not br.is_widget_benchmark(bad)
+    with pytest.raises(ValueError, match="bench_widgets"):
+        br.widget_latency_rows(bad)
+    with pytest.raises(ValueError, match="bench_widgets"):
+        br.widget_benchmark_host(bad)
+
+
+def test_predicate_must_be_callable(tmp_path):
+    with pytest.raises(TypeError, match="predicate"):
+        br.load_results("widgets", tmp_path)
