@@ -69,7 +69,7 @@ _COMPONENTS = {
     },
     "GRPO": {
         "data": ("prompts", "data"),
-        "reward": ("reward: rule checker\nor reward model", "frozen"),
+        "reward": ("reward model (frozen)\nor rule checker (no model)", "frozen"),
         "sampling": ("$G$ answers per prompt\nevery step", "computed"),
         "policy": ("policy", "trained"),
         "baseline": ("group mean and std\n(no critic)", "computed"),

@@ -12,7 +12,7 @@ _TAKEAWAYS = {
     "b": "2. GRPO uses the group mean as its baseline and trains no value model.",
     "c": "3. GRPO keeps PPO's probability ratio and clip.",
     "d": "4. The reference is not a critic.",
-    "e": "5. Group-relative scores only say which answer is better.",
+    "e": "5. Group-relative scores are relative, not absolute.",
 }
 
 def _counterexample_losses():
@@ -50,15 +50,20 @@ _SIGNAL_CASES = [
     (np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]),),
     (np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]]),),
     (ex.REWARD_GROUPS,),
+    (np.full((2, 3), 0.1),),  # all equal, yet (r - mean) / (std + eps) is -1.4e-13, not 0, in floating point
 ]
 
 code(
     "02.2",
     "Write gives_signal(rewards) for rewards of shape (prompts, G): a boolean array of shape (prompts,), True where "
-    "the group's standardised advantages are not all zero.",
+    "the group's rewards are not all equal (so its advantages carry a direction).",
     _gives_signal,
     cases=_SIGNAL_CASES,
     mistakes={
+        "advantages exactly zero": (lambda r: np.any(group_advantages(r) != 0, axis=1),
+                                    "You tested the computed advantages for exact zeros; for an all-equal group such "
+                                    "as [0.1, 0.1, 0.1] they are about 1e-13 (rounding in the mean). Compare the "
+                                    "rewards themselves."),
         "any correct": (lambda r: (np.asarray(r) > 0).any(axis=1),
                         "You tested whether some answer scored above zero; a group of equal scores has no "
                         "direction whatever their level."),

@@ -145,19 +145,22 @@ numeric(
 
 choice(
     "03.6",
-    "All four answers of a group score 1.0. beta = 0.04 and the policy has already moved away from the reference; "
-    "no entropy bonus, plain SGD. What does this group contribute to the update?",
+    "All four answers of a group score 1.0, beta = 0 and there is no entropy bonus, so the loss gradient of this "
+    "step is exactly zero. The optimiser is Adam, and earlier steps had non-zero gradients. Do the parameters move "
+    "in this step?",
     {
-        "a": "Nothing: all advantages are zero, so the group gives no gradient at all.",
-        "b": "No reward-surrogate gradient, but the k3 KL term still pulls the policy towards the reference.",
-        "c": "A gradient that raises the probability of all four answers, since they are all correct.",
-        "d": "A division by zero: the standard deviation is zero.",
+        "a": "No: the gradient is zero, so the update is zero.",
+        "b": "Yes: Adam's first moment remembers the earlier gradients, so the step is non-zero even with a zero "
+             "gradient.",
+        "c": "No: Adam divides by the second moment, which a zero gradient sets to zero.",
+        "d": "Yes: the k3 KL term still pulls the policy towards the reference.",
     },
     "b",
     explanations={
-        "a": "Zero advantages remove only the reward surrogate; look at the other term of the loss.",
-        "c": "The advantage is relative to the group: an all-equal group says nothing about which answer is better.",
-        "d": "The std guard in the denominator prevents that; the centred rewards are all zero anyway.",
+        "a": "That holds for plain SGD. Look at what Adam keeps from one step to the next.",
+        "c": "The second moment decays by beta2 per step; one zero gradient does not reset it (and eps keeps the "
+             "division defined).",
+        "d": "With beta = 0 there is no KL term in the loss.",
     },
 )
 

@@ -119,6 +119,9 @@ def _check_numeric(ex, answer):
     hint = _mistake_hint(ex, arr)
     if hint:
         return "incorrect", f"not quite. {hint}"
+    if _close(arr, expected, max(10 * ex.rtol, 5e-3), 10 * ex.atol):
+        return "incorrect", (f"close, but not within tolerance (rtol={ex.rtol:g}, atol={ex.atol:g}). If you rounded, "
+                             "keep at least four significant figures.")
     return "incorrect", f"not within tolerance (rtol={ex.rtol:g}, atol={ex.atol:g}). Recheck your computation."
 
 
