@@ -76,19 +76,9 @@ def fwd_bwd(fn, logits, ids, weights):
 
 
 def saved_extra_bytes(fn, logits, ids) -> int:
-    """Bytes autograd saves for backward, other than the logits themselves (exact, via saved-tensor hooks)."""
-    sizes = []
-    ptr = logits.untyped_storage().data_ptr()
-
-    def pack(t):
-        if t.untyped_storage().data_ptr() != ptr:
-            sizes.append(t.numel() * t.element_size())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(logits, ids)
-    del out
-    return sum(sizes)
+    """Bytes autograd saves for backward, other than the logits themselves (exact: saved-tensor hooks, each storage
+    counted once; ``dpo_grpo.torch_ops.saved_tensor_bytes``)."""
+    return T.saved_tensor_bytes(fn, logits, ids, exclude=logits)
 
 
 def own_logits(name, logits):

@@ -198,13 +198,13 @@ def test_bandit_data_validates_every_call(bad, exc, match):
 def test_memory_ledger_totals():
     d = xp.memory_ledger_data()  # 7B, bf16 + fp32 master + AdamW
     assert d["policy_bytes"] == 112 * 10**9 and d["policy_bytes_per_param"] == 16
-    assert d["totals_gb"] == pytest.approx([252.0, 126.0, 126.0])  # PPO: 2 x 112 + 14 + 14
+    assert d["totals_gb"] == pytest.approx([252.0, 140.0, 126.0])  # PPO: 2 x 112 + 14 + 14; GRPO: 112 + 14 + 14
     assert d["totals_gib"][0] == pytest.approx(252e9 / 2**30)
     for k, alg in enumerate(d["algorithms"]):
         assert sum(c[k] for c in d["components"].values()) == d["totals_bytes"][k]
     assert d["components"]["critic (trainable state)"] == [112 * 10**9, 0, 0]
     assert xp.memory_ledger_data(precomputed_reference=True)["totals_gb"][2] == pytest.approx(112.0)
-    assert xp.memory_ledger_data(grpo_reward_model=True)["totals_gb"][1] == pytest.approx(140.0)
+    assert xp.memory_ledger_data(grpo_reward_model=False)["totals_gb"][1] == pytest.approx(126.0)  # rule-based
     assert xp.memory_ledger_data(reward_model=False)["totals_gb"][0] == pytest.approx(238.0)
     for name, per_param in (("fp32 + AdamW", 16), ("bf16 + AdamW, no master", 12),
                             ("bf16 + fp32 master + SGD-momentum", 12)):

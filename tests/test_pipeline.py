@@ -219,14 +219,14 @@ def test_monitor_keys():
     logs = pl.grpo_step(st_, _fns(), num_iterations=2)
     assert len(logs) == 2 and [l["epoch"] for l in logs] == [0, 1]
     for key in ("reward", "reward_std", "frac_reward_zero_std", "rewards/correct/mean", "rewards/brevity/std",
-                "kl", "clip_ratio/region_mean", "completion_length/mean", "completion_length/max",
-                "completion_length/clipped_frac", "policy_version", "loss", "lr"):
+                "kl", "clip_ratio/region_mean", "completions/mean_length", "completions/max_length",
+                "completions/clipped_ratio", "policy_version", "loss", "learning_rate"):
         assert key in logs[0], key
     assert "kl" not in pl.grpo_step(st_, _fns(), beta=0.0)[0]
 
 
 def _hist(rewards, lengths, kls, zero):
-    return [{"reward": r, "completion_length/mean": l, "kl": k, "frac_reward_zero_std": z}
+    return [{"reward": r, "completions/mean_length": l, "kl": k, "frac_reward_zero_std": z}
             for r, l, k, z in zip(rewards, lengths, kls, zero)]
 
 

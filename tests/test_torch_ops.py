@@ -620,22 +620,24 @@ def test_selective_log_softmax_saves_no_vocabulary_sized_tensor():
     """Autograd keeps only the logits themselves (the input) and O(B T) tensors, unlike log_softmax + gather."""
     logits = torch.randn(4, 16, 300, requires_grad=True)
     ids = torch.randint(0, 300, (4, 16))
+    full, ids_bytes = logits.numel() * logits.element_size(), ids.numel() * ids.element_size()
+    # naive: the log-softmax output, saved by log_softmax and again by gather (one storage), and the ids
+    assert T.saved_tensor_bytes(_naive, logits, ids, exclude=logits) == full + ids_bytes
+    assert T.saved_tensor_bytes(T.selective_log_softmax, logits, ids, exclude=logits) == ids_bytes
+    # log_softmax keeps its output, not its input; selective_log_softmax keeps its input, the logits
+    assert T.saved_tensor_bytes(_naive, logits, ids) == full + ids_bytes
+    assert T.saved_tensor_bytes(T.selective_log_softmax, logits, ids) == full + ids_bytes
 
-    def saved_extra_bytes(fn):
-        saved = []
 
-        def pack(t):
-            if t.untyped_storage().data_ptr() != logits.untyped_storage().data_ptr():
-                saved.append(t.numel() * t.element_size())
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            fn(logits, ids).sum().backward()
-        return sum(saved)
-
-    full = logits.numel() * logits.element_size()
-    assert saved_extra_bytes(_naive) >= full
-    assert saved_extra_bytes(T.selective_log_softmax) <= 4 * 16 * 16  # ids (int64) + logsumexp (float32)
+def test_saved_tensor_bytes_counts_a_shared_storage_once_and_checks_its_arguments():
+    x = torch.randn(1000, requires_grad=True)
+    assert T.saved_tensor_bytes(lambda t: (t * t).sum(), x) == x.numel() * 4  # mul saves x twice: one storage
+    assert T.saved_tensor_bytes(lambda t: (t * t).sum(), x, exclude=[x]) == 0
+    assert T.saved_tensor_bytes(lambda t: t.exp(), x, exclude=x) == 4000  # exp saves its output
+    with pytest.raises(TypeError, match="fn"):
+        T.saved_tensor_bytes(None, x)
+    with pytest.raises(TypeError, match="exclude"):
+        T.saved_tensor_bytes(torch.exp, x, exclude=[1.0])
 
 
 def test_selective_log_softmax_validation():

@@ -126,11 +126,11 @@ def test_bandit_widget_reruns_the_training():
 
 def test_memory_widget_ledger_and_units():
     ui = widgets.memory_ledger_widget()
-    assert _trace(ui, index=7)["y"] == pytest.approx([252.0, 126.0, 126.0])
+    assert _trace(ui, index=7)["y"] == pytest.approx([252.0, 140.0, 126.0])
     ui.controls["n_billion"].value = 70.0
     assert _trace(ui, index=0)["y"] == pytest.approx([140.0] * 3)  # bf16 weights: 2 bytes x 70e9
     ui.controls["unit"].value = "GiB"
-    assert _trace(ui, index=7)["y"] == pytest.approx([x * 1e9 / 2**30 for x in (2520, 1260, 1260)], rel=1e-4)
+    assert _trace(ui, index=7)["y"] == pytest.approx([x * 1e9 / 2**30 for x in (2520, 1400, 1260)], rel=1e-4)
     assert ui.figure["layout"]["yaxis"]["title"]["text"].startswith("GiB")
     ui.controls["precomputed_reference"].value = True
     assert ui.data["totals_gb"][2] == pytest.approx(1120.0)

@@ -907,7 +907,8 @@ MEMORY = Explorable(
 def memory_ledger_figure(**grid) -> go.Figure:
     """Stacked GB of logical training state for PPO (actor + critic), GRPO and DPO; sliders: model size and the
     precision/optimizer recipe. Default: the article's 7B with mixed-precision AdamW (112 GB of trainable state per
-    trained model; PPO 252 GB, GRPO and DPO 126 GB with a bf16 reference and, for PPO, a same-size reward model)."""
+    trained model; PPO 252 GB, GRPO 140 GB and DPO 126 GB, with a bf16 reference and, for PPO and GRPO, a same-size
+    reward model)."""
     return MEMORY.figure(**grid)
 
 
@@ -942,7 +943,7 @@ def _memory_live_data(p):
 MEMORY_LIVE = Explorable(
     name="memory_ledger_live", title="Memory ledger (live)",
     defaults={"n_billion": 7.0, "weight_dtype": "bf16", "grad_dtype": "bf16", "optimizer": "adamw",
-              "master_weights": True, "reward_model": True, "grpo_reward_model": False,
+              "master_weights": True, "reward_model": True, "grpo_reward_model": True,
               "precomputed_reference": False, "unit": "GB"},
     grid={}, labels={},
     data=_memory_live_data, traces=lambda d: _memory_traces_for(d, unit=d["unit"]),

@@ -528,9 +528,9 @@ def monitor(rollout: Rollout, stats: GroupStats, rewards_per_func, out: LossOutp
     if "kl" in out.grpo.metrics:
         log["kl"] = out.grpo.metrics["kl"]
     log["clip_ratio/region_mean"] = out.grpo.metrics["clip_ratio/region_mean"]
-    log["completion_length/mean"] = float(lengths.mean())
-    log["completion_length/max"] = int(lengths.max())
-    log["completion_length/clipped_frac"] = float(np.mean(last != EOS))
+    log["completions/mean_length"] = float(lengths.mean())
+    log["completions/max_length"] = int(lengths.max())
+    log["completions/clipped_ratio"] = float(np.mean(last != EOS))
     log["policy_version"] = rollout.policy_version
     log["epoch"] = epoch
     return log
@@ -551,9 +551,9 @@ def warning_signs(history, *, length_growth=1.5, kl_spike=3.0, zero_std_rise=0.2
     w = min(v.integer(window, "window", minimum=1), len(history) // 2 or 1)
     first, last = history[:w], history[-w:]
     mean = lambda rows, k: float(np.mean([r[k] for r in rows]))  # noqa: E731
-    if "completion_length/mean" in history[0]:
+    if "completions/mean_length" in history[0]:
         r0, r1 = mean(first, "reward"), mean(last, "reward")
-        l0, l1 = mean(first, "completion_length/mean"), mean(last, "completion_length/mean")
+        l0, l1 = mean(first, "completions/mean_length"), mean(last, "completions/mean_length")
         if r1 > r0 and l1 > length_growth * l0:
             flags.append(f"reward up ({r0:.3g} -> {r1:.3g}) while completion length grows {l1 / l0:.2f}x: "
                          "check the reward for a length loophole")
@@ -665,7 +665,7 @@ def grpo_step(state: TrainerState, reward_fns, *, base_lr=0.1, warmup_steps=3, n
         if not np.array_equal(rollout.old_logps, old_copy):
             raise AssertionError("old log-probs changed during the update: they must stay the rollout's values")
         log = monitor(rollout, stats, rpf, out, reward_names=names, epoch=epoch)
-        log["loss"], log["lr"] = out.loss, lr
+        log["loss"], log["learning_rate"] = out.loss, lr
         logs.append(log)
     state.policy_version += 1
     state.rng_state = copy.deepcopy(rng.bit_generator.state)

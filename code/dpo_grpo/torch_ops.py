@@ -47,7 +47,7 @@ from .dpo import DPO_LOSS_TYPES
 from .grpo import CLIP_METRICS, GRPOOptions, grpo_options
 
 __all__ = ["default_device", "grpo_loss", "GRPOOutput", "group_advantages", "reward_advantages",
-           "RewardAdvantages", "dpo_loss", "DPOOutput", "selective_log_softmax", "CLIP_METRICS"]
+           "RewardAdvantages", "dpo_loss", "DPOOutput", "selective_log_softmax", "saved_tensor_bytes", "CLIP_METRICS"]
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -946,3 +946,32 @@ def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True, 
     if not isinstance(inplace_backward, bool):
         raise TypeError(f"inplace_backward must be a bool, got {type(inplace_backward).__name__}")
     return _SelectiveLogSoftmax.apply(x3, ids, chunk_rows, inplace_backward).reshape(token_ids.shape)
+
+
+def saved_tensor_bytes(fn, *args, exclude=()) -> int:
+    """Bytes that autograd saves for the backward while ``fn(*args)`` runs, each storage counted once.
+
+    Saved-tensor hooks see every tensor a backward node keeps; two nodes often keep the same one
+    (``log_softmax`` saves its output, the ``gather`` after it saves that output again as its input), so tensors
+    are deduplicated by their storage. Storages of the tensors in ``exclude`` (e.g. the logits, which the caller
+    holds anyway) are not counted. Returns an int; the graph is built and dropped, nothing is backpropagated.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if isinstance(exclude, torch.Tensor):
+        exclude = (exclude,)
+    if not all(isinstance(t, torch.Tensor) for t in exclude):
+        raise TypeError("exclude must be a tensor or a sequence of tensors")
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    storages = {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in skip:
+            storages[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(*args)
+    del out
+    return sum(storages.values())

@@ -231,7 +231,7 @@ def bandit_widget(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=
 
 
 def memory_ledger_widget(n_billion=7.0, weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw",
-                         master_weights=True, reward_model=True, grpo_reward_model=False,
+                         master_weights=True, reward_model=True, grpo_reward_model=True,
                          precomputed_reference=False, unit="GB") -> ExplorableWidget:
     """Live memory ledger: model size, precisions, optimizer, master copy, reward/reference models, GB or GiB."""
     dtypes = ["fp32", "bf16", "fp16", "fp8"]

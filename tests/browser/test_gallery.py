@@ -221,7 +221,8 @@ def _check_memory(p, data, layout):
     kwargs = MEMORY_RECIPES[p["recipe"]]
     weights = next(iter(training_state_ledger(n, **kwargs).components.values()))
     _close(data[9 * r]["y"], [weights / GB] * 3, f"weights at {p}", rel=1e-4)
-    totals = [sum(algorithm_ledger(alg, n, reward_params=n if alg == "ppo" else None, **kwargs).values()) / GB
+    totals = [sum(algorithm_ledger(alg, n, reward_params=n if alg in ("ppo", "grpo") else None, **kwargs).values())
+              / GB
               for alg in ("ppo", "grpo", "dpo")]
     _close(data[9 * r + 7]["y"], totals, f"totals at {p}", rel=1e-4)
 
