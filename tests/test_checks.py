@@ -153,6 +153,18 @@ def test_clip_kl_toy_shared_parameters_move_unsampled_tokens():
     assert shared["kl"][-1] > 0.3 and shared["kl"][-1] > 10 * separate["kl"][-1]
     assert shared["probs"][-1, 3] > 100 * shared["p_old"][3]
     assert shared["sampled_k3"][-1] < 0.1 * shared["kl"][-1]  # what a trainer logs misses the move
+    assert shared["kl"][-2] > 0.5  # already before the first clip (exercise 08.3)
+
+
+def test_bandit_clip_activity_replays_the_package_run():
+    act = checks.bandit_clip_activity()
+    assert act["max_error"] == 0.0  # the same run as dg.bandit_trajectory, bit for bit
+    assert act["n_token_updates"] == 80 * 2 * 32
+    # at the book's learning rate the clip never engages (chapter 8, section 8.6; explorables, section 6)
+    assert act["n_platform"] == 0 and act["n_outside"] == 0
+    assert 0.8 < act["ratio_min"] < 1.0 < act["ratio_max"] < 1.2
+    fast = checks.bandit_clip_activity(steps=20, lr=1.5)
+    assert fast["max_error"] == 0.0 and fast["n_platform"] > 0 and fast["n_outside"] >= fast["n_platform"]
 
 
 def test_group_mean_spread_tracks_the_sampling_distribution():

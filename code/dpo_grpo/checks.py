@@ -1,8 +1,10 @@
 """The hands-on verification suite (chapter 9) and the counter-examples of chapter 8, as functions.
 
-Each ``check_*`` function recomputes one claim of the book *independently* of the code it checks (its own loop,
-its own closed form, or central finite differences) and returns a :class:`CheckResult` holding the measured value
-(usually a maximum absolute error), the threshold it must stay below, and the intermediate numbers in ``details``.
+Each ``check_*`` function either recomputes one claim of the book independently of the code it checks (its own
+loop, its own closed form, or central finite differences) or compares the package's output with the numbers the
+article reports (:data:`ARTICLE_REPORTED`: the bandit table; the swapped DPO pair, also checked against its closed
+form). It returns a :class:`CheckResult` holding the measured value (usually a maximum absolute error), the
+threshold it must stay below, and the intermediate numbers in ``details``.
 :func:`run_all_checks` runs all of them and returns ``{name: CheckResult}``; ``python -m dpo_grpo.checks`` prints a
 report (``--json`` prints the results as JSON, ``--fast`` skips the 50 bandit runs).
 
@@ -23,7 +25,7 @@ from . import _validation as v
 from . import examples as ex
 from ._math import log_softmax, softmax
 from .advantages import group_advantages, reward_advantages
-from .bandit import DEFAULT_REWARDS, bandit_seed_table
+from .bandit import DEFAULT_REWARDS, bandit_seed_table, bandit_trajectory
 from .baselines import enumerate_group_gradients
 from .dpo import dpo_loss, log_sigmoid, max_objective_identity_error
 from .gradcheck import finite_difference, max_abs_error
@@ -467,6 +469,48 @@ def check_bandit_table(seeds=range(10)) -> CheckResult:
                   for n, refs in ARTICLE_REPORTED["bandit"].items())
     ok = (seeds != list(range(10)) or matches) and table["all rewards 1"]["values"] == [0.25] * len(seeds)
     return _result("bandit_table", max(diffs), 5e-7, f"5 configurations x {len(seeds)} seeds", dict(table=table), ok)
+
+
+def bandit_clip_activity(steps=80, group_size=32, seed=7, beta=0.02, lr=0.18, epsilon=0.2, inner_steps=2) -> dict:
+    """Replay the bandit of :func:`~dpo_grpo.bandit.bandit_trajectory` and record every ratio its updates see.
+
+    Same protocol and random stream as the package's run (``trajectory`` is compared with it in ``max_error``), but
+    each inner update goes through the public :func:`~dpo_grpo.grpo.grpo_loss` and logs the sampled tokens' ratios
+    ``pi / pi_old`` and their clip regions. Returns ``ratio_min``, ``ratio_max``, ``n_token_updates`` (steps x
+    inner_steps x group_size), ``n_platform`` (token updates on a clip platform, i.e. with zero surrogate gradient),
+    ``n_outside`` (ratios outside ``[1 - epsilon, 1 + epsilon]``), ``trajectory`` and ``max_error``.
+    """
+    steps = v.integer(steps, "steps", minimum=1)
+    g = v.integer(group_size, "group_size", minimum=2)
+    inner = v.integer(inner_steps, "inner_steps", minimum=1)
+    eps_clip = v.scalar(epsilon, "epsilon", open_unit=True)
+    lr = v.scalar(lr, "lr", positive=True)
+    rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
+    r = np.asarray(DEFAULT_REWARDS, dtype=float)
+    z = np.zeros(r.size)
+    ref_logp = log_softmax(z)
+    ones = np.ones((g, 1))
+    ratios, n_platform, history = [], 0, [softmax(z)]
+    for _ in range(steps):
+        old = softmax(z)
+        acts = rng.choice(r.size, size=g, p=old)
+        adv = group_advantages(r[acts][None, :])[0]
+        for _ in range(inner):
+            lp = log_softmax(z)
+            out = grpo_loss(lp[acts, None], np.log(old)[acts, None], ref_logp[acts, None], adv, ones,
+                            epsilon=eps_clip, beta=beta)
+            rho = out.ratio[:, 0]
+            ratios.append(rho)
+            n_platform += int(np.sum(clip_region(rho, adv, epsilon=eps_clip) == "platform"))
+            z = z - lr * (out.grad[:, 0] @ (np.eye(r.size)[acts] - np.exp(lp)))
+        history.append(softmax(z))
+    ratios = np.concatenate(ratios)
+    trajectory = np.array(history)
+    package = bandit_trajectory(steps=steps, group_size=g, seed=seed, beta=beta, lr=lr, epsilon=eps_clip,
+                                inner_steps=inner)
+    return dict(ratio_min=float(ratios.min()), ratio_max=float(ratios.max()), n_token_updates=int(ratios.size),
+                n_platform=n_platform, n_outside=int(np.sum(np.abs(ratios - 1.0) > eps_clip)),
+                trajectory=trajectory, max_error=max_abs_error(trajectory, package))
 
 
 def kl_pull_back(start_logits=(2.0, 0.0, 0.0, 0.0), steps=40, group_size=32, beta=0.5, lr=0.18, seed=0) -> np.ndarray:

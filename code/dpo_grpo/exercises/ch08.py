@@ -70,8 +70,9 @@ code(
 
 choice(
     "08.3",
-    "A softmax toy: every sampled token's ratio stays inside [0.8, 1.2], yet KL(pi || pi_old) over the whole "
-    "vocabulary reaches 0.6 because a rare, unsampled token gained probability. Which misconception does it refute?",
+    "A softmax toy: until the first clip every sampled token's ratio stays inside [0.8, 1.2], yet KL(pi || pi_old) "
+    "over the whole vocabulary grows large because a rare, unsampled token gained probability. Which misconception "
+    "does it refute?",
     {
         "a": "GRPO needs no reward model.",
         "b": "The group mean is an unbiased value function.",
