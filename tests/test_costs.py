@@ -44,13 +44,87 @@ def test_counts_follow_the_definitions():
     assert grpo.flops["generation"] == 2 * 1000 * (12 * 7 + 3 * 5)
     assert grpo.flops["reward model"] == 2 * 500 * 12 * 12
     assert grpo.communication == {"gradient all-reduce (per GPU)": 0.0, "group statistics": 12 * 4}
+    assert grpo.frozen_forward_tokens == 3 * 12 * 12  # reward model, reference, old log-probs
     ppo = c.step_cost("ppo", w)
     assert ppo.sequences == 6 and ppo.flops["critic"] == (2 + 6 * 2) * 1000 * 6 * 12
+    assert ppo.frozen_forward_tokens == 4 * 6 * 12  # ... and the critic's value pass
     dpo = c.step_cost("dpo", w)
     assert dpo.sequences == 6 and dpo.generated_tokens == 0 and dpo.reward_calls == 0
     assert "generation" not in dpo.flops and dpo.tokens["policy forward+backward"] == 6 * 12  # one epoch
     assert c.step_cost("dpo", w.with_(precomputed_reference=True)).frozen_forward_tokens == 0
     assert c.step_time(dpo)["generation"] == 0.0 and c.step_time(dpo)["scoring"] == 0.0
+
+
+def test_no_grad_tokens_are_the_forward_only_compute():
+    """Every forward pass without a backward is in the token row, and it is what the compute row charges at 2N."""
+    w = c.Workload(n_params=N7, inner_epochs=2, reward_params=N7)  # every model of the policy's size
+    for alg in c.ALGORITHMS:
+        cost = c.step_cost(alg, w)
+        forward_only = (cost.flops["reference forward"] + cost.flops["old-logprob forward"]
+                        + cost.flops.get("reward model", 0.0))
+        if alg == "ppo":
+            forward_only += 2 * N7 * cost.tokens["critic value forward"]
+        assert forward_only == pytest.approx(2 * N7 * cost.frozen_forward_tokens)
+    base = c.compare(c.Workload(n_params=N7))
+    assert base["ppo"].frozen_forward_tokens == 2 * 64 * 1280  # reference + critic values
+    assert base["grpo"].frozen_forward_tokens == 64 * 8 * 1280  # reference only (one update per rollout)
+
+
+def test_attention_flops_and_the_kv_cache():
+    w = c.Workload(n_params=1000, prompts=2, group_size=2, ppo_samples=3, prompt_len=4, answer_len=6, n_gpus=2)
+    ppo = c.step_cost("ppo", w)
+    extra = c.attention_flops(ppo, (3, 8))
+    fwd = 2 * 3 * 8 * 10  # 2 n_layers d_model T per token
+    assert extra["policy update"] == 3 * fwd * 6 * 10 and extra["reference forward"] == fwd * 6 * 10
+    assert extra["old-logprob forward"] == 0 and extra["critic"] == 4 * fwd * 6 * 10
+    assert "critic" not in c.attention_flops(c.step_cost("grpo", w), (3, 8))
+    t = c.Throughput()
+    with_att, without = c.step_time(ppo, t, attention=(3, 8)), c.step_time(ppo, t)
+    assert with_att["training"] - without["training"] == pytest.approx(sum(extra.values()) / (2e15 * 0.4))
+    assert with_att["generation"] == without["generation"]
+    assert c.critic_cost(w, attention=(3, 8))["flops"] == pytest.approx(ppo.flops["critic"] + extra["critic"])
+    # 7B, G answers per prompt: the attention term is n_layers d_model T / N of the critic's 8N per token
+    same = c.Workload(n_params=N7, ppo_samples=8, answer_len=4096)
+    crit, crit_att = c.critic_cost(same)["flops"], c.critic_cost(same, attention=c.ATTENTION_SHAPE)["flops"]
+    assert crit_att / crit - 1 == pytest.approx(32 * 4096 * 4352 / N7)
+    # ... and it moves the crossover: at 4096-token answers the rollout beats the critic only without it
+    g = c.step_time(c.step_cost("grpo", same))
+    rollout = g["generation"] + g["scoring"]
+    assert c.critic_cost(same)["seconds"] < rollout < c.critic_cost(same, attention=c.ATTENTION_SHAPE)["seconds"]
+    # the KV cache that generation assumes fits: 64 sequences per GPU of 16,640 tokens at 128 KiB
+    long = same.with_(answer_len=16384)
+    assert c.kv_cache_bytes(long, 512) == 64 * 16640 * 131072
+    assert c.kv_cache_bytes(long, 0) == 0
+    with pytest.raises(TypeError, match="attention"):
+        c.step_time(ppo, attention=32)
+    with pytest.raises(ValueError, match="d_model"):
+        c.attention_flops(ppo, (32, 0))
+    with pytest.raises(TypeError, match="workload"):
+        c.kv_cache_bytes("w", 1)
+
+
+def test_critic_vs_rollout_sweep_and_crossover():
+    lens = (256, 1024, 2048, 4096, 8192, 16384)
+    rows = c.critic_vs_rollout(c.Workload(n_params=N7), lens)  # ppo_samples is set to G inside
+    assert [r["answer_len"] for r in rows] == list(lens)
+    same = c.Workload(n_params=N7, ppo_samples=8, answer_len=4096)
+    r = rows[3]
+    assert r["critic"] == pytest.approx(c.critic_cost(same)["seconds"])
+    assert r["critic_att"] == pytest.approx(c.critic_cost(same, attention=c.ATTENTION_SHAPE)["seconds"])
+    assert r["share"] == pytest.approx(r["critic"] / sum(c.step_time(c.step_cost("ppo", same)).values()))
+    assert r["kv_gb"] == pytest.approx(c.kv_cache_bytes(same, 512) / 1e9)
+    # the critic's share falls with the answer length, with or without attention, and falls less with it
+    for key in ("share", "share_att"):
+        assert np.all(np.diff([x[key] for x in rows]) < 0)
+    assert all(x["share_att"] >= x["share"] for x in rows)
+    assert c.rollout_crossover(rows) == (2048, 4096)
+    assert c.rollout_crossover(rows, "critic_att") == (4096, 8192)
+    assert c.rollout_crossover(rows[:2]) is None
+    assert c.rollout_crossover(rows[3:]) == (None, 4096)
+    with pytest.raises(ValueError, match="critic_key"):
+        c.rollout_crossover(rows, "share")
+    with pytest.raises(TypeError, match="workload"):
+        c.critic_vs_rollout("w", lens)
 
 
 def test_lora_and_sharding_change_the_absolute_saving():

@@ -59,6 +59,25 @@ def test_kl_optimum_moves_in_one_direction_for_every_beta():
                                                                 betas[3])[0])
 
 
+def test_the_first_order_sign_holds_only_for_large_beta():
+    """A negative covariance does not fix the direction at every beta: a small beta goes to the reward's favourite."""
+    half = np.array([0.5, 0.5, 0.5])
+    t = rh.AnswerTypes(names=("long right", "mid wrong", "short right"), length=np.array([1000.0, 750.0, 10.0]),
+                       p_correct=np.array([0.9, 0.5, 0.8]), p_valid=half, p_format=half,
+                       ref_probs=np.array([0.01, 0.5, 0.49]))
+    rbar = rh.expected_reward(t)
+    assert np.argmax(rbar) == 0 and np.argmax(t.p_correct) == 0  # the favourite is also the most accurate
+    cov = rh.first_order_quality_change(t)
+    ref = rh.policy_metrics(t.ref_probs, t)["accuracy"]
+    assert cov < 0
+    path = rh.kl_optimum_path([0.03, 0.1, 0.3, 1.0, 100.0], t)
+    assert np.all(path["accuracy"][2:] < ref)  # large beta: the drift has the covariance's sign
+    assert np.all(path["accuracy"][:2] > ref)  # small beta: the sign flips
+    assert path["accuracy"][0] == pytest.approx(t.p_correct[0], abs=1e-3)
+    big = 1e4
+    assert (rh.kl_optimum_path([big], t)["accuracy"][0] - ref) * big == pytest.approx(cov, rel=1e-3)
+
+
 def test_a_reward_without_the_length_bonus_is_not_hacked():
     r = rh.train_hacking(0.04, length_weight=0.0)
     assert r.accuracy[-1] > r.accuracy[0]

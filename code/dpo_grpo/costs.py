@@ -6,7 +6,8 @@ preference pairs (a chosen and a rejected answer each) and samples nothing. For 
 counts the five budget items of section 6.10:
 
 1. trainable state (weights, gradients, optimizer state) and frozen weights, per GPU, from :mod:`dpo_grpo.memory`;
-2. forward passes of frozen models (reference, reward model) and of the policy without gradients (old log-probs);
+2. forward passes of frozen models (reference, reward model) and no-gradient passes of trained models (the policy's
+   old log-probs, PPO's critic values);
 3. generated tokens;
 4. reward evaluations (answers scored);
 5. communication volume (bytes moved between services or GPUs).
@@ -14,8 +15,11 @@ counts the five budget items of section 6.10:
 Compute uses the standard dense-transformer approximation: a forward pass costs ``2 N`` FLOPs per token for a model
 of ``N`` parameters and a full backward pass ``4 N`` (attention's quadratic term ignored). With LoRA the backward
 still propagates activation gradients through the whole network (``2 N``) but forms weight gradients only for the
-adapter (``2 f N`` for a trainable fraction ``f``). :func:`step_time` turns FLOPs and bytes into seconds under
-explicit throughput assumptions; it is an illustration, not a measurement (:class:`PhaseTimer` measures).
+adapter (``2 f N`` for a trainable fraction ``f``). :func:`attention_flops` gives the attention term that this rule
+leaves out, and ``step_time(..., attention=...)`` adds it. :func:`step_time` turns FLOPs and bytes into seconds under
+explicit throughput assumptions; it is an illustration, not a measurement (:class:`PhaseTimer` measures). Decoding
+time grows with the context through the KV-cache reads (:func:`generation_seconds`), which is assumed to fit
+(:func:`kv_cache_bytes` says how large it gets).
 
 The plotly figure (:func:`cost_figure`) and the ipywidgets UI (:func:`cost_explorer`) import plotly/ipywidgets
 lazily, so ``import dpo_grpo`` never needs them.
@@ -42,6 +46,10 @@ MASK_BYTES = 1
 GRAD_BYTES = 2  #: bf16 gradients (the memory ledger's default)
 WEIGHT_BYTES = 2  #: bf16 weights
 PHASES = ("generation", "scoring", "training", "waiting")
+#: token counts of the forward passes without a backward (see :attr:`StepCost.frozen_forward_tokens`)
+NO_GRAD_PASSES = ("reference forward", "reward-model forward", "old-logprob forward", "critic value forward")
+#: (layers, model width) of the grouped-query-attention 8B model behind ``Workload.kv_bytes_per_token``'s default
+ATTENTION_SHAPE = (32, 4096)
 
 
 @dataclass(frozen=True)
@@ -149,8 +157,9 @@ class StepCost:
 
     @property
     def frozen_forward_tokens(self) -> int:
-        """Tokens through frozen models and no-grad policy passes (reference, reward model, old log-probs)."""
-        return sum(self.tokens.get(k, 0) for k in ("reference forward", "reward-model forward", "old-logprob forward"))
+        """Tokens through frozen models and no-grad passes of trained models (reference, reward model, old
+        log-probs, PPO's critic values): every forward pass without a backward."""
+        return sum(self.tokens.get(k, 0) for k in NO_GRAD_PASSES)
 
     @property
     def total_flops(self) -> float:
@@ -297,7 +306,8 @@ def generation_seconds(workload: Workload, sequences: int, throughput: Throughpu
 
     Each GPU holds a full replica and ``b = sequences / n_gpus`` sequences; decode step ``t`` (context
     ``c = prompt_len + t``) costs ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)``.
-    Prefill runs at ``train_mfu``. The KV cache is assumed to fit.
+    Prefill runs at ``train_mfu``. The KV cache is assumed to fit (:func:`kv_cache_bytes`): nothing models the
+    several waves, or the preemption, that an engine needs when it does not.
     """
     w = workload
     t = Throughput() if throughput is None else throughput
@@ -312,12 +322,56 @@ def generation_seconds(workload: Workload, sequences: int, throughput: Throughpu
     return float(np.maximum(compute, memory).sum() + prefill)
 
 
-def step_time(cost: StepCost, throughput: Throughput | None = None) -> dict:
+def kv_cache_bytes(workload: Workload, sequences: int) -> float:
+    """KV-cache bytes per GPU at the last decode step, which :func:`generation_seconds` assumes fit.
+
+    ``sequences / n_gpus`` sequences of ``prompt_len + answer_len`` tokens at ``kv_bytes_per_token`` each: the same
+    per-sequence context that the roofline reads (shared prompt prefixes are not deduplicated).
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    sequences = v.integer(sequences, "sequences", minimum=0)
+    return sequences / workload.n_gpus * workload.seq_len * workload.kv_bytes_per_token
+
+
+def _attention_shape(attention) -> tuple:
+    if not isinstance(attention, (tuple, list)) or len(attention) != 2:
+        raise TypeError(f"attention must be a pair (n_layers, d_model), got {attention!r}")
+    return (v.integer(attention[0], "n_layers", minimum=1), v.integer(attention[1], "d_model", minimum=1))
+
+
+def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
+    """The causal-attention FLOPs of the training passes of ``cost`` that the ``2N``/``4N`` rule leaves out.
+
+    ``attention = (n_layers, d_model)``. For a token at context ``c`` the score and value products (``QK^T`` and
+    ``AV``) cost ``4 d_model c`` FLOPs per layer; averaged over a causal sequence of ``T = seq_len`` tokens
+    (``c ≈ T/2``) that is ``2 n_layers d_model T`` per token forward. The backward costs twice the forward
+    (gradients with respect to both operands; no weights are involved, so LoRA does not shrink it). Returns extra
+    FLOPs under the keys of ``cost.flops``: ``"policy update"``, ``"reference forward"``, ``"old-logprob forward"``
+    and, for PPO, ``"critic"`` (value pass + update). Every model is given the same shape. Generation and the
+    reward model are left out: decoding's time comes from :func:`generation_seconds`, which already reads the KV
+    cache at every step.
+    """
+    if not isinstance(cost, StepCost):
+        raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
+    n_layers, d_model = _attention_shape(attention)
+    fwd = 2.0 * n_layers * d_model * cost.workload.seq_len  # per token, forward
+    tok = cost.tokens
+    extra = {"policy update": 3 * fwd * tok["policy forward+backward"],
+             "reference forward": fwd * tok.get("reference forward", 0),
+             "old-logprob forward": fwd * tok.get("old-logprob forward", 0)}
+    if cost.algorithm == "ppo":
+        extra["critic"] = fwd * tok["critic value forward"] + 3 * fwd * tok["critic forward+backward"]
+    return extra
+
+
+def step_time(cost: StepCost, throughput: Throughput | None = None, *, attention=None) -> dict:
     """Estimated seconds per step split into the four phases of section 6.11: generation, scoring, training, waiting.
 
     ``generation`` uses :func:`generation_seconds`; ``training`` holds the policy update, the critic (value pass +
     update) and the reference/old-log-prob forwards at ``train_mfu``; ``waiting`` is communication between services
-    at ``bandwidth``. Compute is spread over ``workload.n_gpus``.
+    at ``bandwidth``. Compute is spread over ``workload.n_gpus``. By default training ignores attention's quadratic
+    term; ``attention=(n_layers, d_model)`` adds it (:func:`attention_flops`).
     """
     if not isinstance(cost, StepCost):
         raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
@@ -326,7 +380,10 @@ def step_time(cost: StepCost, throughput: Throughput | None = None) -> dict:
         raise TypeError(f"throughput must be a Throughput, got {type(t).__name__}")
     w = cost.workload
     rate = w.n_gpus * t.peak_flops
-    fl = cost.flops
+    fl = dict(cost.flops)
+    if attention is not None:
+        for k, x in attention_flops(cost, attention).items():
+            fl[k] = fl.get(k, 0.0) + x
     online = cost.algorithm != "dpo"
     scoring = (fl.get("reward model", 0.0) / (rate * t.scoring_mfu) if w.reward_params is not None
                else cost.reward_calls * t.rule_seconds)
@@ -341,15 +398,55 @@ def step_time(cost: StepCost, throughput: Throughput | None = None) -> dict:
     }
 
 
-def critic_cost(workload: Workload, throughput: Throughput | None = None) -> dict:
+def critic_cost(workload: Workload, throughput: Throughput | None = None, *, attention=None) -> dict:
     """What the critic costs in one PPO step: its state per GPU (bytes), FLOPs, seconds (training phase).
 
     This is exactly what GRPO saves when it samples the same answers as PPO (``ppo_samples == group_size``).
+    ``attention=(n_layers, d_model)`` adds the critic's attention FLOPs (:func:`attention_flops`).
     """
     c = step_cost("ppo", workload)
     t = Throughput() if throughput is None else throughput
-    return {"state_bytes": c.memory["critic (trainable)"], "flops": c.flops["critic"],
-            "seconds": c.flops["critic"] / (workload.n_gpus * t.peak_flops * t.train_mfu)}
+    flops = c.flops["critic"] + (attention_flops(c, attention)["critic"] if attention is not None else 0.0)
+    return {"state_bytes": c.memory["critic (trainable)"], "flops": flops,
+            "seconds": flops / (workload.n_gpus * t.peak_flops * t.train_mfu)}
+
+
+def critic_vs_rollout(workload: Workload, answer_lens, throughput: Throughput | None = None, *,
+                      attention=ATTENTION_SHAPE) -> list:
+    """PPO's critic against GRPO's rollout at the same rollout (``ppo_samples = group_size``), per answer length.
+
+    One dict per length in ``answer_lens``: ``answer_len``; ``rollout``, GRPO's generation + scoring seconds;
+    ``critic`` and ``share``, the critic's seconds and its share of PPO's step time; ``critic_att`` and
+    ``share_att``, the same with ``attention=(n_layers, d_model)`` counted in every training pass
+    (:func:`attention_flops`); ``kv_gb``, the KV cache per GPU that generation assumes fits (:func:`kv_cache_bytes`).
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    base = workload.with_(ppo_samples=workload.group_size)
+    rows = []
+    for length in answer_lens:
+        w = base.with_(answer_len=v.integer(length, "answer_lens", minimum=1))
+        ppo = step_cost("ppo", w)
+        grpo = step_time(step_cost("grpo", w), throughput)
+        row = {"answer_len": w.answer_len, "rollout": grpo["generation"] + grpo["scoring"],
+               "critic": critic_cost(w, throughput)["seconds"],
+               "critic_att": critic_cost(w, throughput, attention=attention)["seconds"],
+               "kv_gb": kv_cache_bytes(w, ppo.sequences) / GB}
+        row["share"] = row["critic"] / sum(step_time(ppo, throughput).values())
+        row["share_att"] = row["critic_att"] / sum(step_time(ppo, throughput, attention=attention).values())
+        rows.append(row)
+    return rows
+
+
+def rollout_crossover(rows, critic_key: str = "critic"):
+    """``(shorter, longer)``: in rows of :func:`critic_vs_rollout` (increasing lengths), the length before and the
+    first length at which GRPO's rollout costs more than the critic (``critic_key``: ``"critic"`` or
+    ``"critic_att"``). ``shorter`` is None when the first row already does; the result is None when no row does."""
+    v.choice(critic_key, "critic_key", ("critic", "critic_att"))
+    for i, r in enumerate(rows):
+        if r["rollout"] > r[critic_key]:
+            return (rows[i - 1]["answer_len"] if i else None), r["answer_len"]
+    return None
 
 
 def budget_rows(workload: Workload, throughput: Throughput | None = None) -> list:

@@ -12,10 +12,12 @@ bandit: each step draws ``prompts`` groups of ``group_size`` answers from the cu
 group's rewards, and takes one gradient step of :func:`~dpo_grpo.grpo.grpo_loss` on the logits (one update per
 rollout, so the ratio is 1; ``beta`` weights the sampled k3 KL to the reference, which is the starting policy).
 
-The KL term limits how far the policy moves, never the direction: the KL-regularised optimum
-``pi*_beta = pi_ref exp(rbar / beta) / Z`` (:func:`kl_optimum_path`) moves from ``pi_ref`` towards the reward's
-favourite for every ``beta``, and its first-order change in true quality, ``Cov_ref(quality, rbar) / beta``, has a
-sign that no ``beta`` can flip (:func:`first_order_quality_change`).
+The KL term limits how far the policy moves, not where it is heading: the KL-regularised optimum
+``pi*_beta = pi_ref exp(rbar / beta) / Z`` (:func:`kl_optimum_path`) goes from ``pi_ref`` (large ``beta``) to the
+reward's favourite (``beta -> 0``). For large ``beta`` its change in true quality is
+``Cov_ref(quality, rbar) / beta`` to first order (:func:`first_order_quality_change`). That sign holds only for large
+``beta``: a small ``beta`` ends at the favourite, which may be more accurate than the reference even when the
+covariance is negative. In the default toy the favourite is less accurate and the accuracy falls at every ``beta``.
 """
 
 from __future__ import annotations
@@ -196,7 +198,8 @@ def kl_optimum_path(betas, types=None, length_weight=LENGTH_WEIGHT, length_scale
 def first_order_quality_change(types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE) -> float:
     """``Cov_ref(p_correct, rbar)``: for large beta, accuracy(pi*_beta) - accuracy(pi_ref) ≈ this / beta.
 
-    Its sign is the direction in which any amount of KL-limited optimisation moves the true quality.
+    Its sign is the direction in which a strongly KL-limited optimisation moves the true quality. For small beta
+    the optimum approaches the reward's favourite instead, whose accuracy decides the sign there.
     """
     t = _types(types)
     q = np.asarray(t.ref_probs, float)

@@ -6,6 +6,8 @@ from .core import choice, code, numeric
 _MATH = pp.rl_gains()["MATH"]
 _GSM = pp.rl_gains()["GSM8K"]
 _VOTE = pp.result("DeepSeekMath 7B", "MATH", pp.MAJORITY_64).value
+_MATH_INSTRUCT = pp.result("DeepSeekMath-Instruct 7B", "MATH").value
+_MATH_RL = pp.result("DeepSeekMath-RL 7B", "MATH").value
 
 numeric(
     "07.1",
@@ -26,19 +28,22 @@ numeric(
 
 choice(
     "07.2",
-    "Which of these DeepSeekMath numbers must not be compared with the other three, and why? "
-    "(a) GSM8K 88.2%, (b) MATH 46.8%, (c) MATH 60.9%, (d) MATH 51.7%",
+    f"Three DeepSeekMath results on MATH: {_MATH_INSTRUCT:.1f}% (Instruct 7B, Table 5), {_MATH_RL:.1f}% (RL 7B, "
+    f"Table 5) and {_VOTE:.1f}% (DeepSeekMath 7B, abstract). Which one must not be compared with the other two, "
+    "and why?",
     {
-        "a": "88.2%: GSM8K is an easier benchmark than MATH.",
-        "b": "46.8%: it belongs to the Instruct model, not the RL model.",
-        "c": "60.9%: it is a majority vote over 64 sampled answers, not one chain-of-thought answer per problem.",
-        "d": "51.7%: it is the abstract's headline number.",
+        "a": f"{_MATH_INSTRUCT:.1f}%: it belongs to the Instruct model, not the RL model.",
+        "b": f"{_MATH_RL:.1f}%: it is the abstract's headline number.",
+        "c": f"{_VOTE:.1f}%: it is a majority vote over 64 sampled answers, not one chain-of-thought answer per "
+             "problem.",
+        "d": "None: all three are MATH accuracies of 7B models.",
     },
     "c",
     explanations={
-        "a": "Different benchmarks are not compared with each other here; the question is about evaluation protocol.",
-        "b": "Instruct and RL under the same protocol is exactly the comparison Table 5 makes.",
-        "d": "51.7% is Table 5's single-answer result for the RL model, the same protocol as 46.8%.",
+        "a": "Instruct and RL under the same protocol is exactly the comparison Table 5 makes.",
+        "b": f"{_MATH_RL:.1f}% is also Table 5's single-answer result for the RL model, the same protocol as "
+             f"{_MATH_INSTRUCT:.1f}%.",
+        "d": "The same benchmark and model size are not enough: check how each number was measured.",
     },
 )
 
