@@ -15,7 +15,7 @@ import numpy as np
 
 def as_float_array(x, name: str, *, ndim: int | Iterable[int] | None = None, finite: bool = True) -> np.ndarray:
     """Return ``x`` as a non-empty float64 array; check its number of dimensions and (optionally) finiteness."""
-    if x is None or isinstance(x, (str, bytes, dict)):
+    if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -31,6 +31,29 @@ def as_float_array(x, name: str, *, ndim: int | Iterable[int] | None = None, fin
     if finite and not np.isfinite(arr).all():
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     return arr
+
+
+def integer_array(x, name: str, *, ndim: int | None = None, allow_empty: bool = False) -> np.ndarray:
+    """``x`` as an int64 array (non-empty unless ``allow_empty``); floats must be whole numbers (no silent
+    truncation)."""
+    if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
+        raise TypeError(f"{name} must be an array of integers, got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except ValueError as exc:
+        raise TypeError(f"{name} must be an array of integers ({exc})") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if arr.size == 0:
+        if allow_empty:
+            return arr.astype(np.int64)
+        raise ValueError(f"{name} must not be empty")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating):
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+        if not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+            raise ValueError(f"{name} must hold whole numbers (token ids / indices), got {arr.ravel()[:5].tolist()}")
+    return arr.astype(np.int64)
 
 
 def same_shape(**arrays: np.ndarray) -> tuple[int, ...]:
@@ -72,6 +95,23 @@ def integer(x, name: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def boolean(x, name: str) -> bool:
+    """Return ``x`` as a bool; only ``True``/``False`` (Python or NumPy) are accepted."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(x).__name__}")
+    return bool(x)
+
+
+def sequence(x, name: str) -> list:
+    """Return the items of ``x`` (a list, tuple, array or other non-string iterable) as a list."""
+    if x is None or isinstance(x, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a sequence, got {type(x).__name__}")
+    try:
+        return list(x)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence, got {type(x).__name__}") from None
 
 
 def choice(x, name: str, options: Iterable) -> object:

@@ -32,7 +32,7 @@ def group_advantages(rewards, eps=1e-4, ddof=0):
     """
     r = _grouped_rewards(rewards)
     eps = v.scalar(eps, "eps", positive=True)
-    v.choice(ddof, "ddof", (0, 1))
+    ddof = v.choice(v.integer(ddof, "ddof"), "ddof", (0, 1))
     return _standardise_rows(r, eps, ddof)
 
 

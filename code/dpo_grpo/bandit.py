@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validation as v
-from ._math import log_softmax, softmax
+from ._math import _log_softmax_valid, _softmax_valid, log_softmax, softmax
 from .advantages import _standardise_rows
 from .grpo import _grpo_from_valid
 
@@ -57,20 +57,20 @@ class BanditRun:
         ref_logp = log_softmax(np.zeros(n_actions))
         ones = np.ones((g, 1))
         one_hot = np.eye(n_actions)
-        for _ in range(n):
-            old_probs = softmax(logits)
+        for _ in range(n):  # the logits stay finite (validated inputs): skip softmax's per-call checks
+            old_probs = _softmax_valid(logits)
             actions = self.rng.choice(n_actions, size=g, p=old_probs)
             advantages = _standardise_rows(self.rewards[actions][None, :])[0]
             old_logp = np.log(old_probs)[actions, None]
             score = one_hot[actions]  # d log pi(a_i) / d logits = e_{a_i} - p
             for _ in range(self.inner_steps):
-                logp = log_softmax(logits)
+                logp = _log_softmax_valid(logits)
                 # the inputs are valid by construction: skip grpo_loss's per-call checks (same computation)
                 out = _grpo_from_valid(logp[actions, None], old_logp, ref_logp[actions, None], advantages[:, None],
                                        ones, eps_low=self.epsilon, eps_high=self.epsilon, beta=self.beta,
                                        with_metrics=False)
                 logits = logits - self.lr * (out.grad[:, 0] @ (score - np.exp(logp)))
-            self.history.append(softmax(logits))
+            self.history.append(_softmax_valid(logits))
         self.logits = logits
 
 
@@ -99,12 +99,19 @@ def bandit_seed_table(configs, seeds=range(10), steps=80, best_action=2):
     """
     if not isinstance(configs, dict) or not configs:
         raise TypeError("configs must be a non-empty dict of {name: keyword arguments}")
-    seeds = list(seeds)
+    seeds = [v.integer(s, "seeds", minimum=0) for s in v.sequence(seeds, "seeds")]
     if not seeds:
         raise ValueError("seeds must not be empty")
+    best_action = v.integer(best_action, "best_action", minimum=0)
     table = {}
     for name, kwargs in configs.items():
-        finals = np.array([bandit_trajectory(steps=steps, seed=s, **kwargs)[-1][best_action] for s in seeds])
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"configs[{name!r}] must be a dict of keyword arguments, got {type(kwargs).__name__}")
+        runs = [bandit_trajectory(steps=steps, seed=s, **kwargs) for s in seeds]
+        if best_action >= runs[0].shape[1]:
+            raise ValueError(f"best_action must be < the number of actions ({runs[0].shape[1]}) of config {name!r}, "
+                             f"got {best_action}")
+        finals = np.array([run[-1][best_action] for run in runs])
         table[name] = {"mean": float(finals.mean()), "min": float(finals.min()), "max": float(finals.max()),
                        "values": finals.tolist()}
     return table

@@ -9,6 +9,7 @@ built by :mod:`dpo_grpo.parity`, the live-widget latency table (``bench/bench_wi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -16,6 +17,8 @@ def results_directories(directory=None) -> list:
     """Where results may be: ``directory`` if given, else the repository's ``bench/results`` and
     ``bench/results`` under the working directory or its parent (a notebook runs from ``book/``)."""
     if directory is not None:
+        if not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}")
         return [Path(directory)]
     root = Path(__file__).resolve().parents[2]
     return [root / "bench" / "results", Path.cwd() / "bench" / "results", Path.cwd().parent / "bench" / "results"]

@@ -205,6 +205,7 @@ def check_group_enumeration(eps=1e-4) -> CheckResult:
     standardised gradient is *not* a multiple of it (its component ratios differ by more than 0.01).
     Value: the largest of the identity errors and the loop-vs-package errors.
     """
+    eps = v.scalar(eps, "eps", positive=True)
     p, r, g = ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], ex.ENUMERATION["group_size"]
     exact = p * (r - p @ r)
     centred, loo, standardised = np.zeros(3), np.zeros(3), np.zeros(3)
@@ -244,8 +245,8 @@ def two_sample_gap_table(gaps=ex.TWO_SAMPLE_GAPS, eps=1e-4) -> list:
     """
     eps = v.scalar(eps, "eps", positive=True)
     rows = []
-    for d in gaps:
-        d = v.scalar(d, "gap", positive=True)
+    for d in v.sequence(gaps, "gaps"):
+        d = v.scalar(d, "gaps", positive=True)
         adv = float(group_advantages([[0.0, d]], eps=eps)[0, 1])
         formula = d / (d + 2 * eps)
         rows.append(dict(gap=d, advantage=adv, formula=formula, error=abs(adv - formula),
@@ -329,6 +330,11 @@ def surrogate_gradient_error(example, epsilon=0.2, h=1e-6) -> dict:
     independent closed form: per token ``c = -1[active] rho A + beta (1 - pi_ref/pi)``, gradient ``mean_i c_i (e_{a_i}
     - p)``, ``active`` = not on a clip platform. Returns errors, ratios and clip regions.
     """
+    keys = ("actions", "old_probs", "ref_probs", "new_probs", "advantages", "beta")
+    if not isinstance(example, dict):
+        raise TypeError(f"example must be a dict like surrogate_gradient_example()'s, got {type(example).__name__}")
+    if any(k not in example for k in keys):
+        raise ValueError(f"example must have the keys {keys}, missing {[k for k in keys if k not in example]}")
     acts = np.asarray(example["actions"])
     old, ref, new = (np.asarray(example[k], dtype=float) for k in ("old_probs", "ref_probs", "new_probs"))
     adv, beta = np.asarray(example["advantages"], dtype=float), float(example["beta"])
@@ -461,7 +467,7 @@ def check_bandit_table(seeds=range(10)) -> CheckResult:
     Passes when mean/min/max match the article to six decimals (for seeds 0..9) and the all-equal row is exactly
     0.25 for every seed. Value: the largest absolute difference from the article's six-decimal numbers.
     """
-    seeds = list(seeds)
+    seeds = v.sequence(seeds, "seeds")
     table = bandit_seed_table(ex.BANDIT_CONFIGS, seeds=seeds)
     diffs = [abs(table[name][key] - ref) for name, refs in ARTICLE_REPORTED["bandit"].items()
              for key, ref in zip(("mean", "min", "max"), refs)]
@@ -520,6 +526,7 @@ def kl_pull_back(start_logits=(2.0, 0.0, 0.0, 0.0), steps=40, group_size=32, bet
     z = v.as_float_array(start_logits, "start_logits", ndim=1).copy()
     steps = v.integer(steps, "steps", minimum=1)
     g = v.integer(group_size, "group_size", minimum=2)
+    lr = v.scalar(lr, "lr", positive=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     ref_logp = log_softmax(np.zeros(z.size))
     history = [softmax(z)]
@@ -566,11 +573,12 @@ def group_mean_spread(logits, reward_table, group_sizes=(2, 4, 16, 64), temperat
     n = v.integer(n_groups, "n_groups", minimum=2)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     rows = []
-    for t in temperatures:
-        t = v.scalar(t, "temperature", positive=True)
+    group_sizes = v.sequence(group_sizes, "group_sizes")
+    for t in v.sequence(temperatures, "temperatures"):
+        t = v.scalar(t, "temperatures", positive=True)
         p = softmax(z / t)
         for g in group_sizes:
-            g = v.integer(g, "group_size", minimum=1)
+            g = v.integer(g, "group_sizes", minimum=1)
             means = r[rng.choice(z.size, size=(n, g), p=p)].mean(axis=1)
             rows.append(dict(G=g, T=t, V_T=float(p @ r), mean=float(means.mean()), std=float(means.std()),
                              min=float(means.min()), max=float(means.max())))
@@ -623,6 +631,8 @@ def clip_kl_toy(shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epoc
     """
     head = np.array([0.4, 0.4, 0.2]) * (1 - v.scalar(rare_prob, "rare_prob", open_unit=True))
     p_old = np.append(head, rare_prob)
+    shared = v.boolean(shared, "shared")
+    rare_scale = v.scalar(rare_scale, "rare_scale")
     if shared:
         emb = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [rare_scale, -rare_scale]])
     else:
@@ -708,7 +718,9 @@ def length_weights(lengths=(2, 8), advantages=(1.0, 1.0), max_completion_length=
     ``grpo`` gives each answer the same total weight (short answers' tokens weigh more); ``bnpo``/``dapo`` give each
     token the same weight (long answers weigh more); ``dr_grpo`` divides by the constant ``B * max_len``.
     """
-    lengths = [v.integer(n, "lengths", minimum=1) for n in lengths]
+    lengths = [v.integer(n, "lengths", minimum=1) for n in v.sequence(lengths, "lengths")]
+    if not lengths:
+        raise ValueError("lengths must not be empty")
     adv = v.as_float_array(advantages, "advantages", ndim=1)
     if adv.size != len(lengths):
         raise ValueError(f"advantages must have one entry per length ({len(lengths)}), got {adv.size}")
@@ -742,16 +754,31 @@ def prompt_weight_by_pass_count(group_size=8) -> list:
 
 # --- Presentation --------------------------------------------------------------------------------------------------
 
+def _table_args(header, fmt):
+    """Validated ``(header list, cell formatter)`` of :func:`markdown_table` and :func:`html_table`."""
+    header = v.sequence(header, "header")
+    if not header:
+        raise ValueError("header must name at least one column")
+    if not (callable(fmt) or isinstance(fmt, str)):
+        raise TypeError(f"fmt must be a format string or a callable, got {type(fmt).__name__}")
+    fmt_fn = fmt if callable(fmt) else fmt.format
+
+    def cell(c):
+        try:
+            return str(fmt_fn(c))
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            raise ValueError(f"fmt cannot format the cell {c!r}: {exc}") from None
+
+    return header, cell
+
+
 def markdown_table(header, rows, fmt="{:.6f}") -> str:
     """A Markdown table (for ``IPython.display.Markdown``): ``header`` a list of column names, ``rows`` a list of
     lists; floats are formatted with ``fmt`` (a format string or a callable), everything else with ``str``."""
-    header = list(header)
-    if not header:
-        raise ValueError("header must name at least one column")
-    fmt_fn = fmt if callable(fmt) else fmt.format
+    header, fmt_fn = _table_args(header, fmt)
     lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        row = list(row)
+    for row in v.sequence(rows, "rows"):
+        row = v.sequence(row, "rows[i]")
         if len(row) != len(header):
             raise ValueError(f"every row needs {len(header)} cells, got {len(row)}")
         cells = [fmt_fn(c) if isinstance(c, (float, np.floating)) else str(c) for c in row]
@@ -766,16 +793,14 @@ def html_table(header, rows, fmt="{:.6f}", code_columns=()) -> str:
     import html
     import numbers
 
-    header = list(header)
-    if not header:
-        raise ValueError("header must name at least one column")
-    fmt_fn = fmt if callable(fmt) else fmt.format
+    header, fmt_fn = _table_args(header, fmt)
+    code_columns = v.sequence(code_columns, "code_columns")
     pad = "padding:0.25em 0.75em;"
     out = ['<table style="border-collapse:collapse;margin:0.5em 0">',
            "<thead><tr>" + "".join(f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
                                    f"{html.escape(str(h))}</th>" for h in header) + "</tr></thead>", "<tbody>"]
-    for row in rows:
-        row = list(row)
+    for row in v.sequence(rows, "rows"):
+        row = v.sequence(row, "rows[i]")
         if len(row) != len(header):
             raise ValueError(f"every row needs {len(header)} cells, got {len(row)}")
         tds = []

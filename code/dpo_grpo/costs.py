@@ -309,8 +309,10 @@ def generation_seconds(workload: Workload, sequences: int, throughput: Throughpu
     Prefill runs at ``train_mfu``. The KV cache is assumed to fit (:func:`kv_cache_bytes`): nothing models the
     several waves, or the preemption, that an engine needs when it does not.
     """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
     w = workload
-    t = Throughput() if throughput is None else throughput
+    t = _throughput(throughput)
     sequences = v.integer(sequences, "sequences", minimum=0)
     if sequences == 0:
         return 0.0
@@ -320,6 +322,13 @@ def generation_seconds(workload: Workload, sequences: int, throughput: Throughpu
     memory = (WEIGHT_BYTES * w.n_params + b * contexts * w.kv_bytes_per_token) / t.hbm_bandwidth
     prefill = FORWARD_FLOPS * w.n_params * w.prompts * w.prompt_len / (w.n_gpus * t.peak_flops * t.train_mfu)
     return float(np.maximum(compute, memory).sum() + prefill)
+
+
+def _throughput(throughput) -> "Throughput":
+    t = Throughput() if throughput is None else throughput
+    if not isinstance(t, Throughput):
+        raise TypeError(f"throughput must be a Throughput, got {type(t).__name__}")
+    return t
 
 
 def kv_cache_bytes(workload: Workload, sequences: int) -> float:
@@ -405,7 +414,7 @@ def critic_cost(workload: Workload, throughput: Throughput | None = None, *, att
     ``attention=(n_layers, d_model)`` adds the critic's attention FLOPs (:func:`attention_flops`).
     """
     c = step_cost("ppo", workload)
-    t = Throughput() if throughput is None else throughput
+    t = _throughput(throughput)
     flops = c.flops["critic"] + (attention_flops(c, attention)["critic"] if attention is not None else 0.0)
     return {"state_bytes": c.memory["critic (trainable)"], "flops": flops,
             "seconds": flops / (workload.n_gpus * t.peak_flops * t.train_mfu)}
@@ -424,7 +433,7 @@ def critic_vs_rollout(workload: Workload, answer_lens, throughput: Throughput | 
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
     base = workload.with_(ppo_samples=workload.group_size)
     rows = []
-    for length in answer_lens:
+    for length in v.sequence(answer_lens, "answer_lens"):
         w = base.with_(answer_len=v.integer(length, "answer_lens", minimum=1))
         ppo = step_cost("ppo", w)
         grpo = step_time(step_cost("grpo", w), throughput)
@@ -443,6 +452,11 @@ def rollout_crossover(rows, critic_key: str = "critic"):
     first length at which GRPO's rollout costs more than the critic (``critic_key``: ``"critic"`` or
     ``"critic_att"``). ``shorter`` is None when the first row already does; the result is None when no row does."""
     v.choice(critic_key, "critic_key", ("critic", "critic_att"))
+    rows = v.sequence(rows, "rows")
+    for r in rows:
+        if not isinstance(r, dict) or not {"answer_len", "rollout", critic_key} <= set(r):
+            raise ValueError(f"rows must be the dicts returned by critic_vs_rollout (with 'answer_len', 'rollout' and "
+                             f"{critic_key!r}), got {r!r}")
     for i, r in enumerate(rows):
         if r["rollout"] > r[critic_key]:
             return (rows[i - 1]["answer_len"] if i else None), r["answer_len"]
@@ -470,6 +484,12 @@ def budget_rows(workload: Workload, throughput: Throughput | None = None) -> lis
 
 def format_rows(rows) -> str:
     """Render :func:`budget_rows` (or any rows of the same form) as a fixed-width text table."""
+    rows = v.sequence(rows, "rows")
+    if not rows:
+        raise ValueError("rows must not be empty")
+    for row in rows:
+        if not (isinstance(row, (tuple, list)) and len(row) == 3 and isinstance(row[2], dict)):
+            raise ValueError(f"rows must be (item, unit, {{algorithm: value}}) triples, got {row!r}")
     algs = list(rows[0][2])
     head = f"{'item':<34}{'unit':>8}" + "".join(f"{LABELS.get(a, a):>12}" for a in algs)
     lines = [head, "-" * len(head)]
@@ -591,15 +611,17 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    sizes = [int(v.scalar(s, "model_sizes", positive=True)) for s in model_sizes]
-    lens = [v.integer(x, "answer_lens", minimum=1) for x in answer_lens]
-    gs = [v.integer(g, "group_sizes", minimum=2) for g in group_sizes]
+    sizes = [int(v.scalar(s, "model_sizes", positive=True)) for s in v.sequence(model_sizes, "model_sizes")]
+    lens = [v.integer(x, "answer_lens", minimum=1) for x in v.sequence(answer_lens, "answer_lens")]
+    gs = [v.integer(g, "group_sizes", minimum=2) for g in v.sequence(group_sizes, "group_sizes")]
     if not sizes or not lens or not gs:
         raise ValueError("model_sizes, answer_lens and group_sizes must not be empty")
     base = Workload(n_params=int(7e9)) if base is None else base
     if not isinstance(base, Workload):
         raise TypeError(f"base must be a Workload, got {type(base).__name__}")
-    t = Throughput() if throughput is None else throughput
+    t = _throughput(throughput)
+    if not (isinstance(reward_model_size, str) and reward_model_size == "same"):
+        reward_model_size = int(v.scalar(reward_model_size, "reward_model_size", positive=True))
     rewards = [("rule checker", None), ("reward model", reward_model_size)]
 
     mem_title = (f"logical state per GPU (GB, sharded over {base.n_gpus})" if base.shard_states

@@ -20,6 +20,8 @@ import textwrap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Patch
 
+from . import _validation as v
+
 #: rows of the grid, top to bottom, with the label shown at the left
 ROLES = {
     "data": "training\ndata",
@@ -131,9 +133,15 @@ def draw_pipelines(components=None, *, notes=FIGURE_NOTES, title="What each meth
     find it. ``notes`` (a sequence of strings, possibly empty) are printed under the grid. No pyplot state is used.
     """
     comps = validate_components(pipeline_components() if components is None else components)
-    if isinstance(notes, str) or not all(isinstance(n, str) for n in notes):
+    if isinstance(notes, str) or not all(isinstance(n, str) for n in v.sequence(notes, "notes")):
         raise TypeError("notes must be a sequence of strings")
     notes = tuple(notes)
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__}")
+    size = v.sequence(figsize, "figsize")
+    if len(size) != 2:
+        raise ValueError(f"figsize must be a pair (width, height) in inches, got {figsize!r}")
+    figsize = tuple(v.scalar(x, "figsize", positive=True) for x in size)
 
     n_cols, n_rows = len(comps), len(ROLES)
     fig = Figure(figsize=figsize, facecolor="white")

@@ -18,7 +18,10 @@ DPO_LOSS_TYPES = ("sigmoid", "hinge", "robust")
 
 def log_sigmoid(x):
     """Numerically stable ``log(sigmoid(x)) = -log(1 + exp(-x))`` for any real array."""
-    return -np.logaddexp(0.0, -np.asarray(x, dtype=np.float64))
+    z = v.as_float_array(x, "x", finite=False)
+    if np.isnan(z).any():
+        raise ValueError("x must not contain NaN")
+    return -np.logaddexp(0.0, -z)
 
 
 def sigmoid(x):

@@ -112,6 +112,14 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
 # 2. Zero-std groups
 # ----------------------------------------------------------------------------------------------------------------
 
+def _unit_grid(x, name, ndim=None):
+    """A grid of pass rates: finite values in [0, 1]."""
+    arr = v.as_float_array(x, name, ndim=ndim)
+    if ((arr < 0) | (arr > 1)).any():
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return arr
+
+
 def difficulty_spread(mean_pass_rate, n_prompts=256, concentration=2.0, seed=0):
     """Pass rates of a batch of ``n_prompts`` prompts: seeded draws from Beta(c m, c (1 - m)), mean ``m``.
 
@@ -144,11 +152,16 @@ def zero_std_data(group_size=8, pass_rate=0.8, eps=1e-4, *, p_grid=None, g_grid=
     if not 0.0 < p < 1.0:
         raise ValueError(f"pass_rate must lie in (0, 1), got {p}")
     eps = v.scalar(eps, "eps", positive=True)
-    p_grid = np.round(np.linspace(0.0, 1.0, 101), 6) if p_grid is None else v.as_float_array(p_grid, "p_grid")
-    g_grid = np.array([2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64]) if g_grid is None else np.asarray(g_grid)
-    mc_p = np.round(np.linspace(0.05, 0.95, 19), 6) if mc_p is None else v.as_float_array(mc_p, "mc_p")
-    gaps = np.asarray(ex.TWO_SAMPLE_GAPS if gaps is None else gaps, dtype=np.float64)
-    g_key = tuple(int(k) for k in g_grid)
+    p_grid = np.round(np.linspace(0.0, 1.0, 101), 6) if p_grid is None else _unit_grid(p_grid, "p_grid")
+    g_grid = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64) if g_grid is None else v.sequence(g_grid, "g_grid")
+    mc_p = np.round(np.linspace(0.05, 0.95, 19), 6) if mc_p is None else _unit_grid(mc_p, "mc_p", ndim=1)
+    gaps = ex.TWO_SAMPLE_GAPS if gaps is None else v.sequence(gaps, "gaps")
+    gaps = np.array([v.scalar(d, "gaps", positive=True) for d in gaps], dtype=np.float64)
+    g_key = tuple(v.integer(k, "g_grid", minimum=2) for k in g_grid)
+    n_groups = v.integer(n_groups, "n_groups", minimum=1)
+    n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
+    concentration = v.scalar(concentration, "concentration", positive=True)
+    seed = v.integer(seed, "seed", minimum=0)
     mc_vs_p = _zero_mc_vs_p(tuple(mc_p.tolist()), g, n_groups, seed)
     batch, prob_vs_g, mc_vs_g, expected_vs_g, simulated_vs_g = _zero_vs_g(p, g_key, n_groups, n_prompts,
                                                                          concentration, seed)
@@ -219,7 +232,8 @@ def group_advantage_data(rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales
     eps = v.scalar(eps, "eps", positive=True)
     t = a * r + b
     scales = np.logspace(-7, 2, 91) if scales is None else v.as_float_array(scales, "scales", ndim=1)
-    eps_values = (1e-8, 1e-6, 1e-4, 1e-2) if eps_values is None else tuple(eps_values)
+    eps_values = (1e-8, 1e-6, 1e-4, 1e-2) if eps_values is None else tuple(
+        v.scalar(e, "eps_values", positive=True) for e in v.sequence(eps_values, "eps_values"))
     best = int(np.argmax(r))
     curves = {e: group_advantages(scales[:, None] * r[None, :], eps=e)[:, best] for e in eps_values}
     return {
@@ -255,6 +269,7 @@ def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None
                         ("ref_chosen", ref_chosen), ("ref_rejected", ref_rejected)):
         logps[name] = float(pair[name][0]) if value is None else v.scalar(value, name)
     m = np.round(np.linspace(-12.0, 12.0, 241), 6) if margins is None else v.as_float_array(margins, "margins")
+    betas = tuple(v.scalar(b, "betas", positive=True) for b in v.sequence(betas, "betas"))
     out = dpo_loss(**{k: np.array([x]) for k, x in logps.items()}, beta=beta)
     return {
         "params": {"beta": beta, **logps},
@@ -297,8 +312,9 @@ def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=No
     p = v.probability_vector(ex.KL_EXAMPLE["p"] if p is None else p, "p")
     q = v.probability_vector(ex.KL_EXAMPLE["q"] if q is None else q, "q")
     old = v.probability_vector(ex.KL_EXAMPLE["old"] if old is None else old, "old")
+    v.same_shape(p=p, q=q, old=old)
     deltas = np.round(np.linspace(-3.0, 3.0, 121), 6) if deltas is None else v.as_float_array(deltas, "deltas")
-    mixes = np.round(np.linspace(0.0, 1.0, 51), 6) if mixes is None else v.as_float_array(mixes, "mixes")
+    mixes = np.round(np.linspace(0.0, 1.0, 51), 6) if mixes is None else _unit_grid(mixes, "mixes", ndim=1)
 
     def sampling(w):
         s = (1.0 - w) * p + w * old
@@ -410,6 +426,10 @@ def memory_ledger_data(n_params=7_000_000_000, weight_dtype="bf16", grad_dtype="
     mixed-precision AdamW): 112 GB of trainable state per model; PPO 252 GB, GRPO 140 GB, DPO 126 GB.
     """
     n = v.integer(n_params, "n_params", minimum=1)
+    master_weights = v.boolean(master_weights, "master_weights")
+    reward_model = v.boolean(reward_model, "reward_model")
+    grpo_reward_model = v.boolean(grpo_reward_model, "grpo_reward_model")
+    precomputed_reference = v.boolean(precomputed_reference, "precomputed_reference")
     state = dict(weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer=optimizer,
                  master_weights=bool(master_weights))
     policy = training_state_ledger(n, **state)

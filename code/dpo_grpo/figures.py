@@ -42,6 +42,7 @@ is loaded once per page from ``_static/vendor/``); ``import dpo_grpo`` does not 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
@@ -325,6 +326,14 @@ def _sliders_below(layout, params):
 def figure_html_size(fig) -> int:
     """Bytes of the figure's HTML fragment as the book embeds it (no plotly.js)."""
     from .book_assets import plotly_fragment
+
+    if not isinstance(fig, (go.Figure, dict, str, bytes)):
+        raise TypeError(f"fig must be a plotly Figure, a figure dict or its JSON, got {type(fig).__name__}")
+    if isinstance(fig, (str, bytes)):
+        try:
+            fig = json.loads(fig)
+        except ValueError as exc:
+            raise ValueError(f"fig is not valid figure JSON ({exc})") from None
 
     return len(plotly_fragment(fig).encode("utf-8"))
 

@@ -18,8 +18,21 @@ def finite_difference(fn, x, h=1e-6):
         plus, minus = x.copy(), x.copy()
         plus[idx] += h
         minus[idx] -= h
-        out[idx] = (float(fn(plus)) - float(fn(minus))) / (2 * h)
+        out[idx] = (_value(fn(plus)) - _value(fn(minus))) / (2 * h)
     return out
+
+
+def _value(y) -> float:
+    """``fn``'s result as a finite float."""
+    if isinstance(y, (bool, np.bool_)) or np.ndim(y) != 0:
+        raise TypeError(f"fn must return one real number, got {type(y).__name__} of shape {np.shape(y)}")
+    try:
+        y = float(y)
+    except (TypeError, ValueError):
+        raise TypeError(f"fn must return one real number, got {type(y).__name__}") from None
+    if not np.isfinite(y):
+        raise ValueError(f"fn returned a non-finite value ({y}) near x")
+    return y
 
 
 def max_abs_error(a, b):

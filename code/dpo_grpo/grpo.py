@@ -275,24 +275,40 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     )
 
 
-def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
-    """Per-token PPO/GRPO objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` (to maximise), elementwise."""
+def _ratio_advantage(ratio, advantage):
+    """Validated ``(ratio, advantage)`` arrays: ratios > 0, shapes that broadcast together."""
     rho = v.as_float_array(ratio, "ratio")
     if (rho <= 0).any():
         raise ValueError("ratio must be > 0")
     a = v.as_float_array(advantage, "advantage")
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
+    try:
+        np.broadcast_shapes(rho.shape, a.shape)
+    except ValueError:
+        raise ValueError(f"ratio and advantage must have broadcastable shapes, got {rho.shape} and {a.shape}") from None
+    return rho, a
+
+
+def _delta_cap(delta):
     delta = v.scalar(delta, "delta", allow_none=True)
+    if delta is not None and delta <= 1.0:
+        raise ValueError(f"delta must be > 1 (it caps ratios above 1), got {delta}")
+    return delta
+
+
+def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
+    """Per-token PPO/GRPO objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` (to maximise), elementwise."""
+    rho, a = _ratio_advantage(ratio, advantage)
+    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
+    delta = _delta_cap(delta)
     capped = rho if delta is None else np.minimum(rho, delta)
     return np.minimum(capped * a, np.clip(rho, 1 - eps_low, 1 + eps_high) * a)
 
 
 def clipped_objective_grad(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
     """d/d rho of :func:`clipped_objective`: ``A`` where the unclipped branch is active, 0 on the flat platforms."""
-    rho = v.as_float_array(ratio, "ratio")
-    a = v.as_float_array(advantage, "advantage")
+    rho, a = _ratio_advantage(ratio, advantage)
     eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
-    delta = v.scalar(delta, "delta", allow_none=True)
+    delta = _delta_cap(delta)
     platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
     capped = np.zeros(np.broadcast(rho, a).shape, dtype=bool) if delta is None else (rho > delta)
     return np.where(platform | capped, 0.0, a * np.ones_like(rho))
@@ -301,8 +317,7 @@ def clipped_objective_grad(ratio, advantage, epsilon=0.2, epsilon_high=None, del
 def clip_region(ratio, advantage, epsilon=0.2, epsilon_high=None):
     """Label each (ratio, advantage): ``"platform"`` (clipped: gradient 0), ``"wrong_direction"`` (outside the
     interval on the harmful side: not clipped, still penalised) or ``"inside"``."""
-    rho = v.as_float_array(ratio, "ratio")
-    a = v.as_float_array(advantage, "advantage")
+    rho, a = _ratio_advantage(ratio, advantage)
     eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
     platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
     wrong = ((a < 0) & (rho > 1 + eps_high)) | ((a > 0) & (rho < 1 - eps_low))

@@ -54,6 +54,7 @@ def k3_expectation(p, q, sampling=None, *, ratio_weighted=False):
     p = v.probability_vector(p, "p")
     s = p if sampling is None else v.probability_vector(sampling, "sampling")
     v.same_shape(p=p, sampling=s)
+    ratio_weighted = v.boolean(ratio_weighted, "ratio_weighted")
     k = k3_per_action(p, q)
     w = p / s if ratio_weighted else 1.0
     return float(np.sum(s * w * k))
@@ -82,6 +83,8 @@ def k3_surrogate_grad_logits(logits, q, sampling=None, *, ratio_weighted=False, 
     q = v.probability_vector(q, "q")
     s = p if sampling is None else v.probability_vector(sampling, "sampling")
     v.same_shape(logits=z, q=q, sampling=s)
+    ratio_weighted = v.boolean(ratio_weighted, "ratio_weighted")
+    detach_ratio = v.boolean(detach_ratio, "detach_ratio")
     k = q / p - np.log(q / p) - 1
     dk_dlogp = 1 - q / p  # d k3 / d log p_a
     jac = np.eye(z.size) - p[None, :]  # d log p_a / d z_b, rows a

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from . import _validation as v
 from . import torch_ops
 from .lab_model import (VOCAB, AdditionTask, TinyTransformer, completion_logps, count_parameters,
                         encode_completions, encode_prompts, generate, verify)
@@ -328,6 +329,25 @@ class LabHistory:
 
 # --- Small utilities -------------------------------------------------------------------------------------------------
 
+def _config(cfg) -> "LabConfig":
+    if not isinstance(cfg, LabConfig):
+        raise TypeError(f"cfg must be a LabConfig, got {type(cfg).__name__}")
+    return cfg
+
+
+def _device(device) -> torch.device:
+    """``device`` (a string or ``torch.device``) as a ``torch.device``; a ValueError names it if it is not one."""
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a device string such as 'cpu' or 'cuda', or a torch.device, got "
+                        f"{type(device).__name__}")
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device must be a device string such as 'cpu' or 'cuda', got {device!r} ({exc})") from None
+
+
 def _resolve_device(cfg: LabConfig) -> torch.device:
     return torch.device(cfg.device) if cfg.device is not None else torch.device(torch_ops.default_device())
 
@@ -388,8 +408,10 @@ class PromptStream:
     """Training prompts in a fresh seeded permutation each epoch; the cursor ``(epoch, pos)`` is the whole state."""
 
     def __init__(self, prompts, seed: int):
-        self.prompts = list(prompts)
-        self.seed = seed
+        self.prompts = v.sequence(prompts, "prompts")
+        if not self.prompts:
+            raise ValueError("prompts must not be empty")
+        self.seed = v.integer(seed, "seed", minimum=0)
         self.epoch = 0
         self.pos = 0
         self._perm = None
@@ -398,6 +420,7 @@ class PromptStream:
         return np.random.default_rng([self.seed, self.epoch]).permutation(len(self.prompts))
 
     def next(self, n: int) -> list:
+        n = v.integer(n, "n", minimum=0)
         out = []
         while len(out) < n:
             if self._perm is None:
@@ -424,10 +447,12 @@ def _selective_log_softmax(logits, token_ids):
 
 
 def make_task(cfg: LabConfig) -> AdditionTask:
+    _config(cfg)
     return AdditionTask(n_terms=cfg.n_terms, n_digits=cfg.n_digits, n_heldout=cfg.n_heldout, seed=cfg.task_seed)
 
 
 def make_model(cfg: LabConfig) -> TinyTransformer:
+    _config(cfg)
     return TinyTransformer(len(VOCAB), d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                            d_ff=cfg.d_ff, max_seq_len=cfg.context_length)
 
@@ -436,6 +461,15 @@ def score(prompts, completion_ids, finished, cfg: LabConfig) -> torch.Tensor:
     """The verifier as reward functions: ``(N, K)`` float tensor. Column 0 is correctness (1 if the completion
     ended with EOS and is exactly the sum); with ``reward="length_bonus"`` column 1 is the number of characters
     emitted (weighted by ``length_bonus``), a reward a policy can earn without being right."""
+    _config(cfg)
+    prompts = v.sequence(prompts, "prompts")
+    if not isinstance(completion_ids, torch.Tensor) or completion_ids.dim() != 2:
+        raise TypeError(f"completion_ids must be a 2-D tensor of token ids, got {type(completion_ids).__name__}")
+    if not isinstance(finished, torch.Tensor) or finished.shape != (completion_ids.shape[0],):
+        raise ValueError(f"finished must be a tensor of shape ({completion_ids.shape[0]},), got "
+                         f"{type(finished).__name__} {tuple(getattr(finished, 'shape', ()))}")
+    if len(prompts) != completion_ids.shape[0]:
+        raise ValueError(f"prompts must have one entry per completion ({completion_ids.shape[0]}), got {len(prompts)}")
     texts = [VOCAB.decode(row) for row in completion_ids.tolist()]
     done = finished.tolist()
     correct = [1.0 if (ok and verify(p, t)) else 0.0 for p, t, ok in zip(prompts, texts, done)]
@@ -446,6 +480,7 @@ def score(prompts, completion_ids, finished, cfg: LabConfig) -> torch.Tensor:
 
 
 def reward_weights(cfg: LabConfig):
+    _config(cfg)
     return None if cfg.reward == "correct" else [1.0, cfg.length_bonus]
 
 
@@ -455,8 +490,14 @@ def heldout_pass_rate(model, prompts, cfg: LabConfig, device, *, samples: int = 
     """Fraction of ``prompts`` whose greedy completion the verifier accepts (``samples=0``; uses no random
     numbers), or the mean verified fraction of ``samples`` completions per prompt sampled at ``cfg.temperature``
     with ``generator`` (pass@1 estimated with ``samples`` draws)."""
+    _config(cfg)
+    prompts = v.sequence(prompts, "prompts")
+    if not prompts:
+        raise ValueError("prompts must not be empty")
+    samples = v.integer(samples, "samples", minimum=0)
+    batch_size = v.integer(batch_size, "batch_size", minimum=1)
     rows = prompts if samples == 0 else [p for p in prompts for _ in range(samples)]
-    device = torch.device(device)
+    device = _device(device)
     strict = dataclasses.replace(cfg, reward="correct")
     hits = 0
     with _threads(cfg, device):
@@ -476,11 +517,18 @@ def rollout_vs_train_time(cfg: LabConfig, device=None, lengths=(2, 4, 8, 16, 32,
     versus one training pass (forward + backward over prompt + L tokens), for ``batch`` sequences of the config's
     model shape (random weights, random tokens: the cost does not depend on them); median of ``repeats``.
     Returns one dict per length: ``completion_length``, ``rollout_s``, ``train_pass_s``, ``rollout_over_train``."""
-    device = _resolve_device(cfg) if device is None else torch.device(device)
+    _config(cfg)
+    device = _resolve_device(cfg) if device is None else _device(device)
+    lengths = [v.integer(L, "lengths", minimum=1) for L in v.sequence(lengths, "lengths")]
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    batch = v.integer(batch, "batch", minimum=1)
+    repeats = v.integer(repeats, "repeats", minimum=1)
     prompt_len = cfg.prompt_tokens
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # leave the global RNG alone
         torch.manual_seed(0)
-        model = make_model(dataclasses.replace(cfg, context_length=prompt_len + max(lengths))).to(device)
+        model = make_model(dataclasses.replace(
+            cfg, context_length=prompt_len + max(*lengths, cfg.max_completion_length))).to(device)
     task = make_task(cfg)
     pids, pmask = encode_prompts(task.train_prompts()[:batch], device)
     gen = torch.Generator(device=device).manual_seed(0)
@@ -537,7 +585,9 @@ def sft_warmup(cfg: LabConfig, seed: int, device) -> SFTResult:
     seed. The result is cached in-process by the fields that determine it, so the DPO and GRPO runs of one notebook
     share one SFT; a cached copy is bit-identical to a fresh one.
     """
-    device = torch.device(device)
+    _config(cfg)
+    seed = v.integer(seed, "seed", minimum=0)
+    device = _device(device)
     threads = (cfg.cpu_threads or torch.get_num_threads()) if device.type == "cpu" else None
     fields = _SFT_FIELDS + (_SFT_STOP_FIELDS if cfg.sft_target_pass_rate is not None else ())
     key = (tuple(getattr(cfg, f) for f in fields), threads, seed, str(device))
@@ -626,12 +676,13 @@ class LabRun:
     """One DPO or GRPO run after SFT: state, one ``step()``, evaluation and exact checkpoints."""
 
     def __init__(self, cfg: LabConfig, algorithm: str, seed: int, *, device=None, _skip_sft: bool = False):
+        _config(cfg)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.cfg, self.algorithm, self.seed = cfg, algorithm, int(seed)
-        self.device = torch.device(device) if device is not None else _resolve_device(cfg)
+        self.device = _device(device) if device is not None else _resolve_device(cfg)
         self.task = make_task(cfg)
         self.heldout = self.task.heldout_prompts()
         self.gen = torch.Generator(device=self.device)
@@ -972,7 +1023,7 @@ def run_lab(config: LabConfig | None = None, algorithm: str = "grpo", seed: int 
         raise ValueError("checkpoint_every needs checkpoint_path")
     if stop_after is not None and (not isinstance(stop_after, int) or stop_after < 0):
         raise ValueError(f"stop_after must be a non-negative integer, got {stop_after!r}")
-    dev = torch.device(device) if device is not None else _resolve_device(cfg)
+    dev = _device(device) if device is not None else _resolve_device(cfg)
     with _threads(cfg, dev):
         if resume_from is not None:
             run = LabRun.from_checkpoint(resume_from, cfg=cfg, device=dev)

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from . import _validation as v
+
 PAD, BOS, EOS = 0, 1, 2
 CHARS = "0123456789+="
 
@@ -33,6 +35,8 @@ class CharVocab:
     specials = ("<pad>", "<bos>", "<eos>")
 
     def __init__(self, chars: str = CHARS):
+        if not isinstance(chars, str) or not chars or len(set(chars)) != len(chars):
+            raise ValueError(f"chars must be a non-empty string of distinct characters, got {chars!r}")
         self.chars = chars
         self.itos = list(self.specials) + list(chars)
         self.stoi = {c: i + len(self.specials) for i, c in enumerate(chars)}
@@ -41,6 +45,8 @@ class CharVocab:
         return len(self.itos)
 
     def encode(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         try:
             return [self.stoi[c] for c in text]
         except KeyError as exc:
@@ -49,13 +55,28 @@ class CharVocab:
     def decode(self, ids) -> str:
         """Characters up to (not including) the first EOS; PAD and BOS are skipped."""
         out = []
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise TypeError(f"ids must be a sequence of token ids, got {type(ids).__name__}")
         for i in ids:
-            i = int(i)
+            i = _token_id(i, len(self.itos))
             if i == EOS:
                 break
             if i >= len(self.specials):
                 out.append(self.itos[i])
         return "".join(out)
+
+
+def _token_id(i, size: int) -> int:
+    """One token id as an int in ``[0, size)``."""
+    try:
+        j = int(i)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"ids must hold integer token ids, got {i!r}") from None
+    if isinstance(i, (bool, np.bool_)) or j != i:
+        raise ValueError(f"ids must hold integer token ids, got {i!r}")
+    if not 0 <= j < size:
+        raise ValueError(f"token id {j} is outside the vocabulary (size {size})")
+    return j
 
 
 VOCAB = CharVocab()
@@ -90,6 +111,9 @@ class AdditionTask:
     seed: int = 0
 
     def __post_init__(self):
+        for name in ("n_terms", "n_digits", "n_heldout"):
+            v.integer(getattr(self, name), name)
+        v.integer(self.seed, "seed", minimum=0)
         if not 2 <= self.n_terms <= 4:
             raise ValueError(f"n_terms must be in 2..4, got {self.n_terms}")
         if not 1 <= self.n_digits <= 3 or self.n_terms * self.n_digits > 6:
@@ -110,16 +134,16 @@ class AdditionTask:
 
     @staticmethod
     def prompt(terms) -> str:
-        return "+".join(str(t) for t in terms) + "="
+        return "+".join(str(t) for t in _terms(terms)) + "="
 
     @staticmethod
     def answer(terms) -> str:
-        return str(sum(terms))
+        return str(sum(_terms(terms)))
 
     @staticmethod
     def no_carry_answer(terms) -> str:
         """The answer of a demonstrator who adds each column but never carries: ``7+8+5 -> 0``, ``27+45 -> 62``."""
-        out, place, terms = 0, 1, list(terms)
+        out, place, terms = 0, 1, _terms(terms)
         while any(terms):
             out += (sum(t % 10 for t in terms) % 10) * place
             terms, place = [t // 10 for t in terms], place * 10
@@ -130,6 +154,14 @@ class AdditionTask:
 
     def heldout_prompts(self) -> list[str]:
         return [self.prompt(t) for t in self.heldout_problems]
+
+
+def _terms(terms) -> list:
+    """The terms of a problem: at least two non-negative integers."""
+    terms = [v.integer(t, "terms", minimum=0) for t in v.sequence(terms, "terms")]
+    if len(terms) < 2:
+        raise ValueError(f"terms must hold at least two numbers, got {terms}")
+    return terms
 
 
 # --- The model -------------------------------------------------------------------------------------------------------
@@ -168,6 +200,9 @@ class TinyTransformer(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
                  d_ff: int = 256, max_seq_len: int = 16):
         super().__init__()
+        for name, x in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
+                        ("n_heads", n_heads), ("d_ff", d_ff), ("max_seq_len", max_seq_len)):
+            v.integer(x, name, minimum=1)
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.max_seq_len = max_seq_len
@@ -205,6 +240,8 @@ class TinyTransformer(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> int:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters())
 
 
@@ -212,7 +249,7 @@ def count_parameters(model: nn.Module) -> int:
 
 def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
     """Left-padded ``(ids, mask)`` of shape ``(B, P)``: ``PAD.. BOS chars``; ``mask`` is 1 on BOS and the chars."""
-    rows = [[BOS] + vocab.encode(p) for p in prompts]
+    rows = [[BOS] + vocab.encode(p) for p in _texts(prompts, "prompts")]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -224,8 +261,8 @@ def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
 
 def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB):
     """Right-padded ``(ids, mask)`` of ``text + EOS``, shape ``(B, L)``; ``mask`` is 1 up to and including EOS."""
-    rows = [vocab.encode(t) + [EOS] for t in texts]
-    width = max(len(r) for r in rows) if width is None else width
+    rows = [vocab.encode(t) + [EOS] for t in _texts(texts, "texts")]
+    width = max(len(r) for r in rows) if width is None else v.integer(width, "width", minimum=1)
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for i, r in enumerate(rows):
@@ -233,6 +270,33 @@ def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB)
         ids[i, : len(r)] = torch.tensor(r)
         mask[i, : len(r)] = True
     return ids.to(device), mask.to(device)
+
+
+def _texts(texts, name) -> list:
+    """A non-empty list of strings (a bare string is one text, not a list of characters: rejected)."""
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a list of strings, got a single str {texts!r} (wrap it in a list)")
+    texts = v.sequence(texts, name)
+    if not texts:
+        raise ValueError(f"{name} must not be empty")
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"{name} must be a list of strings, got an item of type "
+                        f"{next(type(t).__name__ for t in texts if not isinstance(t, str))}")
+    return texts
+
+
+def _id_mask(ids, mask, name):
+    """Check a 2-D integer id tensor and its same-shaped mask."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point() or ids.is_complex():
+        raise TypeError(f"{name}_ids must be a 2-D integer tensor, got {type(ids).__name__} "
+                        f"{tuple(getattr(ids, 'shape', ()))}")
+    if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
+        raise ValueError(f"{name}_mask must be a tensor of shape {tuple(ids.shape)}, got {type(mask).__name__} "
+                         f"{tuple(getattr(mask, 'shape', ()))}")
+
+
+def _temperature(temperature) -> float:
+    return v.scalar(temperature, "temperature", positive=True)
 
 
 class Rollout(NamedTuple):
@@ -253,6 +317,10 @@ def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature
     from ``softmax(logits / temperature)`` with ``generator``, and records the token's log-prob under that same
     tempered distribution: these are the rollout's "old" log-probs.
     """
+    _id_mask(prompt_ids, prompt_mask, "prompt")
+    max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
+    temperature = _temperature(temperature)
+    greedy = v.boolean(greedy, "greedy")
     bsz = prompt_ids.shape[0]
     device = prompt_ids.device
     seq, seq_mask = prompt_ids, prompt_mask.bool()
@@ -291,6 +359,12 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     and gathered with ``log_softmax_fn(logits, ids)`` (``selective_log_softmax``). Padding positions hold
     arbitrary finite values: multiply by ``completion_mask`` before summing.
     """
+    _id_mask(prompt_ids, prompt_mask, "prompt")
+    _id_mask(completion_ids, completion_mask, "completion")
+    if completion_ids.shape[0] != prompt_ids.shape[0]:
+        raise ValueError(f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "
+                         f"got {completion_ids.shape[0]}")
+    temperature = _temperature(temperature)
     width = prompt_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask.bool(), completion_mask.bool()], dim=1)

@@ -43,6 +43,7 @@ def training_state_ledger(n_params, *, weight_dtype="bf16", grad_dtype="bf16", o
     v.choice(weight_dtype, "weight_dtype", tuple(BYTES_PER_VALUE))
     v.choice(grad_dtype, "grad_dtype", tuple(BYTES_PER_VALUE))
     v.choice(optimizer, "optimizer", tuple(OPTIMIZER_STATES))
+    master_weights = v.boolean(master_weights, "master_weights")
     comps = {
         f"weights ({weight_dtype})": n * BYTES_PER_VALUE[weight_dtype],
         f"gradients ({grad_dtype})": n * BYTES_PER_VALUE[grad_dtype],
@@ -71,6 +72,12 @@ def algorithm_ledger(algorithm, n_params, *, critic_params=None, reward_params=N
     :func:`training_state_ledger`.
     """
     v.choice(algorithm, "algorithm", ("ppo", "grpo", "dpo"))
+    if critic_params is not None:
+        v.integer(critic_params, "critic_params", minimum=1)
+    if reward_params is not None:
+        v.integer(reward_params, "reward_params", minimum=1)
+    use_reference = v.boolean(use_reference, "use_reference")
+    precomputed_reference = v.boolean(precomputed_reference, "precomputed_reference")
     out = {"policy (trainable)": training_state_ledger(n_params, **state_kwargs).total_bytes}
     if algorithm == "ppo":
         critic = n_params if critic_params is None else critic_params

@@ -125,6 +125,12 @@ def gain(before: Result, after: Result) -> dict:
     ok, reason = comparable(before, after)
     if not ok:
         raise ValueError(f"these results are not comparable: {reason}")
+    for x, name in ((before, "before"), (after, "after")):
+        if isinstance(x.value, bool) or not isinstance(x.value, (int, float)) or not 0 <= x.value <= 100:
+            raise ValueError(f"{name}.value must be a percentage in [0, 100], got {x.value!r}")
+    if not 0 < before.value < 100:
+        raise ValueError(f"before.value must lie strictly between 0 and 100 (it divides the relative gain and the "
+                         f"error-rate reduction), got {before.value!r}")
     points = after.value - before.value
     return {"points": points, "relative": points / before.value,
             "error_reduction": (after.value - before.value) / (100.0 - before.value)}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _validation as v
 from .advantages import reward_advantages
 from .bench_results import load_results
 from .dpo import dpo_loss
@@ -51,6 +52,8 @@ def _repo_root() -> Path:
 def find_fixtures(directory=None) -> Path:
     """The folder holding ``trl_*.json``: ``directory``, ``$DPO_GRPO_FIXTURES``, the repository's
     ``tests/fixtures``, or ``tests/fixtures`` under the working directory or its parent, in this order."""
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}")
     candidates = [] if directory is None else [Path(directory)]
     if directory is None:
         if os.environ.get("DPO_GRPO_FIXTURES"):
@@ -121,8 +124,19 @@ def _within(diff, kind):
 # One row per case
 # ------------------------------------------------------------------------------------------------------------------
 
+def _case(case, keys):
+    """A fixture case: a dict holding ``keys`` (a ``ValueError`` names the first missing one)."""
+    if not isinstance(case, dict):
+        raise TypeError(f"case must be a dict from the fixture file, got {type(case).__name__}")
+    missing = [k for k in keys if k not in case]
+    if missing:
+        raise ValueError(f"case is not a fixture case: missing keys {missing}")
+    return case
+
+
 def grpo_case_row(case) -> dict:
     """Rerun one ``trl_grpo_loss.json`` case with :func:`dpo_grpo.grpo_loss`; differences to TRL's results."""
+    _case(case, ("name", "options", "inputs", "loss", "grad_new_logps", "metrics"))
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
     old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])  # null = on-policy (TRL: detach)
@@ -154,6 +168,7 @@ def grpo_case_row(case) -> dict:
 
 def advantage_case_row(case) -> dict:
     """Rerun one ``trl_advantages.json`` case with :func:`dpo_grpo.reward_advantages`."""
+    _case(case, ("name", "options", "inputs", "advantages", "metrics"))
     o = case["options"]
     rpf = _nan_rows(case["inputs"]["rewards_per_func"])
     out = reward_advantages(rpf, o["num_generations"], reward_weights=o["reward_weights"],
@@ -178,6 +193,7 @@ def dpo_case_row(case) -> dict:
     TRL 1.16.0 ignores ``label_smoothing`` for ``sigmoid`` and ``hinge``; our function refuses it there, so those
     cases are rerun with ``label_smoothing=0`` (column ``ls_ignored_by_trl``).
     """
+    _case(case, ("name", "options", "inputs", "loss", "grad_policy_chosen", "grad_policy_rejected", "metrics"))
     o, x = case["options"], case["inputs"]
     ignored = o["loss_type"] != "robust" and o["label_smoothing"] != 0.0
     out = dpo_loss(np.array(x["policy_chosen"]), np.array(x["policy_rejected"]), np.array(x["ref_chosen"]),
@@ -207,10 +223,34 @@ def parity_report(fixtures=None) -> dict:
             "dpo": [dpo_case_row(c) for c in fx["dpo"]["cases"]]}
 
 
+def _rows(rows) -> list:
+    rows = v.sequence(rows, "rows")
+    if not all(isinstance(r, dict) for r in rows):
+        raise TypeError("rows must be a sequence of dicts (one per case)")
+    return rows
+
+
+def _columns(columns, name) -> list:
+    columns = v.sequence(columns, name)
+    if not all(isinstance(c, str) for c in columns):
+        raise TypeError(f"{name} must be a sequence of column names (strings), got {columns!r}")
+    return columns
+
+
+def _require(rows, keys):
+    for r in rows:
+        missing = [k for k in keys if k not in r]
+        if missing:
+            raise ValueError(f"rows lack the columns {missing}")
+
+
 def summarize(rows, diff_columns) -> dict:
     """``{"cases": n, "all_ok": bool, <column>: max over rows}`` for the given difference columns."""
+    rows = _rows(rows)
     if not rows:
         raise ValueError("rows must not be empty")
+    diff_columns = _columns(diff_columns, "diff_columns")
+    _require(rows, ["ok", *diff_columns])
     out = {"cases": len(rows), "all_ok": all(r["ok"] for r in rows)}
     for c in diff_columns:
         out[c] = max(r[c] for r in rows)
@@ -219,6 +259,9 @@ def summarize(rows, diff_columns) -> dict:
 
 def group_rows(rows, by, diff_columns) -> list:
     """Collapse rows sharing the values of ``by`` (a tuple of column names) into one row: count, max diffs."""
+    rows = _rows(rows)
+    by = _columns(by, "by")
+    _require(rows, by)
     groups: dict = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in by), []).append(r)
@@ -248,10 +291,15 @@ def _fmt(value, spec, column=""):
 
 def to_markdown(rows, columns, formats=None, headers=None) -> str:
     """A Markdown table of ``rows`` (dicts) with ``columns``; ``formats`` maps a column to a format spec."""
+    rows = _rows(rows)
     if not rows:
         raise ValueError("rows must not be empty")
+    columns = _columns(columns, "columns")
     formats = formats or {}
     headers = headers or {}
+    for arg, name in ((formats, "formats"), (headers, "headers")):
+        if not isinstance(arg, dict):
+            raise TypeError(f"{name} must be a dict {{column: ...}} or None, got {type(arg).__name__}")
     esc = lambda text: str(text).replace("|", "\\|")  # noqa: E731  (a literal | would split the cell)
     head = "| " + " | ".join(esc(headers.get(c, c)) for c in columns) + " |"
     sep = "|" + "|".join("---" for _ in columns) + "|"

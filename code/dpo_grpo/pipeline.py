@@ -67,10 +67,11 @@ class PassRateTracker:
         r = v.as_float_array(rewards, "rewards", ndim=1, finite=False)
         if r.shape != ids.shape:
             raise ValueError(f"rewards must have shape {ids.shape} (one per completion), got {r.shape}")
+        step = v.integer(step, "step", minimum=0)
         ok = ~np.isnan(r)
         np.add.at(self.attempts, ids[ok], 1)
         np.add.at(self.passes, ids[ok], (r[ok] >= self.threshold).astype(np.int64))
-        self.last_step[np.unique(ids)] = v.integer(step, "step", minimum=0)
+        self.last_step[np.unique(ids)] = step
 
     def pass_rates(self):
         """Smoothed pass rate ``(passes + 1) / (attempts + 2)`` per prompt (0.5 for a prompt never seen)."""
@@ -241,8 +242,10 @@ def score(rollout: Rollout, reward_fns: Sequence[RewardFn]):
 
     Each function sees the valid token ids of one completion (the EOS included), never re-tokenised text.
     """
+    _rollout(rollout)
     if callable(reward_fns):
         reward_fns = [reward_fns]
+    reward_fns = v.sequence(reward_fns, "reward_fns")
     if not reward_fns or not all(callable(f) for f in reward_fns):
         raise TypeError("reward_fns must be a non-empty sequence of callables")
     out = np.empty((rollout.token_ids.shape[0], len(reward_fns)))
@@ -250,16 +253,22 @@ def score(rollout: Rollout, reward_fns: Sequence[RewardFn]):
         completion = row[m.astype(bool)]
         for k, f in enumerate(reward_fns):
             r = f(int(p), completion)
-            out[i, k] = np.nan if r is None else float(r)
+            try:
+                out[i, k] = np.nan if r is None else float(r)
+            except (TypeError, ValueError):
+                raise TypeError(f"reward_fns[{k}] must return a number or None, got {type(r).__name__}") from None
     return out
 
 
 def target_token_reward(targets):
     """A verifier-style reward: 1.0 if the completion contains ``targets[prompt_id]``, else 0.0."""
-    tg = np.asarray(targets, dtype=np.int64)
+    tg = v.integer_array(targets, "targets", ndim=1)
 
     def correct(prompt_id, completion):
-        return float(np.any(completion == tg[prompt_id]))
+        pid = v.integer(prompt_id, "prompt_id", minimum=0)
+        if pid >= tg.size:
+            raise ValueError(f"prompt_id must be < the number of targets ({tg.size}), got {pid}")
+        return float(np.any(completion == tg[pid]))
 
     correct.__name__ = "correct"
     return correct
@@ -283,7 +292,7 @@ def length_penalty(per_token=0.02):
 def assert_complete_groups(prompt_ids, group_size):
     """Raise ``ValueError`` unless the rows form consecutive blocks of ``group_size`` rows of one prompt each,
     and no prompt owns more than one block (each prompt has exactly ``group_size`` rows)."""
-    ids = np.asarray(prompt_ids)
+    ids = _asarray(prompt_ids, "prompt_ids")
     if ids.ndim != 1 or ids.size == 0:
         raise ValueError(f"prompt_ids must be a non-empty 1-D array, got shape {ids.shape}")
     g = v.integer(group_size, "group_size", minimum=1)
@@ -325,6 +334,9 @@ def group_statistics(rewards_per_func, prompt_ids, group_size, *, reward_weights
     out = reward_advantages(rewards_per_func, group_size, reward_weights=reward_weights,
                             scale_rewards=scale_rewards, multi_objective_aggregation=multi_objective_aggregation,
                             eps=eps)
+    if out.advantages.size != np.asarray(prompt_ids).size:
+        raise ValueError(f"rewards_per_func must have one row per prompt id ({np.asarray(prompt_ids).size}), "
+                         f"got {out.advantages.size} rows")
     rpf = np.asarray(rewards_per_func, dtype=np.float64)
     rpf = rpf[:, None] if rpf.ndim == 1 else rpf
     w = np.ones(rpf.shape[1]) if reward_weights is None else np.asarray(reward_weights, dtype=np.float64)
@@ -380,7 +392,7 @@ def masks_from_roles(roles):
     padding (model and tool tokens, TRL's ``completion_mask``); ``tool``: 0 on tool/environment tokens, 1 elsewhere
     (TRL's ``tool_mask``); ``loss``: the policy's own actions only, ``completion * tool`` = role MODEL.
     """
-    r = np.asarray(roles)
+    r = _asarray(roles, "roles")
     if r.ndim != 2 or r.size == 0 or not np.issubdtype(r.dtype, np.integer):
         raise ValueError(f"roles must be a non-empty 2-D integer array, got {r.dtype} shape {r.shape}")
     if not np.isin(r, (PAD, PROMPT, MODEL, TOOL)).all():
@@ -451,6 +463,9 @@ def loss_and_grad(new_logps, rollout: Rollout, advantages, ref_logps=None, *, en
 def logits_gradient(theta, rollout: Rollout, grad_logps):
     """Chain rule from d loss / d log-probs (N, T) to d loss / d theta (n_prompts, T, V) for the table policy."""
     th = _theta(theta)
+    _rollout(rollout)
+    _prompt_ids(rollout.prompt_ids, th.shape[0])
+    _token_ids(rollout.token_ids, th.shape[2], (rollout.prompt_ids.size, th.shape[1]))
     g = v.as_float_array(grad_logps, "grad_logps", ndim=2)
     if g.shape != rollout.token_ids.shape:
         raise ValueError(f"grad_logps must have shape {rollout.token_ids.shape}, got {g.shape}")
@@ -474,7 +489,19 @@ class Adam:
     m: np.ndarray | None = None
     v: np.ndarray | None = None
 
+    def __post_init__(self):
+        for name in ("b1", "b2"):
+            b = v.scalar(getattr(self, name), name, nonnegative=True)
+            if b >= 1:
+                raise ValueError(f"{name} must lie in [0, 1), got {b}")
+        v.scalar(self.eps, "eps", positive=True)
+        v.integer(self.t, "t", minimum=0)
+
     def step(self, params, grad, lr):
+        params = v.as_float_array(params, "params")
+        grad = v.as_float_array(grad, "grad")
+        v.same_shape(params=params, grad=grad)
+        lr = v.scalar(lr, "lr", positive=True)
         if self.m is None:
             self.m, self.v = np.zeros_like(params), np.zeros_like(params)
         self.t += 1
@@ -503,7 +530,12 @@ def linear_warmup_lr(step, base_lr, warmup_steps):
 
 def apply_update(theta, grad_theta, optimizer: Adam, lr):
     """Step 7 (update): one optimizer step on the logits table; returns the new table."""
-    return optimizer.step(_theta(theta), np.asarray(grad_theta, dtype=np.float64), v.scalar(lr, "lr", positive=True))
+    if not isinstance(optimizer, Adam):
+        raise TypeError(f"optimizer must be an Adam, got {type(optimizer).__name__}")
+    th = _theta(theta)
+    g = v.as_float_array(grad_theta, "grad_theta")
+    v.same_shape(theta=th, grad_theta=g)
+    return optimizer.step(th, g, v.scalar(lr, "lr", positive=True))
 
 
 def monitor(rollout: Rollout, stats: GroupStats, rewards_per_func, out: LossOutput, *, reward_names=None,
@@ -514,9 +546,23 @@ def monitor(rollout: Rollout, stats: GroupStats, rewards_per_func, out: LossOutp
     ``kl`` (when beta > 0), ``clip_ratio/region_mean``, ``completion_length`` (mean, max, and the fraction of
     completions that hit the maximum length without EOS), ``policy_version`` and the epoch over this rollout.
     """
-    rpf = np.asarray(rewards_per_func, dtype=np.float64)
+    _rollout(rollout)
+    if not isinstance(stats, GroupStats):
+        raise TypeError(f"stats must be a GroupStats, got {type(stats).__name__}")
+    if not isinstance(out, LossOutput):
+        raise TypeError(f"out must be a LossOutput, got {type(out).__name__}")
+    rpf = v.as_float_array(rewards_per_func, "rewards_per_func", ndim=(1, 2), finite=False)
     rpf = rpf[:, None] if rpf.ndim == 1 else rpf
-    names = [f"r{k}" for k in range(rpf.shape[1])] if reward_names is None else list(reward_names)
+    if np.isinf(rpf).any():
+        raise ValueError("rewards_per_func must not contain inf (use NaN for 'reward function returned None')")
+    if rpf.shape[0] != rollout.token_ids.shape[0]:
+        raise ValueError(f"rewards_per_func must have one row per completion ({rollout.token_ids.shape[0]}), "
+                         f"got shape {rpf.shape}")
+    names = [f"r{k}" for k in range(rpf.shape[1])] if reward_names is None else v.sequence(reward_names,
+                                                                                          "reward_names")
+    if len(names) != rpf.shape[1]:
+        raise ValueError(f"reward_names must name each of the {rpf.shape[1]} reward functions, got {len(names)}")
+    epoch = v.integer(epoch, "epoch", minimum=0)
     lengths = rollout.lengths
     last = rollout.token_ids[np.arange(lengths.size), np.maximum(lengths - 1, 0)]
     log = {"reward": stats.metrics["reward"], "reward_std": stats.metrics["reward_std"],
@@ -547,6 +593,14 @@ def warning_signs(history, *, length_growth=1.5, kl_spike=3.0, zero_std_rise=0.2
     """
     if not isinstance(history, (list, tuple)) or len(history) < 2:
         raise ValueError("history must be a list of at least two monitoring dicts")
+    for row in history:
+        if not isinstance(row, dict) or "frac_reward_zero_std" not in row or (
+                "completions/mean_length" in history[0] and not {"reward", "completions/mean_length"} <= set(row)):
+            raise ValueError("history must hold the dicts returned by monitor() (with 'reward', "
+                             "'completions/mean_length' and 'frac_reward_zero_std')")
+    length_growth = v.scalar(length_growth, "length_growth", nonnegative=True)
+    kl_spike = v.scalar(kl_spike, "kl_spike", nonnegative=True)
+    zero_std_rise = v.scalar(zero_std_rise, "zero_std_rise")
     flags = []
     w = min(v.integer(window, "window", minimum=1), len(history) // 2 or 1)
     first, last = history[:w], history[-w:]
@@ -607,6 +661,11 @@ def new_state(n_prompts=6, width=5, vocab=5, *, seed=0, group_size=4, prompts_pe
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     theta = np.zeros((v.integer(n_prompts, "n_prompts", minimum=1), v.integer(width, "width", minimum=1),
                       v.integer(vocab, "vocab", minimum=2)))
+    group_size = v.integer(group_size, "group_size", minimum=2)
+    prompts_per_step = v.integer(prompts_per_step, "prompts_per_step", minimum=1)
+    if prompts_per_step > n_prompts:
+        raise ValueError(f"prompts_per_step must be <= n_prompts ({n_prompts}), got {prompts_per_step}")
+    temperature = v.scalar(temperature, "temperature", positive=True)
     order = rng.permutation(n_prompts)
     return TrainerState(theta=theta, theta_ref=theta.copy(), optimizer=Adam(),
                         generation={"temperature": temperature, "max_len": None, "group_size": group_size,
@@ -633,6 +692,8 @@ def grpo_step(state: TrainerState, reward_fns, *, base_lr=0.1, warmup_steps=3, n
     """
     if not isinstance(state, TrainerState):
         raise TypeError(f"state must be a TrainerState, got {type(state).__name__}")
+    if ref_cache is not None and not isinstance(ref_cache, dict):
+        raise TypeError(f"ref_cache must be a dict or None, got {type(ref_cache).__name__}")
     rng = np.random.default_rng()
     rng.bit_generator.state = state.rng_state
     gen = state.generation
@@ -674,6 +735,8 @@ def grpo_step(state: TrainerState, reward_fns, *, base_lr=0.1, warmup_steps=3, n
 
 def checkpoint(state: TrainerState):
     """A complete checkpoint as a plain dict of copies (keys: :data:`CHECKPOINT_KEYS`, plus the tracker)."""
+    if not isinstance(state, TrainerState):
+        raise TypeError(f"state must be a TrainerState, got {type(state).__name__}")
     return {
         "policy": state.theta.copy(),
         "optimizer": state.optimizer.state_dict(),
@@ -702,11 +765,15 @@ def restore(ckpt, *, strict=True):
     loaded policy, the default generation settings with a new sampler seed, the data stream from its start.
     """
     missing = missing_checkpoint_keys(ckpt)
+    strict = v.boolean(strict, "strict")
     if missing and strict:
         raise ValueError("checkpoint cannot resume the same run; missing: "
                          + "; ".join(f"{k} ({CHECKPOINT_KEYS[k]})" for k in missing))
     if "policy" not in ckpt:
         raise ValueError("checkpoint has no policy weights")
+    if not isinstance(ckpt["policy"], np.ndarray) or ckpt["policy"].ndim != 3:
+        raise ValueError(f"ckpt['policy'] must be the (n_prompts, T, V) array of logits, got "
+                         f"{type(ckpt['policy']).__name__} of shape {np.shape(ckpt['policy'])}")
     theta = ckpt["policy"].copy()
     fresh = new_state(*theta.shape, seed=12345)
     ref = ckpt.get("reference_version")
@@ -798,6 +865,11 @@ def plot_data_flow(ax=None):
 # validation helpers
 # ------------------------------------------------------------------------------------------------------------------
 
+def _rollout(rollout):
+    if not isinstance(rollout, Rollout):
+        raise TypeError(f"rollout must be a Rollout, got {type(rollout).__name__}")
+
+
 def _rng(rng):
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
@@ -810,8 +882,16 @@ def _theta(theta):
     return th
 
 
+def _asarray(x, name):
+    """``np.asarray(x)``, with a TypeError naming ``x`` when it is not array-like (ragged lists)."""
+    try:
+        return np.asarray(x)
+    except ValueError as exc:
+        raise TypeError(f"{name} must be array-like ({exc})") from None
+
+
 def _prompt_ids(prompt_ids, n_prompts):
-    ids = np.asarray(prompt_ids)
+    ids = _asarray(prompt_ids, "prompt_ids")
     if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"prompt_ids must be a non-empty 1-D integer array, got {ids.dtype} shape {ids.shape}")
     if ids.min() < 0 or ids.max() >= n_prompts:
@@ -820,7 +900,7 @@ def _prompt_ids(prompt_ids, n_prompts):
 
 
 def _token_ids(token_ids, vocab, shape):
-    tok = np.asarray(token_ids)
+    tok = _asarray(token_ids, "token_ids")
     if not np.issubdtype(tok.dtype, np.integer):
         raise TypeError(f"token_ids must be integers, got dtype {tok.dtype}")
     if tok.shape != shape:

@@ -32,10 +32,15 @@ def _rewards_1d(rewards, name="rewards"):
     return v.as_float_array(rewards, name, ndim=1)
 
 
-def _ids(prompt_ids, n):
-    ids = np.asarray(prompt_ids)
+def _ids(prompt_ids, n, name="prompt_ids"):
+    try:
+        ids = np.asarray(prompt_ids)
+    except ValueError as exc:
+        raise TypeError(f"{name} must be array-like ({exc})") from None
+    if ids.dtype.kind == "f" and not np.isfinite(ids).all():
+        raise ValueError(f"{name} must not contain NaN or inf")
     if ids.shape != (n,):
-        raise ValueError(f"prompt_ids must have shape ({n},) (one per reward), got {ids.shape}")
+        raise ValueError(f"{name} must have shape ({n},) (one per reward), got {ids.shape}")
     return ids
 
 
@@ -49,10 +54,16 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
     Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan`` and ``0 * nan = nan``.
     :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the exponential instead.
     """
-    new = np.asarray(new_logps, dtype=np.float64)
-    old = np.asarray(old_logps, dtype=np.float64)
-    m = np.asarray(mask, dtype=np.float64)
-    a = np.asarray(advantages, dtype=np.float64)[:, None]
+    new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)  # NaN/inf padding is the point here
+    old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
+    v.same_shape(new_logps=new, old_logps=old)
+    m = v.binary_mask(mask, "mask", new.shape).astype(np.float64)
+    a = v.as_float_array(advantages, "advantages", ndim=1)
+    if a.shape != (new.shape[0],):
+        raise ValueError(f"advantages must have shape ({new.shape[0]},), got {a.shape}")
+    a = a[:, None]
+    if not (np.isfinite(new[m > 0]).all() and np.isfinite(old[m > 0]).all()):
+        raise ValueError("new_logps and old_logps must be finite at every valid (mask == 1) position")
     with np.errstate(all="ignore"):
         return float((-np.exp(new - old) * a * m).sum() / m.sum())
 
@@ -160,7 +171,8 @@ def per_shard_advantages_buggy(rewards, prompt_ids, shard_of_row, eps=1e-4):
     """
     r = _rewards_1d(rewards)
     ids = _ids(prompt_ids, r.size)
-    shard = _ids(shard_of_row, r.size)
+    shard = _ids(shard_of_row, r.size, "shard_of_row")
+    eps = v.scalar(eps, "eps", positive=True)
     out = np.empty_like(r)
     for s in np.unique(shard):
         sel = shard == s
@@ -172,14 +184,14 @@ def gathered_advantages(rewards, prompt_ids, shard_of_row, group_size, eps=1e-4)
     """FIXED: gather every row (all shards), compute the statistics per complete group, slice each shard's rows
     back out. Returns (N,) in the original row order; independent of ``shard_of_row``."""
     r = _rewards_1d(rewards)
-    _ids(shard_of_row, r.size)
+    _ids(shard_of_row, r.size, "shard_of_row")
     return advantages_by_prompt_id(r, prompt_ids, group_size, eps=eps)
 
 
 def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
     """DETECTOR: before computing statistics locally, every shard must hold complete groups (``ValueError``)."""
     ids = _ids(prompt_ids, np.asarray(prompt_ids).size)
-    shard = _ids(shard_of_row, ids.size)
+    shard = _ids(shard_of_row, ids.size, "shard_of_row")
     g = v.integer(group_size, "group_size", minimum=1)
     for s in np.unique(shard):
         local = ids[shard == s]
@@ -193,7 +205,10 @@ def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
 def sharding_discrepancy(fn, rewards, prompt_ids, shardings, **kwargs):
     """DETECTOR: ``max |A(s_a) - A(s_b)|`` of ``fn(rewards, prompt_ids, shard_of_row, **kwargs)`` over the given
     ``shardings`` (a list of shard-of-row arrays, e.g. from :func:`shard_rows`); 0 for a correct implementation."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     r = _rewards_1d(rewards)
+    shardings = v.sequence(shardings, "shardings")
     if len(shardings) < 2:
         raise ValueError("shardings needs at least two shard layouts to compare")
     outs = [fn(r, prompt_ids, np.asarray(s), **kwargs) for s in shardings]
@@ -216,10 +231,10 @@ class ToyTokenizer:
     SPECIAL = ("<eos>", "<tool>")
 
     def __init__(self, vocab=DEFAULT_VOCAB, special=SPECIAL):
-        self.vocab = list(vocab)
+        self.vocab = v.sequence(vocab, "vocab")
         if len(set(self.vocab)) != len(self.vocab) or not all(isinstance(t, str) and t for t in self.vocab):
             raise ValueError("vocab must be distinct non-empty strings")
-        self.special = set(special)
+        self.special = set(v.sequence(special, "special"))
         self.id_of = {t: i for i, t in enumerate(self.vocab)}
         self._by_length = sorted(self.vocab, key=len, reverse=True)
 
@@ -239,7 +254,8 @@ class ToyTokenizer:
 
     def decode(self, ids, skip_special_tokens=False):
         out = []
-        for i in np.asarray(ids, dtype=np.int64).tolist():
+        skip_special_tokens = v.boolean(skip_special_tokens, "skip_special_tokens")
+        for i in v.integer_array(ids, "ids", ndim=1, allow_empty=True).tolist():
             if not 0 <= i < len(self.vocab):
                 raise ValueError(f"token id {i} is outside the vocabulary (size {len(self.vocab)})")
             tok = self.vocab[i]
@@ -249,9 +265,15 @@ class ToyTokenizer:
         return "".join(out)
 
 
+def _tokenizer(tokenizer):
+    if not isinstance(tokenizer, ToyTokenizer):
+        raise TypeError(f"tokenizer must be a ToyTokenizer, got {type(tokenizer).__name__}")
+
+
 def serve_text(ids, tokenizer: ToyTokenizer):
     """What an inference service returns: the decoded text without special tokens and with whitespace runs
     merged (a common post-processing)."""
+    _tokenizer(tokenizer)
     text = tokenizer.decode(ids, skip_special_tokens=True)
     while "  " in text:
         text = text.replace("  ", " ")
@@ -260,17 +282,19 @@ def serve_text(ids, tokenizer: ToyTokenizer):
 
 def retokenized_ids_buggy(text, tokenizer: ToyTokenizer):
     """BUGGY: the trainer rebuilds the action sequence by encoding the returned text."""
+    _tokenizer(tokenizer)
     return tokenizer.encode(text)
 
 
 def stored_ids(rollout_ids):
     """FIXED: the trainer uses the token ids the sampler emitted (the rollout's primary data)."""
-    return np.asarray(rollout_ids, dtype=np.int64).copy()
+    return v.integer_array(rollout_ids, "rollout_ids", allow_empty=True).copy()
 
 
 def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
     """DETECTOR: ``encode(text)`` must reproduce the sampled ``ids`` exactly (``ValueError`` otherwise)."""
-    ids = np.asarray(ids, dtype=np.int64)
+    _tokenizer(tokenizer)
+    ids = v.integer_array(ids, "ids", allow_empty=True)
     again = tokenizer.encode(text)
     if again.shape != ids.shape or not np.array_equal(again, ids):
         raise ValueError(f"text does not round-trip to the sampled tokens: {ids.size} sampled ids "
@@ -284,8 +308,11 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
     active = v.binary_mask(mask, "mask", new.shape)
+    atol = v.scalar(atol, "atol", nonnegative=True)
+    if not (np.isfinite(new[active]).all() and np.isfinite(old[active]).all()):
+        raise ValueError("new_logps and old_logps must be finite at every valid (mask == 1) position")
     gap = np.abs(np.where(active, new - old, 0.0))
-    if not np.isfinite(gap).all() or gap.max() > atol:
+    if gap.max() > atol:
         raise ValueError(f"on-policy log-ratio is not 0 (max |new - old| = {np.nanmax(gap):.3g} > {atol:g}): the "
                          "trainer's tokens differ from the sampled ones")
 
@@ -293,9 +320,12 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
 def position_logps(table, ids):
     """Log-probs of ``ids`` (L,) under a position-wise table of log-probs ``table`` (T, V): ``table[t, ids[t]]``."""
     tab = v.as_float_array(table, "table", ndim=2)
-    ids = np.asarray(ids, dtype=np.int64)
+    ids = v.integer_array(ids, "ids", ndim=1, allow_empty=True)
     if ids.size > tab.shape[0]:
         raise ValueError(f"{ids.size} tokens exceed the table's {tab.shape[0]} positions")
+    if ids.size and (ids.min() < 0 or ids.max() >= tab.shape[1]):
+        raise ValueError(f"ids must lie in [0, {tab.shape[1]}) (the table's vocabulary), got range "
+                         f"[{ids.min()}, {ids.max()}]")
     return tab[np.arange(ids.size), ids]
 
 
@@ -326,7 +356,8 @@ def sequence_weights(mask, loss_type="grpo", **grpo_options):
     summed per row it is the answer's share of the loss. ``grpo`` gives 1/B to every answer; ``bnpo`` and ``dapo``
     give ``|y_i| / sum |y|``; ``dr_grpo`` gives ``|y_i| / (B x max_len)``.
     """
-    m = v.binary_mask(mask, "mask", np.asarray(mask).shape).astype(np.float64)
+    m = v.as_float_array(mask, "mask", ndim=2)
+    m = v.binary_mask(m, "mask", m.shape).astype(np.float64)
     zeros = np.zeros(m.shape)
     out = grpo_loss(zeros, zeros, None, -np.ones(m.shape[0]), m, beta=0.0, loss_type=loss_type, **grpo_options)
     return out.grad.sum(axis=1)
@@ -376,6 +407,7 @@ def reward_length_report(rewards, lengths, n_buckets=4, threshold=0.5):
     lengths = v.as_float_array(lengths, "lengths", ndim=1)
     if lengths.shape != r.shape:
         raise ValueError(f"lengths must have shape {r.shape}, got {lengths.shape}")
+    threshold = v.scalar(threshold, "threshold")
     edges, idx = length_buckets(lengths, n_buckets)
     nb = edges.size - 1
     count = np.bincount(idx, minlength=nb)
@@ -422,6 +454,11 @@ def rank_agreement(scores_a, scores_b):
 
 def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
     """DETECTOR: scores of a frozen calibration set under the old and the new reward model must rank it alike."""
+    calib_old = _rewards_1d(calib_old, "calib_old")
+    calib_new = _rewards_1d(calib_new, "calib_new")
+    if calib_old.shape != calib_new.shape or calib_old.size < 2:
+        raise ValueError(f"calib_old and calib_new need one shared shape with >= 2 entries, got {calib_old.shape}, "
+                         f"{calib_new.shape}")
     agree = rank_agreement(calib_old, calib_new)
     lo = v.scalar(min_agreement, "min_agreement")
     if agree < lo:
@@ -435,13 +472,26 @@ def progress_under_live_reward_buggy(samples_by_step, reward_models):
     ``samples_by_step`` is a list of (n,) arrays of answer features, ``reward_models`` a list of callables, one per
     step. A drifting judge makes the curve move even when the answers do not.
     """
+    samples_by_step = v.sequence(samples_by_step, "samples_by_step")
+    reward_models = v.sequence(reward_models, "reward_models")
     if len(samples_by_step) != len(reward_models):
         raise ValueError("need one reward model per step")
-    return np.array([float(np.mean(rm(s))) for s, rm in zip(samples_by_step, reward_models)])
+    if not all(callable(rm) for rm in reward_models):
+        raise TypeError("reward_models must be a sequence of callables")
+    return _progress([rm(s) for s, rm in zip(samples_by_step, reward_models)], "reward_models")
 
 
 def progress_under_frozen_reward(samples_by_step, frozen_model):
     """FIXED: the same answers scored by one frozen reward model (and an independent evaluation set)."""
     if not callable(frozen_model):
         raise TypeError("frozen_model must be callable")
-    return np.array([float(np.mean(frozen_model(s))) for s in samples_by_step])
+    return _progress([frozen_model(s) for s in v.sequence(samples_by_step, "samples_by_step")], "frozen_model")
+
+
+def _progress(scores, name):
+    """Mean score per step; every score must be a finite number."""
+    out = np.array([float(np.mean(v.as_float_array(x, f"the scores of {name}", finite=False))) for x in scores])
+    if not np.isfinite(out).all():
+        raise ValueError(f"the scores of {name} must be finite (found NaN or inf at steps "
+                         f"{np.flatnonzero(~np.isfinite(out)).tolist()[:5]})")
+    return out

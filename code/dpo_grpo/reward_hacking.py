@@ -62,6 +62,8 @@ def _types(types) -> AnswerTypes:
     t = ANSWER_TYPES if types is None else types
     if not isinstance(t, AnswerTypes):
         raise TypeError(f"types must be an AnswerTypes, got {type(t).__name__}")
+    if not isinstance(t.names, (tuple, list)) or not t.names or not all(isinstance(n, str) for n in t.names):
+        raise TypeError(f"types.names must be a non-empty tuple of strings, got {t.names!r}")
     k = len(t.names)
     for name in ("length", "p_correct", "p_valid", "p_format"):
         arr = v.as_float_array(getattr(t, name), f"types.{name}", ndim=1)
@@ -227,6 +229,7 @@ def evaluate(probs, n_prompts=1000, seed=1, types=None, length_weight=LENGTH_WEI
     """Held-out evaluation, decoupled from the training reward: one answer per held-out prompt, scored by an
     independent verifier (correctness only), with reasoning validity, format compliance and length reported
     separately, and the training judge's reward alongside. Seeded; different seeds = different held-out draws."""
+    n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
     s = sample_answers(probs, n_prompts, seed, types)
     return {
         "accuracy": float(s["correct"].mean()),

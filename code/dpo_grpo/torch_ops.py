@@ -667,8 +667,8 @@ def group_advantages(rewards, eps=1e-4, ddof=0, *, validate=True):
     if r.shape[1] < 2:
         raise ValueError(f"rewards must have shape (prompts, G) with G >= 2, got {tuple(r.shape)}")
     eps = _scalar(eps, "eps", positive=True)
-    v.choice(ddof, "ddof", (0, 1))
-    if validate and not bool(torch.isfinite(r).all()):
+    ddof = v.choice(v.integer(ddof, "ddof"), "ddof", (0, 1))
+    if v.boolean(validate, "validate") and not bool(torch.isfinite(r).all()):
         raise ValueError("rewards must contain only finite values (found NaN or inf)")
     mean = r.mean(dim=1, keepdim=True)
     std = r.std(dim=1, keepdim=True, correction=ddof)
@@ -727,7 +727,7 @@ def reward_advantages(rewards_per_func, num_generations, *, reward_weights=None,
     scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
     v.choice(multi_objective_aggregation, "multi_objective_aggregation", AGGREGATIONS)
     eps = _scalar(eps, "eps", positive=True)
-    if validate:
+    if v.boolean(validate, "validate"):
         bad = torch.stack([torch.isinf(rpf).any(), ~torch.isfinite(w).all()]).tolist()
         if bad[0]:
             raise ValueError("rewards_per_func must not contain inf (use NaN for 'reward function returned None')")
@@ -806,7 +806,7 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
     if loss_type != "robust" and s != 0.0:
         raise ValueError(f"label_smoothing={s} has no effect for loss_type={loss_type!r} in TRL 1.16.0; "
                          "use loss_type='robust' for noisy labels, or label_smoothing=0")
-    if validate:
+    if v.boolean(validate, "validate"):
         bad = torch.stack([~torch.isfinite(t).all() for t in (pc, pr, rc, rr)]).tolist()
         for flag, name in zip(bad, ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")):
             if flag:
@@ -934,7 +934,7 @@ def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True, 
         chunk_rows = _default_chunk_rows(n_rows, vocab, logits.device)
     else:
         chunk_rows = v.integer(chunk_size, "chunk_size", minimum=1)
-    if validate and n_rows and not bool(((token_ids >= 0) & (token_ids < vocab)).all()):
+    if v.boolean(validate, "validate") and n_rows and not bool(((token_ids >= 0) & (token_ids < vocab)).all()):
         raise ValueError(f"token_ids must lie in [0, {vocab})")
     if n_rows == 0:
         return logits.new_zeros(token_ids.shape, dtype=_compute_dtype(logits.dtype))
@@ -960,6 +960,7 @@ def saved_tensor_bytes(fn, *args, exclude=()) -> int:
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if isinstance(exclude, torch.Tensor):
         exclude = (exclude,)
+    exclude = v.sequence(exclude, "exclude")
     if not all(isinstance(t, torch.Tensor) for t in exclude):
         raise TypeError("exclude must be a tensor or a sequence of tensors")
     skip = {t.untyped_storage().data_ptr() for t in exclude}

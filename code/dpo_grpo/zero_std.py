@@ -29,7 +29,10 @@ def zero_std_probability(pass_rate, group_size):
 
 def zero_std_monte_carlo(pass_rate, group_size, n_groups=20000, seed=0):
     """Fraction of ``n_groups`` simulated groups (seeded) whose 0/1 rewards are all equal; estimates the above."""
-    p = float(_pass_rates(pass_rate))
+    p = _pass_rates(pass_rate)
+    if p.ndim != 0:
+        raise ValueError(f"pass_rate must be a single number, got shape {p.shape}")
+    p = float(p)
     g = v.integer(group_size, "group_size", minimum=2)
     n = v.integer(n_groups, "n_groups", minimum=1)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
