@@ -25,6 +25,9 @@ def test_population_vs_sample_std():
     a0 = dg.group_advantages(ex.REWARD_GROUPS[:1], ddof=0)
     a1 = dg.group_advantages(ex.REWARD_GROUPS[:1], ddof=1)
     assert np.all(np.abs(a1) < np.abs(a0))
+    centred = r - r.mean()  # [-0.55, 0.05, 0.65, -0.15]
+    np.testing.assert_allclose(a0[0], centred / (np.sqrt(0.1875) + 1e-4), rtol=1e-13)  # sum sq 0.75 / 4
+    np.testing.assert_allclose(a1[0], centred / (0.5 + 1e-4), rtol=1e-13)  # sum sq 0.75 / 3
 
 
 def test_same_rank_different_gaps():
@@ -114,6 +117,43 @@ def test_reward_advantages_zero_std_fraction():
     out = dg.reward_advantages(rpf, 4)
     assert out.metrics["frac_reward_zero_std"] == 0.5
     assert np.all(out.advantages[4:] == 0)
+    # "zero std" is isclose(std, 0, atol=1e-8): a tiny but real spread still counts as signal
+    tiny = np.array([[0.0], [0.0], [0.0], [1e-3], [2.0], [2.0], [2.0], [2.0 + 1e-9]])
+    out = dg.reward_advantages(tiny, 4)
+    assert out.metrics["frac_reward_zero_std"] == 0.5  # group 1 (std 5e-4) has signal, group 2 (std 5e-10) not
+    np.testing.assert_allclose(out.advantages[:4], (tiny[:4, 0] - 2.5e-4) / (5e-4 + 1e-4), rtol=1e-9)
+
+
+def test_reward_advantages_batch_scaling_by_hand():
+    rpf = np.array([[1.0], [2.0], [3.0], [6.0]])
+    centred = np.array([-0.5, 0.5, -1.5, 1.5])  # minus the group means 1.5 and 4.5
+    batch = dg.reward_advantages(rpf, 2, scale_rewards="batch")
+    np.testing.assert_allclose(batch.advantages, centred / (np.sqrt(14 / 3) + 1e-4), rtol=1e-13)  # std of 1,2,3,6
+    group = dg.reward_advantages(rpf, 2, scale_rewards="group")
+    np.testing.assert_allclose(group.advantages, centred / (np.repeat([0.5, 1.5], 2) * np.sqrt(2) + 1e-4),
+                               rtol=1e-13)
+    for scale in ("none", False):
+        np.testing.assert_allclose(dg.reward_advantages(rpf, 2, scale_rewards=scale).advantages, centred,
+                                   rtol=1e-15)
+
+
+def test_reward_advantages_normalize_then_sum_by_hand():
+    rpf = np.array([[1.0, 0.0], [3.0, 2.0], [np.nan, np.nan], [5.0, 1.0]])
+    out = dg.reward_advantages(rpf, 2, multi_objective_aggregation="normalize_then_sum")
+    a = 2 / (np.sqrt(2) + 1e-4)  # each function of group 1 standardises to -+1 / (sqrt 2 + eps); two of them
+    # group 2 has one valid row (std NaN -> its z is NaN -> nansum 0); the unscorable row stays out of the batch
+    np.testing.assert_allclose(out.rewards[[0, 1, 3]], [-a, a, 0.0], rtol=1e-13, atol=1e-15)
+    assert np.isnan(out.rewards[2])
+    np.testing.assert_allclose(out.advantages, [-a / (a + 1e-4), a / (a + 1e-4), 0.0, 0.0], rtol=1e-13)
+
+
+def test_reward_advantages_weights_and_logged_metrics():
+    rpf = np.array([[1.0, 2.0], [3.0, 4.0]])
+    out = dg.reward_advantages(rpf, 2, reward_weights=[2.0, 0.5])
+    np.testing.assert_allclose(out.rewards, [3.0, 8.0], rtol=1e-15)  # 2 * 1 + 0.5 * 2, 2 * 3 + 0.5 * 4
+    assert out.metrics["reward"] == pytest.approx(5.5, rel=1e-15)
+    assert out.metrics["reward_std"] == pytest.approx(2.5 * np.sqrt(2), rel=1e-15)
+    np.testing.assert_allclose(out.advantages, np.array([-2.5, 2.5]) / (2.5 * np.sqrt(2) + 1e-4), rtol=1e-13)
 
 
 @pytest.mark.parametrize("kwargs, match", [

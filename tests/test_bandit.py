@@ -13,6 +13,13 @@ def test_seed7_snapshots():
     expected = [[0.2288, 0.2494, 0.2883, 0.2335], [0.0210, 0.0346, 0.9179, 0.0265],
                 [0.0048, 0.0064, 0.9833, 0.0055], [0.0026, 0.0035, 0.9906, 0.0033]]
     np.testing.assert_array_equal(np.round([p for _, p in snaps], 4), expected)
+    # a shorter run reports only the marks it reaches, then its last step
+    short = dg.train_group_bandit(steps=25)
+    assert [s for s, _ in short] == [1, 20, 25]
+    np.testing.assert_array_equal(short[1][1], snaps[1][1])  # step 20 does not depend on the run's length
+    # the seed table reads the requested action: seed 7's final probabilities are the snapshot's last row
+    row = dg.bandit_seed_table({"seed 7": {}}, seeds=[7], best_action=0)["seed 7"]
+    assert row["values"] == [snaps[-1][1][0]] and round(row["mean"], 4) == 0.0026
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +51,13 @@ def test_kl_pulls_back_when_started_away_from_reference():
     acts = np.array([0, 0, 1, 2])
     out = dg.grpo_loss(logp[acts, None], logp[acts, None], np.log(np.full(4, 0.25))[acts, None], np.zeros(4),
                        np.ones((4, 1)), beta=0.5)
-    assert np.any(out.grad != 0)
+    # zero advantages: only the k3 term acts, d k3 / d new = 1 - q / p(a), weighted by beta / (B * 1 token)
+    p = np.exp(logp)
+    np.testing.assert_allclose(out.grad[:, 0], 0.5 / 4 * (1 - 0.25 / p[acts]), rtol=1e-13)
+    # the step on the logits lowers the over-weighted action 0 and moves the policy towards the reference
+    step = out.grad[:, 0] @ (np.eye(4)[acts] - p)
+    after = dg.softmax(logits - step)
+    assert after[0] < p[0] and dg.exact_kl(after, np.full(4, 0.25)) < dg.exact_kl(p, np.full(4, 0.25))
 
 
 def test_deterministic():

@@ -154,6 +154,43 @@ def test_communication_channels():
         2 * grpo.communication["gradient all-reduce (per GPU)"])
 
 
+def test_communication_bytes_by_hand():
+    """Default 7B workload, GRPO: 64 prompts x G=8 = 512 answers of 256 + 1024 tokens, bf16 grads, 8 GPUs."""
+    w = c.Workload(n_params=N7)
+    comm = c.step_cost("grpo", w).communication
+    assert comm == {
+        "gradient all-reduce (per GPU)": 2 * 7 / 8 * 2 * N7,  # ring all-reduce: 2 (k-1)/k x the gradient bytes
+        "weight sync to generation engine": 2 * N7,  # bf16 weights
+        "rollouts to trainer": 512 * 1280 * 4 + 512 * 1024 * 4,  # int32 token ids + one fp32 log-prob per answer token
+        "group statistics": 512 * 4,
+    }
+    # LoRA: only the adapter's gradients are reduced and only the adapter is synced
+    lora = c.step_cost("grpo", w.with_(trainable_fraction=0.01)).communication
+    assert lora["gradient all-reduce (per GPU)"] == pytest.approx(2 * 7 / 8 * 2 * 7e7, rel=1e-15)
+    assert lora["weight sync to generation engine"] == 2 * 70_000_000
+    # the all-reduce is overlapped with the backward unless overlap_gradients=False
+    cost = c.step_cost("grpo", w)
+    assert c.step_time(cost)["waiting"] == pytest.approx((2 * N7 + 4_718_592 + 2048) / 25e9, rel=1e-15)
+    assert c.step_time(cost, c.Throughput(overlap_gradients=False))["waiting"] == pytest.approx(
+        (24.5e9 + 2 * N7 + 4_718_592 + 2048) / 25e9, rel=1e-15)
+
+
+def test_generation_seconds_by_hand():
+    """Roofline per decode step max(b 2N / (peak eff), (2N + b c kv) / hbm) plus the prefill at train_mfu."""
+    t = c.Throughput(peak_flops=1e3, hbm_bandwidth=1e3, decode_efficiency=0.5, train_mfu=0.5)
+    w = c.Workload(n_params=1000, prompts=2, group_size=2, prompt_len=3, answer_len=2, n_gpus=1,
+                   kv_bytes_per_token=10)
+    # b = 4: compute 4 * 2000 / 500 = 16 s per step beats memory (2000 + 4 * {3, 4} * 10) / 1000; prefill
+    # 2 * 1000 * 2 prompts * 3 tokens / (1e3 * 0.5) = 24 s
+    assert c.generation_seconds(w, 4, t) == pytest.approx(16 + 16 + 24, rel=1e-15)
+    # a large KV cache: memory (2000 + 4 * 3 * 1000) / 1000 = 14 < 16, then (2000 + 4 * 4 * 1000) / 1000 = 18
+    assert c.generation_seconds(w.with_(kv_bytes_per_token=1000), 4, t) == pytest.approx(16 + 18 + 24, rel=1e-15)
+    # two GPUs: b = 2 per GPU, so both the decode compute and the prefill halve
+    assert c.generation_seconds(w.with_(n_gpus=2), 4, t) == pytest.approx(8 + 8 + 12, rel=1e-15)
+    assert c.step_time(c.step_cost("grpo", w), t)["generation"] == pytest.approx(56.0, rel=1e-15)
+    assert c.generation_seconds(w, 0, t) == 0.0
+
+
 def test_long_answers_make_rollout_dearer_than_the_critic():
     base = c.Workload(n_params=N7, group_size=8, ppo_samples=8)
     ratio = []

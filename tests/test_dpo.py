@@ -16,6 +16,27 @@ def test_article_pairs_logits_and_loss():
     assert round(loss, 6) == 0.680728
 
 
+def test_article_pairs_rewards_metrics_and_gradient():
+    out = dg.dpo_loss(**P, beta=0.1)
+    np.testing.assert_allclose(out.chosen_rewards, [-0.02, 0.02], atol=1e-15)
+    np.testing.assert_allclose(out.rejected_rewards, [-0.04, -0.01], atol=1e-15)
+    m = out.metrics
+    assert m["rewards/chosen"] == pytest.approx(0.0, abs=1e-15)
+    assert m["rewards/rejected"] == pytest.approx(-0.025, abs=1e-15)
+    assert m["rewards/margins"] == pytest.approx(0.025, abs=1e-15)
+    assert m["rewards/accuracies"] == 1.0
+    # d/d pi_c of mean(-log sigmoid(z)) = -sigmoid(-z) beta / P, and the rejected gradient is its negative
+    expected = -(1 / (1 + np.exp([0.02, 0.03]))) * 0.1 / 2
+    np.testing.assert_allclose(out.grad_policy_chosen, expected, rtol=1e-13)
+    np.testing.assert_array_equal(out.grad_policy_rejected, -out.grad_policy_chosen)
+
+
+def test_accuracy_counts_strict_wins_only():
+    # TRL: (chosen_rewards > rejected_rewards).float().mean(); a tie (policy = reference) is not a win
+    out = dg.dpo_loss([-1.0, -1.0, -1.0], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], [-2.0, -1.0, -2.0])
+    assert out.metrics["rewards/accuracies"] == pytest.approx(1 / 3)  # pair 3 wins, pairs 1 and 2 tie at 0
+
+
 def test_swapped_policy_logprobs():
     out = dg.dpo_loss(P["policy_rejected"], P["policy_chosen"], P["ref_chosen"], P["ref_rejected"], beta=0.1)
     np.testing.assert_allclose(out.logits, [-0.10, -0.05], atol=1e-12)
@@ -38,6 +59,16 @@ def test_chosen_probability_drops_but_loss_drops():
 def test_policy_equal_reference_gives_log2():
     out = dg.dpo_loss([-3.0, -1.0], [-2.0, -5.0], [-3.0, -1.0], [-2.0, -5.0])
     assert out.loss == pytest.approx(np.log(2), abs=1e-15)
+    assert out.metrics["rewards/accuracies"] == 0.0  # equal implicit rewards: no pair is ranked correctly
+
+
+def test_gradient_weight_closed_form():
+    z = np.array([0.0, 2.0, -2.0])
+    np.testing.assert_allclose(dg.dpo_gradient_weight(z), [0.5, 1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-2.0))],
+                               rtol=1e-15)
+    # the weight is large for a wrongly ranked pair (z < 0) and is what scales the sigmoid loss's gradient
+    out = dg.dpo_loss(z, np.zeros(3), np.zeros(3), np.zeros(3), beta=1.0)
+    np.testing.assert_allclose(out.grad_policy_chosen, -dg.dpo_gradient_weight(z) / 3, rtol=1e-15)
 
 
 def test_gradient_matches_finite_differences():
@@ -65,6 +96,14 @@ def test_loss_types_closed_forms():
         dg.dpo_loss(pc, pr, rc, rr, beta=1.0).loss)
 
 
+def test_hinge_gradient_is_zero_from_the_kink_on():
+    # torch.relu(1 - z), as TRL computes it, has gradient 0 at z = 1: only pairs with z < 1 are pushed
+    z = np.array([-2.0, 0.5, 1.0, 3.0])
+    out = dg.dpo_loss(z, np.zeros(4), np.zeros(4), np.zeros(4), beta=1.0, loss_type="hinge")
+    np.testing.assert_array_equal(out.grad_policy_chosen, [-0.25, -0.25, 0.0, 0.0])
+    assert out.loss == pytest.approx((3.0 + 0.5) / 4, abs=1e-15)
+
+
 @given(st.floats(-1e4, 1e4))
 def test_log_sigmoid_stable(x):
     value = dg.log_sigmoid(x)
@@ -73,7 +112,12 @@ def test_log_sigmoid_stable(x):
 
 
 def test_closed_form_optimum_identity():
-    assert dg.max_objective_identity_error(**ex.OBJECTIVE_IDENTITY) <= 4.5e-16 * 2
+    o = ex.OBJECTIVE_IDENTITY
+    assert dg.max_objective_identity_error(**o) <= 4.5e-16 * 2
+    # it is the largest gap over the seeded Dirichlet(1) draws (not, say, the smallest, which is 0 here)
+    draws = np.random.default_rng(o["seed"]).dirichlet(np.ones(3), size=o["n_policies"])
+    gaps = [dg.objective_identity_gap(p, o["rewards"], o["ref_policy"], o["beta"]) for p in draws]
+    assert dg.max_objective_identity_error(**o) == max(gaps)
 
 
 def test_optimum_beats_random_policies():

@@ -64,6 +64,14 @@ def test_loss_types_on_a_ragged_batch():
         assert dg.grpo_loss(new, old, ref, adv, mask, loss_type=lt).loss == pytest.approx(value, rel=1e-13)
     assert dg.grpo_loss(new, old, ref, adv, mask, loss_type="grpo", gradient_accumulation_steps=4).loss == \
         pytest.approx(expect["grpo"] / 4, rel=1e-13)
+    # dr_grpo divides by B x max_completion_length (not the batch's width T)
+    assert dg.grpo_loss(new, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=10).loss == \
+        pytest.approx(per_tok.sum() / (b * 10), rel=1e-13)
+    # dapo divides by num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation
+    dapo = dict(loss_type="dapo", num_items_in_batch=40, num_processes=4, gradient_accumulation_steps=3,
+                steps_per_generation=2)
+    assert dg.grpo_loss(new, old, ref, adv, mask, **dapo).loss == pytest.approx(
+        per_tok.sum() / (40 / 4 * 3 / 2), rel=1e-13)
 
 
 def test_sequence_level_ratio_is_geometric_mean():
@@ -130,6 +138,16 @@ def test_clipped_objective_platform_values():
     np.testing.assert_allclose(dg.clipped_objective([0.5, 0.1], -1.0, eps), [-0.8, -0.8])
     np.testing.assert_allclose(dg.clipped_objective([1.5], -1.0, eps), [-1.5])  # wrong direction: not clipped
     np.testing.assert_allclose(dg.clipped_objective([3.0], -1.0, eps, delta=2.0), [-2.0])  # two-sided cap
+
+
+def test_clipped_objective_grad_with_delta():
+    # A < 0: the unclipped branch is min(rho, delta) A, flat (gradient 0) once rho > delta
+    grad = dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2, delta=2.0)
+    np.testing.assert_array_equal(grad, [0.0, -1.0, 0.0])  # low platform, wrong-direction slope, capped
+    np.testing.assert_array_equal(dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2), [0.0, -1.0, -1.0])
+    # A > 0: the upper clip at 1 + eps acts before delta does
+    np.testing.assert_array_equal(dg.clipped_objective_grad([0.5, 1.1, 2.5], 2.0, epsilon=0.2, delta=2.0),
+                                  [2.0, 2.0, 0.0])
 
 
 def test_metrics_count_clipped_tokens():

@@ -32,6 +32,17 @@ def test_k1_unbiased_k2_k3_positive():
     assert np.all(dg.k2(delta) >= 0) and np.any(dg.k1(delta) < 0)
 
 
+def test_estimator_closed_forms():
+    d = np.array([0.0, 1.0, -2.0, np.log(2.0)])
+    np.testing.assert_array_equal(dg.k1(d), -d)
+    np.testing.assert_allclose(dg.k2(d), [0.0, 0.5, 2.0, 0.5 * np.log(2.0) ** 2], rtol=1e-15)
+    np.testing.assert_allclose(dg.k3(d), [0.0, np.e - 2, np.exp(-2.0) + 1, 1 - np.log(2.0)], rtol=1e-15)
+    # on the article's example k2 is biased upwards: E_p[k2] = 0.695250 > KL = 0.634897
+    p, q = K["p"], K["q"]
+    assert round(float(np.sum(p * dg.k2(np.log(q) - np.log(p)))), 6) == 0.695250
+    np.testing.assert_allclose(dg.k3_per_action(p, q), q / p - np.log(q / p) - 1, rtol=1e-13)
+
+
 def test_fixed_sample_gradient_is_p_minus_q_not_the_kl_gradient():
     z = np.log(K["p"])
     surrogate = dg.k3_surrogate_grad_logits(z, K["q"])

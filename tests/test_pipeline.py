@@ -199,8 +199,13 @@ def test_pass_rate_tracker_and_selection():
     tr.update(np.array([0, 0, 1, 1, 2, 2]), np.array([1.0, 1.0, 0.0, 0.0, 1.0, np.nan]), step=3)
     np.testing.assert_allclose(tr.pass_rates(), [3 / 4, 1 / 4, 2 / 3, 1 / 2])
     assert tr.last_step.tolist() == [3, 3, 3, -1]
+    at = pl.PassRateTracker(1, threshold=0.5)
+    at.update(np.array([0, 0]), np.array([0.5, 0.49]), step=0)
+    assert at.passes.tolist() == [1] and at.attempts.tolist() == [2]  # reward >= threshold passes
     p = pl.selection_probabilities(tr, "frontier", floor=0.0)
     assert abs(p.sum() - 1) < 1e-12 and p.argmax() == 3  # the unseen prompt has pass rate 0.5
+    w = np.array([3 / 16, 3 / 16, 2 / 9, 1 / 4]) + 0.05  # p (1 - p) + floor
+    np.testing.assert_allclose(pl.selection_probabilities(tr, "frontier"), w / w.sum(), rtol=1e-13)
     np.testing.assert_allclose(pl.selection_probabilities(tr), 0.25)
     pick = pl.select_prompts(tr, 3, np.random.default_rng(0), "frontier")
     assert len(set(pick.tolist())) == 3 and list(pick) == sorted(pick)
@@ -223,6 +228,39 @@ def test_monitor_keys():
                 "completions/clipped_ratio", "policy_version", "loss", "learning_rate"):
         assert key in logs[0], key
     assert "kl" not in pl.grpo_step(st_, _fns(), beta=0.0)[0]
+
+
+def test_monitor_values_by_hand():
+    # three completions of one prompt: one stops at EOS after 2 tokens, two hit max_len = 3 without EOS
+    tok = np.array([[3, pl.EOS, pl.EOS], [1, 2, 4], [2, 2, 2]])
+    mask = np.array([[1.0, 1, 0], [1, 1, 1], [1, 1, 1]])
+    ids = np.zeros(3, dtype=np.int64)
+    old = pl.token_logps(np.zeros((1, 3, 5)), ids, tok)
+    ro = pl.Rollout(ids, tok, mask, old, old, 3, 7, {"temperature": 1.0, "max_len": 3, "group_size": 3,
+                                                     "engine_logit_noise": 0.0})
+    rpf = pl.score(ro, [pl.target_token_reward([4]), pl.length_penalty(0.1)])
+    # brevity counts the tokens before EOS (the EOS itself is free): 1, 3, 3
+    np.testing.assert_allclose(rpf, [[0.0, -0.1], [1.0, -0.3], [0.0, -0.3]], rtol=1e-15)
+    stats = pl.group_statistics(rpf, ids, 3)
+    log = pl.monitor(ro, stats, rpf, pl.loss_and_grad(old, ro, stats.advantages, old), reward_names=["c", "b"])
+    assert log["completions/clipped_ratio"] == pytest.approx(2 / 3) and log["completions/max_length"] == 3
+    assert log["completions/mean_length"] == pytest.approx(8 / 3)
+    assert log["rewards/c/mean"] == pytest.approx(1 / 3) and log["rewards/c/std"] == pytest.approx(np.sqrt(1 / 3))
+    assert log["rewards/b/mean"] == pytest.approx(-0.7 / 3)
+    assert log["rewards/b/std"] == pytest.approx(np.sqrt(0.04 / 3))  # ddof 1: squares sum to 0.08 / 3, over 2
+    assert log["policy_version"] == 7 and log["kl"] == 0.0  # new = ref
+
+
+def test_linear_warmup_and_adam_by_hand():
+    assert [pl.linear_warmup_lr(s, 0.3, 3) for s in range(5)] == pytest.approx([0.1, 0.2, 0.3, 0.3, 0.3])
+    # bias-corrected Adam under a constant gradient moves each weight by lr * g / (|g| + eps) every step
+    opt = pl.Adam()
+    g = np.array([0.5, -4.0])
+    x = opt.step(np.array([1.0, -2.0]), g, 0.1)
+    np.testing.assert_allclose(x, [1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -2.0 + 0.1 * 4.0 / (4.0 + 1e-8)], rtol=1e-13)
+    x = opt.step(x, g, 0.1)
+    np.testing.assert_allclose(x, [1.0 - 0.2 * 0.5 / (0.5 + 1e-8), -2.0 + 0.2 * 4.0 / (4.0 + 1e-8)], rtol=1e-12)
+    assert opt.t == 2
 
 
 def _hist(rewards, lengths, kls, zero):

@@ -13,6 +13,14 @@ def test_formula(p, g):
     assert dg.zero_std_probability(p, g) == pytest.approx(p**g + (1 - p) ** g)
 
 
+def test_formula_by_hand():
+    assert dg.zero_std_probability(0.5, 4) == 0.125  # 2 / 16
+    assert dg.zero_std_probability(0.9, 2) == pytest.approx(0.82, rel=1e-15)  # 0.81 + 0.01
+    assert dg.zero_std_probability(0.0, 8) == 1.0 and dg.zero_std_probability(1.0, 8) == 1.0
+    np.testing.assert_allclose(dg.zero_std_probability(np.array([0.5, 0.9]), 2), [0.5, 0.82], rtol=1e-15)
+    assert dg.expected_zero_std_fraction([0.5, 1.0], 2) == pytest.approx(0.75, rel=1e-15)
+
+
 @pytest.mark.parametrize("p, g", [(0.5, 4), (0.9, 8), (0.1, 16), (0.97, 16)])
 def test_monte_carlo_agrees(p, g):
     n = 40000
@@ -34,6 +42,8 @@ def test_two_sample_gaps():
     assert got == [0.999800, 0.980392, 0.047619]
     for d in ex.TWO_SAMPLE_GAPS:
         assert dg.two_sample_advantage(d) == pytest.approx(d / (d + 2e-4), rel=1e-12)
+    # eps is read: the group [0, 1] has population std 0.5, so A = 0.5 / (0.5 + eps)
+    assert dg.two_sample_advantage(1.0, eps=0.5) == pytest.approx(0.5, rel=1e-15)
 
 
 def test_invalid():
