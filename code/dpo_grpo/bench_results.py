@@ -52,11 +52,15 @@ def is_widget_benchmark(data) -> bool:
     return isinstance(data, dict) and isinstance(data.get("widgets"), dict) and "target_ms" in data
 
 
+def _require_widget_benchmark(data):
+    if not is_widget_benchmark(data):
+        raise ValueError("data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')")
+
+
 def widget_latency_rows(data) -> list:
     """One row per live explorable: slider moves timed, the cold recompute's median / p95 / max in ms, p95 with the
     figure's JSON serialisation added, the slowest move (control = value) and whether every move met the target."""
-    if not is_widget_benchmark(data):
-        raise ValueError("data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')")
+    _require_widget_benchmark(data)
     target = float(data["target_ms"])
     rows = []
     for name, r in data["widgets"].items():
@@ -70,8 +74,7 @@ def widget_latency_rows(data) -> list:
 
 def widget_benchmark_host(data) -> str:
     """One line saying where and how the widget latencies were measured."""
-    if not is_widget_benchmark(data):
-        raise ValueError("data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')")
+    _require_widget_benchmark(data)
     load = data.get("loadavg_before") or [None]
     parts = [f"host {data.get('host', 'unknown')}", f"{data.get('cpus', '?')} CPUs",
              f"Python {data.get('python', '?')}", f"NumPy {data.get('numpy', '?')}", f"plotly {data.get('plotly', '?')}"]
