@@ -4,18 +4,19 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-# Kernels emit only plotly's mimetype; dpo_grpo.book_assets (a myst-nb MIME renderer) turns it into HTML and loads
+# Kernels emit only plotly's mimetype; dpo_grpo_book (a myst-nb MIME renderer) turns it into HTML and loads
 # plotly.js once per page from _static/vendor/. (plotly_mimetype+notebook would inline 4.6 MB of plotly.js per page.)
 export PLOTLY_RENDERER ?= plotly_mimetype
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 .PHONY: book test install student clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml book/_ext/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e book/_ext
 	touch $(STAMP)
 
 # The book's JavaScript (MathJax, RequireJS, widget manager) is served locally: npm ci from package-lock.json.

@@ -8,7 +8,7 @@ Run it with the interpreter that has TRL to get the TRL column (our package is p
     .venv/bin/python bench/bench_grpo_loss.py --no-trl       # without TRL
 
 Every number is a median over interleaved repeats of one forward + backward on the same (B, T) float32 inputs
-(see bench/README.md). Results are merged into bench/results/<host-kind>.json under "grpo_loss".
+(see bench/README.md). Results are merged into code/dpo_grpo/data/bench_results/<host-kind>.json under "grpo_loss".
 """
 
 from __future__ import annotations
@@ -494,7 +494,7 @@ def parse_args(argv):
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--memory-timeout", type=float, default=300)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--results", default=None, help="results file (default bench/results/<host-kind>.json)")
+    p.add_argument("--results", default=None, help="results file (default code/dpo_grpo/data/bench_results/<host-kind>.json)")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--memory-phase", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -580,7 +580,7 @@ def main(argv=None) -> int:
                 results["shapes"][key]["peak_extra_bytes"] = per
         if "error" in memory:
             results["memory_error"] = memory["error"]
-    path = Path(args.results) if args.results else REPO / "bench" / "results" / f"{host_kind(device)}.json"
+    path = Path(args.results) if args.results else REPO / "code" / "dpo_grpo" / "data" / "bench_results" / f"{host_kind(device)}.json"
     run_info = {"started_unix": started, "wall_s": round(time.time() - started, 1), "argv": sys.argv[1:],
                 "load_average_at_end": load_average(), "quick": args.quick}
     merge_results(path, "grpo_loss", results, host_info(device), run_info)

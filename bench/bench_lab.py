@@ -19,7 +19,7 @@ each token cheaper but leaves the generation sequential.)
 
 Usage::
 
-    .venv/bin/python bench/bench_lab.py                 # CPU preset -> bench/results/lab-<host>.json
+    .venv/bin/python bench/bench_lab.py                 # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
     .venv/bin/python bench/bench_lab.py --preset gpu    # on a GPU machine
 """
 
@@ -97,12 +97,12 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=20, help="GRPO steps per scenario (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results", type=pathlib.Path, default=None,
-                        help="output JSON (default bench/results/lab-<host>.json)")
+                        help="output JSON (default code/dpo_grpo/data/bench_results/lab-<host>.json)")
     args = parser.parse_args(argv)
 
     device = torch_ops.default_device()
     host = socket.gethostname().split(".")[0] or "host"
-    out_path = args.results or pathlib.Path(__file__).parent / "results" / f"lab-{host}.json"
+    out_path = args.results or pathlib.Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "bench_results" / f"lab-{host}.json"
     cfg = LabConfig.preset(args.preset, device=str(device))
     record = {
         "benchmark": "bench_lab.py: GRPO step time split in the tiny-transformer lab",

@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_logprobs.py --quick    # CPU: 2 x 128 x 32000
 
 Run it with .venv-trl/bin/python to add TRL 1.16.0's own ``trl.trainer.utils.selective_log_softmax`` as a column.
-Results are merged into bench/results/<host-kind>.json under "logprobs" (see bench/README.md).
+Results are merged into code/dpo_grpo/data/bench_results/<host-kind>.json under "logprobs" (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         return 0
 
     started = time.time()
-    results = {"shape_BTV": [*shape, VOCAB], "default_chunk_rows": T._default_chunk_rows(shape[0] * shape[1], VOCAB,
+    results = {"shape_BTV": [*shape, VOCAB], "default_chunk_rows": T.losses._default_chunk_rows(shape[0] * shape[1], VOCAB,
                                                                                          device),
                "dtypes": {}, "torch_threads": torch.get_num_threads()}
     repeats = args.repeats or (10 if cuda else (5 if args.quick else 7))
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
                     entry[f"memory_ratio_{name}_over_naive"] = ours / base
     if "error" in memory:
         results["memory_error"] = memory["error"]
-    path = Path(args.results) if args.results else REPO / "bench" / "results" / f"{host_kind(device)}.json"
+    path = Path(args.results) if args.results else REPO / "code" / "dpo_grpo" / "data" / "bench_results" / f"{host_kind(device)}.json"
     run_info = {"started_unix": started, "wall_s": round(time.time() - started, 1), "argv": sys.argv[1:],
                 "load_average_at_end": load_average()}
     merge_results(path, "logprobs", results, host_info(device), run_info)

@@ -1,7 +1,7 @@
-"""Latency of a slider move in the live explorables (``dpo_grpo.widgets``), and size/build time of the static figures.
+"""Latency of a slider move in the live explorables (``dpo_grpo.interactive.widgets``), and size/build time of the static figures.
 
 Run from the repository root:  ``.venv/bin/python bench/bench_widgets.py``  (about a minute; ``--repeats N``).
-Writes ``bench/results/widgets-<host>.json`` and prints a table.
+Writes ``code/dpo_grpo/data/bench_results/widgets-<host>.json`` and prints a table.
 
 What is timed, per UI: setting a control's ``value`` programmatically, which runs the callback synchronously,
 exactly what a slider release triggers in a kernel: the data function, the figure dict (``recompute_ms``, the
@@ -32,8 +32,8 @@ import numpy as np  # noqa: E402
 import plotly  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
-from dpo_grpo import figures as F  # noqa: E402
-from dpo_grpo import widgets as Wd  # noqa: E402
+from dpo_grpo.interactive import figures as F  # noqa: E402
+from dpo_grpo.interactive import widgets as Wd  # noqa: E402
 
 TARGET_MS = 50.0
 SPEC_PARAM = {"clip_platform": {"epsilon": "epsilon", "epsilon_high": "epsilon_high"},
@@ -131,7 +131,7 @@ def main(argv=None):
         "repeats": args.repeats, "widgets": results, "static_figures": figs,
         "gallery_html_bytes_all_figures": sum(f["html_bytes"] for f in figs.values()),
     }
-    out = args.out or ROOT / "bench" / "results" / f"widgets-{host}.json"
+    out = args.out or ROOT / "code" / "dpo_grpo" / "data" / "bench_results" / f"widgets-{host}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}")

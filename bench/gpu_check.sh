@@ -4,7 +4,7 @@
 #   1. creates a venv (reusing a CUDA torch already installed system-wide, if there is one),
 #   2. installs torch (unpinned CUDA wheel), numpy, pytest, hypothesis and this package (pip install -e .),
 #   3. runs tests/test_torch_ops.py (the CUDA tests included) and both benchmarks,
-#   4. writes bench/results/cuda-<gpu>.json and bench/results/gpu_check.log, and copies them to $OUT if set.
+#   4. writes code/dpo_grpo/data/bench_results/cuda-<gpu>.json and code/dpo_grpo/data/bench_results/gpu_check.log, and copies them to $OUT if set.
 # Usage:  bash bench/gpu_check.sh          (from anywhere; PYTHON=python3.11 VENV=/tmp/venv to override;
 #         GPU_CHECK_DRY_RUN=1 only builds and checks the environment)
 set -uo pipefail
@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd)
 PY=${PYTHON:-python3}
 VENV=${VENV:-/tmp/dpo-grpo-gpu-venv}
-RESULTS="$REPO/bench/results"
+RESULTS="$REPO/code/dpo_grpo/data/bench_results"
 LOG="$RESULTS/gpu_check.log"
 mkdir -p "$RESULTS"
 : > "$LOG"

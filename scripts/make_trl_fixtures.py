@@ -1,8 +1,8 @@
-"""Produce the TRL parity fixtures in ``tests/fixtures/`` by running TRL 1.16.0's own trainer methods.
+"""Produce the TRL parity fixtures in ``code/dpo_grpo/data/trl_fixtures/`` by running TRL 1.16.0's own trainer methods.
 
 Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in well under a minute::
 
-    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes tests/fixtures/trl_*.json
+    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json
     .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR  # writes DIR/trl_*.json instead
 
 Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer object returned or logged:
@@ -549,7 +549,7 @@ def dump(path: Path, produced_by: str, notes: str, cases: list) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "tests" / "fixtures",
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures",
                         help="folder for trl_grpo_loss.json, trl_advantages.json, trl_dpo_loss.json")
     args = parser.parse_args(argv)
     if trl.__version__ != EXPECTED_TRL:

@@ -1,4 +1,4 @@
-"""dpo_grpo.advantages: the article's advantages, conventions, invariances, and TRL-style aggregation."""
+"""dpo_grpo.trl_exact.advantages: the article's advantages, conventions, invariances, and TRL-style aggregation."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra.numpy import arrays
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 groups = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(2, 8)),
                 elements=st.floats(-100, 100, allow_nan=False, width=64))

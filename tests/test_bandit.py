@@ -1,10 +1,10 @@
-"""dpo_grpo.bandit: the article's trajectory (seed 7) and its 5-configuration x 10-seed table."""
+"""dpo_grpo.reference.bandit: the article's trajectory (seed 7) and its 5-configuration x 10-seed table."""
 
 import numpy as np
 import pytest
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 
 def test_seed7_snapshots():

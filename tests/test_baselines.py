@@ -1,10 +1,10 @@
-"""dpo_grpo.baselines: exact enumeration of group-baseline gradients (the (1 - 1/G) factor) and variance."""
+"""dpo_grpo.reference.baselines: exact enumeration of group-baseline gradients (the (1 - 1/G) factor) and variance."""
 
 import numpy as np
 import pytest
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 
 def test_article_enumeration():

@@ -1,11 +1,11 @@
-"""dpo_grpo.bench_results: finding bench/results files and the widget latency table."""
+"""dpo_grpo.data.bench_results: finding bench/results files and the widget latency table."""
 
 import json
 
 import pytest
 
-from dpo_grpo import bench_results as br
-from dpo_grpo import parity as pa
+from dpo_grpo.data import bench_results as br
+from dpo_grpo.chapters import parity as pa
 
 
 def _widget_result(times_ms, target=50.0):

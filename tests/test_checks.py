@@ -1,4 +1,4 @@
-"""dpo_grpo.checks: the verification suite passes, each check fails when the thing it checks is broken, and the
+"""dpo_grpo.chapters.checks: the verification suite passes, each check fails when the thing it checks is broken, and the
 chapter-8 counter-examples show what the book says they show."""
 
 import json
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import checks
-from dpo_grpo import examples as ex
+from dpo_grpo.chapters import checks
+from dpo_grpo.reference import examples as ex
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""dpo_grpo.costs: the per-step budget of PPO, GRPO and DPO, the time model, the timer and the figures."""
+"""dpo_grpo.chapters.costs: the per-step budget of PPO, GRPO and DPO, the time model, the timer and the figures."""
 
 import json
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import costs as c
+from dpo_grpo.chapters import costs as c
 
 N7 = 7_000_000_000
 

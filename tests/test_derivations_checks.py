@@ -1,11 +1,11 @@
-"""dpo_grpo.derivations_checks: the prefix-occupancy check of chapter 3 (section 3.5)."""
+"""dpo_grpo.chapters.derivations_checks: the prefix-occupancy check of chapter 3 (section 3.5)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dpo_grpo import examples
-from dpo_grpo.derivations_checks import PREFIX_EXAMPLE, prefix_shift_kl
+from dpo_grpo.reference import examples
+from dpo_grpo.chapters.derivations_checks import PREFIX_EXAMPLE, prefix_shift_kl
 
 E = PREFIX_EXAMPLE
 
@@ -83,8 +83,8 @@ def test_validation():
 
 # --- constant baselines (section 3.3) ------------------------------------------------------------------------------
 
-from dpo_grpo.baselines import score_function_variance, true_gradient  # noqa: E402
-from dpo_grpo.derivations_checks import constant_baseline_moments, optimal_constant_baseline  # noqa: E402
+from dpo_grpo.reference.baselines import score_function_variance, true_gradient  # noqa: E402
+from dpo_grpo.chapters.derivations_checks import constant_baseline_moments, optimal_constant_baseline  # noqa: E402
 
 P, R = examples.ENUMERATION["probs"], examples.ENUMERATION["rewards"]
 

@@ -1,4 +1,4 @@
-"""dpo_grpo.diagrams: figure 1's data says what the article says, and the figure draws exactly that data."""
+"""dpo_grpo.interactive.diagrams: figure 1's data says what the article says, and the figure draws exactly that data."""
 
 import matplotlib
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 import dpo_grpo as dg
-from dpo_grpo import diagrams as dgm
+from dpo_grpo.interactive import diagrams as dgm
 
 
 def test_the_grid_encodes_section_01():

@@ -1,11 +1,11 @@
-"""dpo_grpo.dpo: the article's DPO numbers, gradients, the closed-form optimum and input validation."""
+"""dpo_grpo.trl_exact.dpo: the article's DPO numbers, gradients, the closed-form optimum and input validation."""
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 P = ex.DPO_PAIRS
 

@@ -1,11 +1,11 @@
-"""dpo_grpo.examples: the random GRPO batch generator (the worked examples themselves are checked, number by
+"""dpo_grpo.reference.examples: the random GRPO batch generator (the worked examples themselves are checked, number by
 number, in the test module of the code that consumes them)."""
 
 import numpy as np
 import pytest
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 
 def test_random_grpo_batch_shapes_masks_and_determinism():

@@ -8,14 +8,14 @@ import sys
 import numpy as np
 import pytest
 
-from dpo_grpo import explorables as xp
-from dpo_grpo.advantages import group_advantages
-from dpo_grpo.bandit import bandit_trajectory
+from dpo_grpo.interactive import explorables as xp
+from dpo_grpo.trl_exact.advantages import group_advantages
+from dpo_grpo.reference.bandit import bandit_trajectory
 
 plotly = pytest.importorskip("plotly")
 
-from dpo_grpo import figures as F  # noqa: E402
-from dpo_grpo.book_assets import PLOTLY_MIME, PlotlyMimeRenderer, dedupe_scripts, plotly_fragment  # noqa: E402
+from dpo_grpo.interactive import figures as F  # noqa: E402
+from dpo_grpo_book import PLOTLY_MIME, PlotlyMimeRenderer, dedupe_scripts, plotly_fragment  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------------------------
 # Pure data functions
@@ -213,7 +213,7 @@ def test_memory_ledger_totals():
 
 
 def test_import_dpo_grpo_pulls_in_neither_plotly_nor_ipywidgets():
-    code = ("import sys, dpo_grpo, dpo_grpo.explorables; "
+    code = ("import sys, dpo_grpo, dpo_grpo.interactive.explorables; "
             "bad = [m for m in ('plotly', 'ipywidgets') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -309,7 +309,7 @@ def test_mime_renderer_registration_and_script_dedupe():
     from importlib.metadata import entry_points
 
     names = [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
-    assert "dpo_grpo.book_assets:PlotlyMimeRenderer" in names
+    assert "dpo_grpo_book:PlotlyMimeRenderer" in names
 
     class JS:
         def __init__(self, filename, body):

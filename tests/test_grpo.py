@@ -1,4 +1,4 @@
-"""dpo_grpo.grpo: the article's clipped-objective numbers, analytic gradients vs finite differences for every
+"""dpo_grpo.trl_exact.grpo: the article's clipped-objective numbers, analytic gradients vs finite differences for every
 option, padding that cannot leak, the clip platforms, and input validation."""
 
 import itertools
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 
 def test_article_example():
@@ -23,7 +23,7 @@ def test_article_example():
 
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.examples.random_grpo_batch`."""
+    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 

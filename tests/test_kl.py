@@ -1,11 +1,11 @@
-"""dpo_grpo.kl: the article's KL example, k3's properties, and the fixed-sample gradient trap."""
+"""dpo_grpo.reference.kl: the article's KL example, k3's properties, and the fixed-sample gradient trap."""
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import examples as ex
+from dpo_grpo.reference import examples as ex
 
 K = ex.KL_EXAMPLE
 

@@ -1,4 +1,4 @@
-"""Tests of the tiny-transformer lab (dpo_grpo.lab, dpo_grpo.lab_model). CPU only, well under a minute."""
+"""Tests of the tiny-transformer lab (dpo_grpo.lab, dpo_grpo.lab.model). CPU only, well under a minute."""
 
 import dataclasses
 
@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from dpo_grpo import lab, torch_ops  # noqa: E402
 from dpo_grpo.lab import LabConfig, run_lab  # noqa: E402
-from dpo_grpo.lab_model import (BOS, EOS, PAD, VOCAB, AdditionTask, TinyTransformer, completion_logps,  # noqa: E402
+from dpo_grpo.lab.model import (BOS, EOS, PAD, VOCAB, AdditionTask, TinyTransformer, completion_logps,  # noqa: E402
                                 encode_completions, encode_prompts, generate, verify)
 
 CPU = LabConfig.preset("cpu", device="cpu")
@@ -246,7 +246,7 @@ def test_presets_and_entry_point_arguments():
 
 
 def test_sft_early_stop_and_noisy_demonstrations():
-    from dpo_grpo.lab_model import AdditionTask as Task
+    from dpo_grpo.lab.model import AdditionTask as Task
     assert Task.no_carry_answer((7, 8, 5)) == "0" and Task.no_carry_answer((27, 45)) == "62"
     assert Task.no_carry_answer((1, 2, 3)) == Task.answer((1, 2, 3)) == "6"
     cfg = dataclasses.replace(TINY, sft_steps=200, sft_target_pass_rate=0.05, sft_check_every=5, sft_probe_size=64)

@@ -1,4 +1,4 @@
-"""dpo_grpo.memory: the 7B training-state ledger and the per-algorithm model counts."""
+"""dpo_grpo.reference.memory: the 7B training-state ledger and the per-algorithm model counts."""
 
 import pytest
 

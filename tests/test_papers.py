@@ -1,11 +1,11 @@
-"""dpo_grpo.papers: the four papers and their quoted results as data; derived numbers computed from them."""
+"""dpo_grpo.chapters.papers: the four papers and their quoted results as data; derived numbers computed from them."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-from dpo_grpo import papers as pp
+from dpo_grpo.chapters import papers as pp
 
 BIB = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 

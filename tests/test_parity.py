@@ -1,11 +1,12 @@
-"""dpo_grpo.parity: the appendix's evidence tables, the TRL defaults, and the benchmark-results reader."""
+"""dpo_grpo.chapters.parity: the appendix's evidence tables, the TRL defaults, and the benchmark-results reader."""
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
-from dpo_grpo import parity as pa
+from dpo_grpo.chapters import parity as pa
 
 FX = pa.load_fixtures()
 
@@ -49,10 +50,10 @@ def test_group_rows_and_markdown():
 
 
 def test_find_fixtures_errors(tmp_path, monkeypatch):
-    with pytest.raises(FileNotFoundError, match="clone"):
+    with pytest.raises(FileNotFoundError, match="missing trl_"):
         pa.find_fixtures(tmp_path)
-    monkeypatch.setenv("DPO_GRPO_FIXTURES", str(pa.find_fixtures()))
     assert pa.find_fixtures() == pa.find_fixtures(None)
+    assert pa.find_fixtures().is_relative_to(Path(pa.__file__).resolve().parents[1])  # shipped in the package
     bad = tmp_path / "fx"
     bad.mkdir()
     for key, name in pa.FIXTURE_FILES.items():
@@ -131,11 +132,6 @@ def test_benchmark_reader(tmp_path):
     assert "| torch_eager | 1 | 1.0 | 4.0 | **no** | yes |" in md
     md = pa.to_markdown(rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"})
     assert "| 16x128 | numpy | 2.000 |" in md and "—" in md
-
-
-def test_repository_url_is_none_or_a_url():
-    url = pa.repository_url()
-    assert url is None or url.startswith(("http", "git", "ssh", "file"))
 
 
 def test_logprob_rows_and_shape_order(tmp_path):

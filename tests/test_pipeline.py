@@ -1,11 +1,12 @@
-"""dpo_grpo.pipeline: the seven steps of one GRPO update on the toy table policy, and the resumable state."""
+"""dpo_grpo.chapters.pipeline: the seven steps of one GRPO update on the toy table policy, and the resumable state."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import pipeline as pl
+import dpo_grpo.trl_exact.grpo  # noqa: F401  (dg.trl_exact.grpo.LOSS_TYPES)
+from dpo_grpo.chapters import pipeline as pl
 
 TARGETS = [1, 2, 3, 4, 1, 2]
 
@@ -106,7 +107,7 @@ def test_score_none_becomes_nan():
 # --- step 6: aggregation and the engine correction ------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10_000), st.sampled_from(dg.grpo.LOSS_TYPES), st.sampled_from([0.0, 0.04]))
+@given(st.integers(0, 10_000), st.sampled_from(dg.trl_exact.grpo.LOSS_TYPES), st.sampled_from([0.0, 0.04]))
 def test_aggregate_matches_grpo_loss(seed, loss_type, beta):
     rng = np.random.default_rng(seed)
     b, t = 4, 6
@@ -144,7 +145,7 @@ def test_engine_importance_weights_arithmetic():
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
-@pytest.mark.parametrize("loss_type", dg.grpo.LOSS_TYPES)
+@pytest.mark.parametrize("loss_type", dg.trl_exact.grpo.LOSS_TYPES)
 @pytest.mark.parametrize("wshape", ["token", "sequence"])
 def test_loss_and_grad_with_engine_weights(level, loss_type, wshape):
     th, ro = _rollout(engine_logit_noise=0.4)

@@ -1,4 +1,4 @@
-"""dpo_grpo.pitfalls: each buggy version runs and gives a wrong number, the fix gives the right one, the detector
+"""dpo_grpo.chapters.pitfalls: each buggy version runs and gives a wrong number, the fix gives the right one, the detector
 catches the bug and stays quiet on correct data."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dpo_grpo as dg
-from dpo_grpo import pitfalls as pf
+from dpo_grpo.chapters import pitfalls as pf
 
 R = np.array([0.0, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 1])
 IDS = np.repeat(np.arange(4), 4)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import dpo_grpo as dg
-from dpo_grpo import (bench_results, checks, costs, explorables, papers, parity, pipeline, pitfalls,
-                      reward_hacking)
+from dpo_grpo.chapters import checks, costs, papers, parity, pipeline, pitfalls, reward_hacking
+from dpo_grpo.data import bench_results
+from dpo_grpo.interactive import explorables
 
 
 def needs(*modules):
@@ -275,11 +276,11 @@ CASES = [
                  id="kl_estimator_data-mix-out-of-range-named-sampling"),
     pytest.param(lambda: explorables.memory_ledger_data(1000, reward_model=None), TypeError, "reward_model",
                  id="memory_ledger_data-None-flag-falsy"),
-    pytest.param(lambda: __import__("dpo_grpo.figures").figures.figure_html_size(None), TypeError, "fig",
+    pytest.param(lambda: __import__("dpo_grpo.interactive.figures").interactive.figures.figure_html_size(None), TypeError, "fig",
                  id="figure_html_size-AttributeError", marks=needs("plotly")),
-    pytest.param(lambda: __import__("dpo_grpo.diagrams").diagrams.draw_pipelines(notes=None), TypeError, "notes",
+    pytest.param(lambda: __import__("dpo_grpo.interactive.diagrams").interactive.diagrams.draw_pipelines(notes=None), TypeError, "notes",
                  id="draw_pipelines-notes-unnamed", marks=needs("matplotlib")),
-    pytest.param(lambda: __import__("dpo_grpo.diagrams").diagrams.draw_pipelines(figsize=(0, 5)), ValueError,
+    pytest.param(lambda: __import__("dpo_grpo.interactive.diagrams").interactive.diagrams.draw_pipelines(figsize=(0, 5)), ValueError,
                  "figsize", id="draw_pipelines-figsize-matplotlib-error", marks=needs("matplotlib")),
 ]
 
@@ -301,7 +302,8 @@ def test_ddof_accepts_numpy_integers():
 def _lab():
     import torch
 
-    from dpo_grpo import lab, lab_model
+    from dpo_grpo import lab
+    from dpo_grpo.lab import model as lab_model
 
     torch.manual_seed(0)
     model = lab_model.TinyTransformer(len(lab_model.VOCAB), d_model=8, n_layers=1, n_heads=2, d_ff=16, max_seq_len=12)

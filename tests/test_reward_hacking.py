@@ -1,12 +1,12 @@
-"""dpo_grpo.reward_hacking: the length-loving reward is exploited; a larger KL weight slows it, never fixes it."""
+"""dpo_grpo.chapters.reward_hacking: the length-loving reward is exploited; a larger KL weight slows it, never fixes it."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpo_grpo import reward_hacking as rh
-from dpo_grpo.dpo import optimal_policy
+from dpo_grpo.chapters import reward_hacking as rh
+from dpo_grpo.trl_exact.dpo import optimal_policy
 
 BETAS = (0.0, 0.04, 0.2, 1.0)
 
@@ -121,7 +121,7 @@ def test_validation():
 
 
 def test_timer_sees_the_three_phases_and_does_not_change_the_run():
-    from dpo_grpo.costs import PhaseTimer
+    from dpo_grpo.chapters.costs import PhaseTimer
 
     timer = PhaseTimer()
     timed = rh.train_hacking(0.04, steps=5, timer=timer)

@@ -26,11 +26,11 @@ from hypothesis import given, settings, strategies as st
 torch = pytest.importorskip("torch")
 
 import dpo_grpo as dg  # noqa: E402
-from dpo_grpo import examples as ex  # noqa: E402
+from dpo_grpo.reference import examples as ex  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 F64 = torch.float64
 TIGHT = dict(rtol=1e-12, atol=1e-12)
 cuda = pytest.mark.cuda
@@ -77,7 +77,7 @@ def test_default_device():
 # ------------------------------------------------------------------------------------------------------------------
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.examples.random_grpo_batch`."""
+    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 

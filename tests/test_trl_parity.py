@@ -36,7 +36,7 @@ import pytest
 from dpo_grpo import dpo_loss, grpo_loss, reward_advantages
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 SCRIPT = ROOT / "scripts" / "make_trl_fixtures.py"
 FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
 TRL_VERSION = "1.16.0"

@@ -9,13 +9,13 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("plotly")
 
-from dpo_grpo import explorables as xp  # noqa: E402
-from dpo_grpo import figures as F  # noqa: E402
-from dpo_grpo import widgets  # noqa: E402
-from dpo_grpo.advantages import group_advantages  # noqa: E402
-from dpo_grpo.bandit import bandit_trajectory  # noqa: E402
-from dpo_grpo.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
-from dpo_grpo.zero_std import zero_std_probability  # noqa: E402
+from dpo_grpo.interactive import explorables as xp  # noqa: E402
+from dpo_grpo.interactive import figures as F  # noqa: E402
+from dpo_grpo.interactive import widgets  # noqa: E402
+from dpo_grpo.trl_exact.advantages import group_advantages  # noqa: E402
+from dpo_grpo.reference.bandit import bandit_trajectory  # noqa: E402
+from dpo_grpo.trl_exact.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
+from dpo_grpo.reference.zero_std import zero_std_probability  # noqa: E402
 
 
 def _close(got, want, rel=1e-3):
@@ -145,7 +145,7 @@ def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(tmp_path):
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
     nb.cells = [nbformat.v4.new_code_cell("import plotly.io as pio\npio.renderers.default = 'plotly_mimetype'\n"
-                                          "from dpo_grpo import widgets\nui = widgets.zero_std_widget()\nui"),
+                                          "from dpo_grpo.interactive import widgets\nui = widgets.zero_std_widget()\nui"),
                 nbformat.v4.new_code_cell("ui.controls['group_size'].value = 16\nprint(ui.last_update_ms is not None)")]
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in nb.cells[0].outputs)

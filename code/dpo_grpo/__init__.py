@@ -4,20 +4,20 @@ NumPy core (always available): DPO, group advantages, the GRPO loss with TRL's o
 bandit, the memory ledger and zero-std analysis. The optional torch path lives in :mod:`dpo_grpo.torch_ops`.
 """
 
-from .advantages import (centered_advantages, group_advantages, leave_one_out_advantages,
+from .trl_exact.advantages import (centered_advantages, group_advantages, leave_one_out_advantages,
                          reward_advantages)
-from .bandit import BanditRun, bandit_seed_table, bandit_trajectory, train_group_bandit
-from .baselines import enumerate_group_gradients, score_function_variance, true_gradient
-from .dpo import (bradley_terry_probability, dpo_gradient_weight, dpo_loss, implicit_reward,
+from .reference.bandit import BanditRun, bandit_seed_table, bandit_trajectory, train_group_bandit
+from .reference.baselines import enumerate_group_gradients, score_function_variance, true_gradient
+from .trl_exact.dpo import (bradley_terry_probability, dpo_gradient_weight, dpo_loss, implicit_reward,
                   kl_regularised_objective, log_sigmoid, max_objective_identity_error,
                   objective_identity_gap, optimal_policy, sigmoid)
-from .gradcheck import finite_difference, max_abs_error
-from .grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
-from .kl import (exact_kl, k1, k2, k3, k3_expectation, k3_per_action, k3_surrogate_grad_logits,
+from .chapters.gradcheck import finite_difference, max_abs_error
+from .trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
+from .reference.kl import (exact_kl, k1, k2, k3, k3_expectation, k3_per_action, k3_surrogate_grad_logits,
                  kl_grad_logits)
-from .memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
-from ._math import log_softmax, softmax
-from .zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
+from .reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
+from .reference.softmax import log_softmax, softmax
+from .reference.zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
                        zero_std_monte_carlo, zero_std_probability)
 
 __version__ = "0.1.0"

@@ -28,9 +28,9 @@ if not CHROMIUM.exists():
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import dpo_grpo as dg  # noqa: E402
-from dpo_grpo import examples as ex  # noqa: E402
-from dpo_grpo.explorables import MEMORY_RECIPES, difficulty_spread  # noqa: E402
-from dpo_grpo.memory import GB, algorithm_ledger, training_state_ledger  # noqa: E402
+from dpo_grpo.reference import examples as ex  # noqa: E402
+from dpo_grpo.interactive.explorables import MEMORY_RECIPES, difficulty_spread  # noqa: E402
+from dpo_grpo.reference.memory import GB, algorithm_ledger, training_state_ledger  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -39,7 +39,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 #: Console errors that may be ignored, each with its reason. None are needed at present: the stock theme's two
-#: errors are fixed at their source (see dpo_grpo.book_assets and _config.yml).
+#: errors are fixed at their source (see dpo_grpo_book and _config.yml).
 IGNORED_CONSOLE_ERRORS: dict[str, str] = {}
 PAGE_BUDGET = 1_500_000
 

@@ -1,6 +1,6 @@
 """Exercises of chapter 1 (why we need it): the training-state ledger, rollout tokens, the PPO-RLHF stack."""
 
-from ..memory import GB, GiB, training_state_ledger
+from ..reference.memory import GB, GiB, training_state_ledger
 from .core import choice, code, numeric
 
 _N_SMALL = 1_500_000_000  # 01.1: a 1.5B-parameter model

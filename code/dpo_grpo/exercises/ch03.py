@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from .. import examples as ex
-from ..advantages import group_advantages
-from ..baselines import enumerate_group_gradients
-from ..dpo import dpo_loss, log_sigmoid
-from ..grpo import clipped_objective
+from ..reference import examples as ex
+from ..trl_exact.advantages import group_advantages
+from ..reference.baselines import enumerate_group_gradients
+from ..trl_exact.dpo import dpo_loss, log_sigmoid
+from ..trl_exact.grpo import clipped_objective
 from .core import choice, code, numeric
 
 #: 03.1: new sequence log-probs for one pair (the reference is the first pair of section 3.7).

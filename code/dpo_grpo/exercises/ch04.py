@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from .. import examples as ex
-from ..advantages import group_advantages
-from ..dpo import dpo_loss
+from ..reference import examples as ex
+from ..trl_exact.advantages import group_advantages
+from ..trl_exact.dpo import dpo_loss
 from .core import choice, code, numeric
 
 _P = ex.DPO_PAIRS

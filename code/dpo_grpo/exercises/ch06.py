@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..costs import Workload, memory_saving
-from ..zero_std import zero_std_probability
+from ..chapters.costs import Workload, memory_saving
+from ..reference.zero_std import zero_std_probability
 from .core import choice, code, numeric
 
 numeric(

@@ -1,6 +1,6 @@
 """Exercises of chapter 7 (the paper lineage)."""
 
-from .. import papers as pp
+from ..chapters import papers as pp
 from .core import choice, code, numeric
 
 _MATH = pp.rl_gains()["MATH"]

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..advantages import group_advantages, reward_advantages
-from ..grpo import grpo_loss
+from ..trl_exact.advantages import group_advantages, reward_advantages
+from ..trl_exact.grpo import grpo_loss
 from .core import choice, code, numeric
 
 #: Exercise 08.1: one group of four answers, on-policy (new = old), rewards and lengths below, beta = 0.

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from .. import examples as ex
-from ..advantages import group_advantages
-from ..bandit import bandit_trajectory
-from ..dpo import dpo_loss, sigmoid
+from ..reference import examples as ex
+from ..trl_exact.advantages import group_advantages
+from ..reference.bandit import bandit_trajectory
+from ..trl_exact.dpo import dpo_loss, sigmoid
 from .core import choice, code, numeric
 
 

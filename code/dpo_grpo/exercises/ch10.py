@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..grpo import grpo_loss
+from ..trl_exact.grpo import grpo_loss
 from .core import choice, code, numeric
 
 choice(

@@ -1,0 +1,218 @@
+"""Build-time glue for the book's HTML: a Sphinx extension plus a myst-nb MIME renderer for plotly figures.
+
+Build tooling, not part of the student package: it lives in ``book/_ext/`` as its own small distribution
+(``dpo-grpo-book``, installed by the Makefile), loaded only by the book build (``_config.yml``:
+``sphinx.extra_extensions: [dpo_grpo_book]``; the MIME renderer is registered as the ``myst_nb.mime_renderers``
+entry point in ``book/_ext/pyproject.toml``). It imports :mod:`dpo_grpo`; the package never imports it.
+
+What it does, so that the built site works with no network at read time (opened from disk or a local server):
+
+1. **Vendored JavaScript.** At ``builder-inited`` it copies into ``_build/html/_static/vendor/``:
+   ``plotly/plotly.min.js`` from the installed ``plotly`` package, and from ``node_modules/`` (installed by
+   ``npm ci`` from the repository's ``package.json`` / ``package-lock.json``; ``make book`` runs it) MathJax 3
+   (``mathjax/``), RequireJS (``requirejs/require.js``) and the Jupyter widgets HTML manager
+   (``html-manager/embed-amd.js`` and its fonts). ``_config.yml`` points ``mathjax_path`` and
+   ``nb_ipywidgets_js`` at these files; the build fails if one of them is a remote URL or missing. (Nothing is put
+   in a source ``_static/`` folder: Jupyter Book 1 would add every ``*.js`` found there to every page.)
+2. **Plotly without plotly.js in every page.** :class:`PlotlyMimeRenderer` renders each
+   ``application/vnd.plotly.v1+json`` output as a ``<div>`` plus a ``Plotly.newPlot`` call (no plotly.js inside,
+   no MathJax CDN tag, a deterministic div id) and registers ``_static/vendor/plotly/plotly.min.js`` once on that
+   page only. Kernels therefore only need to emit the plotly mimetype (``PLOTLY_RENDERER=plotly_mimetype``, the
+   Makefile's setting); Jupyter and Colab keep their own renderers.
+3. **Duplicate inline scripts.** Sphinx 7.4 writes an inline ``<script>`` twice when an extension adds it after the
+   builder is initialised (the builder stores it with filename ``None``, ``prepare_writing`` re-adds it from the
+   registry with filename ``''``, and the two do not compare equal). sphinx-thebe adds ``const THEBE_JS_URL = ...``
+   that way on every page (whatever ``launch_buttons.thebe`` says), so every page logged ``Identifier
+   'THEBE_JS_URL' has already been declared``. An ``html-page-context`` handler drops the exact duplicates.
+   (The other stock console error, ``Got invalid theme mode``, is fixed in ``_config.yml`` by
+   ``html_theme_options.default_mode``.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from dpo_grpo.interactive.figures import PLOTLY_CONFIG, plotly_fragment  # noqa: F401 (re-exported for tests)
+
+EXTENSION = "dpo_grpo_book"
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+VENDOR = "vendor"  # below _static/ in the output
+PLOTLY_JS = f"{VENDOR}/plotly/plotly.min.js"
+#: Loaded before RequireJS (myst-nb adds the widget scripts at the default priority 500).
+PLOTLY_JS_PRIORITY = 400
+
+#: (package folder in node_modules, files or folders to copy, destination below _static/vendor/)
+NODE_ASSETS = (
+    ("mathjax", ("es5/tex-mml-chtml.js", "es5/input", "es5/output/chtml", "es5/output/chtml.js", "es5/ui",
+                 "es5/a11y", "es5/adaptors", "LICENSE"), "mathjax"),
+    ("requirejs", ("require.js",), "requirejs"),  # its MIT licence is in the file header
+    # fonts: woff2/woff only (what every current browser picks first from the manager's @font-face rules)
+    ("@jupyter-widgets/html-manager", ("dist/embed-amd.js", "dist/*.woff2", "dist/*.woff",
+                                       "dist/embed.js.LICENSE.txt"), "html-manager"),
+)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Plotly figure -> HTML fragment (also used by the tests to measure page sizes)
+# ----------------------------------------------------------------------------------------------------------------
+
+class PlotlyMimeRenderer:
+    """myst-nb MIME renderer plugin: plotly figures in HTML builds of this book (see the module docstring)."""
+
+    mime_priority_overrides = [(name, PLOTLY_MIME, 5) for name in ("html", "dirhtml", "singlehtml")]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline):
+        if data.mime_type != PLOTLY_MIME:
+            return None
+        env = renderer.renderer.sphinx_env
+        app = None if env is None else (getattr(env, "_app", None) or getattr(env, "app", None))
+        if app is None or EXTENSION not in app.extensions or getattr(app.builder, "format", None) != "html":
+            return None  # another project, or not HTML: leave it to myst-nb
+        from docutils import nodes
+
+        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
+        slug = "".join(ch if ch.isalnum() else "-" for ch in env.docname)
+        div_id = f"plotly-{slug}-{data.cell_index}-{data.output_index}"
+        html = plotly_fragment(content, div_id=div_id)
+        renderer.add_js_file("dpo_grpo_plotly", PLOTLY_JS, {"priority": PLOTLY_JS_PRIORITY})
+        return [nodes.raw(text=html, format="html", classes=["output", "text_html", "plotly-figure"])]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sphinx extension
+# ----------------------------------------------------------------------------------------------------------------
+
+def _copy(src: Path, dst: Path) -> None:
+    """Copy a file or a folder, skipping files whose size and mtime already match."""
+    if src.is_dir():
+        for path in src.rglob("*"):
+            if path.is_file() and path.suffix != ".map":
+                _copy(path, dst / path.relative_to(src))
+        return
+    if dst.exists() and dst.stat().st_size == src.stat().st_size and int(dst.stat().st_mtime) == int(src.stat().st_mtime):
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def vendor_assets(outdir, node_modules) -> Path:
+    """Copy every vendored file into ``outdir/_static/vendor``; return that folder."""
+    from sphinx.errors import ExtensionError
+
+    import plotly
+
+    target = Path(outdir) / "_static" / VENDOR
+    node_modules = Path(node_modules)
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    _copy(plotly_js, target / "plotly" / "plotly.min.js")
+    for package, members, dest in NODE_ASSETS:
+        root = node_modules / package
+        if not root.is_dir():
+            raise ExtensionError(
+                f"{root} is missing: the book serves its JavaScript locally. Run `npm ci` in the repository root "
+                "(`make book` does it) to install package-lock.json's packages.")
+        for member in members:
+            matches = sorted(root.glob(member)) if "*" in member else [root / member]
+            for src in matches:
+                if not src.exists():
+                    raise ExtensionError(f"{src} is missing from node_modules (re-run `npm ci`)")
+                rel = src.relative_to(root)
+                rel = Path(*rel.parts[1:]) if rel.parts[0] in ("es5", "dist") and len(rel.parts) > 1 else rel
+                _copy(src, target / dest / rel)
+    return target
+
+
+def _check_local(app, url, what):
+    from sphinx.errors import ExtensionError
+
+    if "://" in url or url.startswith("//"):
+        raise ExtensionError(f"{what} = {url!r} loads from the network; the book must work offline. Point it at a "
+                             f"file below _static/{VENDOR}/ (see {EXTENSION}).")
+    if not (Path(app.outdir) / "_static" / url).is_file():
+        raise ExtensionError(f"{what} = {url!r}: _static/{url} does not exist after vendoring")
+
+
+def _check_mime_renderer():
+    """The plotly renderer is found through its entry point; without it myst-nb would drop every figure (the
+    book silences ``mystnb.unknown_mime_type``), so fail loudly instead."""
+    from importlib.metadata import entry_points
+
+    from sphinx.errors import ExtensionError
+
+    values = [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
+    if f"{__name__}:PlotlyMimeRenderer" not in values:
+        raise ExtensionError("the dpo_grpo plotly MIME renderer is not registered: reinstall the package "
+                             "(`pip install --no-deps -e .`; `make book` does it when pyproject.toml changes)")
+
+
+def _on_builder_inited(app):
+    if getattr(app.builder, "format", None) != "html":
+        return
+    _check_mime_renderer()
+    node_modules = app.config.book_assets_node_modules or os.path.join(app.confdir, "node_modules")
+    vendor_assets(app.outdir, node_modules)
+    _check_local(app, app.config.mathjax_path, "mathjax_path")
+    for url in getattr(app.config, "nb_ipywidgets_js", {}) or {}:
+        _check_local(app, url, "nb_ipywidgets_js")
+
+
+WIDGET_MANAGER = f"{VENDOR}/html-manager/embed-amd.js"
+#: The widget manager's ``typeset`` calls MathJax 2's ``MathJax.Hub.Queue``; the book serves MathJax 3. This shim
+#: (installed through MathJax 3's ``startup.ready`` hook, before any widget is drawn) forwards it to
+#: ``MathJax.typesetPromise``, instead of an uncaught TypeError for every widget label.
+MATHJAX2_HUB_SHIM = """window.MathJax = window.MathJax || {};
+(function (mj) {
+  var startup = mj.startup = mj.startup || {};
+  var ready = startup.ready;
+  startup.ready = function () {
+    if (ready) { ready(); } else { MathJax.startup.defaultReady(); }
+    MathJax.Hub = MathJax.Hub || {Queue: function (cmd) {
+      var el = cmd && cmd[2];
+      if (el && MathJax.typesetPromise) { MathJax.typesetPromise([el]).catch(function () {}); }
+    }};
+  };
+})(window.MathJax);"""
+
+
+def _script_key(js):
+    attrs = getattr(js, "attributes", {}) or {}
+    return (getattr(js, "filename", js) or "", getattr(js, "priority", None), tuple(sorted(attrs.items())))
+
+
+def page_scripts(app, pagename, templatename, context, doctree):
+    """Per page, after every other extension: local paths for the widget manager, then drop duplicate scripts."""
+    files = context.get("script_files")
+    if not isinstance(files, list):
+        return
+    names = [getattr(js, "filename", None) or "" for js in files]
+    if any(name.endswith(WIDGET_MANAGER) for name in names):
+        # RequireJS names the manager's module below the page ("./@jupyter-widgets/html-manager/dist/..."), and the
+        # manager loads its fonts next to that name: map it to the vendored folder (read by require.js at load).
+        folder = context["pathto"](f"_static/{VENDOR}/html-manager", 1)
+        app.builder.add_js_file(None, priority=499, body=(
+            "var require = {paths: {'@jupyter-widgets/html-manager/dist': " + json.dumps(folder) + "}};"))
+        if any(name.endswith(app.config.mathjax_path) for name in names):
+            app.builder.add_js_file(None, priority=501, body=MATHJAX2_HUB_SHIM)
+    dedupe_scripts(files)
+
+
+def dedupe_scripts(files):
+    """Drop exact duplicate ``<script>`` entries in place (Sphinx 7.4 writes late inline scripts twice; see above)."""
+    seen, unique = set(), []
+    for js in files:
+        key = _script_key(js)
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    files[:] = unique
+
+
+def setup(app):
+    app.add_config_value("book_assets_node_modules", "", "env", types=[str])
+    app.connect("builder-inited", _on_builder_inited)
+    app.connect("html-page-context", page_scripts, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,783 @@
+"""What one training step costs under PPO, GRPO and DPO (chapter 6, sections 6.1, 6.2, 6.10 and 6.11).
+
+A step processes ``prompts`` prompts. PPO-RLHF samples ``ppo_samples`` answers per prompt and trains an actor and a
+critic; GRPO samples ``group_size`` answers per prompt and trains the policy only; DPO reads ``prompts`` offline
+preference pairs (a chosen and a rejected answer each) and samples nothing. For each algorithm :func:`step_cost`
+counts the five budget items of section 6.10:
+
+1. trainable state (weights, gradients, optimizer state) and frozen weights, per GPU, from :mod:`dpo_grpo.reference.memory`;
+2. forward passes of frozen models (reference, reward model) and no-gradient passes of trained models (the policy's
+   old log-probs, PPO's critic values);
+3. generated tokens;
+4. reward evaluations (answers scored);
+5. communication volume (bytes moved between services or GPUs).
+
+Compute uses the standard dense-transformer approximation: a forward pass costs ``2 N`` FLOPs per token for a model
+of ``N`` parameters and a full backward pass ``4 N`` (attention's quadratic term ignored). With LoRA the backward
+still propagates activation gradients through the whole network (``2 N``) but forms weight gradients only for the
+adapter (``2 f N`` for a trainable fraction ``f``). :func:`attention_flops` gives the attention term that this rule
+leaves out, and ``step_time(..., attention=...)`` adds it. :func:`step_time` turns FLOPs and bytes into seconds under
+explicit throughput assumptions; it is an illustration, not a measurement (:class:`PhaseTimer` measures). Decoding
+time grows with the context through the KV-cache reads (:func:`generation_seconds`), which is assumed to fit
+(:func:`kv_cache_bytes` says how large it gets).
+
+The plotly figure (:func:`cost_figure`) and the ipywidgets UI (:func:`cost_explorer`) import plotly/ipywidgets
+lazily, so ``import dpo_grpo`` never needs them.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import _validation as v
+from ..reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
+
+ALGORITHMS = ("ppo", "grpo", "dpo")
+LABELS = {"ppo": "PPO", "grpo": "GRPO", "dpo": "DPO"}
+FORWARD_FLOPS = 2  #: FLOPs per parameter per token, forward
+BACKWARD_FLOPS = 4  #: FLOPs per parameter per token, full backward (activation + weight gradients)
+TOKEN_ID_BYTES = 4  #: int32 token id
+FLOAT_BYTES = 4  #: fp32 scalar (log-prob, value, reward, advantage)
+MASK_BYTES = 1
+GRAD_BYTES = 2  #: bf16 gradients (the memory ledger's default)
+WEIGHT_BYTES = 2  #: bf16 weights
+PHASES = ("generation", "scoring", "training", "waiting")
+#: token counts of the forward passes without a backward (see :attr:`StepCost.frozen_forward_tokens`)
+NO_GRAD_PASSES = ("reference forward", "reward-model forward", "old-logprob forward", "critic value forward")
+#: (layers, model width) of the grouped-query-attention 8B model behind ``Workload.kv_bytes_per_token``'s default
+ATTENTION_SHAPE = (32, 4096)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One training step's workload, shared by the three algorithms (all counts per step).
+
+    ``critic_params=None`` means a critic of the policy's size; ``reward_params=None`` means a rule-based reward
+    (an answer checker or unit tests: no model, one call per answer). ``inner_epochs`` is the number of updates per
+    rollout; old log-probs need their own forward pass only when it exceeds 1 (with one update they equal the
+    current log-probs, as in TRL). ``trainable_fraction < 1`` models LoRA: a frozen bf16 base plus a trainable
+    adapter of that fraction of the parameters; the reference is then the base with the adapter disabled (no extra
+    weights). ``shard_states`` divides every model's state over ``n_gpus`` (ZeRO-3/FSDP). ``separate_generation``
+    means generation runs in its own engine (e.g. vLLM), so weights are synced to it and rollouts shipped back;
+    ``critic_remote`` and ``reward_remote`` place the critic or the reward scorer in a separate service.
+    ``kv_bytes_per_token`` is the KV cache of one token (default 131072 = 32 layers x 8 KV heads x 128 dims x K and
+    V x 2 bytes, a grouped-query-attention 8B model); it only enters the generation time.
+    """
+
+    n_params: int
+    prompts: int = 64
+    group_size: int = 8
+    ppo_samples: int = 1
+    prompt_len: int = 256
+    answer_len: int = 1024
+    critic_params: int | None = None
+    reward_params: int | None = None
+    inner_epochs: int = 1
+    precomputed_reference: bool = False
+    trainable_fraction: float = 1.0
+    n_gpus: int = 8
+    shard_states: bool = False
+    separate_generation: bool = True
+    critic_remote: bool = False
+    reward_remote: bool = False
+    kv_bytes_per_token: int = 131072
+
+    def __post_init__(self):
+        v.integer(self.n_params, "n_params", minimum=1)
+        v.integer(self.prompts, "prompts", minimum=1)
+        v.integer(self.group_size, "group_size", minimum=2)
+        v.integer(self.ppo_samples, "ppo_samples", minimum=1)
+        v.integer(self.prompt_len, "prompt_len", minimum=1)
+        v.integer(self.answer_len, "answer_len", minimum=1)
+        if self.critic_params is not None:
+            v.integer(self.critic_params, "critic_params", minimum=1)
+        if self.reward_params is not None:
+            v.integer(self.reward_params, "reward_params", minimum=1)
+        v.integer(self.inner_epochs, "inner_epochs", minimum=1)
+        f = v.scalar(self.trainable_fraction, "trainable_fraction", positive=True)
+        if f > 1:
+            raise ValueError(f"trainable_fraction must lie in (0, 1], got {f}")
+        v.integer(self.n_gpus, "n_gpus", minimum=1)
+        v.integer(self.kv_bytes_per_token, "kv_bytes_per_token", minimum=0)
+        for name in ("precomputed_reference", "shard_states", "separate_generation", "critic_remote",
+                     "reward_remote"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {type(getattr(self, name)).__name__}")
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens of one prompt + answer sequence."""
+        return self.prompt_len + self.answer_len
+
+    @property
+    def lora(self) -> bool:
+        return self.trainable_fraction < 1.0
+
+    def with_(self, **changes) -> "Workload":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+
+@dataclass
+class StepCost:
+    """The cost of one step of ``algorithm`` on ``workload``.
+
+    ``memory``: bytes per GPU by component; ``tokens``: token counts by pass; ``flops``: FLOPs by pass;
+    ``reward_calls``: answers scored; ``communication``: bytes moved by channel.
+    """
+
+    algorithm: str
+    workload: Workload
+    sequences: int
+    memory: dict = field(default_factory=dict)
+    tokens: dict = field(default_factory=dict)
+    flops: dict = field(default_factory=dict)
+    reward_calls: int = 0
+    communication: dict = field(default_factory=dict)
+
+    @property
+    def trainable_bytes(self) -> float:
+        return sum(b for k, b in self.memory.items() if "trainable" in k)
+
+    @property
+    def frozen_bytes(self) -> float:
+        return sum(b for k, b in self.memory.items() if "trainable" not in k)
+
+    @property
+    def memory_bytes(self) -> float:
+        return sum(self.memory.values())
+
+    @property
+    def generated_tokens(self) -> int:
+        return self.tokens.get("generated", 0)
+
+    @property
+    def frozen_forward_tokens(self) -> int:
+        """Tokens through frozen models and no-grad passes of trained models (reference, reward model, old
+        log-probs, PPO's critic values): every forward pass without a backward."""
+        return sum(self.tokens.get(k, 0) for k in NO_GRAD_PASSES)
+
+    @property
+    def total_flops(self) -> float:
+        return sum(self.flops.values())
+
+    @property
+    def communication_bytes(self) -> float:
+        return sum(self.communication.values())
+
+
+def _trainable_state(n: int, fraction: float) -> int:
+    """Logical state of one trained model: full fine-tuning, or a frozen bf16 base + a trainable adapter (LoRA)."""
+    if fraction >= 1.0:
+        return training_state_ledger(n).total_bytes
+    adapter = max(1, round(fraction * n))
+    return frozen_model_bytes(n) + training_state_ledger(adapter).total_bytes
+
+
+def _backward_per_token(n: int, fraction: float) -> float:
+    """Backward FLOPs per token: activation gradients 2N plus weight gradients 2N x trainable fraction."""
+    return (BACKWARD_FLOPS / 2) * n * (1.0 + fraction)
+
+
+def _memory(alg: str, w: Workload) -> dict:
+    critic = w.n_params if w.critic_params is None else w.critic_params
+    if not w.lora:
+        mem = dict(algorithm_ledger(alg, w.n_params, critic_params=critic, reward_params=w.reward_params,
+                                    precomputed_reference=w.precomputed_reference))
+    else:
+        mem = {"policy (trainable)": _trainable_state(w.n_params, w.trainable_fraction)}
+        if alg == "ppo":
+            mem["critic (trainable)"] = _trainable_state(critic, w.trainable_fraction)
+        # the reference is the shared base with the adapter disabled: no second copy of the weights
+        if w.reward_params is not None and alg != "dpo":
+            mem["reward model (frozen)"] = frozen_model_bytes(w.reward_params)
+    div = w.n_gpus if w.shard_states else 1
+    return {k: b / div for k, b in mem.items()}
+
+
+def step_cost(algorithm: str, workload: Workload) -> StepCost:
+    """Count the cost items of one step of ``algorithm`` in {"ppo", "grpo", "dpo"} on ``workload``.
+
+    Sequences per step: PPO ``prompts x ppo_samples``, GRPO ``prompts x group_size``, DPO ``2 x prompts`` (chosen
+    and rejected). Every trained sequence has ``prompt_len + answer_len`` tokens. Generation prefills each prompt
+    once (the samples of a prompt share its KV cache) and decodes ``answer_len`` tokens per sampled answer.
+    """
+    v.choice(algorithm, "algorithm", ALGORITHMS)
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    w = workload
+    n, f, e = w.n_params, w.trainable_fraction, w.inner_epochs
+    critic = w.n_params if w.critic_params is None else w.critic_params
+    online = algorithm != "dpo"
+    seqs = {"ppo": w.prompts * w.ppo_samples, "grpo": w.prompts * w.group_size, "dpo": 2 * w.prompts}[algorithm]
+    seq_tokens = seqs * w.seq_len
+    epochs = e if online else 1
+
+    tokens, flops = {}, {}
+    if online:
+        tokens["generated"] = seqs * w.answer_len
+        tokens["prefill"] = w.prompts * w.prompt_len
+        flops["generation"] = FORWARD_FLOPS * n * (tokens["generated"] + tokens["prefill"])
+        if w.reward_params is not None:
+            tokens["reward-model forward"] = seq_tokens
+            flops["reward model"] = FORWARD_FLOPS * w.reward_params * seq_tokens
+        else:
+            flops["reward model"] = 0.0
+    if not (algorithm == "dpo" and w.precomputed_reference):
+        tokens["reference forward"] = seq_tokens
+    flops["reference forward"] = FORWARD_FLOPS * n * tokens.get("reference forward", 0)
+    if online and e > 1:
+        tokens["old-logprob forward"] = seq_tokens
+    flops["old-logprob forward"] = FORWARD_FLOPS * n * tokens.get("old-logprob forward", 0)
+    tokens["policy forward+backward"] = seq_tokens * epochs
+    flops["policy update"] = (FORWARD_FLOPS * n + _backward_per_token(n, f)) * tokens["policy forward+backward"]
+    if algorithm == "ppo":
+        tokens["critic value forward"] = seq_tokens
+        tokens["critic forward+backward"] = seq_tokens * epochs
+        flops["critic"] = (FORWARD_FLOPS * critic * seq_tokens
+                           + (FORWARD_FLOPS * critic + _backward_per_token(critic, f)) * seq_tokens * epochs)
+
+    comm = {}
+    k = w.n_gpus
+    trained = [n] + ([critic] if algorithm == "ppo" else [])
+    grad_bytes = sum(GRAD_BYTES * (max(1, round(f * m)) if w.lora else m) for m in trained)
+    comm["gradient all-reduce (per GPU)"] = 2 * (k - 1) / k * grad_bytes
+    if online and w.separate_generation:
+        comm["weight sync to generation engine"] = WEIGHT_BYTES * (max(1, round(f * n)) if w.lora else n)
+        comm["rollouts to trainer"] = seq_tokens * TOKEN_ID_BYTES + tokens["generated"] * FLOAT_BYTES
+    if algorithm == "ppo" and w.critic_remote:
+        # token ids + mask out, one value per token back, one return per token out for the critic update
+        comm["remote critic"] = seq_tokens * (TOKEN_ID_BYTES + MASK_BYTES + 2 * FLOAT_BYTES)
+    if online and w.reward_remote:
+        comm["remote reward scorer"] = seqs * (w.seq_len * TOKEN_ID_BYTES + FLOAT_BYTES)
+    if algorithm == "grpo":
+        comm["group statistics"] = seqs * FLOAT_BYTES  # all-gather one scalar reward per answer
+    return StepCost(algorithm, w, seqs, _memory(algorithm, w), tokens, flops,
+                    seqs if online else 0, comm)
+
+
+def compare(workload: Workload) -> dict:
+    """``{algorithm: StepCost}`` for PPO, GRPO and DPO on the same workload."""
+    return {alg: step_cost(alg, workload) for alg in ALGORITHMS}
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Assumed hardware throughputs that turn counts into seconds (illustrative defaults; measure your own).
+
+    ``peak_flops`` and ``hbm_bandwidth`` per GPU (defaults of the order of a current datacentre GPU's dense bf16
+    peak and memory bandwidth); ``train_mfu`` and ``scoring_mfu`` the fraction of peak that training and
+    reward-model scoring reach. Decoding is modelled as a roofline: each decode step of a GPU's ``b`` sequences
+    takes ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)`` seconds, where ``c`` is the
+    current context and ``kv`` the KV-cache bytes per token, so long answers make every later token slower.
+    ``rule_seconds`` is the effective time per rule-based reward call after parallelism; ``bandwidth`` is for
+    communication between services, which is not overlapped with compute. Gradient all-reduce is counted in the
+    bytes but treated as overlapped with the backward pass unless ``overlap_gradients=False``.
+    """
+
+    peak_flops: float = 1e15
+    hbm_bandwidth: float = 3.35e12
+    train_mfu: float = 0.4
+    decode_efficiency: float = 0.5
+    scoring_mfu: float = 0.3
+    rule_seconds: float = 1e-4
+    bandwidth: float = 25e9
+    overlap_gradients: bool = True
+
+    def __post_init__(self):
+        v.scalar(self.peak_flops, "peak_flops", positive=True)
+        v.scalar(self.hbm_bandwidth, "hbm_bandwidth", positive=True)
+        for name in ("train_mfu", "decode_efficiency", "scoring_mfu"):
+            x = v.scalar(getattr(self, name), name, positive=True)
+            if x > 1:
+                raise ValueError(f"{name} must lie in (0, 1], got {x}")
+        v.scalar(self.rule_seconds, "rule_seconds", nonnegative=True)
+        v.scalar(self.bandwidth, "bandwidth", positive=True)
+        if not isinstance(self.overlap_gradients, bool):
+            raise TypeError("overlap_gradients must be True or False")
+
+
+def generation_seconds(workload: Workload, sequences: int, throughput: Throughput | None = None) -> float:
+    """Roofline estimate of the time to prefill and decode ``sequences`` answers spread over the GPUs.
+
+    Each GPU holds a full replica and ``b = sequences / n_gpus`` sequences; decode step ``t`` (context
+    ``c = prompt_len + t``) costs ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)``.
+    Prefill runs at ``train_mfu``. The KV cache is assumed to fit (:func:`kv_cache_bytes`): nothing models the
+    several waves, or the preemption, that an engine needs when it does not.
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    w = workload
+    t = _throughput(throughput)
+    sequences = v.integer(sequences, "sequences", minimum=0)
+    if sequences == 0:
+        return 0.0
+    b = sequences / w.n_gpus
+    contexts = w.prompt_len + np.arange(w.answer_len, dtype=np.float64)
+    compute = b * FORWARD_FLOPS * w.n_params / (t.peak_flops * t.decode_efficiency)
+    memory = (WEIGHT_BYTES * w.n_params + b * contexts * w.kv_bytes_per_token) / t.hbm_bandwidth
+    prefill = FORWARD_FLOPS * w.n_params * w.prompts * w.prompt_len / (w.n_gpus * t.peak_flops * t.train_mfu)
+    return float(np.maximum(compute, memory).sum() + prefill)
+
+
+def _throughput(throughput) -> "Throughput":
+    t = Throughput() if throughput is None else throughput
+    if not isinstance(t, Throughput):
+        raise TypeError(f"throughput must be a Throughput, got {type(t).__name__}")
+    return t
+
+
+def kv_cache_bytes(workload: Workload, sequences: int) -> float:
+    """KV-cache bytes per GPU at the last decode step, which :func:`generation_seconds` assumes fit.
+
+    ``sequences / n_gpus`` sequences of ``prompt_len + answer_len`` tokens at ``kv_bytes_per_token`` each: the same
+    per-sequence context that the roofline reads (shared prompt prefixes are not deduplicated).
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    sequences = v.integer(sequences, "sequences", minimum=0)
+    return sequences / workload.n_gpus * workload.seq_len * workload.kv_bytes_per_token
+
+
+def _attention_shape(attention) -> tuple:
+    if not isinstance(attention, (tuple, list)) or len(attention) != 2:
+        raise TypeError(f"attention must be a pair (n_layers, d_model), got {attention!r}")
+    return (v.integer(attention[0], "n_layers", minimum=1), v.integer(attention[1], "d_model", minimum=1))
+
+
+def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
+    """The causal-attention FLOPs of the training passes of ``cost`` that the ``2N``/``4N`` rule leaves out.
+
+    ``attention = (n_layers, d_model)``. For a token at context ``c`` the score and value products (``QK^T`` and
+    ``AV``) cost ``4 d_model c`` FLOPs per layer; averaged over a causal sequence of ``T = seq_len`` tokens
+    (``c ≈ T/2``) that is ``2 n_layers d_model T`` per token forward. The backward costs twice the forward
+    (gradients with respect to both operands; no weights are involved, so LoRA does not shrink it). Returns extra
+    FLOPs under the keys of ``cost.flops``: ``"policy update"``, ``"reference forward"``, ``"old-logprob forward"``
+    and, for PPO, ``"critic"`` (value pass + update). Every model is given the same shape. Generation and the
+    reward model are left out: decoding's time comes from :func:`generation_seconds`, which already reads the KV
+    cache at every step.
+    """
+    if not isinstance(cost, StepCost):
+        raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
+    n_layers, d_model = _attention_shape(attention)
+    fwd = 2.0 * n_layers * d_model * cost.workload.seq_len  # per token, forward
+    tok = cost.tokens
+    extra = {"policy update": 3 * fwd * tok["policy forward+backward"],
+             "reference forward": fwd * tok.get("reference forward", 0),
+             "old-logprob forward": fwd * tok.get("old-logprob forward", 0)}
+    if cost.algorithm == "ppo":
+        extra["critic"] = fwd * tok["critic value forward"] + 3 * fwd * tok["critic forward+backward"]
+    return extra
+
+
+def step_time(cost: StepCost, throughput: Throughput | None = None, *, attention=None) -> dict:
+    """Estimated seconds per step split into the four phases of section 6.11: generation, scoring, training, waiting.
+
+    ``generation`` uses :func:`generation_seconds`; ``training`` holds the policy update, the critic (value pass +
+    update) and the reference/old-log-prob forwards at ``train_mfu``; ``waiting`` is communication between services
+    at ``bandwidth``. Compute is spread over ``workload.n_gpus``. By default training ignores attention's quadratic
+    term; ``attention=(n_layers, d_model)`` adds it (:func:`attention_flops`).
+    """
+    if not isinstance(cost, StepCost):
+        raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
+    t = Throughput() if throughput is None else throughput
+    if not isinstance(t, Throughput):
+        raise TypeError(f"throughput must be a Throughput, got {type(t).__name__}")
+    w = cost.workload
+    rate = w.n_gpus * t.peak_flops
+    fl = dict(cost.flops)
+    if attention is not None:
+        for k, x in attention_flops(cost, attention).items():
+            fl[k] = fl.get(k, 0.0) + x
+    online = cost.algorithm != "dpo"
+    scoring = (fl.get("reward model", 0.0) / (rate * t.scoring_mfu) if w.reward_params is not None
+               else cost.reward_calls * t.rule_seconds)
+    training = sum(fl.get(k, 0.0) for k in ("policy update", "critic", "reference forward", "old-logprob forward"))
+    comm = sum(b for k, b in cost.communication.items()
+               if not (t.overlap_gradients and k.startswith("gradient all-reduce")))
+    return {
+        "generation": generation_seconds(w, cost.sequences, t) if online else 0.0,
+        "scoring": scoring if online else 0.0,
+        "training": training / (rate * t.train_mfu),
+        "waiting": comm / t.bandwidth,
+    }
+
+
+def critic_cost(workload: Workload, throughput: Throughput | None = None, *, attention=None) -> dict:
+    """What the critic costs in one PPO step: its state per GPU (bytes), FLOPs, seconds (training phase).
+
+    This is exactly what GRPO saves when it samples the same answers as PPO (``ppo_samples == group_size``).
+    ``attention=(n_layers, d_model)`` adds the critic's attention FLOPs (:func:`attention_flops`).
+    """
+    c = step_cost("ppo", workload)
+    t = _throughput(throughput)
+    flops = c.flops["critic"] + (attention_flops(c, attention)["critic"] if attention is not None else 0.0)
+    return {"state_bytes": c.memory["critic (trainable)"], "flops": flops,
+            "seconds": flops / (workload.n_gpus * t.peak_flops * t.train_mfu)}
+
+
+def critic_vs_rollout(workload: Workload, answer_lens, throughput: Throughput | None = None, *,
+                      attention=ATTENTION_SHAPE) -> list:
+    """PPO's critic against GRPO's rollout at the same rollout (``ppo_samples = group_size``), per answer length.
+
+    One dict per length in ``answer_lens``: ``answer_len``; ``rollout``, GRPO's generation + scoring seconds;
+    ``critic`` and ``share``, the critic's seconds and its share of PPO's step time; ``critic_att`` and
+    ``share_att``, the same with ``attention=(n_layers, d_model)`` counted in every training pass
+    (:func:`attention_flops`); ``kv_gb``, the KV cache per GPU that generation assumes fits (:func:`kv_cache_bytes`).
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    base = workload.with_(ppo_samples=workload.group_size)
+    rows = []
+    for length in v.sequence(answer_lens, "answer_lens"):
+        w = base.with_(answer_len=v.integer(length, "answer_lens", minimum=1))
+        ppo = step_cost("ppo", w)
+        grpo = step_time(step_cost("grpo", w), throughput)
+        row = {"answer_len": w.answer_len, "rollout": grpo["generation"] + grpo["scoring"],
+               "critic": critic_cost(w, throughput)["seconds"],
+               "critic_att": critic_cost(w, throughput, attention=attention)["seconds"],
+               "kv_gb": kv_cache_bytes(w, ppo.sequences) / GB}
+        row["share"] = row["critic"] / sum(step_time(ppo, throughput).values())
+        row["share_att"] = row["critic_att"] / sum(step_time(ppo, throughput, attention=attention).values())
+        rows.append(row)
+    return rows
+
+
+def rollout_crossover(rows, critic_key: str = "critic"):
+    """``(shorter, longer)``: in rows of :func:`critic_vs_rollout` (increasing lengths), the length before and the
+    first length at which GRPO's rollout costs more than the critic (``critic_key``: ``"critic"`` or
+    ``"critic_att"``). ``shorter`` is None when the first row already does; the result is None when no row does."""
+    v.choice(critic_key, "critic_key", ("critic", "critic_att"))
+    rows = v.sequence(rows, "rows")
+    for r in rows:
+        if not isinstance(r, dict) or not {"answer_len", "rollout", critic_key} <= set(r):
+            raise ValueError(f"rows must be the dicts returned by critic_vs_rollout (with 'answer_len', 'rollout' and "
+                             f"{critic_key!r}), got {r!r}")
+    for i, r in enumerate(rows):
+        if r["rollout"] > r[critic_key]:
+            return (rows[i - 1]["answer_len"] if i else None), r["answer_len"]
+    return None
+
+
+def budget_rows(workload: Workload, throughput: Throughput | None = None) -> list:
+    """The budget of section 6.10 as rows ``(item, unit, {algorithm: value})`` for PPO, GRPO and DPO."""
+    costs = compare(workload)
+    times = {a: step_time(c, throughput) for a, c in costs.items()}
+    rows = [
+        ("trainable state per GPU", "GB", {a: c.trainable_bytes / GB for a, c in costs.items()}),
+        ("frozen weights per GPU", "GB", {a: c.frozen_bytes / GB for a, c in costs.items()}),
+        ("frozen / no-grad forward tokens", "tokens", {a: c.frozen_forward_tokens for a, c in costs.items()}),
+        ("generated tokens", "tokens", {a: c.generated_tokens for a, c in costs.items()}),
+        ("reward evaluations", "calls", {a: c.reward_calls for a, c in costs.items()}),
+        ("communication", "GB", {a: c.communication_bytes / GB for a, c in costs.items()}),
+        ("compute", "PFLOP", {a: c.total_flops / 1e15 for a, c in costs.items()}),
+    ]
+    for phase in PHASES:
+        rows.append((f"time: {phase}", "s", {a: times[a][phase] for a in ALGORITHMS}))
+    rows.append(("time: total", "s", {a: sum(times[a].values()) for a in ALGORITHMS}))
+    return rows
+
+
+def format_rows(rows) -> str:
+    """Render :func:`budget_rows` (or any rows of the same form) as a fixed-width text table."""
+    rows = v.sequence(rows, "rows")
+    if not rows:
+        raise ValueError("rows must not be empty")
+    for row in rows:
+        if not (isinstance(row, (tuple, list)) and len(row) == 3 and isinstance(row[2], dict)):
+            raise ValueError(f"rows must be (item, unit, {{algorithm: value}}) triples, got {row!r}")
+    algs = list(rows[0][2])
+    head = f"{'item':<34}{'unit':>8}" + "".join(f"{LABELS.get(a, a):>12}" for a in algs)
+    lines = [head, "-" * len(head)]
+    for item, unit, vals in rows:
+        cells = "".join(f"{_fmt(vals[a]):>12}" for a in algs)
+        lines.append(f"{item:<34}{unit:>8}{cells}")
+    return "\n".join(lines)
+
+
+def _fmt(x) -> str:
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
+        return f"{int(x):,}"
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 0.01:
+        return f"{x:.2f}"
+    return f"{x:.2e}"
+
+
+# --- measuring instead of estimating ------------------------------------------------------------------------------
+
+class PhaseTimer:
+    """Wall-clock time per phase of a training step, accumulated over steps.
+
+    >>> timer = PhaseTimer()
+    >>> with timer("generation"):
+    ...     pass
+    >>> sorted(timer.seconds)
+    ['generation']
+
+    Use the four phases of section 6.11 (generation, scoring, training, waiting) or your own names.
+    """
+
+    def __init__(self, clock=time.perf_counter):
+        if not callable(clock):
+            raise TypeError("clock must be callable")
+        self._clock = clock
+        self.seconds: dict = {}
+        self.counts: dict = {}
+
+    @contextmanager
+    def __call__(self, phase: str):
+        if not isinstance(phase, str) or not phase:
+            raise TypeError("phase must be a non-empty string")
+        start = self._clock()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + (self._clock() - start)
+            self.counts[phase] = self.counts.get(phase, 0) + 1
+
+    def fractions(self) -> dict:
+        """Each phase's share of the total measured time."""
+        total = sum(self.seconds.values())
+        return {k: (s / total if total > 0 else 0.0) for k, s in self.seconds.items()}
+
+
+# --- figures and widgets (plotly / ipywidgets imported lazily) ---------------------------------------------------
+
+DEFAULT_MODEL_SIZES = (1.5e9, 7e9, 32e9)
+DEFAULT_ANSWER_LENS = (256, 1024, 4096, 16384)
+DEFAULT_GROUP_SIZES = (2, 4, 8, 16, 32, 64)
+_COLORS = {"ppo": "#b91c1c", "ppo_same": "#f97316", "grpo": "#1d4ed8", "dpo": "#15803d", "critic": "#b91c1c",
+           "rollout": "#1d4ed8"}
+_MEM_COLORS = {"policy (trainable)": "#fca5a5", "critic (trainable)": "#b91c1c", "reference (frozen)": "#93c5fd",
+               "reward model (frozen)": "#fcd34d"}
+
+
+def _r4(ys):
+    """Round to 4 significant digits (keeps the figure's JSON small)."""
+    return [float(f"{y:.4g}") for y in ys]
+
+
+def _size_label(n: float) -> str:
+    return f"{n / 1e9:g}B"
+
+
+def _total_time(alg, w, t):
+    return sum(step_time(step_cost(alg, w), t).values())
+
+
+def _curves(w: Workload, group_sizes, t):
+    """Step time vs G for the lines of :func:`cost_figure`, on workload ``w`` (G and ppo_samples overridden)."""
+    ws = [w.with_(group_size=g, ppo_samples=1) for g in group_sizes]
+    same = [w.with_(group_size=g, ppo_samples=g) for g in group_sizes]
+    grpo = [step_time(step_cost("grpo", x), t) for x in ws]
+    return {
+        "PPO, 1 answer per prompt": [_total_time("ppo", x, t) for x in ws],
+        "PPO, G answers per prompt": [_total_time("ppo", x, t) for x in same],
+        "GRPO": [sum(d.values()) for d in grpo],
+        "DPO (pairs, no sampling)": [_total_time("dpo", x, t) for x in ws],
+        "GRPO generation + scoring": [d["generation"] + d["scoring"] for d in grpo],
+        "PPO critic (G answers per prompt)": [critic_cost(x, t)["seconds"] for x in same],
+    }
+
+
+_LINE_STYLE = {
+    "PPO, 1 answer per prompt": dict(color=_COLORS["ppo"], dash="solid"),
+    "PPO, G answers per prompt": dict(color=_COLORS["ppo_same"], dash="solid"),
+    "GRPO": dict(color=_COLORS["grpo"], dash="solid"),
+    "DPO (pairs, no sampling)": dict(color=_COLORS["dpo"], dash="solid"),
+    "GRPO generation + scoring": dict(color=_COLORS["rollout"], dash="dot"),
+    "PPO critic (G answers per prompt)": dict(color=_COLORS["critic"], dash="dot"),
+}
+
+
+def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS, group_sizes=DEFAULT_GROUP_SIZES,
+                *, base: Workload | None = None, throughput: Throughput | None = None, reward_model_size="same"):
+    """A plotly figure that works in static HTML: step time vs G (left) and memory per GPU (right).
+
+    Right panel: the logical state of :func:`step_cost` (per GPU when ``base.shard_states``). A dropdown picks the
+    model size and the reward (rule checker, or a reward model of ``reward_model_size``
+    parameters, ``"same"`` = the policy's size); a slider (one per dropdown entry, swapped by the dropdown) picks
+    the answer length. Every state is precomputed, so no kernel is needed. ``base`` supplies the other workload
+    fields (default ``Workload(n_params=7e9)`` with 64 prompts of 256 tokens on 8 GPUs).
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    sizes = [int(v.scalar(s, "model_sizes", positive=True)) for s in v.sequence(model_sizes, "model_sizes")]
+    lens = [v.integer(x, "answer_lens", minimum=1) for x in v.sequence(answer_lens, "answer_lens")]
+    gs = [v.integer(g, "group_sizes", minimum=2) for g in v.sequence(group_sizes, "group_sizes")]
+    if not sizes or not lens or not gs:
+        raise ValueError("model_sizes, answer_lens and group_sizes must not be empty")
+    base = Workload(n_params=int(7e9)) if base is None else base
+    if not isinstance(base, Workload):
+        raise TypeError(f"base must be a Workload, got {type(base).__name__}")
+    t = _throughput(throughput)
+    if not (isinstance(reward_model_size, str) and reward_model_size == "same"):
+        reward_model_size = int(v.scalar(reward_model_size, "reward_model_size", positive=True))
+    rewards = [("rule checker", None), ("reward model", reward_model_size)]
+
+    mem_title = (f"logical state per GPU (GB, sharded over {base.n_gpus})" if base.shard_states
+                 else "logical state (GB, unsharded)")
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.1,
+                        subplot_titles=("estimated seconds per step", mem_title))
+    scenarios = []  # (label, [trace indices per answer length], memory trace indices)
+    for n in sizes:
+        for rlabel, rsize in rewards:
+            rparams = None if rsize is None else (n if rsize == "same" else int(rsize))
+            label = f"{_size_label(n)} policy, {rlabel}"
+            per_len = []
+            for L in lens:
+                w = base.with_(n_params=n, answer_len=L, reward_params=rparams)
+                idx = []
+                for name, ys in _curves(w, gs, t).items():
+                    fig.add_trace(go.Scatter(x=gs, y=_r4(ys), name=name, mode="lines+markers",
+                                             line=dict(width=2, **_LINE_STYLE[name]), visible=False,
+                                             legendgroup=name,
+                                             hovertemplate=f"{name}<br>G=%{{x}}<br>%{{y:.3g}} s<extra></extra>"),
+                                  row=1, col=1)
+                    idx.append(len(fig.data) - 1)
+                per_len.append(idx)
+            w = base.with_(n_params=n, reward_params=rparams)
+            costs = compare(w)
+            mem_idx = []
+            for comp, color in _MEM_COLORS.items():
+                ys = [costs[a].memory.get(comp, 0.0) / GB for a in ALGORITHMS]
+                fig.add_trace(go.Bar(x=[LABELS[a] for a in ALGORITHMS], y=_r4(ys), name=comp, marker_color=color,
+                                     visible=False, legendgroup=comp, showlegend=True,
+                                     hovertemplate=f"{comp}<br>%{{y:.1f}} GB<extra></extra>"), row=1, col=2)
+                mem_idx.append(len(fig.data) - 1)
+            scenarios.append((label, per_len, mem_idx))
+
+    n_traces = len(fig.data)
+    default_len = min(range(len(lens)), key=lambda i: abs(lens[i] - 1024))
+
+    def visible(s, li):
+        vis = [False] * n_traces
+        for i in scenarios[s][1][li] + scenarios[s][2]:
+            vis[i] = True
+        return vis
+
+    # the first scenario is the base workload's policy size (if listed) with a rule checker
+    first = next((2 * i for i, n in enumerate(sizes) if n == base.n_params), 0)
+    sliders = []
+    for s, (label, per_len, _) in enumerate(scenarios):
+        steps = [dict(method="restyle", label=str(L), args=[{"visible": visible(s, li)}]) for li, L in enumerate(lens)]
+        sliders.append(dict(active=default_len, steps=steps, visible=(s == first), x=0.0, len=0.62, y=-0.1,
+                            yanchor="top", currentvalue=dict(prefix="answer length (tokens): ", font=dict(size=12)),
+                            pad=dict(t=30, b=0)))
+    buttons = []
+    for s, (label, _, _) in enumerate(scenarios):
+        layout = {f"sliders[{j}].visible": (j == s) for j in range(len(scenarios))}
+        layout.update({f"sliders[{j}].active": default_len for j in range(len(scenarios))})
+        buttons.append(dict(method="update", label=label, args=[{"visible": visible(s, default_len)}, layout]))
+    for i, on in enumerate(visible(first, default_len)):
+        fig.data[i].visible = on
+    fig.update_layout(
+        sliders=sliders,
+        updatemenus=[dict(buttons=buttons, direction="down", x=0.0, xanchor="left", y=1.13, yanchor="bottom",
+                          showactive=True, active=first, pad=dict(t=0, b=0))],
+        barmode="stack", height=720, template="plotly_white", margin=dict(t=120, b=230, l=60, r=20),
+        legend=dict(orientation="h", y=-0.5, yanchor="top", x=0.0, font=dict(size=11)),
+        title=dict(text=f"One step: {base.prompts} prompts of {base.prompt_len} tokens on {base.n_gpus} GPUs "
+                        f"(illustrative throughputs)", x=0.0, xanchor="left", y=0.985, font=dict(size=13)),
+    )
+    fig.update_xaxes(type="log", title_text="group size G", tickvals=gs, ticktext=[str(g) for g in gs], row=1, col=1)
+    fig.update_yaxes(type="log", dtick=1, title_text="seconds", row=1, col=1)
+    return fig
+
+
+def cost_explorer(base: Workload | None = None, throughput: Throughput | None = None):
+    """An ipywidgets UI that recomputes the budget live: model size, G, prompt/answer lengths, reward model, LoRA,
+    GPUs, sharding and service placement. Returns the widget (display it in Jupyter or Colab).
+
+    Core widgets only (ipywidgets 7.6+ or 8), so it also runs in Colab. In a chapter, put it in a cell tagged
+    ``remove-cell`` and ``skip-execution``: the static page shows :func:`cost_figure` instead."""
+    import ipywidgets as W
+    from IPython.display import HTML, display
+
+    base = Workload(n_params=int(7e9)) if base is None else base
+    t = Throughput() if throughput is None else throughput
+    style = {"description_width": "150px"}
+    lay = W.Layout(width="420px")
+    c = {
+        "n_params": W.FloatLogSlider(value=base.n_params, base=10, min=8.5, max=11, step=0.05,
+                                     description="policy parameters", style=style, layout=lay, readout_format=".3g"),
+        "group_size": W.IntSlider(value=base.group_size, min=2, max=128, description="G (GRPO)", style=style,
+                                  layout=lay),
+        "ppo_samples": W.IntSlider(value=base.ppo_samples, min=1, max=128, description="PPO answers/prompt",
+                                   style=style, layout=lay),
+        "prompts": W.IntSlider(value=base.prompts, min=1, max=1024, description="prompts per step", style=style,
+                               layout=lay),
+        "prompt_len": W.IntSlider(value=base.prompt_len, min=16, max=8192, step=16, description="prompt tokens",
+                                  style=style, layout=lay),
+        "answer_len": W.IntSlider(value=base.answer_len, min=16, max=32768, step=16, description="answer tokens",
+                                  style=style, layout=lay),
+        "reward": W.Dropdown(options=[("rule checker (no model)", 0.0), ("reward model, 1.5B", 1.5e9),
+                                      ("reward model, 7B", 7e9), ("reward model, 70B", 70e9)],
+                             value=0.0, description="reward", style=style, layout=lay),
+        "inner_epochs": W.IntSlider(value=base.inner_epochs, min=1, max=8, description="updates per rollout",
+                                    style=style, layout=lay),
+        "trainable_fraction": W.FloatLogSlider(value=base.trainable_fraction, base=10, min=-4, max=0, step=0.25,
+                                               description="trainable fraction", style=style, layout=lay,
+                                               readout_format=".2g"),
+        "n_gpus": W.IntSlider(value=base.n_gpus, min=1, max=256, description="GPUs", style=style, layout=lay),
+        "shard_states": W.Checkbox(value=base.shard_states, description="shard states (ZeRO-3/FSDP)"),
+        "critic_remote": W.Checkbox(value=base.critic_remote, description="critic in a separate service"),
+        "reward_remote": W.Checkbox(value=base.reward_remote, description="reward scorer remote"),
+    }
+    out = W.Output()
+    state = {}
+
+    def render(*_):
+        kw = {k: w.value for k, w in c.items() if k != "reward"}
+        kw["n_params"] = int(kw["n_params"])
+        kw["reward_params"] = int(c["reward"].value) or None
+        w = base.with_(**kw)
+        crit = critic_cost(w.with_(ppo_samples=w.group_size), t)
+        grpo = step_time(step_cost("grpo", w), t)
+        state["workload"] = w
+        state["text"] = format_rows(budget_rows(w, t))
+        state["note"] = (f"critic of PPO at the same rollout: {crit['state_bytes'] / GB:.1f} GB state per GPU, "
+                         f"{crit['seconds']:.3g} s per step; GRPO generation + scoring: "
+                         f"{grpo['generation'] + grpo['scoring']:.3g} s per step")
+        if not _in_kernel():
+            return
+        out.clear_output(wait=True)
+        with out:
+            display(HTML("<pre style='font-size:12px'>" + state["text"] + "</pre>"))
+            print(state["note"])
+
+    for w in c.values():
+        if hasattr(w, "continuous_update"):
+            w.continuous_update = False  # recompute when a slider is released
+        w.observe(render, names="value")
+    render()
+    note = W.HTML("<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
+                  "measure your own with <code>PhaseTimer</code>.</small>")
+    ui = W.HBox([W.VBox(list(c.values()) + [note]), out])
+    ui.controls, ui.state = c, state  # for programmatic use: ui.controls["group_size"].value = 16
+    return ui
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def memory_saving(workload: Workload) -> dict:
+    """Bytes per GPU that removing the critic saves (PPO minus GRPO memory) and its share of PPO's memory."""
+    ppo, grpo = step_cost("ppo", workload), step_cost("grpo", workload)
+    saved = ppo.memory_bytes - grpo.memory_bytes
+    return {"bytes": saved, "gb": saved / GB, "gib": saved / GiB, "fraction": saved / ppo.memory_bytes}

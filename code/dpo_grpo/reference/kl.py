@@ -1,0 +1,95 @@
+"""KL divergence and its sampled estimators (section 3.5), for one categorical next-token distribution.
+
+Notation: current policy ``p`` (= pi_theta), reference ``q`` (= pi_ref), sampling distribution ``s`` (= pi_old),
+all shape ``(V,)``; ``Delta = log q - log p`` at a sampled token. Estimators of ``KL(p || q)`` from a token a ~ p:
+``k1 = -Delta``, ``k2 = Delta**2 / 2``, ``k3 = exp(Delta) - Delta - 1`` (DeepSeekMath's, always >= 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validation as v
+from .softmax import softmax
+
+
+def exact_kl(p, q):
+    """``KL(p || q) = sum_a p_a log(p_a / q_a)``; ``p, q`` shape (V,), strictly positive."""
+    p = v.probability_vector(p, "p")
+    q = v.probability_vector(q, "q")
+    v.same_shape(p=p, q=q)
+    return float(np.sum(p * np.log(p / q)))
+
+
+def k1(delta):
+    """``k1 = -Delta``: unbiased, can be negative."""
+    return -v.as_float_array(delta, "delta")
+
+
+def k2(delta):
+    """``k2 = Delta^2 / 2``: non-negative, biased."""
+    return 0.5 * v.as_float_array(delta, "delta") ** 2
+
+
+def k3(delta):
+    """``k3 = exp(Delta) - Delta - 1 >= 0`` (since ``e^x >= 1 + x``), zero iff ``Delta = 0``."""
+    d = v.as_float_array(delta, "delta")
+    return np.expm1(d) - d
+
+
+def k3_per_action(p, q):
+    """k3 at every action: ``q/p - log(q/p) - 1``, shape (V,)."""
+    p = v.probability_vector(p, "p")
+    q = v.probability_vector(q, "q")
+    v.same_shape(p=p, q=q)
+    return k3(np.log(q) - np.log(p))
+
+
+def k3_expectation(p, q, sampling=None, *, ratio_weighted=False):
+    """``E_{a ~ s}[w_a k3_a]`` with ``s = sampling`` (default ``p``) and ``w = p/s`` if ``ratio_weighted`` else 1.
+
+    Under ``s = p`` it equals ``KL(p || q)``; under ``s != p`` the bare estimator is biased and the ratio-weighted one
+    is exact again.
+    """
+    p = v.probability_vector(p, "p")
+    s = p if sampling is None else v.probability_vector(sampling, "sampling")
+    v.same_shape(p=p, sampling=s)
+    ratio_weighted = v.boolean(ratio_weighted, "ratio_weighted")
+    k = k3_per_action(p, q)
+    w = p / s if ratio_weighted else 1.0
+    return float(np.sum(s * w * k))
+
+
+def kl_grad_logits(logits, q):
+    """True gradient of ``KL(softmax(z) || q)`` w.r.t. the logits z: ``p_a (log(p_a/q_a) - KL)``; shape (V,)."""
+    z = v.as_float_array(logits, "logits", ndim=1)
+    p = softmax(z)
+    q = v.probability_vector(q, "q")
+    v.same_shape(logits=z, q=q)
+    log_ratio = np.log(p / q)
+    return p * (log_ratio - np.sum(p * log_ratio))
+
+
+def k3_surrogate_grad_logits(logits, q, sampling=None, *, ratio_weighted=False, detach_ratio=False):
+    """Gradient w.r.t. the logits of ``sum_a s_a w_a k3_a(z)`` with the samples (weights ``s``) held fixed.
+
+    ``s`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3 computes). With
+    ``ratio_weighted`` the weight ``w = p/s`` is differentiated too unless ``detach_ratio``. Shape (V,).
+    The bare form at ``s = p`` gives ``p - q``, not :func:`kl_grad_logits`; the undetached ratio-weighted form
+    gives the true KL gradient.
+    """
+    z = v.as_float_array(logits, "logits", ndim=1)
+    p = softmax(z)
+    q = v.probability_vector(q, "q")
+    s = p if sampling is None else v.probability_vector(sampling, "sampling")
+    v.same_shape(logits=z, q=q, sampling=s)
+    ratio_weighted = v.boolean(ratio_weighted, "ratio_weighted")
+    detach_ratio = v.boolean(detach_ratio, "detach_ratio")
+    k = q / p - np.log(q / p) - 1
+    dk_dlogp = 1 - q / p  # d k3 / d log p_a
+    jac = np.eye(z.size) - p[None, :]  # d log p_a / d z_b, rows a
+    w = p / s if ratio_weighted else np.ones_like(p)
+    coeff = s * w * dk_dlogp
+    if ratio_weighted and not detach_ratio:
+        coeff = coeff + s * w * k  # d w_a / d log p_a = w_a
+    return coeff @ jac
