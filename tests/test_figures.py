@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpo_grpo.interactive import explorables as xp
-from dpo_grpo.trl_exact.advantages import group_advantages
+from dpo_grpo.reference.advantages import group_advantages
 from dpo_grpo.reference.bandit import bandit_trajectory
 
 plotly = pytest.importorskip("plotly")

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpo_grpo.chapters import reward_hacking as rh
-from dpo_grpo.trl_exact.dpo import optimal_policy
+from dpo_grpo.reference.dpo import optimal_policy
 
 BETAS = (0.0, 0.04, 0.2, 1.0)
 

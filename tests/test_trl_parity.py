@@ -354,7 +354,5 @@ def test_regenerated_fixtures_match_committed(regenerated, name):
     new = json.loads((regenerated / name).read_text(encoding="utf-8"))
     committed = _load(name)
     assert new["trl_version"] == committed["trl_version"] == TRL_VERSION
-    if new["torch_version"] == committed["torch_version"]:
-        # Same pinned stack: the script is deterministic, so the files are byte-identical.
-        assert (regenerated / name).read_bytes() == (FIXTURES / name).read_bytes()
+    # Not byte-identical: torch's multi-threaded reductions may round the last bit differently from run to run.
     _assert_same(new["cases"], committed["cases"], name)

@@ -12,7 +12,7 @@ pytest.importorskip("plotly")
 from dpo_grpo.interactive import explorables as xp  # noqa: E402
 from dpo_grpo.interactive import figures as F  # noqa: E402
 from dpo_grpo.interactive import widgets  # noqa: E402
-from dpo_grpo.trl_exact.advantages import group_advantages  # noqa: E402
+from dpo_grpo.reference.advantages import group_advantages  # noqa: E402
 from dpo_grpo.reference.bandit import bandit_trajectory  # noqa: E402
 from dpo_grpo.trl_exact.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
 from dpo_grpo.reference.zero_std import zero_std_probability  # noqa: E402

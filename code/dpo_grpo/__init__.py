@@ -1,25 +1,31 @@
 """dpo_grpo: the executable companion of "From DPO to GRPO".
 
-NumPy core (always available): DPO, group advantages, the GRPO loss with TRL's options, KL estimators, the group
-bandit, the memory ledger and zero-std analysis. The optional torch path lives in :mod:`dpo_grpo.torch_ops`.
+The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; README, "Layout"):
+
+- ``reference/``: the article's formulas as short NumPy functions (group advantages, KL estimators, baselines, the
+  bandit, the closed-form DPO optimum, the memory ledger, zero-std groups);
+- ``trl_exact/``: the losses and advantages exactly as TRL 1.16.0 computes them, every option under TRL's name
+  (``dpo_loss``, ``grpo_loss``, ``reward_advantages`` below are these);
+- ``torch_ops/`` (needs torch), ``lab/`` (needs torch), ``interactive/``, ``chapters/``, ``exercises/``, ``data/``.
 """
 
-from .trl_exact.advantages import (centered_advantages, group_advantages, leave_one_out_advantages,
-                         reward_advantages)
+from .chapters.gradcheck import finite_difference, max_abs_error
+from .reference.advantages import centered_advantages, group_advantages, leave_one_out_advantages
 from .reference.bandit import BanditRun, bandit_seed_table, bandit_trajectory, train_group_bandit
 from .reference.baselines import enumerate_group_gradients, score_function_variance, true_gradient
-from .trl_exact.dpo import (bradley_terry_probability, dpo_gradient_weight, dpo_loss, implicit_reward,
-                  kl_regularised_objective, log_sigmoid, max_objective_identity_error,
-                  objective_identity_gap, optimal_policy, sigmoid)
-from .chapters.gradcheck import finite_difference, max_abs_error
-from .trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
+from .reference.dpo import (bradley_terry_probability, dpo_gradient_weight, implicit_reward,
+                            kl_regularised_objective, log_sigmoid, max_objective_identity_error,
+                            objective_identity_gap, optimal_policy, sigmoid)
 from .reference.kl import (exact_kl, k1, k2, k3, k3_expectation, k3_per_action, k3_surrogate_grad_logits,
-                 kl_grad_logits)
+                           kl_grad_logits)
 from .reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
 from .reference.softmax import log_softmax, softmax
 from .reference.zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
-                       zero_std_monte_carlo, zero_std_probability)
+                                 zero_std_monte_carlo, zero_std_probability)
+from .trl_exact.advantages import reward_advantages
+from .trl_exact.dpo import dpo_loss
+from .trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [name for name in dir() if not name.startswith("_")]

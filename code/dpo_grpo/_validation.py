@@ -68,6 +68,13 @@ def same_shape(**arrays: np.ndarray) -> tuple[int, ...]:
     return first.shape
 
 
+def arrays(**named) -> tuple[np.ndarray, ...]:
+    """The keyword arguments as finite float arrays of one common shape, in order (for one-line checks)."""
+    out = {name: as_float_array(x, name) for name, x in named.items()}
+    same_shape(**out)
+    return tuple(out.values())
+
+
 def scalar(x, name: str, *, positive: bool = False, nonnegative: bool = False,
            open_unit: bool = False, allow_none: bool = False) -> float | None:
     """Return ``x`` as a finite float, checking the requested range."""

@@ -24,10 +24,12 @@ import numpy as np
 from .. import _validation as v
 from ..reference import examples as ex
 from ..reference.softmax import log_softmax, softmax
-from ..trl_exact.advantages import group_advantages, reward_advantages
+from ..reference.advantages import group_advantages
+from ..trl_exact.advantages import reward_advantages
 from ..reference.bandit import DEFAULT_REWARDS, bandit_seed_table, bandit_trajectory
 from ..reference.baselines import enumerate_group_gradients
-from ..trl_exact.dpo import dpo_loss, log_sigmoid, max_objective_identity_error
+from ..reference.dpo import log_sigmoid, max_objective_identity_error
+from ..trl_exact.dpo import dpo_loss
 from .gradcheck import finite_difference, max_abs_error
 from ..trl_exact.grpo import clip_region, grpo_loss
 from ..reference.kl import exact_kl, k3, k3_surrogate_grad_logits, kl_grad_logits

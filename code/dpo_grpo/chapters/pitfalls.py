@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
 from .pipeline import assert_complete_groups
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import _validation as v
 from ..reference.softmax import log_softmax, softmax
-from ..trl_exact.advantages import group_advantages
-from ..trl_exact.dpo import optimal_policy
+from ..reference.advantages import group_advantages
+from ..reference.dpo import optimal_policy
 from ..trl_exact.grpo import grpo_loss
 
 

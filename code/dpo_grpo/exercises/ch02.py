@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..reference import examples as ex
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..trl_exact.dpo import dpo_loss
 from .core import choice, code, numeric
 

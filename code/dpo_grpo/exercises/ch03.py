@@ -3,9 +3,10 @@
 import numpy as np
 
 from ..reference import examples as ex
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..reference.baselines import enumerate_group_gradients
-from ..trl_exact.dpo import dpo_loss, log_sigmoid
+from ..reference.dpo import log_sigmoid
+from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import clipped_objective
 from .core import choice, code, numeric
 

@@ -2,7 +2,9 @@
 
 import numpy as np
 
-from ..trl_exact.advantages import group_advantages, reward_advantages
+from ..reference.advantages import group_advantages
+
+from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.grpo import grpo_loss
 from .core import choice, code, numeric
 

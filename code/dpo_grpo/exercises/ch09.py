@@ -3,9 +3,10 @@
 import numpy as np
 
 from ..reference import examples as ex
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..reference.bandit import bandit_trajectory
-from ..trl_exact.dpo import dpo_loss, sigmoid
+from ..reference.dpo import sigmoid
+from ..trl_exact.dpo import dpo_loss
 from .core import choice, code, numeric
 
 

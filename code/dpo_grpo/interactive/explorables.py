@@ -29,9 +29,10 @@ import numpy as np
 
 from .. import _validation as v
 from ..reference import examples as ex
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..reference.bandit import DEFAULT_REWARDS, BanditRun
-from ..trl_exact.dpo import dpo_gradient_weight, dpo_loss, log_sigmoid
+from ..reference.dpo import dpo_gradient_weight, log_sigmoid
+from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad
 from ..reference.kl import exact_kl, k1, k2, k3, k3_expectation, k3_per_action
 from ..reference.memory import BYTES_PER_VALUE, GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger

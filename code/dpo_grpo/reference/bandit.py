@@ -2,7 +2,7 @@
 
 Protocol per step: snapshot ``pi_old``; draw one group of ``group_size`` actions from it; standardise their rewards
 within the group (population std, eps 1e-4); take ``inner_steps`` gradient steps of size ``lr`` on the logits of
-:func:`~dpo_grpo.trl_exact.grpo.grpo_loss` (clipped surrogate + ``beta`` x sampled k3 towards a uniform reference), with the
+:func:`~dpo_grpo.reference.grpo.grpo_loss` (clipped surrogate + ``beta`` x sampled k3 towards a uniform reference), with the
 old log-probs fixed at the snapshot. Probabilities are tracked as arrays of shape ``(4,)``.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
-from .softmax import _log_softmax_valid, _softmax_valid, log_softmax, softmax
-from ..trl_exact.advantages import _standardise_rows
-from ..trl_exact.grpo import _grpo_from_valid
+from .softmax import log_softmax, softmax
+from .advantages import group_advantages
+from .grpo import grpo_loss
 
 DEFAULT_REWARDS = (-0.2, 0.3, 1.0, 0.0)
 
@@ -53,24 +53,23 @@ class BanditRun:
         return np.array(self.history[:steps + 1])
 
     def _advance(self, n):
-        g, n_actions, logits = self.group_size, self.rewards.size, self.logits
-        ref_logp = log_softmax(np.zeros(n_actions))
-        ones = np.ones((g, 1))
+        """One GRPO step per iteration (section 4.5): sample a group from π_old, score it, take inner steps."""
+        n_actions, logits = self.rewards.size, self.logits
+        ref_logp = log_softmax(np.zeros(n_actions))                # uniform reference policy
         one_hot = np.eye(n_actions)
-        for _ in range(n):  # the logits stay finite (validated inputs): skip softmax's per-call checks
-            old_probs = _softmax_valid(logits)
-            actions = self.rng.choice(n_actions, size=g, p=old_probs)
-            advantages = _standardise_rows(self.rewards[actions][None, :])[0]
+        mask = np.ones((self.group_size, 1))                       # each answer is one token: its action
+        for _ in range(n):
+            old_probs = softmax(logits)                            # snapshot π_old
+            actions = self.rng.choice(n_actions, size=self.group_size, p=old_probs)
+            advantages = group_advantages(self.rewards[actions][None, :])[0]
             old_logp = np.log(old_probs)[actions, None]
-            score = one_hot[actions]  # d log pi(a_i) / d logits = e_{a_i} - p
             for _ in range(self.inner_steps):
-                logp = _log_softmax_valid(logits)
-                # the inputs are valid by construction: skip grpo_loss's per-call checks (same computation)
-                out = _grpo_from_valid(logp[actions, None], old_logp, ref_logp[actions, None], advantages[:, None],
-                                       ones, eps_low=self.epsilon, eps_high=self.epsilon, beta=self.beta,
-                                       with_metrics=False)
-                logits = logits - self.lr * (out.grad[:, 0] @ (score - np.exp(logp)))
-            self.history.append(_softmax_valid(logits))
+                logp = log_softmax(logits)
+                _, grad = grpo_loss(logp[actions, None], old_logp, ref_logp[actions, None], advantages, mask,
+                                    epsilon=self.epsilon, beta=self.beta)
+                # chain rule through log-softmax: d log π(a) / d logits = e_a - π
+                logits = logits - self.lr * (grad[:, 0] @ (one_hot[actions] - np.exp(logp)))
+            self.history.append(softmax(logits))
         self.logits = logits
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
-from ..trl_exact.advantages import centered_advantages, group_advantages, leave_one_out_advantages
+from .advantages import centered_advantages, group_advantages, leave_one_out_advantages
 
 
 class BaselineGradients(NamedTuple):

@@ -54,7 +54,7 @@ def grpo_token_example():
 
     Returns keyword arguments for :func:`dpo_grpo.grpo_loss` (advantages: the first reward group, standardised).
     """
-    from ..trl_exact.advantages import group_advantages
+    from .advantages import group_advantages
 
     old = np.log(np.array([[0.30, 0.25, 0.20], [0.18, 0.22, 0.20], [0.12, 0.16, 0.20], [0.25, 0.20, 0.18]]))
     shift = np.array([0.25, 0.10, -0.25, -0.10])[:, None] * np.ones((1, 3))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
-from ..trl_exact.advantages import group_advantages
+from .advantages import group_advantages
 
 
 def _pass_rates(p, name="pass_rate"):

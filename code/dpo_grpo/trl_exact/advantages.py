@@ -1,7 +1,7 @@
-"""Group-relative advantages: the textbook GRPO form and TRL 1.16.0's production form.
+"""Group-relative advantages exactly as TRL 1.16.0's ``GRPOTrainer`` forms them.
 
-Textbook (section 3.4): rewards ``(P, G)`` -> ``A = (r - mean_row) / (std_row + eps)``.
-TRL: ``rewards_per_func (N, K)`` with rows in consecutive groups of ``num_generations`` -> advantages ``(N,)``.
+``rewards_per_func (N, K)`` with rows in consecutive groups of ``num_generations`` -> advantages ``(N,)``. The
+textbook form is :mod:`dpo_grpo.reference.advantages`; with one reward function and no NaN the two agree at ``ddof=1``.
 """
 
 from __future__ import annotations
@@ -16,48 +16,6 @@ from .. import _validation as v
 SCALE_REWARDS = ("group", "batch", "none", True, False)
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 
-
-def _grouped_rewards(rewards) -> np.ndarray:
-    r = v.as_float_array(rewards, "rewards", ndim=2)
-    if r.shape[1] < 2:
-        raise ValueError(f"rewards must have shape (prompts, G) with G >= 2, got {r.shape}")
-    return r
-
-
-def group_advantages(rewards, eps=1e-4, ddof=0):
-    """Standardise each row: ``(r - mean) / (std + eps)``; rewards and result have shape ``(prompts, G)``.
-
-    ``ddof=0`` divides the squared deviations by G (population std, this book's teaching default);
-    ``ddof=1`` divides by G - 1 (sample std, what TRL's ``nanstd`` uses).
-    """
-    r = _grouped_rewards(rewards)
-    eps = v.scalar(eps, "eps", positive=True)
-    ddof = v.choice(v.integer(ddof, "ddof"), "ddof", (0, 1))
-    return _standardise_rows(r, eps, ddof)
-
-
-def _standardise_rows(r, eps=1e-4, ddof=0):
-    """:func:`group_advantages` on an already validated ``(prompts, G)`` array (for hot loops such as the bandit)."""
-    mean = r.mean(axis=1, keepdims=True)
-    std = r.std(axis=1, keepdims=True, ddof=ddof)
-    return (r - mean) / (std + eps)
-
-
-def centered_advantages(rewards):
-    """``r - mean(r)`` per row (no scaling); shape ``(prompts, G)``. Its policy gradient is (1 - 1/G) x the true one."""
-    r = _grouped_rewards(rewards)
-    return r - r.mean(axis=1, keepdims=True)
-
-
-def leave_one_out_advantages(rewards):
-    """``r_i - mean_{j != i} r_j`` per row (RLOO baseline); shape ``(prompts, G)``; unbiased for the true gradient."""
-    r = _grouped_rewards(rewards)
-    g = r.shape[1]
-    others_mean = (r.sum(axis=1, keepdims=True) - r) / (g - 1)
-    return r - others_mean
-
-
-# --- TRL 1.16.0 semantics --------------------------------------------------------------------------------------------
 
 def _nanmean(x, axis=None, keepdims=False):
     with warnings.catch_warnings():

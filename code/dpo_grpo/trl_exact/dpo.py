@@ -12,21 +12,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
+from ..reference.dpo import log_sigmoid, sigmoid
 
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "robust")
-
-
-def log_sigmoid(x):
-    """Numerically stable ``log(sigmoid(x)) = -log(1 + exp(-x))`` for any real array."""
-    z = v.as_float_array(x, "x", finite=False)
-    if np.isnan(z).any():
-        raise ValueError("x must not contain NaN")
-    return -np.logaddexp(0.0, -z)
-
-
-def sigmoid(x):
-    """Numerically stable logistic function ``1 / (1 + exp(-x))``."""
-    return np.exp(log_sigmoid(x))
 
 
 class DPOOutput(NamedTuple):
@@ -104,66 +92,3 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
         grad_policy_chosen=grad_chosen,
         grad_policy_rejected=-grad_chosen,
     )
-
-
-def dpo_gradient_weight(logits):
-    """Per-pair weight ``sigmoid(-z)`` that scales DPO's gradient: large when the pair is ranked wrongly."""
-    return sigmoid(-v.as_float_array(logits, "logits"))
-
-
-# --- The closed-form optimum of the KL-regularised objective (section 3.2) -------------------------------------------
-
-def kl_regularised_objective(policy, rewards, ref_policy, beta):
-    """``sum_y p_y r_y - beta * KL(p || q)`` for one prompt with a finite answer set; all arrays shape (Y,)."""
-    p = v.probability_vector(policy, "policy", strictly_positive=False)
-    r = v.as_float_array(rewards, "rewards", ndim=1)
-    q = v.probability_vector(ref_policy, "ref_policy")
-    v.same_shape(policy=p, rewards=r, ref_policy=q)
-    beta = v.scalar(beta, "beta", positive=True)
-    support = p > 0
-    kl = float(np.sum(p[support] * np.log(p[support] / q[support])))
-    return float(p @ r) - beta * kl
-
-
-def optimal_policy(ref_policy, rewards, beta):
-    """The maximiser ``pi*(y) = pi_ref(y) exp(r(y)/beta) / Z`` and ``log Z``; arrays shape (Y,)."""
-    q = v.probability_vector(ref_policy, "ref_policy")
-    r = v.as_float_array(rewards, "rewards", ndim=1)
-    v.same_shape(ref_policy=q, rewards=r)
-    beta = v.scalar(beta, "beta", positive=True)
-    logits = np.log(q) + r / beta
-    log_z = float(np.logaddexp.reduce(logits))
-    return np.exp(logits - log_z), log_z
-
-
-def objective_identity_gap(policy, rewards, ref_policy, beta):
-    """``|J(p) - (beta log Z - beta KL(p || pi*))|``: zero (to rounding) for every p, which proves pi* is optimal."""
-    p = v.probability_vector(policy, "policy")
-    pi_star, log_z = optimal_policy(ref_policy, rewards, beta)
-    identity = beta * log_z - beta * float(np.sum(p * np.log(p / pi_star)))
-    return abs(kl_regularised_objective(p, rewards, ref_policy, beta) - identity)
-
-
-def implicit_reward(policy_logp, ref_logp, beta, log_z=0.0):
-    """Reward recovered from a policy: ``r = beta * (log pi - log pi_ref) + beta * log Z``."""
-    pl = v.as_float_array(policy_logp, "policy_logp")
-    rl = v.as_float_array(ref_logp, "ref_logp")
-    v.same_shape(policy_logp=pl, ref_logp=rl)
-    beta = v.scalar(beta, "beta", positive=True)
-    return beta * (pl - rl) + beta * v.scalar(log_z, "log_z")
-
-
-def bradley_terry_probability(reward_chosen, reward_rejected):
-    """``P(y_w > y_l) = sigmoid(r_w - r_l)`` (Bradley–Terry), elementwise."""
-    rw = v.as_float_array(reward_chosen, "reward_chosen")
-    rl = v.as_float_array(reward_rejected, "reward_rejected")
-    v.same_shape(reward_chosen=rw, reward_rejected=rl)
-    return sigmoid(rw - rl)
-
-
-def max_objective_identity_error(ref_policy, rewards, beta, n_policies=200, seed=17):
-    """Largest :func:`objective_identity_gap` over ``n_policies`` random policies (seeded Dirichlet(1) draws)."""
-    n = v.integer(n_policies, "n_policies", minimum=1)
-    rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-    q = v.probability_vector(ref_policy, "ref_policy")
-    return max(objective_identity_gap(p, rewards, q, beta) for p in rng.dirichlet(np.ones(q.size), size=n))
