@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         return 0
 
     started = time.time()
-    results = {"shape_BTV": [*shape, VOCAB], "default_chunk_rows": T.losses._default_chunk_rows(shape[0] * shape[1], VOCAB,
+    results = {"shape_BTV": [*shape, VOCAB], "default_chunk_rows": T.logprobs._default_chunk_rows(shape[0] * shape[1], VOCAB,
                                                                                          device),
                "dtypes": {}, "torch_threads": torch.get_num_threads()}
     repeats = args.repeats or (10 if cuda else (5 if args.quick else 7))

@@ -46,7 +46,8 @@ def dpo_gradient_weight(logits):
 # --- The closed-form optimum of the KL-regularised objective (section 3.2) -------------------------------------------
 
 def kl_regularised_objective(policy, rewards, ref_policy, beta):
-    """``J(p) = Σ_y p_y r_y - β KL(p ‖ π_ref)`` for one prompt with a finite answer set; arrays shape (Y,)."""
+    """The KL-regularised objective (section 3.1) ``J(p) = Σ_y p_y r_y - β KL(p ‖ π_ref)`` for one prompt with a
+    finite answer set; arrays shape (Y,)."""
     p = v.probability_vector(policy, "policy", strictly_positive=False)
     r = v.as_float_array(rewards, "rewards", ndim=1)
     q = v.probability_vector(ref_policy, "ref_policy")

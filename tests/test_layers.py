@@ -1,0 +1,202 @@
+"""The package's layers: which sub-package may import which, and that the exact layers equal the readable one.
+
+Layers (README, "Layout"): ``reference`` (the article's formulas) < ``trl_exact`` (every TRL option) <
+``torch_ops`` < ``lab``; ``chapters`` and ``interactive`` build on those; ``exercises`` may use anything.
+Nothing in the package imports the build or benchmark tooling, nor reads files outside the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpo_grpo as dg
+from dpo_grpo import reference
+from dpo_grpo.reference import advantages as ref_adv
+from dpo_grpo.reference import dpo as ref_dpo
+from dpo_grpo.reference import grpo as ref_grpo
+from dpo_grpo.trl_exact import advantages as trl_adv
+from dpo_grpo.trl_exact import dpo as trl_dpo
+from dpo_grpo.trl_exact import grpo as trl_grpo
+
+PACKAGE = Path(dg.__file__).resolve().parent
+
+#: sub-package (or top-level module) -> the sub-packages it may import from
+ALLOWED = {
+    "_validation": set(),
+    "reference": {"_validation"},
+    "trl_exact": {"_validation", "reference"},
+    "torch_ops": {"_validation", "reference", "trl_exact"},
+    "data": {"_validation"},
+    "lab": {"_validation", "reference", "trl_exact", "torch_ops"},
+    "chapters": {"_validation", "reference", "trl_exact", "torch_ops", "data"},
+    "interactive": {"_validation", "reference", "trl_exact", "data", "chapters"},
+    "exercises": {"_validation", "reference", "trl_exact", "torch_ops", "data", "lab", "chapters", "interactive"},
+    "notebook": set(),
+    "__init__": {"_validation", "reference", "trl_exact", "chapters"},
+}
+TOOLING = ("dpo_grpo_book", "bench", "scripts", "tests", "conftest")
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path):
+    """(absolute module name, line) for every import in ``path``, relative imports resolved."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+                if node.module is None:  # from . import x, y
+                    for alias in node.names:
+                        yield f"{mod}.{alias.name}", node.lineno
+                    continue
+            else:
+                mod = node.module
+            yield mod, node.lineno
+
+
+def _layer_of_module(name: str):
+    parts = name.split(".")
+    if parts[0] != "dpo_grpo" or len(parts) == 1:
+        return None
+    return parts[1]
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_belongs_to_a_known_layer():
+    unknown = sorted({_layer(p) for p in SOURCES} - set(ALLOWED))
+    assert not unknown, f"new top-level modules/sub-packages need a rule in ALLOWED: {unknown}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_point_down_the_layers(path):
+    layer = _layer(path)
+    for name, line in _imports(path):
+        assert not name.split(".")[0] in TOOLING, f"{path.name}:{line} imports build/bench tooling {name}"
+        target = _layer_of_module(name)
+        if target is None or target == layer:
+            continue
+        assert target in ALLOWED[layer], (f"{path.relative_to(PACKAGE)}:{line} imports {name}: layer {layer!r} "
+                                          f"may import only {sorted(ALLOWED[layer])}")
+
+
+def test_the_import_check_catches_an_upward_import(tmp_path):
+    """The checker itself: a reference module importing the TRL layer must be flagged."""
+    fake = PACKAGE / "reference" / "grpo.py"
+    names = [n for n, _ in _imports(fake)]
+    assert "dpo_grpo._validation" in names  # relative imports are resolved
+    assert "trl_exact" not in ALLOWED["reference"]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_reads_files_outside_the_package(path):
+    src = path.read_text(encoding="utf-8")
+    for needle in ("parents[2]", "parents[3]", '"tests"', '"bench"', "Path.cwd()", "os.getcwd()"):
+        assert needle not in src, f"{path.relative_to(PACKAGE)} looks outside the package ({needle})"
+
+
+def test_reference_functions_name_their_section():
+    """Each reference function's docstring names the section that derives it (README: 'reference')."""
+    import inspect
+
+    for module in (ref_dpo, ref_adv, ref_grpo):
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("_") or fn.__module__ != module.__name__:
+                continue
+            assert "section 3." in (fn.__doc__ or "") or "section 4." in (fn.__doc__ or "") \
+                or name in ("log_sigmoid", "sigmoid", "max_objective_identity_error", "objective_identity_gap"), name
+
+
+# --- The exact layers equal the reference layer at the paper's settings ---------------------------------------------
+
+def _ragged_batch(seed, bsz, width, spread):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, width + 1, size=bsz)
+    mask = (np.arange(width)[None, :] < lengths[:, None]).astype(float)
+    new = rng.normal(-1.5, 0.6, (bsz, width))
+    old = new + rng.normal(0, spread, (bsz, width))  # ratios far enough from 1 to clip
+    ref = new + rng.normal(0, spread, (bsz, width))
+    pad = mask == 0
+    new[pad], old[pad], ref[pad] = np.nan, np.inf, -np.inf  # garbage on padding must not matter
+    adv = rng.normal(0, 1, bsz)
+    return new, old, ref, adv, mask
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 6), st.integers(1, 9), st.sampled_from([0.0, 0.1, 0.5]),
+       st.sampled_from([0.1, 0.2, 0.3]), st.sampled_from([0.0, 0.04, 0.3]))
+def test_trl_grpo_at_paper_settings_equals_reference(seed, bsz, width, spread, epsilon, beta):
+    new, old, ref, adv, mask = _ragged_batch(seed, bsz, width, spread)
+    loss, grad = ref_grpo.grpo_loss(new, old, ref, adv, mask, epsilon=epsilon, beta=beta)
+    exact = trl_grpo.grpo_loss(new, old, ref, adv, mask, epsilon=epsilon, beta=beta, loss_type="grpo")
+    assert exact.loss == pytest.approx(loss, rel=1e-12, abs=1e-14)
+    np.testing.assert_allclose(exact.grad, grad, rtol=1e-12, atol=1e-15)
+
+
+def test_reference_grpo_gradient_matches_finite_differences():
+    new, old, ref, adv, mask = _ragged_batch(3, 4, 6, 0.4)
+    new, old, ref = (np.where(mask == 1, x, 0.0) for x in (new, old, ref))
+    _, grad = ref_grpo.grpo_loss(new, old, ref, adv, mask)
+    numeric = dg.finite_difference(lambda x: ref_grpo.grpo_loss(x, old, ref, adv, mask)[0], new)
+    np.testing.assert_allclose(grad, numeric * mask, atol=1e-7)
+
+
+def test_reference_grpo_clips_where_expected():
+    # one answer, two tokens: A > 0, ratios 1.5 (above 1 + ε: clipped, no gradient) and 1.1 (inside)
+    new = np.log([[1.5, 1.1]])
+    old = np.zeros((1, 2))
+    loss, grad = ref_grpo.grpo_loss(new, old, old, [2.0], np.ones((1, 2)), epsilon=0.2, beta=0.0)
+    assert loss == pytest.approx(-(1.2 * 2 + 1.1 * 2) / 2)
+    assert grad[0, 0] == 0.0 and grad[0, 1] == pytest.approx(-1.1 * 2 / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(2, 9))
+def test_trl_advantages_equal_reference_at_sample_std(seed, prompts, group):
+    rewards = np.random.default_rng(seed).normal(size=(prompts, group))
+    exact = trl_adv.reward_advantages(rewards.reshape(-1, 1), group, scale_rewards="group")
+    np.testing.assert_allclose(exact.advantages, ref_adv.group_advantages(rewards, ddof=1).ravel(), rtol=1e-12,
+                               atol=1e-12)
+    assert dg.group_advantages is ref_adv.group_advantages  # the exported function is the one the book shows
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 8), st.sampled_from([0.01, 0.1, 1.0]))
+def test_trl_dpo_sigmoid_equals_reference(seed, pairs, beta):
+    logps = np.random.default_rng(seed).normal(-20, 5, size=(4, pairs))
+    loss, logits = ref_dpo.dpo_loss(*logps, beta=beta)
+    exact = trl_dpo.dpo_loss(*logps, beta=beta, loss_type="sigmoid")
+    assert exact.loss == pytest.approx(loss, rel=1e-13)
+    np.testing.assert_allclose(exact.logits, logits, rtol=1e-13)
+    # the gradient of the readable loss, by finite differences, is the exact layer's analytic one
+    numeric = dg.finite_difference(lambda pc: ref_dpo.dpo_loss(pc, *logps[1:], beta=beta)[0], logps[0])
+    np.testing.assert_allclose(exact.grad_policy_chosen, numeric, rtol=1e-5, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.05, 3.0), min_size=1, max_size=8), st.floats(-2, 2), st.sampled_from([0.1, 0.2, 0.3]))
+def test_trl_clip_helpers_equal_reference_with_symmetric_clip(ratios, adv, epsilon):
+    np.testing.assert_array_equal(trl_grpo.clipped_objective(ratios, adv, epsilon),
+                                  ref_grpo.clipped_objective(ratios, adv, epsilon))
+    np.testing.assert_array_equal(trl_grpo.clip_region(ratios, adv, epsilon), ref_grpo.clip_region(ratios, adv, epsilon))
+
+
+def test_reference_layer_is_listed_in_its_package():
+    assert sorted(p.stem for p in Path(reference.__file__).parent.glob("*.py") if p.stem != "__init__") == [
+        "advantages", "bandit", "baselines", "dpo", "examples", "grpo", "kl", "memory", "softmax", "zero_std"]
