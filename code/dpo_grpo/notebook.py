@@ -1,8 +1,10 @@
-"""Helpers for the chapter notebooks: publish computed numbers to the prose with myst-nb's ``glue``."""
+"""Helpers for the chapter notebooks: publish computed numbers with myst-nb's ``glue``; show a function's source."""
 
 from __future__ import annotations
 
+import inspect
 import numbers
+from pathlib import Path
 
 import numpy as np
 
@@ -47,3 +49,39 @@ def runtime_summary() -> str:
         device = "cuda (" + torch.cuda.get_device_name(0) + ")" if torch.cuda.is_available() else "cpu"
         parts.append(f"torch {torch.__version__} on {device}")
     return "; ".join(parts)
+
+
+class SourceListing:
+    """The source of one package function, displayed as a highlighted code block (Jupyter, Colab, the built book).
+
+    ``text`` is exactly ``inspect.getsource(fn)``: the code that runs when the chapter calls ``fn``.
+    """
+
+    def __init__(self, fn):
+        target = inspect.unwrap(fn)
+        if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
+            raise TypeError(f"fn must be a function, method or class, got {type(fn).__name__}")
+        self.text = inspect.getsource(target)
+        lines, first = inspect.getsourcelines(target)
+        package_root = Path(__file__).resolve().parent.parent
+        path = Path(inspect.getsourcefile(target)).resolve()
+        try:
+            shown = path.relative_to(package_root).as_posix()
+        except ValueError:
+            shown = path.name
+        self.where = f"{shown}, lines {first}–{first + len(lines) - 1}"
+        self.qualname = f"{target.__module__}.{target.__qualname__}"
+
+    def _repr_markdown_(self):
+        return f"`{self.qualname}` ({self.where})\n\n```python\n{self.text.rstrip()}\n```\n"
+
+    def __repr__(self):
+        return f"# {self.qualname} ({self.where})\n{self.text}"
+
+
+def show_source(fn) -> SourceListing:
+    """Display the installed source of ``fn`` (a function, method or class), highlighted; returns the listing.
+
+    Chapters put it right under the equation a function implements, so the reader sees the code that runs.
+    """
+    return SourceListing(fn)
