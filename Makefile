@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 export PLOTLY_RENDERER ?= plotly_mimetype
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book test install student clean
+.PHONY: book test install student clean wheel
 
 $(STAMP): requirements.txt pyproject.toml book/_ext/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,18 @@ install: $(STAMP) $(NODE_STAMP)
 book: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-test: $(STAMP) $(NODE_STAMP)
-	$(PY) -m pytest tests --nbmake book
+# The tests and every notebook run against the package as a reader installs it: a wheel built from this checkout,
+# unpacked into _build/wheel-site/ and put first on PYTHONPATH (kernels inherit it). A module or data file missing
+# from the wheel fails here, not in Colab. (tests/test_packaging.py checks where dpo_grpo was imported from.)
+WHEEL_SITE := $(CURDIR)/_build/wheel-site
+wheel: $(STAMP)
+	rm -rf _build/wheel $(WHEEL_SITE)
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w _build/wheel .
+	rm -rf build
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(WHEEL_SITE) _build/wheel/dpo_grpo-*.whl
+
+test: $(STAMP) $(NODE_STAMP) wheel
+	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests --nbmake book
 
 student: $(STAMP)
 	$(PY) -m dpo_grpo.exercises student book _build/student
