@@ -46,7 +46,7 @@ def _build_root(spec):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             open(target, "a").close()
         _mount(src, target, None, MS_BIND | MS_REC)
-        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (MS_RDONLY if ro else 0)
+        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (MS_RDONLY if ro else 0) | (0 if dst.startswith("/dev/") else MS_NODEV)
         _mount(None, target, None, flags)
     for dst, size in spec["tmpfs"]:
         os.makedirs(new + dst, exist_ok=True)
