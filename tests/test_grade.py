@@ -122,3 +122,13 @@ def test_cells_are_escaped():
     g = NotebookGrade("x|y\n.ipynb", {"01.1": "correct"}, "note | with\npipe")
     rows = to_markdown([g]).splitlines()[2:]
     assert all(r.count(" | ") == 3 for r in rows)  # four cells per row, whatever the name and the note hold
+
+
+def test_every_code_exercise_draws_fresh_inputs():
+    rng = np.random.default_rng(15)
+    for ex_id, ex in EXERCISES.items():
+        if ex.kind == "code":
+            drawn = grading_cases(ex, rng)[len(ex.cases):]
+            assert len(drawn) == 3, ex_id
+            for args in drawn:
+                np.asarray(ex.reference(*args), dtype=float)  # the reference digests what the grader draws
