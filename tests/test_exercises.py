@@ -62,13 +62,15 @@ def test_not_attempted_and_errors_are_reported():
         check("99.9", 1.0)
 
 
-def test_grade_log_is_written(tmp_path, monkeypatch):
-    log = tmp_path / "log.jsonl"
-    monkeypatch.setenv("DPO_GRPO_GRADE_LOG", str(log))
-    ex_id = sorted(EXERCISES)[0]
+def test_answers_are_recorded_as_data_in_the_grader_sandbox(tmp_path, monkeypatch):
+    log = tmp_path / "answers.jsonl"
+    monkeypatch.setenv("DPO_GRPO_ANSWERS", str(log))
+    ex_id = next(k for k, e in EXERCISES.items() if e.kind == "numeric")
     check(ex_id, EXERCISES[ex_id].solution())
     rec = json.loads(log.read_text().splitlines()[-1])
-    assert rec == {"id": ex_id, "status": "correct", "message": rec["message"]}
+    sol = np.asarray(EXERCISES[ex_id].solution(), dtype=float)
+    assert rec == {"id": ex_id, "answer": {"kind": "array", "shape": list(sol.shape), "data": sol.ravel().tolist()}}
+    assert "status" not in rec  # the kernel records answers, never verdicts
 
 
 def _notebooks():

@@ -1,4 +1,5 @@
-"""The grader on a filled, an empty, a failing and a never-ending student notebook (each in its own kernel)."""
+"""The grader on a filled, an empty, a failing and a never-ending student notebook (each in its own sandbox), its
+tables, and the verdicts it computes itself from answer records (dpo_grpo.exercises.core.judge)."""
 
 import subprocess
 import sys
@@ -8,10 +9,15 @@ import numpy as np
 import pytest
 
 from dpo_grpo.exercises import EXERCISES
-from dpo_grpo.exercises.grade import grade_notebook, grade_path, to_csv, to_markdown
+from dpo_grpo.exercises.core import chapter_exercises, grading_cases, judge
+from dpo_grpo.exercises.grade import (NotebookGrade, csv_cell, grade_notebook, grade_path, md_cell, to_csv,
+                                      to_markdown)
 
 NUMERIC = next(k for k, e in EXERCISES.items() if e.kind == "numeric")
-CHOICE = next(k for k, e in EXERCISES.items() if e.kind == "choice")
+CHAPTER = NUMERIC.split(".")[0]
+CHOICE = next(k for k, e in EXERCISES.items() if e.kind == "choice" and e.chapter == CHAPTER)
+ALL = chapter_exercises(CHAPTER)
+OTHERS = {k: "not attempted" for k in ALL if k not in (NUMERIC, CHOICE)}
 
 
 def _nb(path, *sources):
@@ -39,12 +45,13 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def grades(folder):
-    return {g.notebook: g for g in grade_path(folder, timeout=15)}
+    return {g.notebook: g for g in grade_path(folder, timeout=10, jobs=2)}
 
 
 def test_filled(grades):
     g = grades["a_filled.ipynb"]
-    assert g.verdicts == {NUMERIC: "correct", CHOICE: "correct"} and g.score == 1.0
+    assert g.verdicts == {NUMERIC: "correct", CHOICE: "correct", **OTHERS} and g.correct == 2
+    assert g.score == 2 / len(ALL)  # the denominator is every exercise of the chapter, not what the notebook checks
 
 
 def test_empty(grades):
@@ -53,29 +60,75 @@ def test_empty(grades):
 
 def test_failing(grades):
     # the numeric answer is wrong; the choice check sits after a crashing cell and a deleted `check`
-    assert grades["c_failing.ipynb"].verdicts == {NUMERIC: "incorrect", CHOICE: "not reached"}
+    assert grades["c_failing.ipynb"].verdicts == {NUMERIC: "incorrect", CHOICE: "not reached", **OTHERS}
 
 
 def test_never_ending(grades):
     g = grades["d_forever.ipynb"]
-    assert g.verdicts == {NUMERIC: "correct", CHOICE: "timeout"} and g.note == "timeout"
+    assert g.verdicts == {NUMERIC: "correct", CHOICE: "timeout", **OTHERS} and g.note == "timeout"
 
 
 def test_tables(grades):
     gs = list(grades.values())
     csv_text, md = to_csv(gs), to_markdown(gs)
-    assert "a_filled.ipynb,SCORE,2/2" in csv_text and "| d_forever.ipynb | SCORE | 1/2 | timeout |" in md
+    assert f"a_filled.ipynb,SCORE,2/{len(ALL)}" in csv_text
+    assert f"| d_forever.ipynb | SCORE | 1/{len(ALL)} | timeout |" in md
 
 
-def test_cli(folder, tmp_path):
+def test_cli_appends_rows(folder, tmp_path):
     out = subprocess.run([sys.executable, "-m", "dpo_grpo.exercises", "grade", str(folder / "a_filled.ipynb"),
-                          "--timeout", "30", "--csv", str(tmp_path / "g.csv")], capture_output=True, text=True,
-                         timeout=120)
+                          "--timeout", "30", "--csv", str(tmp_path / "g.csv"), "--markdown", str(tmp_path / "g.md")],
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "score 100%" in out.stdout and (tmp_path / "g.csv").read_text().count("correct") == 2
+    assert f"score {2 / len(ALL):.0%}" in out.stdout and "sandbox:" in out.stderr and f"1/1" in out.stderr
+    assert (tmp_path / "g.csv").read_text().count(",correct,") == 2
+    assert (tmp_path / "g.md").read_text().count("| correct |") == 2
 
 
 def test_bad_path(tmp_path):
     with pytest.raises(ValueError, match="path"):
         grade_path(tmp_path / "nope.txt")
-    assert grade_notebook(_nb(tmp_path / "none.ipynb", "x = 1")).verdicts == {}
+    g = grade_notebook(_nb(tmp_path / "none.ipynb", "x = 1"))
+    assert g.verdicts == {} and "chapter" in g.note
+    with pytest.raises(ValueError, match="chapter"):
+        grade_notebook(tmp_path / "none.ipynb", chapter="99")
+
+
+def test_judge_compares_with_the_key():
+    ex = EXERCISES[NUMERIC]
+    sol = np.asarray(ex.solution(), dtype=float)
+    rec = {"kind": "array", "shape": list(sol.shape), "data": sol.ravel().tolist()}
+    assert judge(ex, rec) == "correct"
+    assert judge(ex, dict(rec, data=(sol.ravel() + 1.0).tolist())) == "incorrect"
+    assert judge(ex, {"kind": "array", "shape": [10 ** 9], "data": []}) == "incorrect"
+    assert judge(ex, {"kind": "none"}) == judge(ex, "garbage") == "not attempted"
+    assert judge(EXERCISES[CHOICE], {"kind": "str", "value": f" {EXERCISES[CHOICE].reference.upper()} "}) == "correct"
+    code_id = next(k for k, e in EXERCISES.items() if e.kind == "code")
+    cex = EXERCISES[code_id]
+    cases = grading_cases(cex, np.random.default_rng(0))
+    assert len(cases) > len(cex.cases) or cex.draw is None
+    outs = [{"kind": "array", "shape": list(np.shape(cex.reference(*c))),
+             "data": np.asarray(cex.reference(*c), dtype=float).ravel().tolist()} for c in cases]
+    assert judge(cex, {"kind": "function", "outputs": outs}, cases) == "correct"
+    assert judge(cex, {"kind": "function", "outputs": outs[:-1]}, cases) == "incorrect"
+    assert judge(cex, {"kind": "function", "outputs": outs[:-1] + [{"kind": "error"}]}, cases) == "error"
+    assert judge(cex, {"kind": "array", "shape": [], "data": [1.0]}, cases) == "incorrect"
+
+
+def test_cells_are_escaped():
+    assert csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and csv_cell("-1+1") == "'-1+1" and csv_cell("@x") == "'@x"
+    assert csv_cell("+1") == "'+1" and csv_cell("a=1") == "a=1"
+    assert md_cell("a | b\n| 04.9 | correct |") == "a \\| b \\| 04.9 \\| correct \\|"
+    g = NotebookGrade("x|y\n.ipynb", {"01.1": "correct"}, "note | with\npipe")
+    rows = to_markdown([g]).splitlines()[2:]
+    assert all(r.count(" | ") == 3 for r in rows)  # four cells per row, whatever the name and the note hold
+
+
+def test_every_code_exercise_draws_fresh_inputs():
+    rng = np.random.default_rng(15)
+    for ex_id, ex in EXERCISES.items():
+        if ex.kind == "code":
+            drawn = grading_cases(ex, rng)[len(ex.cases):]
+            assert len(drawn) == 3, ex_id
+            for args in drawn:
+                np.asarray(ex.reference(*args), dtype=float)  # the reference digests what the grader draws

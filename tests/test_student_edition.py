@@ -1,5 +1,6 @@
 """The student edition (solution cells removed) of every chapter still executes from top to bottom."""
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -21,3 +22,59 @@ def test_student_notebook_executes(path):
     client.execute()  # raises CellExecutionError on the first failing cell
     outputs = [o for c in student.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]
+
+
+def test_check_loads_no_answer_key():
+    """The student-facing check path imports no chapter registry (they hold the reference answers)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom dpo_grpo.exercises import check\n"
+            "print(check('04.1', 0.5).status, check('04.4', 'b').status)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    status, modules = out.stdout.splitlines()
+    assert status == "incorrect correct"
+    assert not [m for m in eval(modules) if m.rsplit(".", 1)[1].startswith(("ch", "labs", "grade"))]
+
+
+def test_hashed_key_matches_the_registry_and_holds_no_answer():
+    """Every exercise has a key entry; the key's text holds no reference value (solutions, letters' answers)."""
+    import numpy as np
+
+    from dpo_grpo.exercises import EXERCISES
+    from dpo_grpo.exercises._selfcheck_key import KEY
+
+    assert sorted(KEY) == sorted(EXERCISES), "run: python -m dpo_grpo.exercises selfcheck-key"
+    text = Path(__file__).resolve().parents[1].joinpath("code/dpo_grpo/exercises/_selfcheck_key.py").read_text()
+    for ex_id, ex in EXERCISES.items():
+        assert KEY[ex_id]["kind"] == ex.kind
+        if ex.kind == "numeric":
+            for v in np.atleast_1d(np.asarray(ex.solution(), dtype=float)):
+                if abs(v) > 1e-3 and not float(v).is_integer():
+                    assert f"{v:.5g}" not in text, (ex_id, v)
+        if ex.kind == "choice":
+            assert f'"answer": "{ex.reference}"' not in json.dumps(KEY[ex_id])
+
+
+def test_self_check_is_never_looser_than_the_grader():
+    """An answer the self-check accepts is within the grader's tolerance; one within an eighth of it passes."""
+    import numpy as np
+
+    from dpo_grpo.exercises import EXERCISES, check
+    from dpo_grpo.exercises.core import close
+
+    rng = np.random.default_rng(15)
+    for ex_id, ex in EXERCISES.items():
+        if ex.kind != "numeric":
+            continue
+        sol = np.asarray(ex.solution(), dtype=float)
+        tol = ex.atol + ex.rtol * np.abs(sol)
+        for scale in (0.12, 0.9, 1.5, 3.0):
+            for _ in range(5):
+                ans = sol + scale * tol * rng.uniform(-1, 1, sol.shape)
+                passed = bool(check(ex_id, ans))
+                assert not passed or close(ans, sol, ex.rtol, ex.atol), (ex_id, scale)
+                if scale <= 0.12:
+                    assert passed, (ex_id, scale)

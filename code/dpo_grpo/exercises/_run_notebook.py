@@ -1,4 +1,6 @@
-"""Child process of the grader: execute one notebook in a fresh kernel (errors allowed, per-run time limit)."""
+"""Child process of the grader, run inside the sandbox: execute one notebook in a fresh kernel (errors allowed,
+per-cell time limit). The kernel talks to it over Unix sockets (IPC transport), so the sandbox needs no
+network interface. Cell outputs are discarded as they arrive: nothing a kernel prints is kept or trusted."""
 
 import sys
 import time
@@ -9,10 +11,17 @@ def main(path: str, timeout: str) -> int:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    class _Client(NotebookClient):
+        def output(self, outs, msg, display_id, cell_index):  # drop every output: the grader never reads them
+            return None
+
+    from traitlets.config import Config
+
     nb = nbformat.read(path, as_version=4)
     budget = float(timeout)
-    client = NotebookClient(nb, timeout=max(1, int(budget)), kernel_name="python3", allow_errors=True,
-                            record_timing=False)
+    client = _Client(nb, timeout=max(1, int(budget)), kernel_name="python3", allow_errors=True,
+                     record_timing=False, startup_timeout=60,
+                     config=Config({"KernelManager": {"transport": "ipc"}}))  # Unix sockets: no network needed
     start = time.monotonic()
     try:
         client.execute()

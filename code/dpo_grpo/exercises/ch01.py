@@ -60,6 +60,10 @@ def _critic_savings_gb(n_params):
     return training_state_ledger(int(n_params)).total_bytes / GB
 
 
+def _draw_n_params(rng):
+    """A model size drawn at grading time: 10^7 to 10^11 parameters."""
+    return (int(10 ** rng.uniform(7, 11)),)
+
 code(
     "01.4",
     "Write critic_savings_gb(n_params): the logical training state, in decimal GB, that disappears when a "
@@ -75,6 +79,7 @@ code(
                         "This is the cost of a frozen bf16 copy; a trained critic also has gradients and "
                         "optimizer state."),
     },
+    draw=_draw_n_params,
 )
 
 

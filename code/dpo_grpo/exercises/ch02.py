@@ -53,6 +53,13 @@ _SIGNAL_CASES = [
     (np.full((2, 3), 0.1),),  # all equal, yet (r - mean) / (std + eps) is -1.4e-13, not 0, in floating point
 ]
 
+def _draw_rewards_with_ties(rng):
+    """Reward groups drawn at grading time: some rows all equal, the others spread."""
+    r = rng.normal(0.0, 1.0, (int(rng.integers(2, 6)), int(rng.integers(2, 6))))
+    equal = rng.random(r.shape[0]) < 0.5
+    r[equal] = r[equal, :1]
+    return (r,)
+
 code(
     "02.2",
     "Write gives_signal(rewards) for rewards of shape (prompts, G): a boolean array of shape (prompts,), True where "
@@ -72,6 +79,7 @@ code(
         "std above eps": (lambda r: np.asarray(r).std(axis=1) > 1e-4,
                           "A standard deviation below eps shrinks the advantages but does not make them zero."),
     },
+    draw=_draw_rewards_with_ties,
 )
 
 _SCALE = 1e-3  # 02.3: rewards multiplied by a small positive factor, eps fixed at 1e-4

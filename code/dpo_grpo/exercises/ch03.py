@@ -54,6 +54,11 @@ _LOGP_CASES = [
     (np.array([[-1.0, -0.5], [-3.0, -0.2]]), np.array([[-1.2, -0.4], [-2.0, -0.9]])),
 ]
 
+def _draw_logps(rng):
+    """Two log-prob arrays of one drawn shape, drawn at grading time."""
+    shape = tuple(int(n) for n in rng.integers(1, 5, int(rng.integers(1, 3))))
+    return (-rng.exponential(1.0, shape), -rng.exponential(1.0, shape))
+
 code(
     "03.2",
     "Implement k3(logp_policy, logp_ref): DeepSeekMath's per-token KL estimator from the sampled tokens' "
@@ -72,6 +77,7 @@ code(
             "This is the plain log-ratio k1, which can be negative; k3 adds exp(Delta) - 1.",
         ),
     },
+    draw=_draw_logps,
 )
 
 numeric(

@@ -43,6 +43,10 @@ def _leave_one_out(rewards):
     return r - (r.sum(axis=1, keepdims=True) - r) / (r.shape[1] - 1)
 
 
+def _draw_groups(rng):
+    """Rewards of shape (prompts, G >= 2) drawn at grading time."""
+    return (rng.normal(0.0, 1.0, (int(rng.integers(1, 5)), int(rng.integers(2, 7)))),)
+
 code(
     "04.3",
     "Implement leave_one_out(rewards) for rewards of shape (prompts, G): r_i minus the mean of the other G-1.",
@@ -52,6 +56,7 @@ code(
         "centred": (lambda r: np.asarray(r) - np.asarray(r).mean(axis=1, keepdims=True),
                     "You subtracted the mean of the whole group, which includes r_i itself."),
     },
+    draw=_draw_groups,
 )
 
 choice(

@@ -63,6 +63,14 @@ def _counts_only(prompt_ids, g):
     return float(np.all(counts == g))
 
 
+def _draw_prompt_ids(rng):
+    """Prompt ids of P blocks of G rows drawn at grading time, shuffled half of the time (then usually wrong)."""
+    g, p = int(rng.integers(2, 5)), int(rng.integers(1, 5))
+    ids = np.repeat(rng.permutation(50)[:p], g)
+    if rng.random() < 0.5:
+        ids = rng.permutation(ids)
+    return (ids.tolist(), g)
+
 code(
     "05.2",
     "Implement group_blocks_ok(prompt_ids, G): 1.0 if the rows form consecutive blocks of G rows of one prompt "
@@ -74,6 +82,7 @@ code(
         "blocks only": (_blocks_only, "A prompt may not own two blocks: its G rows must all be in one block."),
         "counts only": (_counts_only, "Right counts are not enough: the rows of a prompt must be consecutive."),
     },
+    draw=_draw_prompt_ids,
 )
 
 choice(

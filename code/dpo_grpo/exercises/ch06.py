@@ -26,6 +26,10 @@ def _expected_zero_std_fraction(pass_rates, group_size):
     return float(np.mean(p**group_size + (1 - p) ** group_size))
 
 
+def _draw_pass_rates(rng):
+    """Pass rates in [0, 1] and a group size drawn at grading time."""
+    return (rng.uniform(0.0, 1.0, int(rng.integers(1, 10))), int(rng.integers(2, 17)))
+
 code(
     "06.2",
     "Implement expected_zero_std_fraction(pass_rates, group_size): the expected fraction of prompts in a batch "
@@ -41,6 +45,7 @@ code(
         "mean pass rate": (lambda p, g: float(np.mean(p) ** g + (1 - np.mean(p)) ** g),
                            "Average the per-prompt probabilities, not the pass rates: p**G is not linear in p."),
     },
+    draw=_draw_pass_rates,
 )
 
 _ZERO16 = Workload(n_params=7_000_000_000, shard_states=True, n_gpus=16)

@@ -68,6 +68,10 @@ def _arxiv_month(arxiv_id):
     return 2000 + int(yymm[:2]), int(yymm[2:])
 
 
+def _draw_arxiv_id(rng):
+    """A new-style arXiv id 'YYMM.NNNNN' drawn at grading time."""
+    return (f"{int(rng.integers(7, 26)):02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 99999)):05d}",)
+
 code(
     "07.4",
     "Implement arxiv_month(arxiv_id): the (year, month) encoded in a new-style arXiv id 'YYMM.NNNNN', "
@@ -78,6 +82,7 @@ code(
         "19xx": (lambda a: (1900 + int(a[:2]), int(a[2:4])), "The two-digit year belongs to the 2000s."),
         "swapped": (lambda a: (2000 + int(a[2:4]), int(a[:2])), "The first two digits are the year, then the month."),
     },
+    draw=_draw_arxiv_id,
 )
 
 choice(

@@ -48,6 +48,13 @@ def _zero_std_groups(rewards, group_size):
     return np.isclose(r.std(axis=1), 0.0, rtol=1e-5, atol=1e-8)
 
 
+def _draw_flat_groups(rng):
+    """A flat batch of P consecutive groups of G rewards, some all equal, drawn at grading time."""
+    g, p = int(rng.integers(2, 5)), int(rng.integers(1, 5))
+    r = rng.integers(0, 2, (p, g)).astype(float)
+    r[rng.random(p) < 0.5] = 1.0
+    return (r.ravel(), g)
+
 code(
     "08.2",
     "Implement zero_std_groups(rewards, group_size): rewards is a flat array of N = P x G rewards in consecutive "
@@ -68,6 +75,7 @@ code(
         "exact equality": (lambda r, g: np.asarray(r, float).reshape(-1, g).std(axis=1) == 0.0,
                            "Exact equality misses groups that differ only by rounding; compare with a tolerance."),
     },
+    draw=_draw_flat_groups,
 )
 
 choice(

@@ -50,6 +50,11 @@ def _dpo_grad_chosen(policy_chosen, policy_rejected, ref_chosen, ref_rejected, b
 
 
 _P = ex.DPO_PAIRS
+def _draw_pairs(rng):
+    """Log-probs of P preference pairs and a beta drawn at grading time."""
+    p = int(rng.integers(1, 6))
+    return tuple(-rng.exponential(2.0, p) for _ in range(4)) + (float(rng.uniform(0.05, 1.0)),)
+
 code(
     "09.3",
     "Implement dpo_grad_chosen(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta): the analytic "
@@ -72,6 +77,7 @@ code(
         "forgot reference": (lambda pc, pr, rc, rr, b: -b * sigmoid(-b * (np.asarray(pc) - pr)) / np.asarray(pc).size,
                              "The logit subtracts the reference gap as well."),
     },
+    draw=_draw_pairs,
 )
 
 choice(

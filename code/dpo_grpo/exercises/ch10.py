@@ -66,6 +66,10 @@ def _dr_grpo_advantages(rewards):
     return r - r.mean(axis=1, keepdims=True)
 
 
+def _draw_groups(rng):
+    """Rewards of shape (prompts, G >= 2) drawn at grading time."""
+    return (rng.normal(0.0, 1.0, (int(rng.integers(1, 5)), int(rng.integers(2, 7)))),)
+
 code(
     "10.4",
     "Implement dr_grpo_advantages(rewards) for rewards of shape (prompts, G): Dr. GRPO's advantage, which keeps "
@@ -81,4 +85,5 @@ code(
                           / (np.asarray(r).shape[1] - 1),
                           "That is the leave-one-out (RLOO) baseline; Dr. GRPO subtracts the full group mean."),
     },
+    draw=_draw_groups,
 )

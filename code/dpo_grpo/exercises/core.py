@@ -1,23 +1,28 @@
-"""Auto-checked exercises: a registry of exercises and ``check(exercise_id, answer)``.
+"""The instructor's side of the exercises: the registry with the full answer key, and the comparisons the grader
+makes with it.
 
 Three kinds: ``numeric`` (a number or array, compared with a tolerance), ``choice`` (one option letter) and
-``code`` (a function, run on test cases against a reference implementation). Feedback never reveals the expected
-answer; it names common mistakes (ddof 1 vs 0, a forgotten reference gap...) when an answer matches one.
-When the environment variable ``DPO_GRPO_GRADE_LOG`` names a file, every check appends one JSON line to it: this
-is how :mod:`dpo_grpo.exercises.grade` collects verdicts from a notebook it executes.
+``code`` (a function, run on test cases against a reference implementation). Each chapter registers its exercises
+in ``chNN.py``; :func:`registry` imports them all. Students never need this module: their ``check()`` lives in
+:mod:`dpo_grpo.exercises.selfcheck` and reads only the hashed key ``selfcheck_key.json``. The grader
+(:mod:`dpo_grpo.exercises.grade`) compares the answers it extracts from a student's kernel with this key
+(:func:`judge`), in its own process.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-GRADE_LOG_ENV = "DPO_GRPO_GRADE_LOG"
+from ._wire import decode_array
+
 EXERCISES: dict[str, "Exercise"] = {}
+VERDICTS = ("correct", "incorrect", "error", "not attempted", "not reached", "timeout", "invalid notebook")
 
 
 @dataclass
@@ -33,10 +38,16 @@ class Exercise:
     options: dict = field(default_factory=dict)  # choice: letter -> text
     explanations: dict = field(default_factory=dict)  # choice: wrong letter -> hint
     mistakes: dict = field(default_factory=dict)  # label -> (value or callable giving it, hint)
-    cases: list = field(default_factory=list)  # code: list of argument tuples
+    cases: list = field(default_factory=list)  # code: list of argument tuples (shown to students' self-check)
+    level: int | None = None  # difficulty 1 (routine) to 3 (hard); None when not rated
+    draw: Callable | None = None  # code: rng -> argument tuple, test inputs the grader draws at grading time
+
+    @property
+    def chapter(self) -> str:
+        return self.id.split(".")[0]
 
     def solution(self):
-        """The reference answer (for tests and instructors; never shown by :func:`check`)."""
+        """The reference answer (for tests and instructors; never shown by ``check``)."""
         if self.kind == "code":
             return self.reference
         return self.reference() if callable(self.reference) else self.reference
@@ -58,6 +69,12 @@ class Feedback:
     _repr_pretty_ = lambda self, p, cycle: p.text(repr(self))  # noqa: E731  (IPython display)
 
 
+def _level(level):
+    if level is not None and (isinstance(level, bool) or level not in (1, 2, 3)):
+        raise ValueError(f"level must be 1, 2, 3 or None, got {level!r}")
+    return level
+
+
 def _register(ex: Exercise) -> Exercise:
     if ex.id in EXERCISES:
         raise ValueError(f"exercise id {ex.id!r} is registered twice")
@@ -65,28 +82,54 @@ def _register(ex: Exercise) -> Exercise:
     return ex
 
 
-def numeric(id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None) -> Exercise:
+def numeric(id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None) -> Exercise:
     """Register a numeric exercise; ``reference`` is a value or a zero-argument function computing it."""
-    return _register(Exercise(id, prompt, "numeric", reference, rtol=rtol, atol=atol, mistakes=mistakes or {}))
+    return _register(Exercise(id, prompt, "numeric", reference, rtol=rtol, atol=atol, mistakes=mistakes or {},
+                              level=_level(level)))
 
 
-def choice(id, prompt, options, correct, *, explanations=None) -> Exercise:
+def choice(id, prompt, options, correct, *, explanations=None, level=None) -> Exercise:
     """Register a multiple-choice exercise; ``options`` maps letters to texts, ``correct`` is a letter."""
     if correct not in options:
         raise ValueError(f"correct answer {correct!r} is not one of the options {sorted(options)}")
     return _register(Exercise(id, prompt, "choice", correct, options=dict(options),
-                              explanations=explanations or {}))
+                              explanations=explanations or {}, level=_level(level)))
 
 
-def code(id, prompt, reference, cases, *, rtol=1e-9, atol=1e-12, mistakes=None) -> Exercise:
-    """Register a coding exercise: the student's function must match ``reference`` on every argument tuple."""
+def code(id, prompt, reference, cases, *, rtol=1e-9, atol=1e-12, mistakes=None, level=None, draw=None) -> Exercise:
+    """Register a coding exercise: the student's function must match ``reference`` on every argument tuple.
+
+    ``draw(rng)`` (optional) returns one more argument tuple from a ``numpy.random.Generator``: the grader adds
+    such freshly drawn cases at grading time, so a function that only memorises ``cases`` fails.
+    """
     if not callable(reference) or not cases:
         raise ValueError("a code exercise needs a callable reference and at least one test case")
+    if draw is not None and not callable(draw):
+        raise TypeError(f"draw must be a function of a numpy Generator, got {type(draw).__name__}")
     return _register(Exercise(id, prompt, "code", reference, rtol=rtol, atol=atol, cases=list(cases),
-                              mistakes=mistakes or {}))
+                              mistakes=mistakes or {}, level=_level(level), draw=draw))
 
 
-def _close(a, b, rtol, atol) -> bool:
+def registry() -> dict[str, Exercise]:
+    """Every registered exercise (imports the chapter modules ``chNN.py`` and ``labs.py`` on first use)."""
+    here = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name):
+        if info.name.startswith("ch") or info.name == "labs":
+            importlib.import_module(f"{__package__}.{info.name}")
+    return EXERCISES
+
+
+def chapter_exercises(chapter: str) -> list[str]:
+    """Ids of every registered exercise of ``chapter`` (e.g. ``"04"``), in order."""
+    ids = sorted(k for k, e in registry().items() if e.chapter == chapter)
+    if not ids:
+        known = sorted({e.chapter for e in registry().values()})
+        raise ValueError(f"chapter must be one of {known}, got {chapter!r}")
+    return ids
+
+
+def close(a, b, rtol, atol) -> bool:
+    """Same shape, finite, and ``|a - b| <= atol + rtol |b|`` elementwise."""
     try:
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
@@ -95,82 +138,37 @@ def _close(a, b, rtol, atol) -> bool:
     return a.shape == b.shape and bool(np.all(np.isfinite(a))) and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
-def _mistake_hint(ex: Exercise, answer) -> str | None:
-    """The hint of the first registered mistake that ``answer`` matches (numeric exercises)."""
-    for value, hint in ex.mistakes.values():
-        target = value() if callable(value) else value
-        if _close(answer, target, ex.rtol, ex.atol):
-            return hint
-    return None
+def grading_cases(ex: Exercise, rng: np.random.Generator, n_drawn: int = 3) -> list[tuple]:
+    """The argument tuples a code exercise is graded on: its registered cases plus ``n_drawn`` drawn now."""
+    cases = [tuple(c) for c in ex.cases]
+    if ex.draw is not None:
+        cases += [tuple(ex.draw(rng)) for _ in range(n_drawn)]
+    return cases
 
 
-def _check_numeric(ex, answer):
-    try:
-        arr = np.asarray(answer, dtype=np.float64)
-    except (TypeError, ValueError):
-        return "incorrect", f"expected a number or an array of numbers, got {type(answer).__name__}"
-    expected = np.asarray(ex.solution(), dtype=np.float64)
-    if arr.shape != expected.shape:
-        return "incorrect", f"expected shape {expected.shape}, got {arr.shape}"
-    if not np.all(np.isfinite(arr)):
-        return "incorrect", "your answer contains NaN or inf"
-    if _close(arr, expected, ex.rtol, ex.atol):
-        return "correct", "correct."
-    hint = _mistake_hint(ex, arr)
-    if hint:
-        return "incorrect", f"not quite. {hint}"
-    if _close(arr, expected, max(10 * ex.rtol, 5e-3), 10 * ex.atol):
-        return "incorrect", (f"close, but not within tolerance (rtol={ex.rtol:g}, atol={ex.atol:g}). If you rounded, "
-                             "keep at least four significant figures.")
-    return "incorrect", f"not within tolerance (rtol={ex.rtol:g}, atol={ex.atol:g}). Recheck your computation."
+def judge(ex: Exercise, record, cases=None) -> str:
+    """The verdict for one answer record extracted from a kernel (see :mod:`._wire`), against the full key.
 
-
-def _check_choice(ex, answer):
-    if not isinstance(answer, str) or answer.strip().upper() not in {k.upper() for k in ex.options}:
-        return "incorrect", f"answer with one of the letters {sorted(ex.options)}"
-    letter = next(k for k in ex.options if k.upper() == answer.strip().upper())
-    if letter == ex.reference:
-        return "correct", "correct."
-    return "incorrect", "not this one. " + ex.explanations.get(letter, "Reread the section and try again.")
-
-
-def _check_code(ex, answer):
-    if not callable(answer):
-        return "incorrect", f"expected a function, got {type(answer).__name__}"
-    for i, args in enumerate(ex.cases):
-        copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-        try:
-            got = answer(*copies)
-        except Exception as exc:  # the student's code raised: report it, don't crash the notebook
-            return "error", f"your function raised {type(exc).__name__} on test case {i + 1}: {exc}"
-        want = ex.reference(*args)
-        if not _close(got, want, ex.rtol, ex.atol):
-            for label, (wrong_fn, hint) in ex.mistakes.items():
-                if callable(wrong_fn) and _close(got, wrong_fn(*args), ex.rtol, ex.atol):
-                    return "incorrect", f"test case {i + 1} fails. {hint}"
-            return "incorrect", f"test case {i + 1} of {len(ex.cases)} gives a different result."
-    return "correct", f"correct on all {len(ex.cases)} test cases."
-
-
-def check(exercise_id: str, answer) -> Feedback:
-    """Check ``answer`` for exercise ``exercise_id`` (e.g. ``"03.2"``); returns (and displays) a :class:`Feedback`.
-
-    ``answer=None`` (or ``...``) means "not attempted yet".
+    ``cases`` (code exercises) are the argument tuples the record's outputs answer, in order. A malformed record
+    is ``incorrect``; it never raises.
     """
-    if exercise_id not in EXERCISES:
-        raise ValueError(f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(EXERCISES))}")
-    ex = EXERCISES[exercise_id]
-    if answer is None or answer is Ellipsis:
-        status, message = "not attempted", "replace None with your answer and run the cell again."
-    else:
-        checker = {"numeric": _check_numeric, "choice": _check_choice, "code": _check_code}[ex.kind]
-        try:
-            status, message = checker(ex, answer)
-        except Exception as exc:  # never let a checker crash a student's notebook
-            status, message = "error", f"could not check this answer ({type(exc).__name__}: {exc})"
-    fb = Feedback(exercise_id, status, message)
-    log = os.environ.get(GRADE_LOG_ENV)
-    if log:
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": exercise_id, "status": status, "message": message}) + "\n")
-    return fb
+    if not isinstance(record, dict) or record.get("kind") == "none":
+        return "not attempted"
+    if ex.kind == "numeric":
+        got = decode_array(record)
+        return "correct" if got is not None and close(got, ex.solution(), ex.rtol, ex.atol) else "incorrect"
+    if ex.kind == "choice":
+        value = record.get("value") if record.get("kind") == "str" else None
+        ok = isinstance(value, str) and value.strip().lower() == str(ex.reference).lower()
+        return "correct" if ok else "incorrect"
+    outputs = record.get("outputs") if record.get("kind") == "function" else None
+    if not isinstance(outputs, list) or cases is None or len(outputs) != len(cases):
+        return "incorrect"
+    if any(isinstance(o, dict) and o.get("kind") == "error" for o in outputs):
+        return "error"
+    for args, out in zip(cases, outputs):
+        want = ex.reference(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        got = decode_array(out)
+        if got is None or not close(got, want, ex.rtol, ex.atol):
+            return "incorrect"
+    return "correct"
