@@ -7,6 +7,8 @@ all shape ``(V,)``; ``Delta = log q - log p`` at a sampled token. Estimators of 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import _validation as v
@@ -93,3 +95,73 @@ def k3_surrogate_grad_logits(logits, q, sampling=None, *, ratio_weighted=False, 
     if ratio_weighted and not detach_ratio:
         coeff = coeff + s * w * k  # d w_a / d log p_a = w_a
     return coeff @ jac
+
+
+def forward_kl_grad_logits(logits, q):
+    """Gradient of the *other* direction, ``KL(q || softmax(z))``, w.r.t. the logits z: ``p - q``; shape (V,).
+
+    This is what the bare k3 loss follows in expectation on-policy (see :func:`estimator_views`).
+    """
+    z = v.as_float_array(logits, "logits", ndim=1)
+    p = softmax(z)
+    q = v.probability_vector(q, "q")
+    v.same_shape(logits=z, q=q)
+    return p - q
+
+
+class EstimatorView(NamedTuple):
+    """One KL estimator seen three ways, for tokens drawn from the current ``p`` (on-policy).
+
+    ``mean`` = E_p[k], ``value_bias`` = E_p[k] - KL(p || q), ``variance`` = Var_p[k] (value view);
+    ``grad`` = E_p[d k / d z] with the samples held fixed (what backprop through ``beta * k`` in the loss gives),
+    ``grad_bias`` = ``grad`` minus the true gradient of KL(p || q) (gradient view).
+    """
+
+    name: str
+    mean: float
+    value_bias: float
+    variance: float
+    grad: np.ndarray
+    grad_bias: np.ndarray
+
+
+def estimator_views(p, q) -> dict:
+    """Value bias, variance and gradient of k1, k2 and k3 for one token drawn from ``p``, computed exactly.
+
+    Returns ``{"k1": EstimatorView, "k2": ..., "k3": ...}``. With ``Delta_a = log q_a - log p_a`` and logits
+    ``z = log p``, the fixed-sample gradients are ``d k / d z = k'(Delta) * (-(e_a - p))``, averaged under ``p``:
+
+    - k1 = -Delta: mean = KL (unbiased), expected gradient ``sum_a p_a (e_a - p) = 0``: as a loss it does nothing
+      in expectation (it belongs in the reward, where the score-function estimator differentiates it);
+    - k2 = Delta^2/2: biased value, but its expected gradient is exactly the gradient of KL(p || q);
+    - k3 = e^Delta - Delta - 1: unbiased value with low variance, but its expected gradient is ``p - q``, the
+      gradient of the other direction KL(q || p).
+    """
+    p = v.probability_vector(p, "p")
+    q = v.probability_vector(q, "q")
+    v.same_shape(p=p, q=q)
+    delta = np.log(q) - np.log(p)
+    kl = float(np.sum(p * -delta))
+    jac = np.eye(p.size) - p[None, :]  # row a: d log p_a / d z
+    true = kl_grad_logits(np.log(p), q)
+    views = {}
+    for name, k, dk in (("k1", -delta, -np.ones_like(delta)),
+                        ("k2", 0.5 * delta ** 2, delta),
+                        ("k3", np.expm1(delta) - delta, np.expm1(delta))):
+        # d k / d log p_a = -dk/dDelta, since Delta = log q - log p
+        grad = (p * -dk) @ jac
+        mean = float(p @ k)
+        views[name] = EstimatorView(name, mean, mean - kl, float(p @ (k - mean) ** 2), grad, grad - true)
+    return views
+
+
+def policy_gap_family(gap, p=None, q=None):
+    """The policy ``p(gap) = softmax(log q + gap * (log p - log q))``: ``gap = 0`` is the reference ``q``,
+    ``gap = 1`` the given ``p`` (default: the article's ``[0.7, 0.2, 0.1]`` against ``q = [0.2, 0.3, 0.5]``)."""
+    from .examples import KL_EXAMPLE
+
+    gap = v.scalar(gap, "gap")
+    p = v.probability_vector(KL_EXAMPLE["p"] if p is None else p, "p")
+    q = v.probability_vector(KL_EXAMPLE["q"] if q is None else q, "q")
+    v.same_shape(p=p, q=q)
+    return softmax(np.log(q) + gap * (np.log(p) - np.log(q)))
