@@ -1,6 +1,6 @@
 """KL divergence and its sampled estimators (section 3.5), for one categorical next-token distribution.
 
-Notation: current policy ``p`` (= pi_theta), reference ``q`` (= pi_ref), sampling distribution ``s`` (= pi_old),
+Notation: current policy ``p`` (= pi_theta), reference ``q`` (= pi_ref), sampling distribution ``mu`` (e.g. pi_old),
 all shape ``(V,)``; ``Delta = log q - log p`` at a sampled token. Estimators of ``KL(p || q)`` from a token a ~ p:
 ``k1 = -Delta``, ``k2 = Delta**2 / 2``, ``k3 = exp(Delta) - Delta - 1`` (DeepSeekMath's, always >= 0).
 """
@@ -48,9 +48,9 @@ def k3_per_action(p, q):
 
 
 def k3_expectation(p, q, sampling=None, *, ratio_weighted=False):
-    """``E_{a ~ s}[w_a k3_a]`` with ``s = sampling`` (default ``p``) and ``w = p/s`` if ``ratio_weighted`` else 1.
+    """``E_{a ~ mu}[w_a k3_a]`` with ``mu = sampling`` (default ``p``) and ``w = p/mu`` if ``ratio_weighted`` else 1.
 
-    Under ``s = p`` it equals ``KL(p || q)``; under ``s != p`` the bare estimator is biased and the ratio-weighted one
+    Under ``mu = p`` it equals ``KL(p || q)``; under ``mu != p`` the bare estimator is biased and the ratio-weighted one
     is exact again.
     """
     p = v.probability_vector(p, "p")
@@ -73,11 +73,11 @@ def kl_grad_logits(logits, q):
 
 
 def k3_surrogate_grad_logits(logits, q, sampling=None, *, ratio_weighted=False, detach_ratio=False):
-    """Gradient w.r.t. the logits of ``sum_a s_a w_a k3_a(z)`` with the samples (weights ``s``) held fixed.
+    """Gradient w.r.t. the logits of ``sum_a mu_a w_a k3_a(z)`` with the samples (weights ``mu``) held fixed.
 
-    ``s`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3 computes). With
-    ``ratio_weighted`` the weight ``w = p/s`` is differentiated too unless ``detach_ratio``. Shape (V,).
-    The bare form at ``s = p`` gives ``p - q``, not :func:`kl_grad_logits`; the undetached ratio-weighted form
+    ``mu`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3 computes). With
+    ``ratio_weighted`` the weight ``w = p/mu`` is differentiated too unless ``detach_ratio``. Shape (V,).
+    The bare form at ``mu = p`` gives ``p - q``, not :func:`kl_grad_logits`; the undetached ratio-weighted form
     gives the true KL gradient.
     """
     z = v.as_float_array(logits, "logits", ndim=1)
