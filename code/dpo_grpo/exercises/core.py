@@ -34,6 +34,7 @@ class Exercise:
     explanations: dict = field(default_factory=dict)  # choice: wrong letter -> hint
     mistakes: dict = field(default_factory=dict)  # label -> (value or callable giving it, hint)
     cases: list = field(default_factory=list)  # code: list of argument tuples
+    level: int | None = None  # 1 = recall/compute, 2 = apply, 3 = derive
 
     def solution(self):
         """The reference answer (for tests and instructors; never shown by :func:`check`)."""
@@ -65,25 +66,32 @@ def _register(ex: Exercise) -> Exercise:
     return ex
 
 
-def numeric(id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None) -> Exercise:
+def _level(level):
+    if level is not None and (isinstance(level, bool) or level not in (1, 2, 3)):
+        raise ValueError(f"level must be 1 (recall/compute), 2 (apply), 3 (derive) or None, got {level!r}")
+    return level
+
+
+def numeric(id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None) -> Exercise:
     """Register a numeric exercise; ``reference`` is a value or a zero-argument function computing it."""
-    return _register(Exercise(id, prompt, "numeric", reference, rtol=rtol, atol=atol, mistakes=mistakes or {}))
+    return _register(Exercise(id, prompt, "numeric", reference, rtol=rtol, atol=atol, mistakes=mistakes or {},
+                              level=_level(level)))
 
 
-def choice(id, prompt, options, correct, *, explanations=None) -> Exercise:
+def choice(id, prompt, options, correct, *, explanations=None, level=None) -> Exercise:
     """Register a multiple-choice exercise; ``options`` maps letters to texts, ``correct`` is a letter."""
     if correct not in options:
         raise ValueError(f"correct answer {correct!r} is not one of the options {sorted(options)}")
     return _register(Exercise(id, prompt, "choice", correct, options=dict(options),
-                              explanations=explanations or {}))
+                              explanations=explanations or {}, level=_level(level)))
 
 
-def code(id, prompt, reference, cases, *, rtol=1e-9, atol=1e-12, mistakes=None) -> Exercise:
+def code(id, prompt, reference, cases, *, rtol=1e-9, atol=1e-12, mistakes=None, level=None) -> Exercise:
     """Register a coding exercise: the student's function must match ``reference`` on every argument tuple."""
     if not callable(reference) or not cases:
         raise ValueError("a code exercise needs a callable reference and at least one test case")
     return _register(Exercise(id, prompt, "code", reference, rtol=rtol, atol=atol, cases=list(cases),
-                              mistakes=mistakes or {}))
+                              mistakes=mistakes or {}, level=_level(level)))
 
 
 def _close(a, b, rtol, atol) -> bool:
