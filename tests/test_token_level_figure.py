@@ -37,3 +37,11 @@ def test_live_widget():
     assert ui.error is None and ui.data["loss_type"] == "dr_grpo"
     ui.controls["epsilon"].value = 0.5
     assert ui.data["epsilon"] == 0.5
+
+
+def test_chapter_3_figures_fit_the_page_budget():
+    from dpo_grpo.interactive import figures as F, kl_variance
+
+    figs = [F.dpo_figure(), F.group_advantage_figure(), F.zero_std_figure(), F.kl_estimator_figure(),
+            F.clip_platform_figure(), itl.token_level_figure(), kl_variance.kl_variance_figure()]
+    assert sum(F.figure_html_size(f) for f in figs) < F.PAGE_BUDGET_BYTES
