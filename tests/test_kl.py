@@ -80,3 +80,48 @@ def test_invalid_inputs():
         dg.exact_kl([0.5, 0.5], [0.2, 0.3, 0.5])
     with pytest.raises(ValueError, match="delta must contain only finite"):
         dg.k3([np.nan])
+
+
+# --- the gradient view of k1, k2, k3 (section 3.5) -------------------------------------------------------------
+
+def test_gradient_view_numbers_of_the_article_example():
+    views = dg.estimator_views(K["p"], K["q"])
+    np.testing.assert_allclose(views["k3"].grad, [0.5, -0.1, -0.4], atol=1e-15)
+    np.testing.assert_allclose(views["k2"].grad, [0.4325, -0.2081, -0.2244], atol=5e-5)
+    np.testing.assert_allclose(views["k1"].grad, 0.0, atol=1e-15)
+    true = dg.kl_grad_logits(np.log(K["p"]), K["q"])
+    np.testing.assert_allclose(views["k2"].grad, true, atol=1e-15)
+    np.testing.assert_allclose(views["k3"].grad, dg.forward_kl_grad_logits(np.log(K["p"]), K["q"]), atol=1e-15)
+    # the bare k3 gradient is the fixed-sample surrogate of the existing function
+    np.testing.assert_allclose(views["k3"].grad, dg.k3_surrogate_grad_logits(np.log(K["p"]), K["q"]), atol=1e-15)
+
+
+def test_forward_kl_gradient_matches_finite_differences():
+    z = np.array([0.3, -1.0, 0.8])
+    fd = dg.finite_difference(lambda zz: dg.exact_kl(K["q"], dg.softmax(zz)), z)
+    np.testing.assert_allclose(dg.forward_kl_grad_logits(z, K["q"]), fd, atol=1e-7)
+
+
+def test_value_view_bias_and_variance_by_enumeration():
+    p, q = K["p"], K["q"]
+    delta = np.log(q) - np.log(p)
+    kl = dg.exact_kl(p, q)
+    views = dg.estimator_views(p, q)
+    for name, fn in (("k1", dg.k1), ("k2", dg.k2), ("k3", dg.k3)):
+        k = fn(delta)
+        assert views[name].mean == pytest.approx(p @ k, abs=1e-15)
+        assert views[name].value_bias == pytest.approx(p @ k - kl, abs=1e-15)
+        assert views[name].variance == pytest.approx(p @ k ** 2 - (p @ k) ** 2, abs=1e-12)
+    assert views["k1"].value_bias == pytest.approx(0, abs=1e-15)
+    assert views["k3"].value_bias == pytest.approx(0, abs=1e-15)
+    assert views["k2"].value_bias > 0.06
+    # Schulman's point: close to the reference, k3 has far less variance than k1
+    near = dg.estimator_views(dg.policy_gap_family(0.2), q)
+    assert near["k3"].variance < 0.2 * near["k1"].variance
+
+
+def test_policy_gap_family_endpoints():
+    np.testing.assert_allclose(dg.policy_gap_family(0.0), K["q"], atol=1e-15)
+    np.testing.assert_allclose(dg.policy_gap_family(1.0), K["p"], atol=1e-15)
+    with pytest.raises(TypeError, match="gap"):
+        dg.policy_gap_family("far")

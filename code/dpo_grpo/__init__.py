@@ -16,8 +16,8 @@ from .reference.baselines import enumerate_group_gradients, score_function_varia
 from .reference.dpo import (bradley_terry_probability, dpo_gradient_weight, implicit_reward,
                             kl_regularised_objective, log_sigmoid, max_objective_identity_error,
                             objective_identity_gap, optimal_policy, sigmoid)
-from .reference.kl import (exact_kl, k1, k2, k3, k3_expectation, k3_per_action, k3_surrogate_grad_logits,
-                           kl_grad_logits)
+from .reference.kl import (estimator_views, exact_kl, forward_kl_grad_logits, k1, k2, k3, k3_expectation,
+                           k3_per_action, k3_surrogate_grad_logits, kl_grad_logits, policy_gap_family)
 from .reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
 from .reference.softmax import log_softmax, softmax
 from .reference.zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,

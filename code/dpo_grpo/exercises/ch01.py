@@ -20,6 +20,7 @@ numeric(
         "weights only": (lambda: _N_SMALL * 2 / GiB,
                          "This counts only the bf16 weights; training also stores gradients and optimizer state."),
     },
+    level=1,
 )
 
 
@@ -35,6 +36,7 @@ numeric(
         "forgot G": (lambda: _Q * _L, "Each question is answered G times, not once."),
         "forgot the questions": (lambda: _G * _L, "This is one question's group; the step has several questions."),
     },
+    level=1,
 )
 
 
@@ -53,6 +55,7 @@ choice(
         "c": "The reward model is fitted before the RL stage; during RL it only scores answers.",
         "d": "Frozen models still cost memory and forward passes, but no gradients flow into them.",
     },
+    level=1,
 )
 
 
@@ -80,6 +83,7 @@ code(
                         "optimizer state."),
     },
     draw=_draw_n_params,
+    level=2,
 )
 
 
@@ -99,4 +103,21 @@ choice(
         "c": "GRPO keeps a reference whenever its KL weight beta is non-zero.",
         "d": "A rule reward removes the reward model's forward passes, not the cost of generating the group.",
     },
+    level=2,
+)
+
+
+numeric(
+    "01.6",
+    "Derive the bytes per parameter of the logical training state under mixed-precision AdamW: bf16 weights, bf16 "
+    "gradients, an fp32 master copy and two fp32 moments.",
+    lambda: training_state_ledger(1).total_bytes,
+    rtol=1e-9, atol=1e-9,
+    mistakes={
+        "no master": (lambda: training_state_ledger(1, master_weights=False).total_bytes,
+                      "Mixed precision keeps an fp32 master copy of the weights next to the bf16 ones."),
+        "no moments": (8, "AdamW also keeps two moments per parameter (mean and mean square), each in fp32."),
+        "all fp32": (20, "Weights and gradients are bf16 (2 bytes each) in this recipe."),
+    },
+    level=3,
 )

@@ -36,6 +36,7 @@ choice(
         "d": "The output is about a preference pair's loss, not about what the reference does in GRPO.",
         "e": "This output comes from a preference pair, not from a group of scored answers.",
     },
+    level=1,
 )
 
 
@@ -80,6 +81,7 @@ code(
                           "A standard deviation below eps shrinks the advantages but does not make them zero."),
     },
     draw=_draw_rewards_with_ties,
+    level=2,
 )
 
 _SCALE = 1e-3  # 02.3: rewards multiplied by a small positive factor, eps fixed at 1e-4
@@ -96,6 +98,7 @@ numeric(
         "ddof 1": (lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4, ddof=1)[0, 2],
                    "You used the sample standard deviation (ddof=1); the exercise uses the population one."),
     },
+    level=1,
 )
 
 choice(
@@ -115,6 +118,7 @@ choice(
         "c": "Advantages are recomputed from each group's rewards; the clip does not remember them.",
         "d": "The eps in the denominator keeps the advantages defined (they are 0 / eps = 0).",
     },
+    level=2,
 )
 
 choice(
@@ -131,4 +135,24 @@ choice(
         "b": "Ask first where the data come from: what would score GRPO's freshly sampled answers?",
         "c": "PPO-RLHF needs a trained critic and a reward model on top of the policy; check the memory budget.",
     },
+    level=2,
+)
+
+
+#: 02.6: the two-sample suppression
+_D6, _EPS6 = 0.002, 1e-4
+
+numeric(
+    "02.6",
+    "Derive the standardised advantage (population std, eps guard) of the better answer of a group of two with "
+    "rewards [0, d]. Evaluate it at d = 0.002, eps = 1e-4.",
+    lambda: float(group_advantages(np.array([[0.0, _D6]]), eps=_EPS6)[0, 1]),
+    mistakes={
+        "no eps": (1.0, "Without the guard the answer is exactly 1; with it the denominator is d/2 + eps."),
+        "eps once": (lambda: _D6 / (_D6 + _EPS6),
+                     "The std of [0, d] is d/2, so (d/2) / (d/2 + eps) = d / (d + 2 eps)."),
+        "sample std": (lambda: float(group_advantages(np.array([[0.0, _D6]]), eps=_EPS6, ddof=1)[0, 1]),
+                       "That uses the sample std (ddof=1); the exercise uses the population std."),
+    },
+    level=3,
 )

@@ -40,6 +40,7 @@ numeric(
             "The loss is minus log sigmoid; it is positive.",
         ),
     },
+    level=1,
 )
 
 
@@ -78,6 +79,7 @@ code(
         ),
     },
     draw=_draw_logps,
+    level=2,
 )
 
 numeric(
@@ -99,6 +101,7 @@ numeric(
             "E[mean(r) s_i] is (1/G) of the true gradient; what is left after subtracting it?",
         ),
     },
+    level=2,
 )
 
 choice(
@@ -118,6 +121,7 @@ choice(
              "a stage (and, in DeepSeekMath's iterative RL, updated only in an outer loop).",
         "d": "beta weighs the KL term, which uses the reference; the ratio needs the rollout snapshot whatever beta is.",
     },
+    level=1,
 )
 
 #: 03.5: new ratios for the four answers of the first reward group (clip radius 0.2).
@@ -147,6 +151,7 @@ numeric(
             "These advantages use the sample std (ddof=1); the exercise uses the population std.",
         ),
     },
+    level=2,
 )
 
 
@@ -169,6 +174,7 @@ choice(
              "division defined).",
         "d": "With beta = 0 there is no KL term in the loss.",
     },
+    level=2,
 )
 
 #: 03.7: an affine map of the first reward group, r' = a r + b with a small positive a.
@@ -190,4 +196,98 @@ numeric(
             "These use the sample std (ddof=1); the exercise uses the population std.",
         ),
     },
+    level=1,
+)
+
+
+# --- derivations (level 3) ------------------------------------------------------------------------------------------
+
+from ..reference.kl import forward_kl_grad_logits, kl_grad_logits  # noqa: E402
+from ..reference.dpo import sigmoid  # noqa: E402
+
+
+def _dpo_chosen_grad():
+    return float(dpo_loss(**EX1, beta=EX1_BETA).grad_policy_chosen[0])
+
+
+def _implicit_rewards():
+    r_w = EX1_BETA * float(EX1["policy_chosen"][0] - EX1["ref_chosen"][0])
+    r_l = EX1_BETA * float(EX1["policy_rejected"][0] - EX1["ref_rejected"][0])
+    return r_w, r_l
+
+
+numeric(
+    "03.8",
+    "Derive d L_DPO / d log pi_theta(y_w) for one pair, in terms of the implicit rewards r_w = beta log(pi_theta(y_w)/"
+    "pi_ref(y_w)) and r_l. Evaluate it for the pair of exercise 03.1 at beta = 0.1.",
+    _dpo_chosen_grad,
+    mistakes={
+        "no beta": (lambda: -float(sigmoid(_implicit_rewards()[1] - _implicit_rewards()[0])),
+                    "The chain rule through the logit beta u brings out a factor beta in front of the sigmoid."),
+        "sigma of the wrong difference": (
+            lambda: -EX1_BETA * float(sigmoid(_implicit_rewards()[0] - _implicit_rewards()[1])),
+            "d/dz of -log sigma(z) is -sigma(-z): the weight is sigma(r_l - r_w), large when the pair is ranked "
+            "wrongly, not sigma(r_w - r_l)."),
+        "sign": (lambda: -_dpo_chosen_grad(),
+                 "The loss falls when the chosen log-prob rises, so its derivative is negative."),
+    },
+    level=3,
+)
+
+#: 03.9: the centred estimator's shrinkage for groups of five
+_G9 = 5
+
+numeric(
+    "03.9",
+    "Derive E[(r_i - mean(r_1..r_G)) g_i] = c * grad J for i.i.d. answers (g_i the score of answer i). "
+    "Give c for G = 5.",
+    lambda: 1 - 1 / _G9,
+    rtol=1e-9, atol=1e-9,
+    mistakes={
+        "1/G": (lambda: 1 / _G9, "1/G is the part the group mean removes (E[mean * g_i] = grad J / G); c is the rest."),
+        "no shrinkage": (1.0, "The group mean contains r_i itself, so it is not independent of g_i: expand the mean."),
+        "sqrt": (lambda: ((_G9 - 1) / _G9) ** 0.5,
+                 "sqrt((G-1)/G) relates the two standard deviations; the mean-centring factor has no square root."),
+    },
+    level=3,
+)
+
+#: 03.10: the forward-KL gradient
+EX10 = {"p": np.array([0.6, 0.3, 0.1]), "q": np.array([0.2, 0.3, 0.5])}
+
+numeric(
+    "03.10",
+    "Derive the gradient of KL(q || softmax(z)) with respect to the logits z (q fixed), and evaluate it at "
+    "softmax(z) = p = [0.6, 0.3, 0.1], q = [0.2, 0.3, 0.5]. This is what the bare k3 loss follows on-policy.",
+    lambda: forward_kl_grad_logits(np.log(EX10["p"]), EX10["q"]),
+    mistakes={
+        "q - p": (lambda: EX10["q"] - EX10["p"],
+                  "Check the sign: KL(q || p) = const - sum_a q_a log p_a, and d(-log p_a)/dz = p - e_a."),
+        "other direction": (lambda: kl_grad_logits(np.log(EX10["p"]), EX10["q"]),
+                            "That is the gradient of KL(p || q), the other direction (what k2 follows)."),
+        "log ratio": (lambda: np.log(EX10["p"] / EX10["q"]),
+                      "log(p/q) is the integrand of KL(p || q), not a gradient with respect to the logits."),
+    },
+    level=3,
+)
+
+choice(
+    "03.11",
+    "PPO/GRPO's per-token objective min(rho A, clip(rho, 1 - eps, 1 + eps) A) with eps = 0.2: derive where its "
+    "derivative with respect to rho is zero.",
+    {
+        "a": "Whenever rho lies outside [0.8, 1.2].",
+        "b": "Where A > 0 and rho > 1.2, or A < 0 and rho < 0.8: the ratio has already moved far enough in the "
+             "advantage's direction.",
+        "c": "Where A > 0 and rho < 0.8, or A < 0 and rho > 1.2.",
+        "d": "Nowhere: the minimum always keeps the unclipped term.",
+    },
+    "b",
+    explanations={
+        "a": "The most common misreading (np.clip without the min). For A < 0 and rho > 1.2 compare the two terms: "
+             "which is smaller?",
+        "c": "These are the wrong-direction regions: there the unclipped term is the minimum and keeps its gradient A.",
+        "d": "Where the clipped term is the smaller one, the objective is constant in rho.",
+    },
+    level=3,
 )

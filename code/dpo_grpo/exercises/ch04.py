@@ -25,6 +25,7 @@ numeric(
         ),
         "unchanged": (lambda: dpo_loss(**_P).loss, "This is the loss before the swap."),
     },
+    level=1,
 )
 
 numeric(
@@ -35,6 +36,7 @@ numeric(
         "ddof 0": (lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=0)[0],
                    "These use the population std (ddof=0); the exercise asks for the sample std."),
     },
+    level=1,
 )
 
 
@@ -57,6 +59,7 @@ code(
                     "You subtracted the mean of the whole group, which includes r_i itself."),
     },
     draw=_draw_groups,
+    level=2,
 )
 
 choice(
@@ -72,4 +75,5 @@ choice(
         "a": "Clipping only removes the gradient when the ratio has moved in the direction the advantage wants.",
         "c": "No token is dropped: min() selects which of the two terms is used.",
     },
+    level=2,
 )

@@ -37,6 +37,7 @@ numeric(
         "no KL": (lambda: _loss("dr_grpo", max_completion_length=8, beta=0.0),
                   "The KL penalty (beta = 0.04) is part of the loss."),
     },
+    level=1,
 )
 
 
@@ -83,6 +84,7 @@ code(
         "counts only": (_counts_only, "Right counts are not enough: the rows of a prompt must be consecutive."),
     },
     draw=_draw_prompt_ids,
+    level=2,
 )
 
 choice(
@@ -100,6 +102,7 @@ choice(
         "b": "The tool's output was not chosen by the policy; counting it also changes the denominator.",
         "d": "The model's tokens after the tool result are its own actions too.",
     },
+    level=2,
 )
 
 
@@ -118,6 +121,7 @@ numeric(
         "arithmetic mean": (np.mean([2.0, 0.5, 4.0]),
                             "That is the arithmetic mean of the ratios; TRL averages the log-ratios."),
     },
+    level=1,
 )
 
 choice(
@@ -133,4 +137,27 @@ choice(
         "a": "Frozen means 'not trained', not 'the same weights as before the interruption'.",
         "c": "The KL penalty's gradient depends on the reference log-probs, so the update changes too.",
     },
+    level=2,
+)
+
+
+# --- a derivation (level 3): pitfall 5's mechanism -------------------------------------------------------------------
+
+from ..chapters.length_bias import per_token_push  # noqa: E402
+
+numeric(
+    "05.6",
+    "One group: right answers of 20 and 80 tokens (reward 1), wrong answers of 20 and 80 tokens (reward 0); "
+    "population std, eps = 1e-4, on-policy, beta = 0. Derive d loss / d log pi(token) for a token of the long wrong "
+    "answer under loss_type='grpo'.",
+    lambda: float(per_token_push("grpo").per_token[3]),
+    mistakes={
+        "dapo": (lambda: float(per_token_push("dapo").per_token[3]),
+                 "That is the token-level denominator (bnpo/dapo: 1 / all 200 tokens); grpo divides by G |y_i|."),
+        "short answer": (lambda: float(per_token_push("grpo").per_token[2]),
+                         "That is a token of the short wrong answer: 1/|y_i| is 1/20 there, 1/80 here."),
+        "sign": (lambda: -float(per_token_push("grpo").per_token[3]),
+                 "The answer is wrong (A < 0): the loss rises with its log-prob, so the derivative is positive."),
+    },
+    level=3,
 )

@@ -254,13 +254,13 @@ def group_advantage_data(rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales
 
 def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None, ref_rejected=None, *,
              margins=None, betas=(0.05, 0.1, 0.5, 1.0)):
-    """DPO (sigmoid) loss ``-log sigmoid(beta m)`` and gradient weight ``sigmoid(-beta m)`` vs the log-ratio margin.
+    """DPO (sigmoid) loss ``-log sigmoid(beta u)`` and gradient weight ``sigmoid(-beta u)`` vs the log-ratio margin.
 
-    ``m = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]``; the implicit reward margin is
-    ``beta m``. Curves for the chosen ``beta`` (``loss``, ``weight``) and for each of ``betas`` (``loss_by_beta``,
+    ``u = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]``; the implicit reward margin is
+    ``beta u``. Curves for the chosen ``beta`` (``loss``, ``weight``) and for each of ``betas`` (``loss_by_beta``,
     ``weight_by_beta``). The four log-probs default to the article's first pair (section 3.7); for them:
     ``chosen_logratio``, ``rejected_logratio``, ``margin``, the implicit rewards ``chosen_reward`` /
-    ``rejected_reward`` (``beta`` x log-ratio), ``logit`` = beta m, ``pair_loss`` and ``pair_weight`` (from
+    ``rejected_reward`` (``beta`` x log-ratio), ``logit`` = beta u, ``pair_loss`` and ``pair_weight`` (from
     :func:`~dpo_grpo.trl_exact.dpo.dpo_loss`).
     """
     beta = v.scalar(beta, "beta", positive=True)
@@ -302,8 +302,8 @@ def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=No
     ``Delta = log pi_ref - log pi_theta`` at a sampled token: curves ``k1 = -Delta``, ``k2 = Delta^2/2``,
     ``k3 = e^Delta - Delta - 1`` over ``deltas`` and their values at ``delta``. Off-policy part, with the current
     policy ``p``, reference ``q`` and old policy ``old`` (the article's [0.7, 0.2, 0.1], [0.2, 0.3, 0.5],
-    [0.3, 0.3, 0.4]): the sampling distribution ``s = (1 - mix) p + mix old`` (mix 1 = the old policy),
-    ``biased`` = E_s[k3] (what the bare estimator averages to), ``corrected`` = E_s[(p/s) k3] and ``exact`` =
+    [0.3, 0.3, 0.4]): the sampling distribution ``mu = (1 - mix) p + mix old`` (mix 1 = the old policy),
+    ``biased`` = E_mu[k3] (what the bare estimator averages to), ``corrected`` = E_mu[(p/mu) k3] and ``exact`` =
     KL(p || q); the same two expectations over ``mixes`` (``biased_vs_mix``, ``corrected_vs_mix``).
     """
     d = v.scalar(delta, "delta")
@@ -339,7 +339,7 @@ def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=No
 
 @lru_cache(maxsize=64)
 def _kl_vs_mix(p, q, old, mixes):
-    """E_s[k3] and E_s[(p/s) k3] along s = (1 - t) p + t old, t in ``mixes`` (memoised: they depend on p, q, old)."""
+    """E_mu[k3] and E_mu[(p/mu) k3] along mu = (1 - tau) p + tau old for tau in ``mixes`` (memoised)."""
     p, q, old = np.array(p), np.array(q), np.array(old)
 
     def sampling(w):

@@ -482,7 +482,7 @@ def _zero_traces(d):
     t.append(_vline(p, 0, 1, a, name="pass rate p", hover=[f"p = {p:g}"] * 2))                        # 9: p
     t.append(_vline(g, 0, 1, b, name="group size G", hover=[f"G = {g}"] * 2))                         # 10: G
     t.append({"type": "scatter", "mode": "markers", "x": _n([2 * eps]), "y": [0.5], "showlegend": False,
-              "marker": {"symbol": "x", "size": 10, "color": "black"}, "name": "d = 2ε",
+              "marker": {"symbol": "x", "size": 10, "color": "black"}, "name": "d = 2ϵ",
               "hovertemplate": "d = 2ε: the advantage is halved<extra></extra>", **e})                # 11: eps
     return t
 
@@ -491,7 +491,7 @@ def _zero_layout():
     fig = _subplots(2, 2, ["all G rewards equal, vs pass rate p",
                            "no signal, vs group size G (at p)",
                            "a batch's pass rates (Beta, mean p)",
-                           "group [0, d]: advantage d / (d + 2ε)"], height=720,
+                           "group [0, d]: advantage d / (d + 2ϵ)"], height=720,
                     vertical_spacing=0.16, horizontal_spacing=0.1)
     fig.update_xaxes(title_text="pass rate p", range=[0, 1], row=1, col=1)
     fig.update_yaxes(title_text="probability of zero std", range=[0, 1.02], row=1, col=1)
@@ -512,7 +512,7 @@ ZERO_STD = Explorable(
     grid={"group_size": [2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64],
           "pass_rate": [round(0.05 * k, 2) for k in range(1, 20)],
           "eps": [1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]},
-    labels={"group_size": "G", "pass_rate": "p", "eps": "ε"},
+    labels={"group_size": "G", "pass_rate": "p", "eps": "ϵ"},
     data=_zero_data, traces=_zero_traces, updates=lambda d: {}, layout=_zero_layout)
 
 
@@ -561,11 +561,11 @@ def _adv_traces(d):
     dashes = ("dot", "dash", "solid", "dashdot")
     for k, e in enumerate(d["eps_values"]):                                                           # 4..: static
         t.append({"type": "scatter", "mode": "lines", "x": _n(d["scales"]), "y": _n(d["best_advantage_vs_scale"][e]),
-                  "name": f"best answer, ε = {_fmt(e)}", "line": {"color": PURPLE, "dash": dashes[k % 4], "width": 2},
-                  "hovertemplate": "scale %{x:.2g}: %{y:.4f}<extra>ε = " + _fmt(e) + "</extra>", **c_on})
+                  "name": f"best answer, ϵ = {_fmt(e)}", "line": {"color": PURPLE, "dash": dashes[k % 4], "width": 2},
+                  "hovertemplate": "scale %{x:.2g}: %{y:.4f}<extra>ϵ = " + _fmt(e) + "</extra>", **c_on})
     a = d["params"]["scale"]
     t.append({"type": "scatter", "mode": "markers", "x": [_n(max(abs(a), 1e-7))],
-              "y": [_n(d["advantages_ddof0"][d["best_index"]])], "name": "this transform (ε of the bars)",
+              "y": [_n(d["advantages_ddof0"][d["best_index"]])], "name": "this transform (ϵ of the bars)",
               "marker": {"color": BLUE, "size": 12, "symbol": "diamond"},
               "hovertemplate": "|a| = %{x:.2g}: %{y:.4f}<extra></extra>", **c_on})                         # last
     return t
@@ -578,12 +578,12 @@ def _adv_updates(d):
 
 
 def _adv_layout():
-    fig = _subplots(2, 2, ["rewards", "advantages (r − mean) / (std + ε), ε = 1e-4",
+    fig = _subplots(2, 2, ["rewards", "advantages (r − mean) / (std + ϵ), ϵ = 1e-4",
                            "the best answer's advantage for rewards a·r, vs the scale a"], height=720,
                     specs=[[{}, {}], [{"colspan": 2}, None]], vertical_spacing=0.17, horizontal_spacing=0.1)
     fig.update_xaxes(title_text="answer", dtick=1, row=1, col=1)
     fig.update_xaxes(title_text="answer", dtick=1, row=1, col=2)
-    fig.update_xaxes(title_text="scale a (log scale): ε stops mattering once a·std ≫ ε", type="log",
+    fig.update_xaxes(title_text="scale a (log scale): ϵ stops mattering once a·std ≫ ϵ", type="log",
                      row=2, col=1)
     fig.update_yaxes(range=[-2.2, 2.2], row=1, col=2)
     fig.update_yaxes(range=[-1.8, 1.8], title_text="advantage", row=2, col=1)
@@ -627,19 +627,19 @@ def _dpo_traces(d):
             t.append({"type": "scatter", "mode": "lines", "x": _n(m), "y": _n(d[key][b]), "name": f"β = {b:g}",
                       "legendgroup": f"beta{b}", "showlegend": key == "loss_by_beta",
                       "line": {"color": GREY, "width": 1, "dash": ("dot", "dash", "dashdot", "longdash")[k % 4]},
-                      "hovertemplate": "m = %{x:.2f}: %{y:.4f}<extra>β = " + f"{b:g}" + "</extra>", **on})
+                      "hovertemplate": "u = %{x:.2f}: %{y:.4f}<extra>β = " + f"{b:g}" + "</extra>", **on})
     for key, on in (("loss", a_on), ("weight", b_on)):                                 # 8, 9: beta
         t.append({"type": "scatter", "mode": "lines", "x": _n(m), "y": _n(d[key]), "name": "selected β",
                   "legendgroup": "sel", "showlegend": key == "loss", "line": {"color": BLUE, "width": 3},
-                  "hovertemplate": "m = %{x:.2f}: %{y:.4f}<extra>selected β</extra>", **on})
+                  "hovertemplate": "u = %{x:.2f}: %{y:.4f}<extra>selected β</extra>", **on})
     for key, on in (("pair_loss", a_on), ("pair_weight", b_on)):                       # 10, 11: beta
         t.append({"type": "scatter", "mode": "markers", "x": [_n(d["margin"])], "y": [_n(d[key])],
                   "name": "the article's pair", "legendgroup": "pair", "showlegend": key == "pair_loss",
                   "marker": {"color": RED, "size": 11, "symbol": "diamond"},
-                  "hovertemplate": "m = %{x:.3f}: %{y:.4f}<extra>the article's pair</extra>", **on})
+                  "hovertemplate": "u = %{x:.3f}: %{y:.4f}<extra>the article's pair</extra>", **on})
     lp = d["logps"]
     cats = ["log π_θ(y_w)", "log π_ref(y_w)", "log π_θ(y_l)", "log π_ref(y_l)", "chosen log-ratio",
-            "rejected log-ratio", "margin m"]
+            "rejected log-ratio", "margin u"]
     cats, vals_order = cats[::-1], slice(None, None, -1)  # top to bottom in reading order
     vals = [lp["policy_chosen"], lp["ref_chosen"], lp["policy_rejected"], lp["ref_rejected"],
             d["chosen_logratio"], d["rejected_logratio"], d["margin"]][vals_order]
@@ -647,8 +647,8 @@ def _dpo_traces(d):
               "textposition": "outside", "marker": {"color": [PURPLE, RED, BLUE, GREY, RED, GREY, BLUE]},
               "showlegend": False, "name": "log-probs", "hovertemplate": "%{y}: %{x:.4f}<extra></extra>",
               "cliponaxis": False, **c_on})                                                        # 12: static
-    cats2 = ["reward r_w = β·chosen", "reward r_l = β·rejected", "logit z = β·m", "loss −log σ(z)",
-             "weight σ(−z)"]
+    cats2 = ["reward r_w = β·chosen", "reward r_l = β·rejected", "logit β·u", "loss −log σ(β·u)",
+             "weight σ(−β·u)"]
     vals2 = [d["chosen_reward"], d["rejected_reward"], d["logit"], d["pair_loss"], d["pair_weight"]]
     cats2, vals2 = cats2[::-1], vals2[::-1]
     t.append({"type": "bar", "orientation": "h", "y": cats2, "x": _n(vals2), "text": [f"{v:+.4f}" for v in vals2],
@@ -659,10 +659,10 @@ def _dpo_traces(d):
 
 
 def _dpo_layout():
-    fig = _subplots(2, 2, ["loss −log σ(β m)", "gradient weight σ(−β m)",
+    fig = _subplots(2, 2, ["loss −log σ(β u)", "gradient weight σ(−β u)",
                            "the article's pair: log-probs", "scaled by β"], height=760,
                     vertical_spacing=0.2, horizontal_spacing=0.22)
-    fig.update_xaxes(title_text="log-ratio margin m", row=1)
+    fig.update_xaxes(title_text="log-ratio margin u", row=1)
     fig.update_yaxes(range=[0, 6], row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     fig.update_xaxes(range=[-3.6, 1.2], title_text="nats", row=2, col=1)
@@ -710,14 +710,14 @@ def _kl_traces(d):
                   "hovertemplate": f"{key}(%{{x:.2f}}) = %{{y:.4f}}<extra></extra>", **a_on})
     acts = ["action 0", "action 1", "action 2"]
     for key, color, name in (("p", BLUE, "π_θ = p (current)"), ("q", GREY, "π_ref = q"),
-                             ("sampling", ORANGE, "sampling s = (1−t)·p + t·π_old")):                   # 6,7 static; 8 mix
+                             ("sampling", ORANGE, "sampling μ = (1−τ)·p + τ·π_old")):                   # 6,7 static; 8 mix
         t.append({"type": "bar", "x": acts, "y": _n(d[key]), "name": name, "marker": {"color": color},
                   "hovertemplate": "%{x}: %{y:.3f}<extra>" + name + "</extra>", **b_on})
-    for key, color, name in (("biased_vs_mix", RED, "E_s[k3] (bare: biased)"),
-                             ("corrected_vs_mix", GREEN, "E_s[(p/s)·k3] (ratio-corrected)")):           # 9,10 static
+    for key, color, name in (("biased_vs_mix", RED, "E_μ[k3] (bare: biased)"),
+                             ("corrected_vs_mix", GREEN, "E_μ[(p/μ)·k3] (ratio-corrected)")):           # 9,10 static
         t.append({"type": "scatter", "mode": "lines", "x": _n(d["mixes"]), "y": _n(d[key]), "name": name,
                   "line": {"color": color, "width": 2.5}, "legendgroup": key,
-                  "hovertemplate": "t = %{x:.2f}: %{y:.4f}<extra></extra>", **c_on})
+                  "hovertemplate": "τ = %{x:.2f}: %{y:.4f}<extra></extra>", **c_on})
     t.append({"type": "scatter", "mode": "lines", "x": [0, 1], "y": _n([d["exact"]] * 2), "name": "KL(p‖q) exact",
               "line": {"color": "black", "dash": "dot"}, "hovertemplate": "%{y:.4f}<extra>exact KL</extra>",
               **c_on})                                                                                  # 11 static
@@ -730,13 +730,13 @@ def _kl_traces(d):
 
 
 def _kl_layout():
-    fig = _subplots(2, 2, ["k1, k2, k3 at one sampled token", "p, q and the sampling distribution s",
-                           "average of k3 over tokens drawn from s, vs the mix t"], height=720,
+    fig = _subplots(2, 2, ["k1, k2, k3 at one sampled token", "p, q and the sampling distribution μ",
+                           "average of k3 over tokens drawn from μ, vs the mix τ"], height=720,
                     specs=[[{}, {}], [{"colspan": 2}, None]], vertical_spacing=0.17, horizontal_spacing=0.1)
     fig.update_xaxes(title_text="Δ = log π_ref − log π_θ", row=1, col=1)
     fig.update_yaxes(range=[-3.2, 8], row=1, col=1)
     fig.update_yaxes(range=[0, 0.8], title_text="probability", row=1, col=2)
-    fig.update_xaxes(title_text="t: s = (1 − t)·p + t·π_old (t = 0: on-policy; t = 1: the old policy)", row=2, col=1)
+    fig.update_xaxes(title_text="τ: μ = (1 − τ)·p + τ·π_old (τ = 0: on-policy; τ = 1: the old policy)", row=2, col=1)
     fig.update_yaxes(range=[0, 1.25], title_text="nats", row=2, col=1)
     fig.update_layout(barmode="group", legend={"orientation": "h", "x": 0, "y": 1.06, "yanchor": "bottom"},
                       margin={"t": 130})
@@ -748,14 +748,14 @@ KL = Explorable(
     defaults={"delta": 0.5, "mix": 1.0, **{k: tuple(float(x) for x in ex.KL_EXAMPLE[k]) for k in ("p", "q", "old")}},
     grid={"delta": [-2.0, -1.5, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0],
           "mix": [round(0.1 * k, 1) for k in range(11)]},
-    labels={"delta": "Δ", "mix": "t"},
+    labels={"delta": "Δ", "mix": "τ"},
     data=_kl_data, traces=_kl_traces, updates=lambda d: {}, layout=_kl_layout)
 
 
 def kl_estimator_figure(**grid) -> go.Figure:
     """k1, k2, k3 vs Delta (slider: a marked Delta), and the article's off-policy example p = [0.7, 0.2, 0.1],
-    q = [0.2, 0.3, 0.5], old = [0.3, 0.3, 0.4]: sampling from ``s = (1-t) p + t old`` biases the bare k3 average;
-    weighting by p/s restores KL(p || q) (slider: t)."""
+    q = [0.2, 0.3, 0.5], old = [0.3, 0.3, 0.4]: sampling from ``mu = (1-tau) p + tau old`` biases the bare k3 average;
+    weighting by p/mu restores KL(p || q) (slider: tau)."""
     return KL.figure(**grid)
 
 

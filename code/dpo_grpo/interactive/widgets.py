@@ -154,7 +154,7 @@ def zero_std_widget(group_size=8, pass_rate=0.8, eps=1e-4) -> ExplorableWidget:
     controls = {
         "group_size": _int_slider("group size G", group_size, 2, 64),
         "pass_rate": _float_slider("pass rate p", pass_rate, 0.01, 0.99, 0.01),
-        "eps": _log_slider("ε", eps, -9, 0),
+        "eps": _log_slider("ϵ", eps, -9, 0),
     }
     return ExplorableWidget(F.ZERO_STD, controls, dict, title="Zero-std groups",
                             help_text="0/1 rewards: when does a group carry no signal?", columns=3)
@@ -165,7 +165,7 @@ def group_advantage_widget(rewards=(0.2, 0.8, 1.4, 0.6), scale=1.0, shift=0.0, e
     controls = {
         "rewards": W.Text(value=", ".join(f"{r:g}" for r in rewards), description="rewards (2 to 16)",
                           continuous_update=False, style=_STYLE, layout=W.Layout(width="420px")),
-        "eps": _log_slider("ε", eps, -10, 0),
+        "eps": _log_slider("ϵ", eps, -10, 0),
         "log10_scale": _float_slider("log₁₀ |a|", math.log10(abs(scale)) if scale else 0.0,
                                      -7.0, 2.0, 0.25),
         "negate": W.Checkbox(value=scale < 0, description="a < 0 (flip)", style=_STYLE),
@@ -180,7 +180,7 @@ def group_advantage_widget(rewards=(0.2, 0.8, 1.4, 0.6), scale=1.0, shift=0.0, e
         return {"transform": (a, float(v["shift"])), "rewards": r, "eps": v["eps"]}
 
     return ExplorableWidget(F.GROUP_ADVANTAGE, controls, to_params, title="Group advantages",
-                            help_text="advantages are invariant to a·r + b (a > 0) until a·std ≈ ε")
+                            help_text="advantages are invariant to a·r + b (a > 0) until a·std ≈ ϵ")
 
 
 def dpo_widget(beta=0.1, policy_chosen=-2.2, policy_rejected=-2.8, ref_chosen=-2.0,
@@ -198,12 +198,12 @@ def dpo_widget(beta=0.1, policy_chosen=-2.2, policy_rejected=-2.8, ref_chosen=-2
 
 def kl_estimator_widget(delta=0.5, mix=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5),
                         old=(0.3, 0.3, 0.4)) -> ExplorableWidget:
-    """Live KL estimators: Delta, the sampling mix t, and editable p, q, old (each must sum to 1)."""
+    """Live KL estimators: Delta, the sampling mix tau, and editable p, q, old (each must sum to 1)."""
     text = lambda name, v: W.Text(value=", ".join(f"{x:g}" for x in v), description=name,  # noqa: E731
                                   continuous_update=False, style=_STYLE, layout=W.Layout(width="260px"))
     controls = {
         "delta": _float_slider("Δ = log π_ref − log π_θ", delta, -3.0, 3.0, 0.05),
-        "mix": _float_slider("t (sample from (1−t)p + t·old)", mix, 0.0, 1.0, 0.02),
+        "mix": _float_slider("τ (sample from (1−τ)p + τ·old)", mix, 0.0, 1.0, 0.02),
         "p": text("p = π_θ", p), "q": text("q = π_ref", q), "old": text("π_old", old),
     }
 
@@ -212,7 +212,7 @@ def kl_estimator_widget(delta=0.5, mix=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)
                 "old": _numbers(v["old"], "old")}
 
     return ExplorableWidget(F.KL, controls, to_params, title="KL estimators",
-                            help_text="k3 is unbiased on-policy; off-policy it needs the ratio p/s")
+                            help_text="k3 is unbiased on-policy; off-policy it needs the ratio p/μ")
 
 
 def bandit_widget(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80) -> ExplorableWidget:

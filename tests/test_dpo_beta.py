@@ -1,0 +1,43 @@
+"""dpo_grpo.chapters.dpo_beta: DPO's beta under SGD scales the step; under Adam only the pairs' relative weights."""
+
+import numpy as np
+import pytest
+
+from dpo_grpo.chapters import dpo_beta as db
+from dpo_grpo.reference.dpo import sigmoid
+
+
+def test_pair_weights_closed_form():
+    w = db.pair_weights([0.2, 20.0], 1.0)
+    s = sigmoid(np.array([-0.2, -20.0]))
+    np.testing.assert_allclose(w, s / s.sum(), rtol=1e-14)
+    assert db.pair_weights(db.MARGINS, 0.1)[3] > 0.08 > 1e-6 > db.pair_weights(db.MARGINS, 1.0)[3]
+
+
+def test_sgd_scales_with_beta_adam_does_not():
+    c = db.beta_under_optimisers()
+    assert c.sgd_first_step[1.0] / c.sgd_first_step[0.1] > 5
+    # Adam's first step is lr * sign(g) per coordinate: own parameter + shared parameter = 2 lr, for any beta
+    assert c.adam_first_step[0.1] == pytest.approx(0.02, rel=1e-5)
+    assert c.adam_first_step[1.0] == pytest.approx(0.02, rel=1e-5)
+    assert c.sgd_gain[1.0][0] / c.sgd_gain[0.1][0] > 5
+    assert 0.9 < c.adam_gain[1.0][0] / c.adam_gain[0.1][0] < 1.0
+    # what beta changes under Adam: the well separated pair moves about half as far at beta = 1
+    assert c.adam_gain[1.0][3] < 0.5 < 0.99 < c.adam_gain[0.1][3]
+    assert c.adam_scale_error < 1e-5
+
+
+def test_adam_is_invariant_to_the_loss_scale_without_eps():
+    a = db.optimise(db.MARGINS, 0.3, steps=20, adam_eps=0.0)
+    b = db.optimise(db.MARGINS, 0.3, steps=20, adam_eps=0.0, loss_scale=7.0)
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    s = db.optimise(db.MARGINS, 0.3, steps=20, optimizer="sgd")
+    t = db.optimise(db.MARGINS, 0.3, steps=20, optimizer="sgd", loss_scale=7.0)
+    assert np.abs(s - t).max() > 1e-3
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="optimizer"):
+        db.optimise(db.MARGINS, 0.1, optimizer="rmsprop")
+    with pytest.raises(ValueError, match="beta"):
+        db.pair_weights([1.0], 0.0)
