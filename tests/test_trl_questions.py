@@ -120,3 +120,17 @@ def test_cost_sensitivity_gives_ranges_that_contain_the_default():
     assert s["n_assumptions"] == 45 and len(s["crossovers"]) >= 2
     with pytest.raises(ValueError, match="unknown"):
         costs.sensitivity(w, grid={"speed": (1,)})
+
+
+def test_log_line_every_metric_has_a_meaning_and_agrees_with_its_second_computation():
+    out = q.log_line()
+    m = out["metrics"]
+    assert list(m) == list(q.LOG_LINE_MEANINGS)
+    for key, value in out["checks"].items():
+        assert m[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    inp = out["inputs"]
+    assert m["completions/mean_length"] == inp["mask"].sum() / len(inp["lengths"])
+    assert 0 < m["completions/clipped_ratio"] < 1 and 0 < m["frac_reward_zero_std"] < 1
+    assert m["clip_ratio/low_mean"] > 0 and m["clip_ratio/high_mean"] > 0
+    assert m["clip_ratio/region_mean"] == pytest.approx(m["clip_ratio/low_mean"] + m["clip_ratio/high_mean"])
+    assert "kl" not in q.log_line(beta=0.0)["metrics"]

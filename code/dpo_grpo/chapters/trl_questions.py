@@ -33,7 +33,7 @@ from ..trl_exact.grpo import grpo_loss
 
 __all__ = ["zero_std_logging", "informative_gradient_share", "two_sample_advantages", "soft_overlong_punishment",
            "truncation_step", "batch_plan", "per_function_stds", "dpo_displacement", "dpo_stuck_at_ln2",
-           "ZERO_STD_SETTINGS", "TRL_ISSUES"]
+           "ZERO_STD_SETTINGS", "TRL_ISSUES", "LOG_LINE_MEANINGS", "log_line"]
 
 #: TRL GitHub issues and pull requests whose questions the book answers by computation (number -> one line).
 TRL_ISSUES = {
@@ -340,3 +340,130 @@ def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
     add("beta = 1e-8 (beta -> 0)", dpo_loss(**pairs, beta=1e-8))
     add("trained pairs, beta = %g" % beta, dpo_loss(**pairs, beta=beta))
     return rows
+
+
+#: What each metric of a TRL 1.16.0 GRPO log line measures (the order of :func:`log_line`).
+LOG_LINE_MEANINGS = {
+    "loss": "the loss of the last micro-batch: clipped surrogate + beta * k3, normalised by loss_type",
+    "grad_norm": "L2 norm of the gradient over all trainable parameters, before clipping to max_grad_norm",
+    "num_tokens": "prompt + completion tokens seen so far (here: this step only)",
+    "completions/mean_length": "mean completion length in tokens (EOS included)",
+    "completions/min_length": "shortest completion",
+    "completions/max_length": "longest completion",
+    "completions/clipped_ratio": "fraction of completions cut at max_completion_length (no EOS): truncation",
+    "completions/mean_terminated_length": "mean length of the completions that did end with EOS",
+    "completions/min_terminated_length": "shortest terminated completion",
+    "completions/max_terminated_length": "longest terminated completion",
+    "rewards/accuracy/mean": "mean of reward function 'accuracy' over the whole batch",
+    "rewards/accuracy/std": "its std (ddof 1) over the whole batch, not per group",
+    "rewards/format/mean": "mean of reward function 'format'",
+    "rewards/format/std": "its batch std",
+    "reward": "batch mean of the weighted sum of the reward functions",
+    "reward_std": "batch std (ddof 1) of that sum",
+    "frac_reward_zero_std": "fraction of completions whose group has zero std (scale_rewards 'group'/'none' only)",
+    "kl": "masked mean of k3 over the completion tokens (only when beta > 0)",
+    "entropy": "masked mean of the policy's per-token entropy over the completion tokens",
+    "clip_ratio/low_mean": "fraction of tokens with A < 0 and ratio < 1 - epsilon (on the lower clip platform)",
+    "clip_ratio/low_min": "smallest per-sequence low fraction",
+    "clip_ratio/high_mean": "fraction of tokens with A > 0 and ratio > 1 + epsilon_high (upper platform)",
+    "clip_ratio/high_max": "largest per-sequence high fraction",
+    "clip_ratio/region_mean": "fraction of tokens on either platform",
+}
+
+
+def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, vocab: int = 6,
+             max_completion_length: int = 12, prompt_len: int = 20, beta: float = 0.04, epsilon: float = 0.2,
+             loss_type: str = "dapo", update_scale: float = 0.2) -> dict:
+    """One realistic GRPO step, logged as TRL 1.16.0 logs it, every value recomputed from its definition.
+
+    The "model" is a table of logits, one row of ``vocab`` logits per completion position (its parameters are those
+    logits). Completions are sampled from the old policy (seeded); some end with EOS (token 0) and some are cut at
+    ``max_completion_length``. Two reward functions, ``accuracy`` (1 when the completion terminated and its second
+    token is even, a stand-in for a checked answer) and ``format`` (0.5 when it terminated), weights 1 and 1. The
+    step is the *second* update on this generation batch (``num_iterations=2``): the current logits are the old ones
+    moved by ``update_scale`` times a seeded perturbation, so ratios differ from 1 and the clip statistics are
+    non-zero. Returns ``metrics`` (TRL's keys, in :data:`LOG_LINE_MEANINGS` order), ``inputs`` (the arrays that
+    produced them) and ``checks``: each metric recomputed a second way (by hand from the arrays), to compare.
+    """
+    rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
+    p_, g = v.integer(num_prompts, "num_prompts", minimum=1), v.integer(num_generations, "num_generations", minimum=2)
+    n, lmax = p_ * g, v.integer(max_completion_length, "max_completion_length", minimum=2)
+    vocab = v.integer(vocab, "vocab", minimum=3)
+    beta = v.scalar(beta, "beta", nonnegative=True)
+    old_logits = rng.normal(0.0, 1.0, (n, lmax, vocab))
+    old_logits[:, :, 0] -= 1.2  # EOS rarer than the other tokens
+    old_lp_all = old_logits - np.log(np.exp(old_logits).sum(-1, keepdims=True))
+    tokens = np.array([[rng.choice(vocab, p=np.exp(old_lp_all[i, t])) for t in range(lmax)] for i in range(n)])
+    first_eos = np.array([np.flatnonzero(row == 0)[0] if (row == 0).any() else lmax for row in tokens])
+    lengths = np.minimum(first_eos + 1, lmax)  # EOS counts as a completion token
+    truncated = first_eos >= lmax
+    mask = (np.arange(lmax)[None, :] < lengths[:, None]).astype(float)
+    new_logits = old_logits + update_scale * rng.normal(0.0, 1.0, old_logits.shape)
+    ref_logits = old_logits + 0.1 * rng.normal(0.0, 1.0, old_logits.shape)
+
+    def logp(lg):
+        full = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+        return full, np.take_along_axis(full, tokens[..., None], -1)[..., 0]
+
+    new_full, new = logp(new_logits)
+    _, old = logp(old_logits)
+    _, ref = logp(ref_logits)
+    accuracy = ((~truncated) & (lengths >= 2) & (tokens[:, 1] % 2 == 0)).astype(float)
+    fmt = 0.5 * (~truncated)
+    rpf = np.column_stack([accuracy, fmt])
+    adv = reward_advantages(rpf, g)
+    out = grpo_loss(new, old, ref if beta else None, adv.advantages, mask, beta=beta, epsilon=epsilon,
+                    loss_type=loss_type, max_completion_length=lmax)
+    # chain rule to the parameters (the logits): d logp_token / d logits = onehot - softmax
+    onehot = np.eye(vocab)[tokens]
+    grad_params = out.grad[..., None] * (onehot - np.exp(new_full))
+    entropy = -(np.exp(new_full) * new_full).sum(-1)
+    term = ~truncated
+    metrics = {
+        "loss": out.loss,
+        "grad_norm": float(np.linalg.norm(grad_params)),
+        "num_tokens": float(mask.sum() + n * prompt_len),
+        "completions/mean_length": float(lengths.mean()),
+        "completions/min_length": float(lengths.min()),
+        "completions/max_length": float(lengths.max()),
+        "completions/clipped_ratio": float(truncated.mean()),
+        "completions/mean_terminated_length": float(lengths[term].mean()) if term.any() else 0.0,
+        "completions/min_terminated_length": float(lengths[term].min()) if term.any() else 0.0,
+        "completions/max_terminated_length": float(lengths[term].max()) if term.any() else 0.0,
+        "rewards/accuracy/mean": float(accuracy.mean()),
+        "rewards/accuracy/std": float(np.std(accuracy, ddof=1)),
+        "rewards/format/mean": float(fmt.mean()),
+        "rewards/format/std": float(np.std(fmt, ddof=1)),
+        "reward": adv.metrics["reward"],
+        "reward_std": adv.metrics["reward_std"],
+        "frac_reward_zero_std": adv.metrics["frac_reward_zero_std"],
+    }
+    if beta:
+        metrics["kl"] = out.metrics["kl"]
+    metrics["entropy"] = float((entropy * mask).sum() / mask.sum())
+    for key in ("clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
+                "clip_ratio/region_mean"):
+        metrics[key] = out.metrics[key]
+    # second computations, by hand from the arrays
+    ratio = np.exp(new - old)
+    a = adv.advantages[:, None] * np.ones_like(mask)
+    low = (ratio < 1 - epsilon) & (a < 0)
+    high = (ratio > 1 + epsilon) & (a > 0)
+    total = rpf.sum(axis=1)
+    gap = ref - new
+    checks = {
+        "reward": float(total.mean()),
+        "reward_std": float(np.std(total, ddof=1)),
+        "frac_reward_zero_std": float(np.repeat(np.ptp(total.reshape(p_, g), axis=1) == 0, g).mean()),
+        "kl": float(((np.exp(gap) - gap - 1) * mask).sum() / mask.sum()) if beta else None,
+        "clip_ratio/low_mean": float((low * mask).sum() / mask.sum()),
+        "clip_ratio/high_mean": float((high * mask).sum() / mask.sum()),
+        "clip_ratio/region_mean": float(((low | high) * mask).sum() / mask.sum()),
+        "completions/clipped_ratio": float(np.mean([tokens[i, lengths[i] - 1] != 0 for i in range(n)])),
+    }
+    inputs = {"tokens": tokens, "lengths": lengths, "truncated": truncated, "mask": mask, "rewards_per_func": rpf,
+              "advantages": adv.advantages, "ratio": ratio * mask + (1 - mask), "new_logps": new, "old_logps": old,
+              "ref_logps": ref}
+    return {"metrics": metrics, "checks": checks, "inputs": inputs,
+            "config": {"num_generations": g, "beta": beta, "epsilon": epsilon, "loss_type": loss_type,
+                       "max_completion_length": lmax, "num_iterations": 2}}
