@@ -79,6 +79,11 @@ B, T = 6, 7
 EPSILON = 0.2
 CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
                 "clip_ratio/low_min", "clip_ratio/high_max")
+# The metrics TRL 1.16.0 logs per loss type (besides kl when beta != 0).
+LOSS_TYPE_METRICS = {**{t: CLIP_METRICS for t in ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")},
+                     "cispo": ("cispo_clip_ratio",), "sapo": (), "vespo": ("vespo/phi_seq_mean",)}
+NEW_LOSS_TYPE_OPTIONS = ("sapo_temperature_pos", "sapo_temperature_neg", "vespo_k_pos", "vespo_lambda_pos",
+                         "vespo_k_neg", "vespo_lambda_neg")
 # Advantage inputs: N rows in groups of G, K reward functions.
 N_ROWS, G, K = 16, 4, 2
 SCALE_REWARDS = ("group", "batch", "none", True, False)
@@ -213,15 +218,21 @@ def grpo_inputs(seed, *, adv_2d=False, importance_sampling_level="token", epsilo
 def run_grpo_case(env, name, seed, *, loss_type, importance_sampling_level="token", beta=0.0,
                   use_bias_correction_kl=False, epsilon_high=0.28, delta=None, max_completion_length=T,
                   gradient_accumulation_steps=1, steps_per_generation=None, num_items_extra=0,
-                  num_items_factor=1, on_policy=False, adv_2d=False):
+                  num_items_factor=1, on_policy=False, adv_2d=False, sigma=0.25, inputs_epsilon_high=None,
+                  loss_type_options=None):
+    """One ``GRPOTrainer._compute_loss`` call. ``loss_type_options``: None for the original four loss types (their
+    records stay as they were); a dict of SAPO/VESPO ``GRPOConfig`` fields (possibly empty) for the newer types,
+    whose records then list every such option as TRL read it."""
     data = grpo_inputs(seed, adv_2d=adv_2d, importance_sampling_level=importance_sampling_level,
-                       epsilon_high=epsilon_high, delta=delta)
+                       epsilon_high=epsilon_high if inputs_epsilon_high is None else inputs_epsilon_high,
+                       delta=delta, sigma=sigma)
     config = dict(per_device_train_batch_size=B, num_generations=2, max_completion_length=max_completion_length,
                   loss_type=loss_type, importance_sampling_level=importance_sampling_level, beta=beta,
                   use_bias_correction_kl=use_bias_correction_kl, epsilon=EPSILON, epsilon_high=epsilon_high,
                   delta=delta, gradient_accumulation_steps=gradient_accumulation_steps)
     if steps_per_generation is not None:
         config["steps_per_generation"] = steps_per_generation
+    config.update(loss_type_options or {})
     trainer = env.grpo_trainer([_zero_reward], **config)
     # The HF training loop sets this before each optimisation step; a full window uses the configured value.
     trainer.current_gradient_accumulation_steps = gradient_accumulation_steps
@@ -254,29 +265,32 @@ def run_grpo_case(env, name, seed, *, loss_type, importance_sampling_level="toke
     loss.backward()
     assert loss.dtype == torch.float64
 
-    metrics = {m: last_metric(trainer, m) for m in CLIP_METRICS}
+    metrics = {m: last_metric(trainer, m) for m in LOSS_TYPE_METRICS[loss_type]}
     if beta != 0.0:
         metrics["kl"] = last_metric(trainer, "kl")
     elif "kl" in trainer._metrics["train"]:
         raise RuntimeError("TRL logged kl with beta == 0")
 
+    options = {
+        "loss_type": trainer.loss_type,
+        "importance_sampling_level": trainer.importance_sampling_level,
+        "beta": trainer.beta,
+        "use_bias_correction_kl": trainer.args.use_bias_correction_kl,
+        "epsilon": trainer.epsilon_low,
+        "epsilon_high": trainer.epsilon_high,
+        "delta": trainer.args.delta,
+        "max_completion_length": trainer.max_completion_length,
+        "num_items_in_batch": num_items,
+        "gradient_accumulation_steps": trainer.current_gradient_accumulation_steps,
+        "steps_per_generation": trainer.args.steps_per_generation,
+        "num_processes": trainer.accelerator.num_processes,
+    }
+    if loss_type_options is not None:
+        options.update({k: getattr(trainer.args, k) for k in NEW_LOSS_TYPE_OPTIONS})
     return {
         "name": name,
         "seed": data["seed"],
-        "options": {
-            "loss_type": trainer.loss_type,
-            "importance_sampling_level": trainer.importance_sampling_level,
-            "beta": trainer.beta,
-            "use_bias_correction_kl": trainer.args.use_bias_correction_kl,
-            "epsilon": trainer.epsilon_low,
-            "epsilon_high": trainer.epsilon_high,
-            "delta": trainer.args.delta,
-            "max_completion_length": trainer.max_completion_length,
-            "num_items_in_batch": num_items,
-            "gradient_accumulation_steps": trainer.current_gradient_accumulation_steps,
-            "steps_per_generation": trainer.args.steps_per_generation,
-            "num_processes": trainer.accelerator.num_processes,
-        },
+        "options": options,
         "inputs": {
             "new_logps": floats(data["new"]),
             "old_logps": None if on_policy else floats(data["old"]),
@@ -344,6 +358,52 @@ def grpo_cases(env):
         seed += 1
         cases.append(run_grpo_case(env, f"adv2d-{loss_type}-{level}-beta{beta}", seed, loss_type=loss_type,
                                    importance_sampling_level=level, beta=beta, adv_2d=True))
+    return cases
+
+
+def grpo_loss_type_cases(env):
+    """TRL 1.16.0's newer loss types: cispo, sapo, luspo, vespo (trl_grpo_loss_types.json)."""
+    cases = []
+    seed = 1100
+
+    def case(name, loss_type, opts=None, **kw):
+        nonlocal seed
+        seed += 1
+        if loss_type == "cispo":  # epsilon_high is CISPO's absolute cap eps_max; 1.28 is met by the drawn ratios
+            kw.setdefault("epsilon_high", 1.28)
+            kw.setdefault("inputs_epsilon_high", 0.28)
+        cases.append(run_grpo_case(env, name, seed, loss_type=loss_type, loss_type_options=opts or {}, **kw))
+
+    for loss_type in ("cispo", "sapo", "luspo", "vespo"):
+        for level in ("token", "sequence"):
+            for beta, bias in ((0.0, False), (0.04, False), (0.04, True)):
+                case(f"{loss_type}-{level}-beta{beta}-bias{int(bias)}", loss_type, importance_sampling_level=level,
+                     beta=beta, use_bias_correction_kl=bias)
+            # On-policy: old = new.detach(), the gradient flows through new only.
+            case(f"onpolicy-{loss_type}-{level}-beta0.04-bias1", loss_type, importance_sampling_level=level,
+                 beta=0.04, use_bias_correction_kl=True, on_policy=True)
+        # Ratios far from 1 (token log-ratios with standard deviation 2): caps, gates and clamps all act.
+        case(f"far-{loss_type}-token-beta0.04", loss_type, beta=0.04, sigma=2.0)
+        # (B, T) advantages.
+        case(f"adv2d-{loss_type}-token-beta0.04", loss_type, beta=0.04, adv_2d=True)
+        # Gradient accumulation, and num_items_in_batch over two micro-batches (dapo's normaliser for cispo/vespo).
+        case(f"gas2-items2x-{loss_type}-sequence-beta0.04", loss_type, importance_sampling_level="sequence",
+             beta=0.04, gradient_accumulation_steps=2, num_items_factor=2)
+    # CISPO's cap: unset epsilon_high falls back to epsilon (every ratio above 0.2 is cut to 0.2); 5.0 as ScaleRL.
+    case("cispo-epshigh_unset-token-beta0.0", "cispo", epsilon_high=None, inputs_epsilon_high=0.28)
+    case("cispo-epshigh5-token-beta0.0", "cispo", epsilon_high=5.0, sigma=2.0)
+    # SAPO and VESPO with non-default float options (TRL computes them in float32).
+    sapo = {"sapo_temperature_pos": 0.7, "sapo_temperature_neg": 1.3}
+    vespo = {"vespo_k_pos": 1.5, "vespo_lambda_pos": 2.5, "vespo_k_neg": 2.5, "vespo_lambda_neg": 1.7}
+    for level in ("token", "sequence"):
+        case(f"sapo-tau0.7_1.3-{level}-beta0.04", "sapo", sapo, importance_sampling_level=level, beta=0.04,
+             sigma=1.0)
+    case("vespo-k1.5_2.5-lambda2.5_1.7-token-beta0.0", "vespo", vespo, sigma=0.5)
+    case("vespo-k1.5_2.5-lambda2.5_1.7-token-beta0.04-bias1", "vespo", vespo, beta=0.04,
+         use_bias_correction_kl=True, sigma=0.5)
+    # VESPO's log w clamps ([log 1e-8, 20], and +-20 per token) and LUSPO with two-sided clipping.
+    case("vespo-clamps-token-beta0.0", "vespo", sigma=12.0)
+    case("luspo-delta1.5-sequence-beta0.04", "luspo", importance_sampling_level="sequence", beta=0.04, delta=1.5)
     return cases
 
 
@@ -472,8 +532,13 @@ def dpo_inputs(seed, beta):
     raise RuntimeError("no DPO seed found")
 
 
-def run_dpo_case(env, name, seed, *, loss_type, beta, label_smoothing):
-    trainer = env.dpo_trainer(loss_type=[loss_type], beta=beta, label_smoothing=label_smoothing)
+def run_dpo_case(env, name, seed, *, loss_type, beta, label_smoothing, loss_weights=None, discopop_tau=None):
+    """One ``DPOTrainer._compute_loss`` call. ``loss_type``: a name (the original fixture file's records) or a list
+    of names (the loss-family file, whose records also list loss_weights, discopop_tau and the token counts)."""
+    family = not isinstance(loss_type, str)
+    extra = {} if discopop_tau is None else {"discopop_tau": discopop_tau}
+    trainer = env.dpo_trainer(loss_type=list(loss_type) if family else [loss_type], beta=beta,
+                              label_smoothing=label_smoothing, loss_weights=loss_weights, **extra)
     trainer.precompute_ref_logps = True  # take the reference log-probs from the batch
     per_token, comp_mask, ref_chosen, ref_rejected, used_seed = dpo_inputs(seed, beta)
 
@@ -497,18 +562,30 @@ def run_dpo_case(env, name, seed, *, loss_type, beta, label_smoothing):
     loss.backward()
     assert loss.dtype == torch.float64
     grad = leaf.grad.numpy()
-    # logps = per_token.sum(1), so every token of a sequence receives d loss / d (sequence log-prob)
-    assert np.all(grad == grad[:, :1])
+    # logps = per_token.sum(1), so every token of a sequence receives d loss / d (sequence log-prob); "sft" reads
+    # only the valid completion tokens of the chosen rows, which all receive the same -1 / (chosen tokens).
+    valid = np.zeros(grad.shape, dtype=bool)
+    valid[:, DPO_PROMPT - 1:] = comp_mask
+    assert np.all(grad == np.where(valid, grad[:, DPO_PROMPT - 1:DPO_PROMPT], grad))  # one value per valid row
+    if not family or "sft" not in loss_type:
+        assert np.all(grad == grad[:, :1])
+    grad = grad[:, DPO_PROMPT - 1:DPO_PROMPT]  # a valid completion token of every row (lengths are >= 2)
     seq = per_token.sum(axis=1)
     metrics = {m: last_metric(trainer, m) for m in ("rewards/chosen", "rewards/rejected", "rewards/accuracies",
                                                       "rewards/margins", "logps/chosen", "logps/rejected")}
+    options = {"loss_type": trainer.loss_types[0], "beta": trainer.beta, "label_smoothing": trainer.label_smoothing}
+    inputs = {"policy_chosen": floats(seq[:P_PAIRS]), "policy_rejected": floats(seq[P_PAIRS:]),
+              "ref_chosen": floats(ref_chosen), "ref_rejected": floats(ref_rejected)}
+    if family:
+        options.update(loss_type=list(trainer.loss_types), loss_weights=list(trainer.loss_weights),
+                       discopop_tau=trainer.args.discopop_tau)
+        lengths = comp_mask.sum(axis=1)  # completion tokens per sequence (what TRL's completion_mask counts)
+        inputs.update(chosen_lengths=lengths[:P_PAIRS].tolist(), rejected_lengths=lengths[P_PAIRS:].tolist())
     return {
         "name": name,
         "seed": used_seed,
-        "options": {"loss_type": trainer.loss_types[0], "beta": trainer.beta,
-                    "label_smoothing": trainer.label_smoothing},
-        "inputs": {"policy_chosen": floats(seq[:P_PAIRS]), "policy_rejected": floats(seq[P_PAIRS:]),
-                   "ref_chosen": floats(ref_chosen), "ref_rejected": floats(ref_rejected)},
+        "options": options,
+        "inputs": inputs,
         "loss": float(loss.item()),
         "grad_policy_chosen": floats(grad[:P_PAIRS, 0]),
         "grad_policy_rejected": floats(grad[P_PAIRS:, 0]),
@@ -525,6 +602,38 @@ def dpo_cases(env):
             for label_smoothing in (0.0, 0.2):
                 cases.append(run_dpo_case(env, f"{loss_type}-beta{beta}-ls{label_smoothing}", seed,
                                           loss_type=loss_type, beta=beta, label_smoothing=label_smoothing))
+    return cases
+
+
+def dpo_family_cases(env):
+    """Every TRL 1.16.0 DPO loss type, and combinations with loss_weights (trl_dpo_loss_family.json)."""
+    cases = []
+    seed = 1700
+
+    def case(name, loss_type, beta, label_smoothing=0.0, **kw):
+        nonlocal seed
+        seed += 1
+        types = [loss_type] if isinstance(loss_type, str) else list(loss_type)
+        cases.append(run_dpo_case(env, name, seed, loss_type=types, beta=beta, label_smoothing=label_smoothing,
+                                  **kw))
+
+    for loss_type in ("sigmoid", "hinge", "ipo", "nca_pair", "bco_pair", "sppo_hard", "apo_zero", "apo_down",
+                      "discopop", "sigmoid_norm", "sft"):
+        for beta in (0.1, 0.5):
+            case(f"{loss_type}-beta{beta}", loss_type, beta)
+    for loss_type, values in (("robust", (0.1, 0.3)), ("exo_pair", (1e-3, 0.2)), ("aot", (0.0, 0.2)),
+                              ("aot_unpaired", (0.0, 0.2))):
+        for beta in (0.1, 0.5):
+            for ls in values:
+                case(f"{loss_type}-beta{beta}-ls{ls}", loss_type, beta, ls)
+    case("discopop-tau0.2-beta0.1", "discopop", 0.1, discopop_tau=0.2)
+    # Combinations (MPO-style weighted sums; unweighted when loss_weights is None).
+    case("sigmoid+bco_pair+sft-w0.8_0.2_1.0-beta0.1", ["sigmoid", "bco_pair", "sft"], 0.1,
+         loss_weights=[0.8, 0.2, 1.0])
+    case("ipo+hinge-beta0.1", ["ipo", "hinge"], 0.1)
+    case("robust+aot-w1.0_0.5-beta0.5-ls0.2", ["robust", "aot"], 0.5, 0.2, loss_weights=[1.0, 0.5])
+    case("apo_zero+sigmoid_norm+nca_pair-w0.5_1.5_-0.25-beta0.5", ["apo_zero", "sigmoid_norm", "nca_pair"], 0.5,
+         loss_weights=[0.5, 1.5, -0.25])
     return cases
 
 
@@ -547,38 +656,62 @@ def dump(path: Path, produced_by: str, notes: str, cases: list) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json", "trl_grpo_loss_types.json",
+         "trl_dpo_loss_family.json")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures",
-                        help="folder for trl_grpo_loss.json, trl_advantages.json, trl_dpo_loss.json")
+                        help="folder for the trl_*.json files")
+    parser.add_argument("--only", nargs="+", choices=FILES, default=list(FILES), metavar="FILE",
+                        help=f"write only these files (default: all of {', '.join(FILES)})")
     args = parser.parse_args(argv)
     if trl.__version__ != EXPECTED_TRL:
         print(f"warning: fixtures are pinned to TRL {EXPECTED_TRL}, this is TRL {trl.__version__}", file=sys.stderr)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     args.out.mkdir(parents=True, exist_ok=True)
+    makers = {"trl_grpo_loss.json": grpo_cases, "trl_advantages.json": advantage_cases,
+              "trl_dpo_loss.json": dpo_cases, "trl_grpo_loss_types.json": grpo_loss_type_cases,
+              "trl_dpo_loss_family.json": dpo_family_cases}
     with tempfile.TemporaryDirectory(prefix="trl-fixtures-") as tmp:
         env = Env(Path(tmp))
-        grpo = grpo_cases(env)
-        adv = advantage_cases(env)
-        dpo = dpo_cases(env)
-    dump(args.out / "trl_grpo_loss.json",
-         "GRPOTrainer._compute_loss (real trainer per case; instance patch: _get_per_token_logps_and_entropies "
-         "returns the new_logps leaf)",
-         "float64 throughout. loss and grad_new_logps (d loss / d new_logps via autograd) are float64; the "
-         "clip_ratio/* metrics are float32 in TRL (bool.float()), kl is float64. old_logps null = on-policy (TRL "
-         "uses new_logps.detach()); ref_logps null = beta 0 (TRL does not read it).", grpo)
-    dump(args.out / "trl_advantages.json",
-         "GRPOTrainer._generate_and_score_completions (real method; instance patch: _generate_single_turn returns "
-         "fixed completion ids; rewards from reward functions returning the table, None for null)",
-         "rewards_per_func, advantages and metrics are float32 in TRL. null in rewards_per_func = the reward "
-         "function returned None. trl_scale_rewards is TRL's value after GRPOConfig maps True/False.", adv)
-    dump(args.out / "trl_dpo_loss.json",
-         "DPOTrainer._compute_loss (real trainer per case; stub policy forward returns per-token log-probs; "
-         "precompute_ref_logps=True with ref_chosen_logps/ref_rejected_logps in the batch)",
-         "float64. grad_policy_* = d loss / d sequence log-prob. TRL 1.16.0 ignores label_smoothing for sigmoid "
-         "and hinge (only robust, exo_pair, aot and aot_unpaired read it), so those ls0.2 cases equal ls0.0.", dpo)
-    print(f"wrote {len(grpo)} GRPO loss, {len(adv)} advantage and {len(dpo)} DPO cases to {args.out}")
+        cases = {name: makers[name](env) for name in FILES if name in args.only}
+    grpo_producer = ("GRPOTrainer._compute_loss (real trainer per case; instance patch: "
+                     "_get_per_token_logps_and_entropies returns the new_logps leaf)")
+    dpo_producer = ("DPOTrainer._compute_loss (real trainer per case; stub policy forward returns per-token "
+                    "log-probs; precompute_ref_logps=True with ref_chosen_logps/ref_rejected_logps in the batch)")
+    notes = {
+        "trl_grpo_loss.json": (
+            grpo_producer,
+            "float64 throughout. loss and grad_new_logps (d loss / d new_logps via autograd) are float64; the "
+            "clip_ratio/* metrics are float32 in TRL (bool.float()), kl is float64. old_logps null = on-policy (TRL "
+            "uses new_logps.detach()); ref_logps null = beta 0 (TRL does not read it)."),
+        "trl_advantages.json": (
+            "GRPOTrainer._generate_and_score_completions (real method; instance patch: _generate_single_turn returns "
+            "fixed completion ids; rewards from reward functions returning the table, None for null)",
+            "rewards_per_func, advantages and metrics are float32 in TRL. null in rewards_per_func = the reward "
+            "function returned None. trl_scale_rewards is TRL's value after GRPOConfig maps True/False."),
+        "trl_dpo_loss.json": (
+            dpo_producer,
+            "float64. grad_policy_* = d loss / d sequence log-prob. TRL 1.16.0 ignores label_smoothing for sigmoid "
+            "and hinge (only robust, exo_pair, aot and aot_unpaired read it), so those ls0.2 cases equal ls0.0."),
+        "trl_grpo_loss_types.json": (
+            grpo_producer,
+            "Loss types cispo, sapo, luspo, vespo. As trl_grpo_loss.json; options also list the SAPO/VESPO fields "
+            "as TRL read them (TRL turns them into float32 tensors). Metrics: clip_ratio/* (luspo), "
+            "cispo_clip_ratio (float32), vespo/phi_seq_mean (float64), none for sapo; kl when beta != 0."),
+        "trl_dpo_loss_family.json": (
+            dpo_producer,
+            "float64. Every DPOConfig.loss_type, and lists combined with loss_weights (options.loss_type is the "
+            "list). chosen_lengths/rejected_lengths = completion tokens per sequence (TRL's completion mask); "
+            "ipo and sigmoid_norm divide by them, sft averages the chosen per-token log-probs over them. exo_pair "
+            "computes log(eps) and log1p(-eps) in float32."),
+    }
+    for name, found in cases.items():
+        dump(args.out / name, *notes[name], found)
+    print("wrote " + ", ".join(f"{len(c)} cases to {n}" for n, c in cases.items()) + f" in {args.out}")
     return 0
 
 

@@ -4,17 +4,24 @@ Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: ``(B, T)`` per-to
 completion tokens; ``advantages``: ``(B,)`` (one per completion, broadcast over its tokens) or ``(B, T)``.
 Per token: ``rho = exp(new - old)``, ``l = -min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A) + beta k3``,
 ``k3 = exp(ref - new) - (ref - new) - 1``; ``loss_type`` decides how the masked ``l`` are averaged.
+TRL 1.16.0's four newer loss types replace the clipped surrogate: ``cispo`` (a capped, detached weight on
+``log pi``), ``sapo`` (a sigmoid gate on the ratio), ``luspo`` (the clipped surrogate, summed per sequence) and
+``vespo`` (a detached Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import math
+
 import numpy as np
 
 from .. import _validation as v
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+#: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)
+CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
                 "clip_ratio/low_min", "clip_ratio/high_max")
@@ -87,12 +94,31 @@ class GRPOOptions(NamedTuple):
     spg: int
     nproc: int
     max_len: int
+    sapo_tau_pos: float = 1.0  #: float32(sapo_temperature_pos), as TRL uses it
+    sapo_tau_neg: float = float(np.float32(1.05))  #: float32(sapo_temperature_neg)
+    vespo_k_pos: float = 2.0  #: float32(vespo_k_pos)
+    vespo_lambda_pos: float = 3.0  #: float32(vespo_lambda_pos)
+    vespo_k_neg: float = 3.0  #: float32(vespo_k_neg)
+    vespo_lambda_neg: float = 2.0  #: float32(vespo_lambda_neg)
+
+
+def _float32(x) -> float:
+    """``x`` rounded to float32 and back: the value TRL computes with when it builds a constant tensor with
+    ``torch.where(cond, x_pos, x_neg)`` from Python floats (the default dtype, float32)."""
+    return float(np.float32(x))
 
 
 def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta, use_bias_correction_kl,
                  max_completion_length, gradient_accumulation_steps, steps_per_generation, num_processes,
-                 width) -> GRPOOptions:
-    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and return them validated."""
+                 width, *, sapo_temperature_pos=1.0, sapo_temperature_neg=1.05, vespo_k_pos=2.0,
+                 vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0) -> GRPOOptions:
+    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and return them validated.
+
+    The one place where options are checked (as TRL's ``GRPOConfig.__post_init__`` and ``GRPOTrainer.__init__``
+    do); the loss bodies only compute. ``epsilon_high=None`` becomes ``epsilon``, as in TRL, also for ``cispo``,
+    where it is the absolute cap ``eps_max`` on the ratio. SAPO's temperatures and VESPO's ``k``/``lambda`` are
+    stored rounded to float32, the values TRL 1.16.0 computes with.
+    """
     eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
     beta = v.scalar(beta, "beta", nonnegative=True)
     delta = v.scalar(delta, "delta", allow_none=True)
@@ -111,26 +137,49 @@ def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_hi
         max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
         if max_len < width:
             raise ValueError(f"max_completion_length ({max_len}) must be >= the mask's width ({width})")
+    tau_pos = v.scalar(sapo_temperature_pos, "sapo_temperature_pos", positive=True)
+    tau_neg = v.scalar(sapo_temperature_neg, "sapo_temperature_neg", positive=True)
+    k_pos = v.scalar(vespo_k_pos, "vespo_k_pos", nonnegative=True)
+    k_neg = v.scalar(vespo_k_neg, "vespo_k_neg", nonnegative=True)
+    lam_pos = v.scalar(vespo_lambda_pos, "vespo_lambda_pos", positive=True)
+    lam_neg = v.scalar(vespo_lambda_neg, "vespo_lambda_neg", positive=True)
     return GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
-                       bool(use_bias_correction_kl), gas, spg, nproc, max_len)
+                       bool(use_bias_correction_kl), gas, spg, nproc, max_len,
+                       _float32(tau_pos), _float32(tau_neg), _float32(k_pos), _float32(lam_pos),
+                       _float32(k_neg), _float32(lam_neg))
 
 
 def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2, beta=0.04, loss_type="grpo",
               importance_sampling_level="token", epsilon_high=None, delta=None, use_bias_correction_kl=False,
               max_completion_length=None, num_items_in_batch=None, gradient_accumulation_steps=1,
-              steps_per_generation=1, num_processes=1) -> GRPOOutput:
-    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it (for the loss types listed).
+              steps_per_generation=1, num_processes=1, sapo_temperature_pos=1.0, sapo_temperature_neg=1.05,
+              vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0) -> GRPOOutput:
+    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it, for its eight loss types.
+
+    Policy term per token, with ``rho`` the importance weight (token ratio ``exp(new - old)``, or with
+    ``importance_sampling_level="sequence"`` (GSPO) ``exp(masked mean of new - old)``, the geometric mean of the
+    sequence's token ratios) and ``A`` the advantage:
+
+    - ``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``, ``luspo``: ``-min(min(rho, delta) A, clip(rho, 1 - eps_low,
+      1 + eps_high) A)`` (``delta`` caps the unclipped branch; two-sided clipping);
+    - ``cispo``, ``sapo``, ``vespo``: see :func:`cispo_policy_term`, :func:`sapo_policy_term`,
+      :func:`vespo_weight`.
 
     Normalisation of ``sum(l * mask)`` by ``loss_type`` (each also divided by ``gradient_accumulation_steps``):
-    ``grpo`` per-sequence token mean, then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by the number of
-    valid tokens; ``dr_grpo`` by ``B * max_completion_length``; ``dapo`` by ``num_items_in_batch / num_processes *
-    gradient_accumulation_steps / steps_per_generation`` instead (valid tokens of the whole generation batch).
+    ``grpo`` and ``sapo`` per-sequence token mean, then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by
+    the number of valid tokens; ``dr_grpo`` by ``B * max_completion_length``; ``luspo`` per-sequence *sum*, then
+    batch mean (each GSPO sequence loss scaled by its length); ``dapo``, ``cispo`` and ``vespo`` by
+    ``num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation`` instead (valid
+    tokens of the whole generation batch).
 
-    ``importance_sampling_level="sequence"`` (GSPO) replaces each token ratio by ``exp(masked mean of new - old)``
-    over the sequence: the geometric mean of its token ratios, not the sequence probability ratio.
-    ``delta`` caps the unclipped branch's ratio (two-sided clipping); ``use_bias_correction_kl`` multiplies k3 by
-    the (differentiable) importance weight. Defaults follow the article (``beta=0.04``, ``loss_type="grpo"``, no
-    bias correction); TRL's own defaults are ``beta=0``, ``loss_type="dapo"``, ``use_bias_correction_kl=True``.
+    ``use_bias_correction_kl`` multiplies k3 by the (differentiable, uncapped) importance weight, for every loss
+    type. TRL warns (and we follow it silently) when ``luspo`` runs at token level or ``vespo`` at sequence level;
+    ``vespo`` builds its own sequence weight from the token log-ratios, so ``importance_sampling_level`` then only
+    changes the bias-corrected KL. Defaults follow the article (``beta=0.04``, ``loss_type="grpo"``, no bias
+    correction); TRL's own defaults are ``beta=0``, ``loss_type="dapo"``, ``use_bias_correction_kl=True``; the
+    SAPO and VESPO options have TRL's defaults. Metrics: ``kl`` (when ``beta != 0``); the five ``clip_ratio/*``
+    for the clipped types; ``cispo_clip_ratio`` for ``cispo``; ``vespo/phi_seq_mean`` for ``vespo``; none
+    else (as TRL logs them).
     """
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
@@ -141,14 +190,14 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
 
     o = grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta,
                      use_bias_correction_kl, max_completion_length, gradient_accumulation_steps,
-                     steps_per_generation, num_processes, width)
-    eps_low, eps_high, beta, delta, max_len = o.eps_low, o.eps_high, o.beta, o.delta, o.max_len
-    gas, spg, nproc = o.gas, o.spg, o.nproc
+                     steps_per_generation, num_processes, width, sapo_temperature_pos=sapo_temperature_pos,
+                     sapo_temperature_neg=sapo_temperature_neg, vespo_k_pos=vespo_k_pos,
+                     vespo_lambda_pos=vespo_lambda_pos, vespo_k_neg=vespo_k_neg, vespo_lambda_neg=vespo_lambda_neg)
     n_items = float(m.sum()) if num_items_in_batch is None else v.scalar(
         num_items_in_batch, "num_items_in_batch", positive=True)
 
     if ref_logps is None:
-        if beta != 0:
+        if o.beta != 0:
             raise ValueError("ref_logps may be None only when beta == 0 (the KL term needs the reference)")
         ref = None
     else:
@@ -171,10 +220,10 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     old = _valid_values(old, "old_logps", active)
     if ref is not None:
         ref = _valid_values(ref, "ref_logps", active)
-    return _grpo_from_valid(new, old, ref, adv, m, eps_low=eps_low, eps_high=eps_high, beta=beta, delta=delta,
-                            loss_type=loss_type, importance_sampling_level=importance_sampling_level,
-                            use_bias_correction_kl=o.bias_kl, max_len=max_len, n_items=n_items,
-                            gas=gas, spg=spg, nproc=nproc)
+    return _grpo_from_valid(new, old, ref, adv, m, eps_low=o.eps_low, eps_high=o.eps_high, beta=o.beta,
+                            delta=o.delta, loss_type=o.loss_type, importance_sampling_level=importance_sampling_level,
+                            use_bias_correction_kl=o.bias_kl, max_len=o.max_len, n_items=n_items,
+                            gas=o.gas, spg=o.spg, nproc=o.nproc, options=o)
 
 
 def _full(x, shape):
@@ -182,12 +231,83 @@ def _full(x, shape):
     return x if np.shape(x) == shape else np.broadcast_to(x, shape)
 
 
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def clipped_policy_term(coef1, adv, eps_low, eps_high, delta=None):
+    """TRL's clipped surrogate ``-min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A)`` and its
+    derivative with respect to ``log rho``; also returns ``min(rho, delta)`` (what TRL's clip metrics read).
+    PPO's objective (Schulman et al. 2017, :cite:`schulman2017ppo`) as GRPO uses it; ``delta`` from INTELLECT-2."""
+    coef2 = np.clip(coef1, 1 - eps_low, 1 + eps_high)
+    coef1_capped = coef1 if delta is None else np.minimum(coef1, delta)
+    l1, l2 = coef1_capped * adv, coef2 * adv
+    policy = -np.minimum(l1, l2)
+    # torch.min/clamp semantics: clamp passes the gradient on its closed interval; a tie in min sends half the
+    # gradient to each branch.
+    d_capped = coef1 if delta is None else coef1 * (coef1 <= delta)
+    d_coef2 = coef1 * ((coef1 >= 1 - eps_low) & (coef1 <= 1 + eps_high))
+    d_log_w = np.where(l1 < l2, -adv * d_capped,
+                       np.where(l1 > l2, -adv * d_coef2, -0.5 * adv * (d_capped + d_coef2)))
+    return policy, d_log_w, coef1_capped
+
+
+def cispo_policy_term(coef1, adv, new, eps_max):
+    """CISPO (MiniMax-M1, :cite:`minimax2025m1`; TRL's ``loss_type="cispo"``): ``-sg(min(rho, eps_max)) A log pi``.
+
+    The importance weight is capped from above at ``eps_max`` (TRL's ``epsilon_high``, which falls back to
+    ``epsilon`` when unset: then every weight above 0.2 is cut to 0.2) and detached (``sg``), so every token keeps
+    a gradient ``-min(rho, eps_max) A`` on its log-prob, however far the ratio is from 1. Returns the per-token
+    term and its derivative with respect to ``new`` (direct, not through ``rho``)."""
+    capped = np.minimum(coef1, eps_max)
+    return -capped * adv * new, -capped * adv
+
+
+def sapo_policy_term(coef1, adv, tau_pos, tau_neg):
+    """SAPO (Gao et al. 2025, :cite:`gao2025sapo`; TRL's ``loss_type="sapo"``): ``-(4 / tau) sigmoid(tau (rho - 1)) A``.
+
+    A smooth gate in place of the clip: its slope in ``rho`` is ``4 s (1 - s)`` with ``s = sigmoid(tau (rho -
+    1))``, 1 at ``rho = 1`` and decaying on both sides. ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``; TRL
+    builds the ``tau`` tensor from Python floats with ``torch.where``, so it holds float32 values (1.05 becomes
+    1.0499999523...), which the caller passes (:func:`grpo_options` rounds them). Returns the per-token term
+    and its derivative with respect to ``log rho``."""
+    tau = np.where(adv > 0, tau_pos, tau_neg)
+    s = _sigmoid(tau * (coef1 - 1))
+    return -(s * 4 / tau) * adv, -adv * 4 * s * (1 - s) * coef1
+
+
+#: VESPO's bounds on log w, as in TRL 1.16.0: log(1e-8) below, 20 above (also per token before the sum)
+VESPO_LOG_W_MIN = math.log(1e-8)
+VESPO_LOG_W_MAX = 20.0
+
+
+def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
+    """VESPO's Gamma-kernel weight (Shen et al. 2026, :cite:`shen2026vespo`; TRL's ``loss_type="vespo"``).
+
+    ``phi(w) = w^k exp(lambda (1 - w))`` (so ``phi(1) = 1``), with ``w = exp(sum_t clip(new_t - old_t, -20, 20))``
+    the sequence probability ratio (a *sum* of token log-ratios, not GSPO's mean), ``log w`` clipped to
+    ``[log 1e-8, 20]``, and ``(k, lambda) = (k_pos, lambda_pos)`` where ``A >= 0``, else the ``_neg`` pair
+    (``lambda`` floored at float32(1e-4)). The loss is ``-sg(phi) A log pi``: the weight is detached. TRL builds
+    ``k`` and ``lambda`` with ``torch.where`` from Python floats, i.e. in float32; the caller passes those values.
+    Shape (B, 1), or (B, T) for (B, T) advantages."""
+    lr = np.clip(log_ratio, -20.0, 20.0) * m
+    log_w = np.clip(lr.sum(axis=1, keepdims=True), VESPO_LOG_W_MIN, VESPO_LOG_W_MAX)
+    nonneg = adv >= 0
+    k = np.where(nonneg, k_pos, k_neg)
+    lam = np.maximum(np.where(nonneg, lambda_pos, lambda_neg), _float32(1e-4))
+    phi = np.exp(lam + k * log_w - lam * np.exp(log_w))
+    return np.nan_to_num(phi, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=None, loss_type="grpo",
                      importance_sampling_level="token", use_bias_correction_kl=False, max_len=None, n_items=None,
-                     gas=1, spg=1, nproc=1, with_metrics=True) -> GRPOOutput:
+                     gas=1, spg=1, nproc=1, with_metrics=True, options=None) -> GRPOOutput:
     """The computation behind :func:`grpo_loss` on already validated arrays: ``new``, ``old``, ``ref`` (or None)
     and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). Hot loops (the bandit) call it
-    directly after validating their inputs once (and may skip the metrics)."""
+    directly after validating their inputs once (and may skip the metrics). ``options``: the validated
+    :class:`GRPOOptions` (for the SAPO/VESPO constants; TRL's defaults when None)."""
+    o = GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
+                    use_bias_correction_kl, gas, spg, nproc, max_len) if options is None else options
     bsz, width = new.shape
     max_len = width if max_len is None else max_len
     log_ratio = new - old
@@ -219,38 +339,46 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
                                      "valid position (check the log-probs)") from None
         kl_term = _full(kl_term, new.shape) * m
 
-    # Clipped surrogate. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
-    coef2 = np.clip(coef1, 1 - eps_low, 1 + eps_high)
-    coef1_capped = coef1 if delta is None else np.minimum(coef1, delta)
-    l1, l2 = coef1_capped * adv, coef2 * adv
-    policy = -np.minimum(l1, l2)
+    # Policy term. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T). d_log_w: its derivative through
+    # the importance weight; d_new: its direct derivative (cispo and vespo multiply log pi by a detached weight).
+    d_log_w = d_new = coef1_capped = phi = None
+    if loss_type in CLIPPED_LOSS_TYPES:
+        policy, d_log_w, coef1_capped = clipped_policy_term(coef1, adv, eps_low, eps_high, delta)
+    elif loss_type == "cispo":
+        policy, d_new = cispo_policy_term(coef1, adv, new, eps_high)
+    elif loss_type == "sapo":
+        policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
+    else:  # vespo
+        phi = vespo_weight(log_ratio, adv, m, o.vespo_k_pos, o.vespo_lambda_pos, o.vespo_k_neg, o.vespo_lambda_neg)
+        policy, d_new = -phi * adv * new, -phi * adv
     per_token_loss = _full(policy, new.shape) * m
     if beta != 0:
         per_token_loss = per_token_loss + beta * kl_term
 
-    if loss_type == "grpo":
+    if loss_type in ("grpo", "sapo"):
         weight = 1.0 / (bsz * n_tok * gas)
     elif loss_type == "bnpo":
         weight = 1.0 / (max(m.sum(), 1.0) * gas)
     elif loss_type == "dr_grpo":
         weight = 1.0 / (bsz * max_len * gas)
-    else:  # dapo
+    elif loss_type == "luspo":
+        weight = 1.0 / (bsz * gas)
+    else:  # dapo, cispo, vespo
         n_items = float(m.sum()) if n_items is None else n_items
         weight = 1.0 / (max(n_items, 1.0) / nproc * gas / spg)
     weight = _full(weight, new.shape) * m
     loss = float((weight * per_token_loss).sum())
 
-    # Analytic gradient d loss / d new (old and ref are fixed data). torch.min/clamp semantics: clamp passes the
-    # gradient on its closed interval; a tie in min sends half the gradient to each branch.
-    d_coef1_capped = coef1 if delta is None else coef1 * (coef1 <= delta)
-    d_coef2 = coef1 * ((coef1 >= 1 - eps_low) & (coef1 <= 1 + eps_high))
-    d_policy = np.where(l1 < l2, -adv * d_coef1_capped,
-                        np.where(l1 > l2, -adv * d_coef2, -0.5 * adv * (d_coef1_capped + d_coef2)))
-    d_policy = _full(d_policy, new.shape) * weight  # d loss / d log_w, per token
-    if importance_sampling_level == "token":
-        grad = d_policy.copy()
-    else:
-        grad = d_policy.sum(axis=1, keepdims=True) * m / n_tok
+    # Analytic gradient d loss / d new (old and ref are fixed data).
+    grad = np.zeros(new.shape)
+    if d_log_w is not None:
+        d_policy = _full(d_log_w, new.shape) * weight  # d loss / d log_w, per token
+        if importance_sampling_level == "token":
+            grad += d_policy
+        else:
+            grad += d_policy.sum(axis=1, keepdims=True) * m / n_tok
+    if d_new is not None:
+        grad += _full(d_new, new.shape) * weight
     if beta != 0:
         d_k3 = -np.expm1(gap) * m  # d k3 / d new
         if not use_bias_correction_kl:
@@ -262,8 +390,16 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
             grad += beta * (weight * k3 * coef1).sum(axis=1, keepdims=True) * m / n_tok
     grad = grad * m
 
-    metrics = _metrics(coef1_capped, adv, kl_term if beta != 0 else None, m, eps_low, eps_high) \
-        if with_metrics else {}
+    metrics = {}
+    if with_metrics:
+        if beta != 0:
+            metrics["kl"] = _masked_mean_over(kl_term, m)
+        if loss_type in CLIPPED_LOSS_TYPES:
+            metrics.update(_metrics(coef1_capped, adv, None, m, eps_low, eps_high))
+        elif loss_type == "cispo":
+            metrics["cispo_clip_ratio"] = _masked_mean_over(((coef1 > eps_high) & (adv > 0)).astype(np.float64), m)
+        elif loss_type == "vespo":
+            metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
 
     return GRPOOutput(
         loss=loss,
