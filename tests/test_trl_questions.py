@@ -134,3 +134,15 @@ def test_log_line_every_metric_has_a_meaning_and_agrees_with_its_second_computat
     assert m["clip_ratio/low_mean"] > 0 and m["clip_ratio/high_mean"] > 0
     assert m["clip_ratio/region_mean"] == pytest.approx(m["clip_ratio/low_mean"] + m["clip_ratio/high_mean"])
     assert "kl" not in q.log_line(beta=0.0)["metrics"]
+
+
+def test_dpo_displacement_loss_and_rewards_are_trls_sigmoid_loss():
+    from dpo_grpo.trl_exact.dpo import dpo_loss
+
+    d = q.dpo_displacement(beta=0.2, similarity=0.5, steps=20)
+    ref = -math.log(8)
+    for k in (0, 7, 20):
+        out = dpo_loss([d["logp_chosen"][k]], [d["logp_rejected"][k]], [ref], [ref], beta=0.2)
+        assert d["loss"][k] == pytest.approx(out.loss, rel=1e-12)
+        assert d["chosen"][k] == pytest.approx(out.metrics["rewards/chosen"], abs=1e-12)
+        assert d["margins"][k] == pytest.approx(out.metrics["rewards/margins"], abs=1e-12)

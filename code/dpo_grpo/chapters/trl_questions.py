@@ -15,7 +15,7 @@ Every function builds a small batch, runs it through the package's TRL 1.16.0-ex
 - :func:`batch_plan`: what ``per_device_train_batch_size``, ``num_generations``, ``steps_per_generation`` and
   ``num_iterations`` mean, and when TRL computes old log-probs.
 - :func:`per_function_stds`: ``rewards/<f>/std`` against ``reward_std`` and ``frac_reward_zero_std``.
-- :func:`dpo_displacement`: DPO on a softmax with shared embeddings; ``rewards/chosen`` can fall while the margin
+- :func:`dpo_displacement` (from :mod:`dpo_grpo.reference.displacement`): DPO on a softmax with shared embeddings; ``rewards/chosen`` can fall while the margin
   grows (likelihood displacement), and the loss goes to 0 with ``rewards/accuracies`` 1.
 - :func:`dpo_stuck_at_ln2`: the causes of a DPO loss that stays at ln 2 and what ``grad_norm`` says about each.
 """
@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from .. import _validation as v
+from ..reference.displacement import dpo_displacement
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss
@@ -255,59 +256,6 @@ def per_function_stds(rewards_per_func, num_generations: int, reward_weights=Non
     stds = {f"rewards/{k}/std": float(np.std(rpf[:, k], ddof=1)) for k in range(rpf.shape[1])}
     means = {f"rewards/{k}/mean": float(rpf[:, k].mean()) for k in range(rpf.shape[1])}
     return {**means, **stds, **out.metrics, "advantages": out.advantages}
-
-
-def dpo_displacement(beta: float = 0.1, similarity: float = 0.9, *, steps: int = 200, lr: float = 5.0,
-                     other_alignment: float = 1.0, n_other: int = 6) -> dict:
-    """DPO on one pair where chosen and rejected share most of their representation (likelihood displacement).
-
-    The policy is a softmax over ``2 + n_other`` answers with logits ``E @ theta`` (``theta`` trainable, 2-d;
-    ``theta = 0`` is the reference, uniform). The chosen and rejected embeddings are unit vectors with cosine
-    ``similarity``; the other answers' embeddings point along ``chosen - rejected`` with length
-    ``other_alignment``. DPO's gradient moves ``theta`` along ``chosen - rejected``, which raises the other answers as
-    well; when the other answers align with that direction more than the chosen answer does (similar pairs), the
-    chosen answer's own log-prob falls while the margin grows. ``other_alignment=0`` is the control: the chosen
-    log-prob rises. Plain gradient
-    descent with step ``lr`` on TRL's sigmoid loss (:func:`dpo_grpo.trl_exact.dpo.dpo_loss`).
-
-    Returns arrays over ``steps + 1`` points: ``chosen``, ``rejected`` (TRL's ``rewards/chosen``,
-    ``rewards/rejected`` = ``beta * (log pi - log pi_ref)``), ``margins``, ``loss``, ``accuracy``,
-    ``logp_chosen``, ``logp_rejected``, ``p_other`` (total probability of the other answers), and ``grad_norm``.
-    """
-    beta = v.scalar(beta, "beta", positive=True)
-    s = v.scalar(similarity, "similarity")
-    if not -1.0 < s < 1.0:
-        raise ValueError(f"similarity must lie in (-1, 1), got {s}")
-    steps = v.integer(steps, "steps", minimum=1)
-    lr = v.scalar(lr, "lr", positive=True)
-    c = v.scalar(other_alignment, "other_alignment", nonnegative=True)
-    n_other = v.integer(n_other, "n_other", minimum=0)
-    half = math.acos(s) / 2
-    e_w = np.array([math.cos(half), math.sin(half)])
-    e_l = np.array([math.cos(half), -math.sin(half)])
-    emb = np.vstack([e_w, e_l] + [np.array([0.0, c])] * n_other)
-    ref = -np.log(emb.shape[0]) * np.ones(2)
-    theta = np.zeros(2)
-    keys = ("chosen", "rejected", "margins", "loss", "accuracy", "logp_chosen", "logp_rejected", "p_other",
-            "grad_norm")
-    hist = {k: [] for k in keys}
-    for _ in range(steps + 1):
-        z = emb @ theta
-        logp = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
-        out = dpo_loss([logp[0]], [logp[1]], [ref[0]], [ref[1]], beta=beta)
-        # d loss / d logp_w and d logp_l, then chain rule through the softmax: d logp_i / d theta = e_i - E_pi[e]
-        p = np.exp(logp)
-        mean_e = p @ emb
-        grad = out.grad_policy_chosen[0] * (e_w - mean_e) + out.grad_policy_rejected[0] * (e_l - mean_e)
-        for k, val in (("chosen", out.metrics["rewards/chosen"]), ("rejected", out.metrics["rewards/rejected"]),
-                       ("margins", out.metrics["rewards/margins"]), ("loss", out.loss),
-                       ("accuracy", out.metrics["rewards/accuracies"]), ("logp_chosen", logp[0]),
-                       ("logp_rejected", logp[1]), ("p_other", float(p[2:].sum())),
-                       ("grad_norm", float(np.linalg.norm(grad)))):
-            hist[k].append(val)
-        theta = theta - lr * grad
-    return {k: np.array(val, dtype=float) for k, val in hist.items()} | {"params": {
-        "beta": beta, "similarity": s, "steps": steps, "lr": lr, "other_alignment": c, "n_other": n_other}}
 
 
 def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
