@@ -146,3 +146,15 @@ def test_dpo_displacement_loss_and_rewards_are_trls_sigmoid_loss():
         assert d["loss"][k] == pytest.approx(out.loss, rel=1e-12)
         assert d["chosen"][k] == pytest.approx(out.metrics["rewards/chosen"], abs=1e-12)
         assert d["margins"][k] == pytest.approx(out.metrics["rewards/margins"], abs=1e-12)
+
+
+def test_every_trl_issue_the_book_links_is_registered():
+    import re
+    from pathlib import Path
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    linked = set()
+    for path in book.glob("*.ipynb"):
+        linked |= {int(n) for n in re.findall(r"github\.com/huggingface/trl/(?:issues|pull)/(\d+)", path.read_text())}
+    assert linked, "the book links no TRL issue"
+    assert linked <= set(q.TRL_ISSUES), sorted(linked - set(q.TRL_ISSUES))

@@ -87,7 +87,7 @@ def _traces(d):
 def _layout():
     fig = _subplots(2, 2, ["clip fraction, vary num_iterations", "ratio spread, vary num_iterations",
                            "clip fraction, vary steps_per_generation", "ratio spread, vary steps_per_generation"],
-                    height=760, vertical_spacing=0.28, horizontal_spacing=0.1)
+                    height=820, vertical_spacing=0.34, horizontal_spacing=0.1)
     fig.update_xaxes(title_text="optimizer step")
     fig.update_yaxes(range=[0, 1], col=1)
     fig.update_layout(margin={"t": 80, "b": 130})
