@@ -2,7 +2,7 @@
 
 Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in well under a minute::
 
-    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json
+    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (5)
     .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR  # writes DIR/trl_*.json instead
 
 Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer object returned or logged:
@@ -24,6 +24,15 @@ Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trai
   precomputed ``ref_chosen_logps``/``ref_rejected_logps`` (``trainer.precompute_ref_logps = True``). Each
   sequence log-prob is a sum of per-token log-probs that are multiples of 2**-10, so TRL's sum equals the stored
   sequence value exactly.
+* ``trl_grpo_loss_types.json``: as ``trl_grpo_loss.json``, for TRL's newer loss types ``cispo``, ``sapo``, ``luspo`` and
+  ``vespo`` (both importance-sampling levels, beta 0 and 0.04, bias-corrected KL, on-policy, ratios far from 1,
+  (B, T) advantages, accumulation, non-default SAPO/VESPO options, CISPO caps).
+* ``trl_dpo_loss_family.json``: as ``trl_dpo_loss.json``, for every ``DPOConfig.loss_type`` and for lists combined
+  with ``loss_weights``; the records add the completion token counts (``ipo``, ``sigmoid_norm`` and ``sft`` read
+  them). For ``sft`` the gradient reaches only the chosen rows' valid tokens; each gets d loss / d (sequence
+  log-prob), which is what is stored.
+
+``--only FILE ...`` writes a subset (e.g. only the two newer files).
 
 The model is a randomly initialised 2-layer Llama with hidden size 16 and a 32-word WordLevel tokenizer, both built
 here from configs and saved to a temporary folder (``HF_HUB_OFFLINE=1``; nothing is downloaded). Its weights never

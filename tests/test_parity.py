@@ -24,6 +24,21 @@ def test_every_fixture_case_is_reproduced():
     assert sum(r["ls_ignored_by_trl"] for r in rep["dpo"]) == 4  # sigmoid and hinge at label_smoothing 0.2
 
 
+def test_new_loss_types_are_in_the_report():
+    rep = pa.parity_report(FX)
+    assert [len(rep[k]) for k in ("grpo_loss_types", "dpo_loss_family")] == [52, 43]
+    assert {r["loss_type"] for r in rep["grpo_loss_types"]} == {"cispo", "sapo", "luspo", "vespo"}
+    family = {t for r in rep["dpo_loss_family"] for t in r["loss_type"].split("+")}
+    assert len(family) == 15 and "exo_pair" in family
+    g = pa.summarize(rep["grpo_loss_types"], ["loss_diff", "grad_diff", "kl_diff", "clip_metric_diff"])
+    assert g["all_ok"] and g["loss_diff"] < 1e-12 and g["grad_diff"] < 1e-12
+    exo = [r for r in rep["dpo_loss_family"] if "exo_pair" in r["loss_type"]]
+    assert exo and all(r["ok"] for r in exo)
+    fx = copy.deepcopy(FX)
+    fx["dpo_loss_family"]["cases"][0]["loss"] += 1e-8  # flagged at the float64 tolerance (not an exo_pair case)
+    assert not pa.dpo_case_row(fx["dpo_loss_family"]["cases"][0])["ok"]
+
+
 def test_a_tampered_fixture_is_flagged():
     fx = copy.deepcopy(FX)
     fx["grpo"]["cases"][0]["loss"] += 1e-6

@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 SCRIPT = ROOT / "scripts" / "make_trl_fixtures.py"
 FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
+#: checked by tests/test_trl_loss_types.py; regenerated and compared here too
+NEW_FILES = ("trl_grpo_loss_types.json", "trl_dpo_loss_family.json")
 TRL_VERSION = "1.16.0"
 
 EXACT = dict(rtol=0.0, atol=1e-10)        # float64 on both sides
@@ -349,7 +351,7 @@ def _assert_same(ours, theirs, path="$"):
 
 
 @pytest.mark.trl
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", FILES + NEW_FILES)
 def test_regenerated_fixtures_match_committed(regenerated, name):
     new = json.loads((regenerated / name).read_text(encoding="utf-8"))
     committed = _load(name)

@@ -24,13 +24,21 @@ from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
 from ..data import TRL_FIXTURES
 from ..data.bench_results import load_results
-from ..trl_exact.dpo import dpo_loss
+from ..trl_exact.dpo import LABEL_SMOOTHING_LOSS_TYPES, LENGTH_NORMALISED_LOSS_TYPES, dpo_loss
 from ..trl_exact.grpo import CLIP_METRICS, grpo_loss
 
 TRL_VERSION = "1.16.0"
-FIXTURE_FILES = {"grpo": "trl_grpo_loss.json", "advantages": "trl_advantages.json", "dpo": "trl_dpo_loss.json"}
-#: (rtol, atol) as in tests/test_trl_parity.py
-TOLERANCES = {"float64": (0.0, 1e-10), "float32_ratio": (0.0, 1e-7), "float32": (1e-5, 1e-6)}
+FIXTURE_FILES = {"grpo": "trl_grpo_loss.json", "advantages": "trl_advantages.json", "dpo": "trl_dpo_loss.json",
+                 "grpo_loss_types": "trl_grpo_loss_types.json", "dpo_loss_family": "trl_dpo_loss_family.json"}
+#: (rtol, atol) as in tests/test_trl_parity.py and tests/test_trl_loss_types.py ("float32_log": exo_pair, whose
+#: log(eps) and log1p(-eps) are float32 in TRL and may differ from ours by one float32 ulp)
+TOLERANCES = {"float64": (0.0, 1e-10), "float32_ratio": (0.0, 1e-7), "float32": (1e-5, 1e-6),
+              "float32_log": (0.0, 1e-6)}
+#: metrics TRL computes in float32 (bool.float()) in the GRPO loss fixtures
+FLOAT32_GRPO_METRICS = (*CLIP_METRICS, "cispo_clip_ratio")
+#: the SAPO/VESPO options recorded in trl_grpo_loss_types.json
+NEW_GRPO_OPTIONS = ("sapo_temperature_pos", "sapo_temperature_neg", "vespo_k_pos", "vespo_lambda_pos",
+                    "vespo_k_neg", "vespo_lambda_neg")
 
 #: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to) DeepSeekMath's GRPO.
 TRL_GRPO_DEFAULTS = {"beta": 0.0, "loss_type": "dapo", "use_bias_correction_kl": True, "scale_rewards": "group",
@@ -59,7 +67,8 @@ def find_fixtures(directory=None) -> Path:
 
 
 def load_fixtures(directory=None, expected_version=TRL_VERSION) -> dict:
-    """``{"grpo": ..., "advantages": ..., "dpo": ...}``: the three fixture files as parsed JSON.
+    """``{"grpo": ..., "advantages": ..., "dpo": ..., "grpo_loss_types": ..., "dpo_loss_family": ...}``: the
+    fixture files as parsed JSON.
 
     Raises ``ValueError`` if a file was produced by another TRL than ``expected_version`` (None accepts any: use it to
     compare the package with fixtures regenerated under another TRL release).
@@ -106,7 +115,8 @@ def _case(case, keys):
 
 
 def grpo_case_row(case) -> dict:
-    """Rerun one ``trl_grpo_loss.json`` case with :func:`dpo_grpo.grpo_loss`; differences to TRL's results."""
+    """Rerun one ``trl_grpo_loss.json`` (or ``trl_grpo_loss_types.json``) case with :func:`dpo_grpo.grpo_loss`;
+    differences to TRL's results."""
     _case(case, ("name", "options", "inputs", "loss", "grad_new_logps", "metrics"))
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
@@ -118,11 +128,12 @@ def grpo_case_row(case) -> dict:
                     delta=o["delta"], use_bias_correction_kl=o["use_bias_correction_kl"],
                     max_completion_length=o["max_completion_length"], num_items_in_batch=o["num_items_in_batch"],
                     gradient_accumulation_steps=o["gradient_accumulation_steps"],
-                    steps_per_generation=o["steps_per_generation"], num_processes=o["num_processes"])
+                    steps_per_generation=o["steps_per_generation"], num_processes=o["num_processes"],
+                    **{k: o[k] for k in NEW_GRPO_OPTIONS if k in o})
     if set(out.metrics) != set(case["metrics"]):
         raise ValueError(f"{case['name']}: metric names differ from TRL's")
-    f64 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k not in CLIP_METRICS]
-    f32 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k in CLIP_METRICS]
+    f64 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k not in FLOAT32_GRPO_METRICS]
+    f32 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k in FLOAT32_GRPO_METRICS]
     row = {
         "case": case["name"], "loss_type": o["loss_type"], "is_level": o["importance_sampling_level"],
         "beta": o["beta"], "bias_kl": o["use_bias_correction_kl"], "epsilon_high": o["epsilon_high"],
@@ -159,20 +170,28 @@ def advantage_case_row(case) -> dict:
 
 
 def dpo_case_row(case) -> dict:
-    """Rerun one ``trl_dpo_loss.json`` case with :func:`dpo_grpo.dpo_loss`.
+    """Rerun one ``trl_dpo_loss.json`` (or ``trl_dpo_loss_family.json``) case with :func:`dpo_grpo.dpo_loss`.
 
-    TRL 1.16.0 ignores ``label_smoothing`` for ``sigmoid`` and ``hinge``; our function refuses it there, so those
-    cases are rerun with ``label_smoothing=0`` (column ``ls_ignored_by_trl``).
+    TRL 1.16.0 ignores ``label_smoothing`` for the loss types that do not read it (e.g. ``sigmoid``, ``hinge``); our
+    function refuses it there, so those cases are rerun with ``label_smoothing=0`` (column ``ls_ignored_by_trl``).
+    In the loss-family file ``loss_type`` is a list (combined with ``loss_weights``) and the token counts are
+    given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is compared at the ``float32_log`` tolerance.
     """
     _case(case, ("name", "options", "inputs", "loss", "grad_policy_chosen", "grad_policy_rejected", "metrics"))
     o, x = case["options"], case["inputs"]
-    ignored = o["loss_type"] != "robust" and o["label_smoothing"] != 0.0
+    types = [o["loss_type"]] if isinstance(o["loss_type"], str) else list(o["loss_type"])
+    ignored = o["label_smoothing"] != 0.0 and not any(t in LABEL_SMOOTHING_LOSS_TYPES for t in types)
+    kw = {"loss_weights": o.get("loss_weights"), "discopop_tau": o.get("discopop_tau", 0.05)}
+    if any(t in LENGTH_NORMALISED_LOSS_TYPES for t in types):
+        kw["chosen_lengths"] = np.array(x["chosen_lengths"])
+    if any(t in ("ipo", "sigmoid_norm") for t in types):
+        kw["rejected_lengths"] = np.array(x["rejected_lengths"])
     out = dpo_loss(np.array(x["policy_chosen"]), np.array(x["policy_rejected"]), np.array(x["ref_chosen"]),
-                   np.array(x["ref_rejected"]), o["beta"], loss_type=o["loss_type"],
-                   label_smoothing=0.0 if ignored else o["label_smoothing"])
+                   np.array(x["ref_rejected"]), o["beta"], loss_type=types[0] if len(types) == 1 else types,
+                   label_smoothing=0.0 if ignored else o["label_smoothing"], **kw)
     mdiff = max(abs(v - case["metrics"][k]) for k, v in out.metrics.items() if k != "rewards/accuracies")
     row = {
-        "case": case["name"], "loss_type": o["loss_type"], "beta": o["beta"],
+        "case": case["name"], "loss_type": "+".join(types), "beta": o["beta"],
         "label_smoothing": o["label_smoothing"], "ls_ignored_by_trl": ignored,
         "loss_ours": out.loss, "loss_trl": case["loss"], "loss_diff": abs(out.loss - case["loss"]),
         "grad_diff": max(_maxdiff(out.grad_policy_chosen, case["grad_policy_chosen"]),
@@ -180,18 +199,21 @@ def dpo_case_row(case) -> dict:
         "metric_diff": float(mdiff),
         "accuracy_diff": abs(out.metrics["rewards/accuracies"] - case["metrics"]["rewards/accuracies"]),
     }
-    row["ok"] = (_within(row["loss_diff"], "float64") and _within(row["grad_diff"], "float64")
+    kind = "float32_log" if "exo_pair" in types else "float64"
+    row["ok"] = (_within(row["loss_diff"], kind) and _within(row["grad_diff"], kind)
                  and _within(row["metric_diff"], "float64") and _within(row["accuracy_diff"], "float32_ratio"))
     return row
 
 
 def parity_report(fixtures=None) -> dict:
-    """``{"grpo": rows, "advantages": rows, "dpo": rows}`` for every fixture case (``fixtures`` from
-    :func:`load_fixtures`; loaded when None)."""
+    """``{"grpo": rows, "advantages": rows, "dpo": rows, "grpo_loss_types": rows, "dpo_loss_family": rows}`` for
+    every fixture case (``fixtures`` from :func:`load_fixtures`; loaded when None)."""
     fx = load_fixtures() if fixtures is None else fixtures
     return {"grpo": [grpo_case_row(c) for c in fx["grpo"]["cases"]],
             "advantages": [advantage_case_row(c) for c in fx["advantages"]["cases"]],
-            "dpo": [dpo_case_row(c) for c in fx["dpo"]["cases"]]}
+            "dpo": [dpo_case_row(c) for c in fx["dpo"]["cases"]],
+            "grpo_loss_types": [grpo_case_row(c) for c in fx["grpo_loss_types"]["cases"]],
+            "dpo_loss_family": [dpo_case_row(c) for c in fx["dpo_loss_family"]["cases"]]}
 
 
 def _rows(rows) -> list:

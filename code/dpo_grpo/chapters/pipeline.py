@@ -34,6 +34,9 @@ from ..reference.softmax import log_softmax, softmax
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
 
+#: the loss type whose token aggregation each loss type shares (sapo: grpo's; cispo, vespo: dapo's)
+_AGGREGATION_OF = {"sapo": "grpo", "cispo": "dapo", "vespo": "dapo"}
+
 EOS = 0
 SELECTION_STRATEGIES = ("uniform", "frontier")
 ENGINE_IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
@@ -361,13 +364,17 @@ def aggregate(per_token_loss, mask, loss_type="grpo", *, max_completion_length=N
 
     ``grpo``: mean over each row's valid tokens, then over rows; ``bnpo``/``dapo``: sum over all valid tokens
     divided by their count (``dapo``: by ``num_items_in_batch`` if given); ``dr_grpo``: divided by
-    ``B x max_completion_length`` (default T).
+    ``B x max_completion_length`` (default T); ``luspo``: sum over each row's valid tokens, then mean over rows;
+    ``sapo`` as ``grpo``, ``cispo`` and ``vespo`` as ``dapo``.
     """
     lt = v.as_float_array(per_token_loss, "per_token_loss", ndim=2)
     active = v.binary_mask(mask, "mask", lt.shape)
     m = active.astype(np.float64)
     v.choice(loss_type, "loss_type", LOSS_TYPES)
+    loss_type = _AGGREGATION_OF.get(loss_type, loss_type)
     masked = lt * m
+    if loss_type == "luspo":
+        return float(masked.sum(axis=1).mean())
     if loss_type == "grpo":
         return float((masked.sum(axis=1) / m.sum(axis=1)).mean())
     if loss_type == "bnpo":
@@ -431,6 +438,10 @@ def loss_and_grad(new_logps, rollout: Rollout, advantages, ref_logps=None, *, en
         raise ValueError(f"engine_weights must have shape ({shape[0]}, 1) or {shape}, got {w.shape}")
     if (w < 0).any():
         raise ValueError("engine_weights must be >= 0")
+    loss_type = grpo_options.get("loss_type", "grpo")
+    if loss_type == "vespo":
+        raise ValueError("engine_weights are not supported for loss_type='vespo': TRL folds the engine's importance "
+                         "ratios into VESPO's sequence weight instead of multiplying the per-token loss")
     sequence_level = grpo_options.get("importance_sampling_level", "token") == "sequence"
     if sequence_level and w.shape[1] > 1 and np.ndim(advantages) == 2:
         raise ValueError("per-token engine_weights with importance_sampling_level='sequence' need one advantage "
@@ -441,12 +452,14 @@ def loss_and_grad(new_logps, rollout: Rollout, advantages, ref_logps=None, *, en
     policy = grpo_loss(new_logps, rollout.old_logps, None, advantages, rollout.mask, **policy_opts)
     # The normaliser of each token (it depends on the mask and the options only): on-policy, advantage -1, every
     # token's loss is exactly 1 and its gradient is its weight.
-    probe_opts = dict(policy_opts, importance_sampling_level="token", delta=None)
+    probe_opts = dict(policy_opts, importance_sampling_level="token", delta=None,
+                      loss_type=_AGGREGATION_OF.get(loss_type, loss_type))
     zeros = np.zeros(shape)
     token_weight = grpo_loss(zeros, zeros, None, -np.ones(shape[0]), rollout.mask, **probe_opts).grad
     policy_loss = float((token_weight * w * policy.per_token_loss).sum())
-    if sequence_level:
+    if sequence_level and loss_type != "cispo":
         # every valid token of a row has the same loss l(c_row): the row's gradient scales by sum(W w) / sum(W)
+        # (not so for cispo, whose token loss -sg(c_row) A log pi_t has its own gradient at each token)
         factor = (token_weight * w).sum(axis=1, keepdims=True) / (token_weight.sum(axis=1, keepdims=True))
         policy_grad = policy.grad * factor
     else:

@@ -135,7 +135,7 @@ GRPO_VARIANTS = (
     Variant("SAPO", "gao2025sapo", "a smooth sigmoid gate of the ratio instead of a hard clip, separate "
             "temperatures for A > 0 and A < 0", "GRPOConfig",
             dict(loss_type="sapo", sapo_temperature_pos=1.0, sapo_temperature_neg=1.05, beta=0.0)),
-    Variant("VESPO", "vespo2026", "a Gamma-shaped weight of the sequence ratio (no length normalisation) "
+    Variant("VESPO", "shen2026vespo", "a Gamma-shaped weight of the sequence ratio (no length normalisation) "
             "replaces the clip", "GRPOConfig",
             dict(loss_type="vespo", vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0,
                  beta=0.0)),

@@ -43,8 +43,9 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from .. import _validation as v
 from ..trl_exact.advantages import AGGREGATIONS, SCALE_REWARDS
-from ..trl_exact.dpo import DPO_LOSS_TYPES
-from ..trl_exact.grpo import CLIP_METRICS, GRPOOptions, grpo_options
+from ..trl_exact.dpo import DPOOptions, dpo_options
+from ..trl_exact.grpo import (CLIP_METRICS, CLIPPED_LOSS_TYPES, VESPO_LOG_W_MAX, VESPO_LOG_W_MIN, GRPOOptions,
+                              grpo_options)
 
 __all__ = ["default_device", "grpo_loss", "GRPOOutput", "group_advantages", "reward_advantages",
            "RewardAdvantages", "dpo_loss", "DPOOutput", "selective_log_softmax", "saved_tensor_bytes", "CLIP_METRICS"]
@@ -174,28 +175,30 @@ _GrpoOptions = GRPOOptions
 _cached_grpo_options = functools.lru_cache(maxsize=256, typed=True)(grpo_options)  # typed: True is not 1
 
 
-def _grpo_options(*args):
+def _grpo_options(*args, **kwargs):
     """:func:`dpo_grpo.trl_exact.grpo.grpo_options` (the one option parser, shared with the NumPy loss), memoised: a training
     loop passes the same options at every step. Unhashable arguments go to the parser, which explains them."""
     if torch.compiler.is_compiling():  # dynamo traces the parser itself (and constant-folds it), not the cache
-        return grpo_options(*args)
+        return grpo_options(*args, **kwargs)
     try:
-        return _cached_grpo_options(*args)
+        return _cached_grpo_options(*args, **kwargs)
     except TypeError as exc:
         if "unhashable" not in str(exc):
             raise
-        return grpo_options(*args)
+        return grpo_options(*args, **kwargs)
 
 
 def _token_weight(o: _GrpoOptions, n_b, n_all, n_items, bsz):
     """The per-token weight ``w`` with ``loss = sum(w * mask * l)``: (B, 1) for ``grpo``, 0-d otherwise."""
-    if o.loss_type == "grpo":
+    if o.loss_type in ("grpo", "sapo"):
         return (1.0 / (bsz * o.gas)) / n_b[:, None]
     if o.loss_type == "bnpo":
         return (1.0 / o.gas) / n_all
     if o.loss_type == "dr_grpo":
         return _full(1.0 / (bsz * o.max_len * o.gas), n_all)
-    return 1.0 / (n_items.clamp(min=1.0) / o.nproc * o.gas / o.spg)  # dapo
+    if o.loss_type == "luspo":
+        return _full(1.0 / (bsz * o.gas), n_all)
+    return 1.0 / (n_items.clamp(min=1.0) / o.nproc * o.gas / o.spg)  # dapo, cispo, vespo
 
 
 def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: _GrpoOptions):
@@ -484,8 +487,30 @@ def _maybe_compiled(fn, compile: bool):
     return _COMPILED[fn]
 
 
+def _vespo_weight(log_ratio, a, m, o: _GrpoOptions):
+    """VESPO's detached Gamma weight ``phi = w^k exp(lambda (1 - w))`` of the clamped sequence ratio ``w`` (see
+    :func:`dpo_grpo.trl_exact.grpo.vespo_weight`; ``k``, ``lambda`` are TRL's float32 values)."""
+    with torch.no_grad():
+        log_w = (log_ratio.clamp(-20.0, 20.0) * m).sum(1, keepdim=True).clamp(VESPO_LOG_W_MIN, VESPO_LOG_W_MAX)
+        nonneg = a >= 0
+        k = torch.where(nonneg, o.vespo_k_pos, o.vespo_k_neg).to(log_w.dtype)
+        lam = torch.where(nonneg, o.vespo_lambda_pos, o.vespo_lambda_neg).to(log_w.dtype).clamp(
+            min=float(torch.tensor(1e-4)))
+        phi = torch.exp(lam + k * log_w - lam * torch.exp(log_w))
+        return phi.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _masked_mean(x, act, n_all):
+    """TRL's ``global_masked_mean`` (one process): (B, 1) values count once per sequence, (B, T) ones per token."""
+    if x.shape[1] == 1:
+        return x.mean()
+    return torch.where(act, x, 0).sum() / n_all
+
+
 def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: _GrpoOptions):
-    """The same loss written as TRL writes it, differentiated by autograd (w.r.t. new, ref and advantages)."""
+    """The same loss written as TRL writes it, differentiated by autograd (w.r.t. new, ref and advantages).
+
+    Also returns the loss type's extra metric tensor: the VESPO weight ``phi`` (or None)."""
     bsz = new.shape[0]
     zero = _full(0.0, new)
     m = act.to(new.dtype)
@@ -501,27 +526,44 @@ def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: _GrpoOptions):
         gap = torch.where(act, ref, zero) - new
         k3 = torch.expm1(gap) - gap
         kl_term = (k3 * c1 if o.bias_kl else k3) * m
-    c2 = torch.clamp(c1, 1 - o.eps_low, 1 + o.eps_high)
-    c1_capped = c1 if o.delta is None else torch.clamp(c1, max=o.delta)
-    per_token_loss = -torch.min(c1_capped * a, c2 * a) * m
+    phi = None
+    if o.loss_type in CLIPPED_LOSS_TYPES:
+        c2 = torch.clamp(c1, 1 - o.eps_low, 1 + o.eps_high)
+        c1_capped = c1 if o.delta is None else torch.clamp(c1, max=o.delta)
+        policy = -torch.min(c1_capped * a, c2 * a)
+    elif o.loss_type == "cispo":  # -sg(min(rho, eps_max)) A log pi
+        policy = -torch.clamp(c1, max=o.eps_high).detach() * a * new
+    elif o.loss_type == "sapo":  # -(4 / tau) sigmoid(tau (rho - 1)) A, tau in float32 as in TRL
+        tau = torch.where(a > 0, o.sapo_tau_pos, o.sapo_tau_neg).to(c1.dtype)
+        policy = -(torch.sigmoid(tau * (c1 - 1)) * 4 / tau) * a
+    else:  # vespo: -sg(phi(w)) A log pi
+        phi = _vespo_weight(log_ratio, a, m, o)
+        policy = -phi * a * new
+    per_token_loss = policy * m
     if o.beta != 0:
         per_token_loss = per_token_loss + o.beta * kl_term
     loss = (_token_weight(o, n_b, n_all, n_items, bsz) * per_token_loss).sum()
-    return loss, c1, kl_term, per_token_loss
+    return loss, c1, kl_term, per_token_loss, phi
 
 
 def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2, beta=0.04, loss_type="grpo",
               importance_sampling_level="token", epsilon_high=None, delta=None, use_bias_correction_kl=False,
               max_completion_length=None, num_items_in_batch=None, gradient_accumulation_steps=1,
-              steps_per_generation=1, num_processes=1, validate=True, fused=None, compile=False,
-              per_token=True, _block_rows=None) -> GRPOOutput:
+              steps_per_generation=1, num_processes=1, sapo_temperature_pos=1.0, sapo_temperature_neg=1.05,
+              vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0, validate=True,
+              fused=None, compile=False, per_token=True, _block_rows=None) -> GRPOOutput:
     """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and :func:`dpo_grpo.trl_exact.grpo.grpo_loss`).
 
     Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T); ``advantages``: (B,) or (B, T).
     Per token ``l = -min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A) + beta k3`` with
     ``rho = exp(new - old)`` (GSPO: ``exp(masked mean of new - old)``) and ``k3 = exp(ref - new) - (ref - new) - 1``;
     ``loss = sum(w * mask * l)`` with the ``loss_type`` weight ``w`` of the NumPy version. ``old_logps`` is fixed
-    data (detached); ``num_items_in_batch`` may be a number or a 0-d tensor (``dapo``).
+    data (detached); ``num_items_in_batch`` may be a number or a 0-d tensor (``dapo``, ``cispo``, ``vespo``).
+    ``loss_type`` takes TRL's eight values, with the NumPy version's semantics and options (``cispo``, ``sapo``,
+    ``luspo``, ``vespo``: see :func:`dpo_grpo.trl_exact.grpo.grpo_loss`). The fused kernel covers the clipped
+    types (``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``, ``luspo``); ``cispo``, ``sapo`` and ``vespo`` always run the
+    autograd path (``fused=True`` falls back to it for them; ``per_token=False`` then drops the per-token outputs
+    after computing them).
 
     ``fused`` (default: ``True`` unless ``ref_logps`` or ``advantages`` require grad) computes the gradient
     analytically in the forward pass, reusing its intermediates, and hands it to autograd: faster and lighter than
@@ -547,7 +589,9 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
         raise ValueError(f"mask must have shape {tuple(new.shape)}, got {tuple(mask.shape)}")
     o = _grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta,
                       use_bias_correction_kl, max_completion_length, gradient_accumulation_steps,
-                      steps_per_generation, num_processes, width)
+                      steps_per_generation, num_processes, width, sapo_temperature_pos=sapo_temperature_pos,
+                      sapo_temperature_neg=sapo_temperature_neg, vespo_k_pos=vespo_k_pos,
+                      vespo_lambda_pos=vespo_lambda_pos, vespo_k_neg=vespo_k_neg, vespo_lambda_neg=vespo_lambda_neg)
     if ref_logps is None:
         if o.beta != 0:
             raise ValueError("ref_logps may be None only when beta == 0 (the KL term needs the reference)")
@@ -576,6 +620,7 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     if not per_token and not fused:
         raise ValueError("per_token=False needs the fused path (fused=None or True, advantages and ref_logps "
                          "not requiring grad)")
+    fused = fused and o.loss_type in CLIPPED_LOSS_TYPES  # the kernel implements the clipped surrogate only
 
     cdt = _compute_dtype(new.dtype)
     # the boolean mask is only needed off the fused token-level hot path (which builds its masks per cache block)
@@ -618,15 +663,22 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     else:
         n_b = n_raw.clamp(min=1.0)  # TRL clamps the token counts at 1 (empty rows add nothing) ...
         n_all = n_raw.sum().clamp(min=1.0)  # ... and the batch's, which does not count empty rows
-        loss, c1, kl_term, per_token_loss = _maybe_compiled(_grpo_autograd, compile)(
+        loss, c1, kl_term, per_token_loss, phi = _maybe_compiled(_grpo_autograd, compile)(
             new.to(cdt), old_c, ref_c, a, act, n_b, n_all, n_all if n_items is None else n_items, o)
         with torch.no_grad():
             c1 = c1.detach()
             metrics = {}
             if o.beta != 0:
                 metrics["kl"] = kl_term.detach().sum() / n_all
-            _clip_metrics(metrics, c1, a.detach(), act, n_b, n_all, o)
+            if o.loss_type in CLIPPED_LOSS_TYPES:
+                _clip_metrics(metrics, c1, a.detach(), act, n_b, n_all, o)
+            elif o.loss_type == "cispo":
+                metrics["cispo_clip_ratio"] = _masked_mean(((c1 > o.eps_high) & (a > 0)).to(c1.dtype), act, n_all)
+            elif o.loss_type == "vespo":
+                metrics["vespo/phi_seq_mean"] = _masked_mean(phi, act, n_all)
             ratio = c1 if c1.shape == new.shape else torch.where(act, c1, _full(1.0, c1))
+            if not per_token:
+                ratio = kl_term = per_token_loss = None
     def overflow_probes():
         if ratio is not None:
             return [ratio.amax()] + ([] if kl_term is None else [kl_term.detach().amax()])
@@ -770,62 +822,120 @@ def reward_advantages(rewards_per_func, num_generations, *, reward_weights=None,
 class DPOOutput(NamedTuple):
     """Result of :func:`dpo_loss`. The first two fields are ``loss, logits``; gradients come from autograd."""
 
-    loss: torch.Tensor  #: 0-d mean over pairs
+    loss: torch.Tensor  #: 0-d: sum_k loss_weights[k] * mean over pairs of loss type k
     logits: torch.Tensor  #: beta * (policy gap - reference gap), shape (P,)
     chosen_rewards: torch.Tensor  #: implicit reward beta * (pi_c - ref_c), detached (as TRL logs it)
     rejected_rewards: torch.Tensor  #: implicit reward beta * (pi_r - ref_r), detached
+    losses: torch.Tensor | None = None  #: per-pair loss sum_k w_k l_k, shape (P,) (aot*: sorted order)
+    logps_chosen: torch.Tensor | None = None  #: 0-d mean of policy_chosen (detached)
+    logps_rejected: torch.Tensor | None = None  #: 0-d mean of policy_rejected (detached)
 
     @property
     def metrics(self) -> dict:
         """TRL's logged names as 0-d tensors: ``rewards/chosen``, ``rewards/rejected``, ``rewards/accuracies``,
-        ``rewards/margins``."""
+        ``rewards/margins``, ``logps/chosen``, ``logps/rejected``."""
         c, r = self.chosen_rewards, self.rejected_rewards
-        return {"rewards/chosen": c.mean(), "rewards/rejected": r.mean(),
-                "rewards/accuracies": (c > r).to(c.dtype).mean(), "rewards/margins": (c - r).mean()}
+        out = {"rewards/chosen": c.mean(), "rewards/rejected": r.mean(),
+               "rewards/accuracies": (c > r).to(c.dtype).mean(), "rewards/margins": (c - r).mean()}
+        if self.logps_chosen is not None:
+            out["logps/chosen"] = self.logps_chosen
+            out["logps/rejected"] = self.logps_rejected
+        return out
+
+
+def _dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc, lr):
+    """Per-pair (or per sorted position, for aot*) losses of one TRL 1.16.0 DPO loss type, as TRL writes them;
+    formulas in :func:`dpo_grpo.trl_exact.dpo.dpo_pair_losses`."""
+    b, s = o.beta, o.label_smoothing
+    uc, ur = pc - rc, pr - rr
+    z = b * (uc - ur)
+    ls = F.logsigmoid
+    if loss_type == "sigmoid":
+        return -ls(z)
+    if loss_type == "hinge":
+        return torch.relu(1.0 - z)
+    if loss_type == "robust":
+        return (-(1 - s) * ls(z) + s * ls(-z)) / (1 - 2 * s)
+    if loss_type in ("ipo", "sigmoid_norm"):
+        d = uc / lc - ur / lr
+        return (d - 1 / (2 * b)) ** 2 if loss_type == "ipo" else -ls(b * d)
+    if loss_type == "exo_pair":
+        log_pw, log_pl = o.exo_log_p  # float32 values, as TRL's float32 logs
+        return torch.sigmoid(z) * (ls(z) - log_pw) + torch.sigmoid(-z) * (ls(-z) - log_pl)
+    if loss_type == "nca_pair":
+        return -ls(b * uc) - 0.5 * ls(-b * uc) - 0.5 * ls(-b * ur)
+    if loss_type == "bco_pair":
+        return -ls(b * uc) - ls(-b * ur)
+    if loss_type == "sppo_hard":
+        return (uc - 0.5 / b) ** 2 + (ur + 0.5 / b) ** 2
+    if loss_type in ("aot", "aot_unpaired"):
+        x, y = (pc - pr, rc - rr) if loss_type == "aot" else (uc, ur)
+        zs = b * (torch.sort(x, stable=True).values - torch.sort(y, stable=True).values)
+        return -ls(zs) * (1 - s) - ls(-zs) * s
+    if loss_type == "apo_zero":
+        return 1 - torch.sigmoid(b * uc) + torch.sigmoid(b * ur)
+    if loss_type == "apo_down":
+        return torch.sigmoid(b * uc) + 1 - torch.sigmoid(z)
+    if loss_type == "discopop":
+        g = torch.sigmoid(z / o.discopop_tau)
+        return -ls(z) * (1 - g) + torch.exp(-z) * g
+    return (-pc.sum() / lc.sum()).expand(pc.shape)  # sft
 
 
 def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1, *, loss_type="sigmoid",
-             label_smoothing=0.0, validate=True) -> DPOOutput:
-    """DPO loss on sequence log-probs (all of one shape, e.g. (P,)), TRL 1.16.0's ``sigmoid``/``hinge``/``robust``.
+             label_smoothing=0.0, loss_weights=None, discopop_tau=0.05, chosen_lengths=None, rejected_lengths=None,
+             validate=True) -> DPOOutput:
+    """DPO loss on sequence log-probs (all of one shape, e.g. (P,)), every TRL 1.16.0 ``DPOConfig.loss_type``.
 
-    ``z = beta * ((pi_c - pi_r) - (ref_c - ref_r))``; per pair ``-log sigmoid(z)``, ``max(0, 1 - z)`` or
-    ``(-(1 - s) log sigmoid(z) + s log sigmoid(-z)) / (1 - 2s)``; the loss is the mean. Same checks as
-    :func:`dpo_grpo.dpo_loss` (``validate`` runs the finiteness check, one sync). The reference log-probs are
-    treated as fixed data (detached).
+    Same options, checks and results as :func:`dpo_grpo.dpo_loss` (a name or a list of names with
+    ``loss_weights``; ``label_smoothing``, ``discopop_tau``; ``chosen_lengths``/``rejected_lengths`` for ``ipo``,
+    ``sigmoid_norm``, ``sft``), differentiated by autograd. ``validate`` runs the finiteness check (one sync).
+    The reference log-probs and the token counts are treated as fixed data (detached).
     """
     pc = _tensor(policy_chosen, "policy_chosen")
     pr = _tensor(policy_rejected, "policy_rejected", like=pc)
     rc = _tensor(ref_chosen, "ref_chosen", like=pc)
     rr = _tensor(ref_rejected, "ref_rejected", like=pc)
     _same_shape("policy_chosen", pc, policy_rejected=pr, ref_chosen=rc, ref_rejected=rr)
-    beta = _scalar(beta, "beta", positive=True)
-    v.choice(loss_type, "loss_type", DPO_LOSS_TYPES)
-    s = _scalar(label_smoothing, "label_smoothing", nonnegative=True)
-    if loss_type == "robust" and not s < 0.5:
-        raise ValueError(f"label_smoothing must lie in [0, 0.5) for loss_type='robust', got {s}")
-    if loss_type != "robust" and s != 0.0:
-        raise ValueError(f"label_smoothing={s} has no effect for loss_type={loss_type!r} in TRL 1.16.0; "
-                         "use loss_type='robust' for noisy labels, or label_smoothing=0")
+    o = dpo_options(beta, loss_type, loss_weights, label_smoothing, discopop_tau)
+    need = dict(zip(("chosen_lengths", "rejected_lengths"), o.needs_lengths))
+    lengths = {}
+    for name, x in (("chosen_lengths", chosen_lengths), ("rejected_lengths", rejected_lengths)):
+        if x is None:
+            if need[name]:
+                raise ValueError(f"{name} is required for loss_type={loss_type!r} (it divides by the completion "
+                                 "token counts)")
+            lengths[name] = None
+            continue
+        if not need[name]:
+            raise ValueError(f"{name} has no effect for loss_type={loss_type!r} (only ipo, sigmoid_norm and sft "
+                             "read token counts; sft reads chosen_lengths only)")
+        t = _tensor(x, name, floating=False).to(device=pc.device)
+        if t.shape != pc.shape:
+            raise ValueError(f"{name} must have shape {tuple(pc.shape)} (one token count per pair), "
+                             f"got {tuple(t.shape)}")
+        lengths[name] = t
     if v.boolean(validate, "validate"):
         bad = torch.stack([~torch.isfinite(t).all() for t in (pc, pr, rc, rr)]).tolist()
         for flag, name in zip(bad, ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")):
             if flag:
                 raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+        for name, t in lengths.items():
+            if t is not None and not bool(((t >= 1) & (t == torch.round(t))).all()):
+                raise ValueError(f"{name} must hold whole token counts >= 1")
     cdt = _compute_dtype(pc.dtype)
     pc, pr = pc.to(cdt), pr.to(cdt)
     rc, rr = rc.detach().to(cdt), rr.detach().to(cdt)
-    logits = beta * ((pc - pr) - (rc - rr))
-    if loss_type == "sigmoid":
-        per_pair = -F.logsigmoid(logits)
-    elif loss_type == "hinge":
-        per_pair = torch.relu(1.0 - logits)
-    else:  # robust
-        per_pair = (-(1 - s) * F.logsigmoid(logits) + s * F.logsigmoid(-logits)) / (1 - 2 * s)
+    lc, lr = (None if t is None else t.detach().to(cdt) for t in lengths.values())
+    losses = sum(w * _dpo_pair_losses(t, pc, pr, rc, rr, o, lc, lr) for t, w in zip(o.loss_types, o.loss_weights))
+    loss = sum(w * _dpo_pair_losses(t, pc, pr, rc, rr, o, lc, lr).mean()
+               for t, w in zip(o.loss_types, o.loss_weights))
+    logits = o.beta * ((pc - pr) - (rc - rr))
     with torch.no_grad():
-        chosen_rewards = beta * (pc - rc)
-        rejected_rewards = beta * (pr - rr)
-    return DPOOutput(loss=per_pair.mean(), logits=logits, chosen_rewards=chosen_rewards,
-                     rejected_rewards=rejected_rewards)
+        chosen_rewards = o.beta * (pc - rc)
+        rejected_rewards = o.beta * (pr - rr)
+    return DPOOutput(loss=loss, logits=logits, chosen_rewards=chosen_rewards, rejected_rewards=rejected_rewards,
+                     losses=losses.detach(), logps_chosen=pc.detach().mean(), logps_rejected=pr.detach().mean())
 
 
 # --- Per-token log-probs without the (B, T, V) log-softmax ----------------------------------------------------------
