@@ -116,7 +116,7 @@ GRPO_VARIANTS = (
     Variant("DAPO", "yu2025dapo", "clip-higher against entropy collapse, token-level mean over the batch, no KL, "
             "overlong shaping, dynamic sampling", "GRPOConfig",
             dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, beta=0.0, num_generations=16,
-                 mask_truncated_completions=False),
+                 max_completion_length=20480, mask_truncated_completions=True),
             "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, soft_punish_cache=4096)]; "
             "dynamic sampling (refill the batch with non-zero-std groups) is not a GRPOConfig option"),
     Variant("GSPO", "zheng2025gspo", "one ratio per answer (geometric mean of token ratios), clipped per answer "
