@@ -95,3 +95,12 @@ def test_figures_draw_the_data():
     for r in pp.RESULTS:
         assert f"{r.value:.1f}" in labels
     assert re.search("not comparable", " ".join(t.get_text() for t in fig2.axes[0].get_legend().get_texts()))
+
+
+def test_out_of_domain_gains_are_quoted_and_computed():
+    quoted = {(r.model, r.benchmark): r.value for r in pp.RESULTS if r.protocol == pp.CHAIN_OF_THOUGHT}
+    assert quoted[("DeepSeekMath-Instruct 7B", "MGSM-zh")] == 73.2 and quoted[("DeepSeekMath-RL 7B", "MGSM-zh")] == 79.6
+    assert quoted[("DeepSeekMath-Instruct 7B", "CMATH")] == 84.6 and quoted[("DeepSeekMath-RL 7B", "CMATH")] == 88.8
+    g = pp.rl_gains(pp.BENCHMARK_ORDER)
+    assert g["MGSM-zh"]["points"] == pytest.approx(6.4) and g["CMATH"]["points"] == pytest.approx(4.2)
+    assert set(pp.rl_gains()) == set(pp.RL_IN_DOMAIN) == {"GSM8K", "MATH"}

@@ -781,3 +781,49 @@ def memory_saving(workload: Workload) -> dict:
     ppo, grpo = step_cost("ppo", workload), step_cost("grpo", workload)
     saved = ppo.memory_bytes - grpo.memory_bytes
     return {"bytes": saved, "gb": saved / GB, "gib": saved / GiB, "fraction": saved / ppo.memory_bytes}
+
+
+#: The assumptions :func:`sensitivity` varies: decode efficiency (fraction of peak FLOP/s a decode step reaches
+#: when compute-bound), training MFU and HBM bandwidth, each from a pessimistic to an optimistic value.
+SENSITIVITY_GRID = {"decode_efficiency": (0.2, 0.35, 0.5, 0.75, 1.0), "train_mfu": (0.25, 0.4, 0.55),
+                    "hbm_bandwidth": (2.0e12, 3.35e12, 4.8e12)}
+
+
+def sensitivity(workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=None) -> dict:
+    """The chapter-6 estimates over every combination of the assumptions in ``grid`` (default
+    :data:`SENSITIVITY_GRID`), as ranges ``(min, max)`` instead of single numbers from guessed constants.
+
+    At the same rollout (``ppo_samples = group_size``): ``share_short`` and ``share_long`` (the critic's share of
+    PPO's step at the first and last of ``answer_lens``), ``time_ratio`` (PPO / GRPO step time at
+    ``workload.answer_len``), ``crossovers`` (the set of ``(shorter, longer)`` answer lengths between which GRPO's
+    rollout overtakes the critic, None when it never does in ``answer_lens``) and ``t_grpo`` (seconds of GRPO's step
+    at ``workload.answer_len``). ``n_assumptions`` is the number of combinations. The KV cache is assumed to fit in
+    every combination (:func:`kv_cache_bytes`), which long answers violate on real hardware.
+    """
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+    grid = dict(SENSITIVITY_GRID if grid is None else grid)
+    unknown = set(grid) - {"decode_efficiency", "train_mfu", "hbm_bandwidth", "peak_flops", "scoring_mfu"}
+    if unknown:
+        raise ValueError(f"grid: unknown assumption(s) {sorted(unknown)}")
+    lens = v.sequence(answer_lens, "answer_lens")
+    if len(lens) < 2:
+        raise ValueError("answer_lens must hold at least two lengths")
+    same = workload.with_(ppo_samples=workload.group_size)
+    names = list(grid)
+    combos = np.array(np.meshgrid(*[np.asarray(grid[k], dtype=float) for k in names], indexing="ij"))
+    combos = combos.reshape(len(names), -1).T
+    share_s, share_l, ratio, t_grpo, cross = [], [], [], [], set()
+    for values in combos:
+        t = Throughput(**dict(zip(names, (float(x) for x in values))))
+        rows = critic_vs_rollout(same, lens, t)
+        share_s.append(rows[0]["share"])
+        share_l.append(rows[-1]["share"])
+        times = {a: sum(step_time(c, t).values()) for a, c in compare(same).items()}
+        ratio.append(times["ppo"] / times["grpo"])
+        t_grpo.append(times["grpo"])
+        cross.add(rollout_crossover(rows))
+    span = lambda xs: (float(min(xs)), float(max(xs)))  # noqa: E731
+    return {"share_short": span(share_s), "share_long": span(share_l), "time_ratio": span(ratio),
+            "t_grpo": span(t_grpo), "crossovers": sorted(cross, key=lambda c: (c is None, c)),
+            "n_assumptions": len(combos), "answer_lens": tuple(int(x) for x in lens)}

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .. import _validation as v
+
 
 class Paper(NamedTuple):
     key: str  #: citation key in book/references.bib
@@ -61,7 +63,16 @@ RESULTS = (
     Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "MATH", CHAIN_OF_THOUGHT, 46.8),
     Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "MATH", CHAIN_OF_THOUGHT, 51.7),
     Result("shao2024deepseekmath", "abstract", "DeepSeekMath 7B", "MATH", MAJORITY_64, 60.9),
+    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "MGSM-zh", CHAIN_OF_THOUGHT, 73.2),
+    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "MGSM-zh", CHAIN_OF_THOUGHT, 79.6),
+    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "CMATH", CHAIN_OF_THOUGHT, 84.6),
+    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "CMATH", CHAIN_OF_THOUGHT, 88.8),
 )
+
+#: the benchmarks whose training questions DeepSeekMath's RL stage used (its section 4.2: chain-of-thought questions
+#: related to GSM8K and MATH from the SFT data); the Chinese benchmarks MGSM-zh and CMATH are out of domain for RL
+RL_IN_DOMAIN = ("GSM8K", "MATH")
+BENCHMARK_ORDER = ("GSM8K", "MATH", "MGSM-zh", "CMATH")
 
 #: training settings of DeepSeekMath's GRPO run (its section 4.2), also quotations
 DEEPSEEKMATH_RL_SETTINGS = {"samples_per_question": 64, "max_length": 1024, "updates_per_exploration": 1}
@@ -136,10 +147,12 @@ def gain(before: Result, after: Result) -> dict:
             "error_reduction": (after.value - before.value) / (100.0 - before.value)}
 
 
-def rl_gains() -> dict:
-    """DeepSeekMath Table 5: Instruct -> RL gains on GSM8K and MATH (chain-of-thought)."""
+def rl_gains(benchmarks=RL_IN_DOMAIN) -> dict:
+    """DeepSeekMath Table 5: Instruct -> RL gains (chain-of-thought) on ``benchmarks`` (default: the in-domain
+    GSM8K and MATH; ``BENCHMARK_ORDER`` adds the out-of-domain MGSM-zh and CMATH)."""
+    benchmarks = v.sequence(benchmarks, "benchmarks")
     return {bench: gain(result("DeepSeekMath-Instruct 7B", bench), result("DeepSeekMath-RL 7B", bench))
-            for bench in ("GSM8K", "MATH")}
+            for bench in benchmarks}
 
 
 def timeline_figure(ax=None):
@@ -204,7 +217,7 @@ def results_figure(ax=None):
         fig = ax.figure
     cot = [r for r in RESULTS if r.protocol == CHAIN_OF_THOUGHT]
     other = [r for r in RESULTS if r.protocol != CHAIN_OF_THOUGHT]
-    benches = sorted({r.benchmark for r in cot}, key=["GSM8K", "MATH"].index)
+    benches = sorted({r.benchmark for r in cot}, key=BENCHMARK_ORDER.index)
     width = 0.36
     for j, (model, color) in enumerate((("DeepSeekMath-Instruct 7B", "#93c5fd"), ("DeepSeekMath-RL 7B", "#1d4ed8"))):
         vals = [result(model, b).value for b in benches]

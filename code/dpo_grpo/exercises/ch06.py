@@ -99,3 +99,17 @@ choice(
         "c": "For any finite beta the optimum pi_ref exp(r/beta)/Z differs from the reference.",
     },
 )
+
+numeric(
+    "06.6",
+    "A GRPO batch holds 64 prompt groups, 24 of them with all rewards equal. By what factor is the gradient one "
+    "informative group receives scaled, compared with a batch holding only the 40 informative groups (TRL's "
+    "loss normalisations, equal answer lengths)?",
+    lambda: 1 - 24 / 64,
+    mistakes={
+        "silent share": (lambda: 24 / 64, "That is the fraction of silent groups; the informative gradient keeps the "
+                                          "rest."),
+        "inverse": (lambda: 64 / 40, "The silent groups enlarge the denominator, so the factor is below 1."),
+        "one": (lambda: 1.0, "The silent groups still count in the loss denominator (answers or tokens)."),
+    },
+)

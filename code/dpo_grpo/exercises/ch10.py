@@ -87,3 +87,21 @@ code(
     },
     draw=_draw_groups,
 )
+
+
+def _rloo_weight():
+    return float(np.prod([1.1, 0.9, 1.2]))
+
+
+numeric(
+    "10.5",
+    "An answer has three tokens with ratios pi_theta / pi_old of 1.1, 0.9 and 1.2. What importance weight does TRL's "
+    "RLOOTrainer give the answer (before clipping)?",
+    _rloo_weight,
+    mistakes={
+        "geometric mean": (float(np.exp(np.mean(np.log([1.1, 0.9, 1.2])))),
+                           "That is GSPO's sequence weight (the geometric mean); RLOO uses exp of the *sum* of the "
+                           "token log-ratios, the product of the ratios."),
+        "clipped": (1.2, "That is the clipped value; the question asks for the weight before clipping."),
+    },
+)

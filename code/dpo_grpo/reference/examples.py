@@ -68,7 +68,9 @@ def grpo_token_example():
 
 
 def surrogate_gradient_example():
-    """Section 09: a full 4-action softmax where one token hits each clip platform and each wrong-direction case."""
+    """Section 09: a full 4-action softmax whose four tokens (ratios 2, 0.5, 4/3 and 1 at epsilon 0.2) cover the
+    upper platform (A > 0), the lower platform (A < 0), the wrong-direction case A < 0 with rho > 1 + epsilon, and
+    the inside of the clip interval; the other wrong-direction case (A > 0, rho < 1 - epsilon) is not covered."""
     return {
         "actions": np.array([0, 1, 2, 3]),
         "old_probs": np.array([0.1, 0.4, 0.3, 0.2]),
