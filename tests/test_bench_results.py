@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from dpo_grpo import tables
+
 from dpo_grpo.data import bench_results as br
 from dpo_grpo.chapters import parity as pa
 
@@ -47,7 +49,7 @@ def test_widget_latency_rows_flag_a_missed_target():
     assert row["meets < 50 ms"] is False
     (row,) = br.widget_latency_rows(_widget_result([10.0, 49.0]))
     assert row["meets < 50 ms"] is True
-    assert "**no**" in pa.to_markdown(br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"])
+    assert "**no**" in tables.markdown_table(br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"])
     assert "host box, 2 CPUs" in br.widget_benchmark_host(_widget_result([1.0]))
 
 

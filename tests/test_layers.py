@@ -34,10 +34,12 @@ ALLOWED = {
     "torch_ops": {"_validation", "reference", "trl_exact"},
     "data": {"_validation"},
     "lab": {"_validation", "reference", "trl_exact", "torch_ops"},
-    "chapters": {"_validation", "reference", "trl_exact", "torch_ops", "data"},
-    "interactive": {"_validation", "reference", "trl_exact", "data", "chapters"},
-    "exercises": {"_validation", "reference", "trl_exact", "torch_ops", "data", "lab", "chapters", "interactive"},
+    "chapters": {"_validation", "tables", "reference", "trl_exact", "torch_ops", "data"},
+    "interactive": {"_validation", "tables", "reference", "trl_exact", "data", "chapters"},
+    "exercises": {"_validation", "tables", "reference", "trl_exact", "torch_ops", "data", "lab", "chapters",
+                  "interactive"},
     "notebook": set(),
+    "tables": {"_validation"},
     "__init__": {"_validation", "reference", "trl_exact", "chapters"},
 }
 TOOLING = ("dpo_grpo_book", "bench", "scripts", "tests", "conftest")
@@ -199,4 +201,5 @@ def test_trl_clip_helpers_equal_reference_with_symmetric_clip(ratios, adv, epsil
 
 def test_reference_layer_is_listed_in_its_package():
     assert sorted(p.stem for p in Path(reference.__file__).parent.glob("*.py") if p.stem != "__init__") == [
-        "advantages", "bandit", "baselines", "dpo", "examples", "grpo", "kl", "memory", "softmax", "zero_std"]
+        "advantages", "bandit", "baselines", "displacement", "dpo", "examples", "grpo", "kl", "memory", "softmax",
+        "zero_std"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dpo_grpo import tables
 from dpo_grpo.chapters import parity as pa
 
 FX = pa.load_fixtures()
@@ -55,13 +56,13 @@ def test_group_rows_and_markdown():
     rows = pa.group_rows(pa.parity_report(FX)["grpo"], ("loss_type",), ["loss_diff"])
     assert {r["loss_type"] for r in rows} == {"grpo", "bnpo", "dr_grpo", "dapo"}
     assert sum(r["cases"] for r in rows) == 89
-    md = pa.to_markdown(rows, ["loss_type", "cases", "loss_diff", "all_ok"], {"loss_diff": ".1e"},
-                        headers={"loss_diff": "max |Δ loss|"})
+    md = tables.markdown_table(rows, ["loss_type", "cases", "loss_diff", "all_ok"], {"loss_diff": ".1e"},
+                                 headers={"loss_diff": "max |Δ loss|"})
     lines = md.splitlines()
     assert lines[0] == "| loss_type | cases | max \\|Δ loss\\| | all_ok |"  # pipes inside a cell are escaped
     assert len(lines) == 2 + len(rows) and "yes" in md
     with pytest.raises(ValueError):
-        pa.to_markdown([], ["a"])
+        tables.markdown_table([], ["a"])
 
 
 def test_find_fixtures_errors(tmp_path, monkeypatch):
@@ -143,9 +144,9 @@ def test_benchmark_reader(tmp_path):
     summary = pa.target_summary(rows)
     assert summary == [{"variant": "torch_eager", "shapes": 1, "min x TRL": 1.0, "max x probe": 4.0,
                         "meets x TRL >= 2": False, "meets x probe <= 4": True}]
-    md = pa.to_markdown(summary, list(summary[0]))
+    md = tables.markdown_table(summary, list(summary[0]))
     assert "| torch_eager | 1 | 1.0 | 4.0 | **no** | yes |" in md
-    md = pa.to_markdown(rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"})
+    md = tables.markdown_table(rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"})
     assert "| 16x128 | numpy | 2.000 |" in md and "—" in md
 
 

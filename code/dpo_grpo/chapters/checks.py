@@ -28,7 +28,7 @@ from ..reference.advantages import group_advantages
 from ..trl_exact.advantages import reward_advantages
 from ..reference.bandit import DEFAULT_REWARDS, bandit_seed_table, bandit_trajectory
 from ..reference.baselines import enumerate_group_gradients
-from ..reference.dpo import log_sigmoid, max_objective_identity_error
+from ..reference.dpo import max_objective_identity_error
 from ..trl_exact.dpo import dpo_loss
 from .gradcheck import finite_difference, max_abs_error
 from ..trl_exact.grpo import clip_region, grpo_loss
@@ -752,68 +752,6 @@ def prompt_weight_by_pass_count(group_size=8) -> list:
         none = float(np.abs(reward_advantages(rewards, g, scale_rewards="none").advantages).sum())
         rows.append(dict(k=k, pass_rate=k / g, group=grp, none=none, ratio=grp / none if none else float("nan")))
     return rows
-
-
-# --- Presentation --------------------------------------------------------------------------------------------------
-
-def _table_args(header, fmt):
-    """Validated ``(header list, cell formatter)`` of :func:`markdown_table` and :func:`html_table`."""
-    header = v.sequence(header, "header")
-    if not header:
-        raise ValueError("header must name at least one column")
-    if not (callable(fmt) or isinstance(fmt, str)):
-        raise TypeError(f"fmt must be a format string or a callable, got {type(fmt).__name__}")
-    fmt_fn = fmt if callable(fmt) else fmt.format
-
-    def cell(c):
-        try:
-            return str(fmt_fn(c))
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise ValueError(f"fmt cannot format the cell {c!r}: {exc}") from None
-
-    return header, cell
-
-
-def markdown_table(header, rows, fmt="{:.6f}") -> str:
-    """A Markdown table (for ``IPython.display.Markdown``): ``header`` a list of column names, ``rows`` a list of
-    lists; floats are formatted with ``fmt`` (a format string or a callable), everything else with ``str``."""
-    header, fmt_fn = _table_args(header, fmt)
-    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    for row in v.sequence(rows, "rows"):
-        row = v.sequence(row, "rows[i]")
-        if len(row) != len(header):
-            raise ValueError(f"every row needs {len(header)} cells, got {len(row)}")
-        cells = [fmt_fn(c) if isinstance(c, (float, np.floating)) else str(c) for c in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def html_table(header, rows, fmt="{:.6f}", code_columns=()) -> str:
-    """The same table as :func:`markdown_table`, as HTML (for ``IPython.display.HTML``): it renders in Jupyter,
-    Colab and the static book alike, where CommonMark output cannot show Markdown tables. Cells are HTML-escaped;
-    numbers are right-aligned; the columns whose indices are in ``code_columns`` are set in ``<code>``."""
-    import html
-    import numbers
-
-    header, fmt_fn = _table_args(header, fmt)
-    code_columns = v.sequence(code_columns, "code_columns")
-    pad = "padding:0.25em 0.75em;"
-    out = ['<table style="border-collapse:collapse;margin:0.5em 0">',
-           "<thead><tr>" + "".join(f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
-                                   f"{html.escape(str(h))}</th>" for h in header) + "</tr></thead>", "<tbody>"]
-    for row in v.sequence(rows, "rows"):
-        row = v.sequence(row, "rows[i]")
-        if len(row) != len(header):
-            raise ValueError(f"every row needs {len(header)} cells, got {len(row)}")
-        tds = []
-        for i, c in enumerate(row):
-            numeric = isinstance(c, numbers.Number) and not isinstance(c, bool)
-            text = fmt_fn(c) if isinstance(c, (float, np.floating)) else str(c)
-            text = f"<code>{html.escape(text)}</code>" if i in code_columns else html.escape(text)
-            tds.append(f'<td style="{pad}text-align:{"right" if numeric else "left"}">{text}</td>')
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out)
 
 
 # --- The suite -------------------------------------------------------------------------------------------------------

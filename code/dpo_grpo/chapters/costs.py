@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import _validation as v
+from ..tables import html_table, human_number
 from ..reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
@@ -483,7 +484,7 @@ def budget_rows(workload: Workload, throughput: Throughput | None = None) -> lis
 
 
 def format_rows(rows) -> str:
-    """Render :func:`budget_rows` (or any rows of the same form) as a fixed-width text table."""
+    """:func:`budget_rows` (or rows of the same ``(item, unit, {algorithm: value})`` form) as an HTML table."""
     rows = v.sequence(rows, "rows")
     if not rows:
         raise ValueError("rows must not be empty")
@@ -491,24 +492,8 @@ def format_rows(rows) -> str:
         if not (isinstance(row, (tuple, list)) and len(row) == 3 and isinstance(row[2], dict)):
             raise ValueError(f"rows must be (item, unit, {{algorithm: value}}) triples, got {row!r}")
     algs = list(rows[0][2])
-    head = f"{'item':<34}{'unit':>8}" + "".join(f"{LABELS.get(a, a):>12}" for a in algs)
-    lines = [head, "-" * len(head)]
-    for item, unit, vals in rows:
-        cells = "".join(f"{_fmt(vals[a]):>12}" for a in algs)
-        lines.append(f"{item:<34}{unit:>8}{cells}")
-    return "\n".join(lines)
-
-
-def _fmt(x) -> str:
-    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
-        return f"{int(x):,}"
-    if x == 0:
-        return "0"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    if abs(x) >= 0.01:
-        return f"{x:.2f}"
-    return f"{x:.2e}"
+    cells = [[item, unit, *(human_number(vals[a]) for a in algs)] for item, unit, vals in rows]
+    return html_table(cells, ["item", "unit", *(LABELS.get(a, a) for a in algs)])
 
 
 # --- measuring instead of estimating ------------------------------------------------------------------------------
@@ -752,7 +737,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             return
         out.clear_output(wait=True)
         with out:
-            display(HTML("<pre style='font-size:12px'>" + state["text"] + "</pre>"))
+            display(HTML(state["text"]))
             print(state["note"])
 
     for w in c.values():

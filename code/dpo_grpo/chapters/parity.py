@@ -267,40 +267,6 @@ def group_rows(rows, by, diff_columns) -> list:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Tables for the notebooks (no pandas needed)
-# ------------------------------------------------------------------------------------------------------------------
-
-def _fmt(value, spec, column=""):
-    if isinstance(value, (bool, np.bool_)):
-        if column in ("ok", "all_ok") or column.startswith("meets"):
-            return "yes" if value else "**no**"  # a failed check or a missed target stands out
-        return str(bool(value))
-    if value is None:
-        return "—"
-    if isinstance(value, float) and spec:
-        return format(value, spec)
-    return str(value)
-
-
-def to_markdown(rows, columns, formats=None, headers=None) -> str:
-    """A Markdown table of ``rows`` (dicts) with ``columns``; ``formats`` maps a column to a format spec."""
-    rows = _rows(rows)
-    if not rows:
-        raise ValueError("rows must not be empty")
-    columns = _columns(columns, "columns")
-    formats = formats or {}
-    headers = headers or {}
-    for arg, name in ((formats, "formats"), (headers, "headers")):
-        if not isinstance(arg, dict):
-            raise TypeError(f"{name} must be a dict {{column: ...}} or None, got {type(arg).__name__}")
-    esc = lambda text: str(text).replace("|", "\\|")  # noqa: E731  (a literal | would split the cell)
-    head = "| " + " | ".join(esc(headers.get(c, c)) for c in columns) + " |"
-    sep = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(esc(_fmt(r.get(c), formats.get(c), c)) for c in columns) + " |" for r in rows]
-    return "\n".join([head, sep, *body])
-
-
-# ------------------------------------------------------------------------------------------------------------------
 # Benchmark results written by bench/ (torch loss vs TRL's _compute_loss; selective_log_softmax memory)
 # ------------------------------------------------------------------------------------------------------------------
 #

@@ -39,7 +39,8 @@ def main(argv=None) -> int:
         print(args.out)
         return 0
 
-    from .grade import GradingSession, grade_path, md_cell, to_markdown
+    from ..tables import markdown_cell
+    from .grade import GradingSession, grade_path, to_markdown
     from .sandbox import Limits, detect_mode
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
                         progress=True)
     print(to_markdown(grades))
     for g in grades:
-        print(f"{md_cell(g.notebook)}: score {g.score:.0%}" + (f" ({md_cell(g.note)})" if g.note else ""))
+        print(f"{markdown_cell(g.notebook, untrusted=True)}: score {g.score:.0%}" + (f" ({markdown_cell(g.note, untrusted=True)})" if g.note else ""))
     return 0
 
 

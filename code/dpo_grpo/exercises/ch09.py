@@ -6,7 +6,6 @@ from ..reference import examples as ex
 from ..reference.advantages import group_advantages
 from ..reference.bandit import bandit_trajectory
 from ..reference.dpo import sigmoid
-from ..trl_exact.dpo import dpo_loss
 from .core import choice, code, numeric
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tables import markdown_row
 from ._wire import encode_value
 from .core import chapter_exercises, grading_cases, judge, registry
 from .sandbox import Limits, detect_mode, run_sandboxed
@@ -273,12 +274,6 @@ def csv_cell(value) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def md_cell(value) -> str:
-    """A Markdown table cell: ``|`` and backslashes escaped, line breaks and HTML brackets neutralised."""
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(text.splitlines()) if text else text
-
-
 CSV_FIELDS = ["notebook", "exercise", "verdict", "note"]
 MD_HEADER = "| notebook | exercise | verdict | note |\n|---|---|---|---|\n"
 
@@ -293,7 +288,7 @@ def _csv_lines(rows, header=False) -> str:
 
 
 def _md_lines(rows) -> str:
-    return "".join("| " + " | ".join(md_cell(r[k]) for k in CSV_FIELDS) + " |\n" for r in rows)
+    return "".join(markdown_row([r[k] for k in CSV_FIELDS], untrusted=True) + "\n" for r in rows)
 
 
 def to_csv(grades) -> str:

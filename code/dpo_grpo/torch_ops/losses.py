@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from typing import NamedTuple
 
 try:

@@ -1,0 +1,130 @@
+"""The one table renderer of the package: Markdown and HTML tables from rows (no pandas needed).
+
+Rows are dicts (``columns`` defaults to the first row's keys) or sequences (``columns`` then names the header).
+Cells: ``None`` -> "—", a bool -> "yes"/"no" (a False stands out, so a failed check is seen), a float with a format
+spec in ``formats[column]`` (or ``float_format``) -> that format, anything else -> ``str``. Base layer: imports only
+the argument checks, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import html
+import numbers
+
+import numpy as np
+
+from . import _validation as v
+
+
+def markdown_cell(value, *, untrusted: bool = False) -> str:
+    """One Markdown table cell: ``|`` escaped and line breaks joined; ``untrusted`` text (file names, notes from a
+    student's notebook) also gets backslashes escaped and ``<``/``>`` neutralised, so it cannot forge markup."""
+    text = str(value)
+    if untrusted:
+        text = text.replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.replace("|", "\\|").splitlines())
+
+
+def markdown_row(cells, *, untrusted: bool = False) -> str:
+    """``| a | b |`` for already formatted cells."""
+    return "| " + " | ".join(markdown_cell(c, untrusted=untrusted) for c in cells) + " |"
+
+
+def markdown_table(rows, columns=None, formats=None, headers=None, *, float_format=None, untrusted=False) -> str:
+    """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for rows and cells."""
+    columns, body = _cells(rows, columns, formats, float_format, markdown=True)
+    head = [(headers or {}).get(c, c) for c in columns]
+    lines = [markdown_row(head, untrusted=untrusted), "|" + "---|" * len(columns)]
+    lines += [markdown_row(r, untrusted=untrusted) for r in body]
+    return "\n".join(lines)
+
+
+def html_table(rows, columns=None, formats=None, headers=None, *, float_format=None, code_columns=()) -> str:
+    """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab and the built book alike.
+    Cells are escaped; numbers are right-aligned; ``code_columns`` (names or indices) are set in ``<code>``."""
+    raw = _rows(rows)
+    columns, body = _cells(raw, columns, formats, float_format, markdown=False)
+    code_columns = {columns[c] if isinstance(c, int) else c for c in v.sequence(code_columns, "code_columns")}
+    pad = "padding:0.25em 0.75em;"
+    out = ['<table style="border-collapse:collapse;margin:0.5em 0">',
+           "<thead><tr>" + "".join(f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
+                                   f"{html.escape(str((headers or {}).get(c, c)))}</th>" for c in columns)
+           + "</tr></thead>", "<tbody>"]
+    for values, texts in zip(_values(raw, columns), body):
+        tds = []
+        for c, value, text in zip(columns, values, texts):
+            numeric = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+            shown = html.escape(text) if text != "**no**" else "<strong>no</strong>"
+            shown = f"<code>{shown}</code>" if c in code_columns else shown
+            tds.append(f'<td style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>')
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def human_number(x) -> str:
+    """A number for a budget table: thousands separators for large values, 2 decimals, or 2 significant digits in
+    e-notation below 0.01."""
+    if isinstance(x, (int, np.integer)) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
+        return f"{int(x):,}"
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 0.01:
+        return f"{x:.2f}"
+    return f"{x:.2e}"
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+
+def _rows(rows) -> list:
+    rows = v.sequence(rows, "rows")
+    if not rows:
+        raise ValueError("rows must not be empty")
+    return rows
+
+
+def _values(rows, columns) -> list:
+    out = []
+    for row in rows:
+        if isinstance(row, dict):
+            out.append([row.get(c) for c in columns])
+        else:
+            row = v.sequence(row, "rows[i]")
+            if len(row) != len(columns):
+                raise ValueError(f"every row needs {len(columns)} cells, got {len(row)}")
+            out.append(row)
+    return out
+
+
+def _cells(rows, columns, formats, float_format, *, markdown):
+    rows = _rows(rows)
+    if columns is None:
+        if not isinstance(rows[0], dict):
+            raise ValueError("columns must name the header when rows are sequences")
+        columns = list(rows[0])
+    columns = v.sequence(columns, "columns")
+    if not columns:
+        raise ValueError("columns must name at least one column")
+    formats = {} if formats is None else formats
+    if not isinstance(formats, dict):
+        raise TypeError(f"formats must be a dict {{column: format}} or None, got {type(formats).__name__}")
+    body = [[_cell(value, formats.get(c, float_format), c) for c, value in zip(columns, values)]
+            for values in _values(rows, columns)]
+    return columns, body
+
+
+def _cell(value, spec, column) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "**no**"
+    if value is None:
+        return "—"
+    if spec is not None and isinstance(value, (float, np.floating)):
+        try:
+            if callable(spec):
+                return str(spec(value))
+            return spec.format(value) if "{" in spec else format(value, spec)
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            raise ValueError(f"the format of column {column!r} cannot format {value!r}: {exc}") from None
+    return str(value)
