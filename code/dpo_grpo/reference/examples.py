@@ -109,3 +109,15 @@ def random_grpo_batch(seed=0, batch=5, length=6, *, adv_2d=False, new_noise=0.3,
     mask = (np.arange(length)[None, :] < lengths[:, None]).astype(float)
     adv = rng.normal(0, 1, (batch, length) if adv_2d else batch)
     return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": adv, "mask": mask}
+
+
+def exercise_batch():
+    """Exercise 05.1's ragged batch: three answers of lengths 1, 3 and 6 in a (3, 6) array; max_completion_length 8."""
+    rng = np.random.default_rng(505)
+    lengths = np.array([1, 3, 6])
+    mask = (np.arange(6)[None, :] < lengths[:, None]).astype(float)
+    old = np.round(np.log(rng.uniform(0.1, 0.9, (3, 6))), 4)
+    new = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
+    ref = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
+    return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": np.array([1.1, -0.3, 0.7]),
+            "mask": mask, "max_completion_length": 8}
