@@ -201,5 +201,5 @@ def test_trl_clip_helpers_equal_reference_with_symmetric_clip(ratios, adv, epsil
 
 def test_reference_layer_is_listed_in_its_package():
     assert sorted(p.stem for p in Path(reference.__file__).parent.glob("*.py") if p.stem != "__init__") == [
-        "advantages", "bandit", "baselines", "displacement", "dpo", "examples", "grpo", "kl", "memory", "softmax",
+        "advantages", "bandit", "baselines", "dpo", "examples", "grpo", "kl", "memory", "softmax",
         "zero_std"]

@@ -227,7 +227,7 @@ def _check_difficulty(p, data, layout):
 
 
 def _check_dpo_dynamics(p, data, layout):
-    from dpo_grpo.reference.displacement import dpo_displacement
+    from dpo_grpo.chapters.displacement import dpo_displacement
 
     runs = (dpo_displacement(beta=p["beta"], similarity=0.9, steps=150),
             dpo_displacement(beta=0.1, similarity=p["similarity"], steps=150))

@@ -15,7 +15,7 @@ Every function builds a small batch, runs it through the package's TRL 1.16.0-ex
 - :func:`batch_plan`: what ``per_device_train_batch_size``, ``num_generations``, ``steps_per_generation`` and
   ``num_iterations`` mean, and when TRL computes old log-probs.
 - :func:`per_function_stds`: ``rewards/<f>/std`` against ``reward_std`` and ``frac_reward_zero_std``.
-- :func:`dpo_displacement` (from :mod:`dpo_grpo.reference.displacement`): DPO on a softmax with shared embeddings; ``rewards/chosen`` can fall while the margin
+- :func:`dpo_displacement` (from :mod:`dpo_grpo.chapters.displacement`): DPO on a softmax with shared embeddings; ``rewards/chosen`` can fall while the margin
   grows (likelihood displacement), and the loss goes to 0 with ``rewards/accuracies`` 1.
 - :func:`dpo_stuck_at_ln2`: the causes of a DPO loss that stays at ln 2 and what ``grad_norm`` says about each.
 """
@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .. import _validation as v
-from ..reference.displacement import dpo_displacement
+from .displacement import dpo_displacement
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss

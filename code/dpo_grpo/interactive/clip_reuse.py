@@ -16,7 +16,7 @@ import numpy as np
 from .. import _validation as v
 from ..reference.bandit import DEFAULT_REWARDS
 from ..reference.softmax import log_softmax
-from ..trl_exact.advantages import group_advantages
+from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
 from .figures import Explorable, _n, _on, _subplots
 

@@ -1,6 +1,6 @@
 """Explorable: DPO dynamics. TRL's ``rewards/chosen``, ``rewards/rejected`` and ``rewards/margins`` over training
 on one pair, as beta and the similarity of the pair change; likelihood displacement shows as a falling chosen
-reward (:func:`dpo_grpo.reference.displacement.dpo_displacement`).
+reward (:func:`dpo_grpo.chapters.displacement.dpo_displacement`).
 
 Left panel: beta varies at similarity 0.9; right panel: similarity varies at beta 0.1 (one slider per panel, so
 every slider combination is exact). ``dpo_dynamics_figure()`` and ``dpo_dynamics_widget()``.
@@ -9,7 +9,7 @@ every slider combination is exact). ``dpo_dynamics_figure()`` and ``dpo_dynamics
 from __future__ import annotations
 
 from .. import _validation as v
-from ..reference.displacement import dpo_displacement
+from ..chapters.displacement import dpo_displacement
 from .figures import Explorable, _n, _on, _subplots
 
 STEPS = 150
