@@ -113,6 +113,13 @@ def test_no_module_reads_files_outside_the_package(path):
         assert needle not in src, f"{path.relative_to(PACKAGE)} looks outside the package ({needle})"
 
 
+def test_every_reference_module_names_its_sections():
+    for path in sorted((PACKAGE / "reference").glob("*.py")):
+        if path.stem != "__init__":
+            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+            assert "section" in doc.lower(), f"reference/{path.name}: its docstring names the section it implements"
+
+
 def test_reference_functions_name_their_section():
     """Each reference function's docstring names the section that derives it (README: 'reference')."""
     import inspect

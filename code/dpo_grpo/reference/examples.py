@@ -1,4 +1,4 @@
-"""The article's worked examples as data, shared by the chapters and the tests (one source for every number)."""
+"""The article's worked examples as data (sections 3.2–3.7, 4.2–4.5, 9), shared by the chapters and the tests."""
 
 from __future__ import annotations
 

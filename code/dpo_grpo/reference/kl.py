@@ -24,17 +24,18 @@ def exact_kl(p, q):
 
 
 def k1(delta):
-    """``k1 = -Delta``: unbiased, can be negative."""
+    """``k1 = -Delta`` (section 3.5): unbiased, can be negative."""
     return -v.as_float_array(delta, "delta")
 
 
 def k2(delta):
-    """``k2 = Delta^2 / 2``: non-negative, biased."""
+    """``k2 = Delta^2 / 2`` (section 3.5): non-negative, biased."""
     return 0.5 * v.as_float_array(delta, "delta") ** 2
 
 
 def k3(delta):
-    """``k3 = exp(Delta) - Delta - 1 >= 0`` (since ``e^x >= 1 + x``), zero iff ``Delta = 0``."""
+    """DeepSeekMath's estimator (section 3.5): ``k3 = exp(Delta) - Delta - 1 >= 0`` (since ``e^x >= 1 + x``), zero
+    iff ``Delta = 0``."""
     d = v.as_float_array(delta, "delta")
     return np.expm1(d) - d
 

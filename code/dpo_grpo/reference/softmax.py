@@ -1,4 +1,4 @@
-"""Small numerical helpers: softmax and log-softmax over the last axis."""
+"""Softmax and log-softmax over the last axis (sections 3.5 and 4.5: the policies of the KL example and the bandit)."""
 
 import numpy as np
 
