@@ -30,15 +30,8 @@ import functools
 import math
 from typing import NamedTuple
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as exc:  # pragma: no cover - exercised by a test that hides torch
-    raise ImportError(
-        "dpo_grpo.torch_ops needs PyTorch, which is not installed. Install it with "
-        "`pip install torch==2.13.0` (the version this book is tested with; in Google Colab torch is "
-        "preinstalled). The rest of dpo_grpo works without it."
-    ) from exc
+import torch  # the package's __init__ explains a missing torch
+import torch.nn.functional as F
 
 from .. import _validation as v
 from ..trl_exact.advantages import AGGREGATIONS, SCALE_REWARDS

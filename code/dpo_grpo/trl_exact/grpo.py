@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import _validation as v
+from ..reference.grpo import _ratio_advantage
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 #: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)
@@ -409,19 +410,6 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
         grad=grad,
         metrics=metrics,
     )
-
-
-def _ratio_advantage(ratio, advantage):
-    """Validated ``(ratio, advantage)`` arrays: ratios > 0, shapes that broadcast together."""
-    rho = v.as_float_array(ratio, "ratio")
-    if (rho <= 0).any():
-        raise ValueError("ratio must be > 0")
-    a = v.as_float_array(advantage, "advantage")
-    try:
-        np.broadcast_shapes(rho.shape, a.shape)
-    except ValueError:
-        raise ValueError(f"ratio and advantage must have broadcastable shapes, got {rho.shape} and {a.shape}") from None
-    return rho, a
 
 
 def _delta_cap(delta):
