@@ -106,3 +106,19 @@ def test_distributed_configs():
     assert args["use_vllm"] and args["vllm_mode"] == "server"
     with pytest.raises(ValueError, match="num_processes"):
         trl_scale.scaled_grpo_args(cfg, "out", num_processes=3)
+
+
+def test_zero_memory_accounting_and_launch_files(tmp_path):
+    n = 1_000_000
+    assert trl_scale.zero_memory_per_gpu(n, 8, 0) == 16 * n
+    assert trl_scale.zero_memory_per_gpu(n, 8, 1) == (4 + 12 / 8) * n
+    assert trl_scale.zero_memory_per_gpu(n, 8, 2) == (2 + 14 / 8) * n
+    assert trl_scale.zero_memory_per_gpu(n, 8, 3) == 16 / 8 * n
+    with pytest.raises(ValueError, match="num_gpus"):
+        trl_scale.zero_memory_per_gpu(n, 0, 3)
+    files = trl_scale.write_launch_files(tmp_path, num_machines=2, gpus_per_machine=4, zero_stage=3)
+    assert set(files) == {"accelerate.yaml", "ds_config.json", "train_grpo.py"}
+    script = files["train_grpo.py"].read_text()
+    compile(script, "train_grpo.py", "exec")
+    assert "num_processes=8" in script and "GRPOTrainer" in script
+    assert yaml.safe_load(files["accelerate.yaml"].read_text())["num_processes"] == 8

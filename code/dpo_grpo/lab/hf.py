@@ -36,6 +36,12 @@ from .. import torch_ops
 from .experiment import PromptStream, _derived_seed, _device
 from .model import AdditionTask, verify
 
+#: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the FLOP count and typical
+#: sustained throughput (see the module docstring), not measurements.
+EXPECTED_STEP_SECONDS = {"T4": 10.0, "A100": 1.0}
+#: Parameters of Qwen2.5-0.5B-Instruct (its model card: 0.49B)
+QWEN25_05B_PARAMETERS = 494_032_768
+
 #: ChatML, the format of Qwen2.5's chat template (the tiny local tokenizer uses the same markers)
 CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

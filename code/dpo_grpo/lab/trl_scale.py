@@ -278,5 +278,59 @@ def scaled_grpo_args(cfg, output_dir: str, num_processes: int, vllm: str | None 
     return args
 
 
-def as_json(d: dict) -> str:
-    return json.dumps(d, indent=2)
+def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> float:
+    """Bytes of model state per GPU under mixed-precision AdamW (ZeRO paper's accounting: 2 bytes of bf16 weights,
+    2 of bf16 gradients, 12 of fp32 master weights and Adam moments per parameter): stage 0 keeps all 16 on every
+    GPU; stage 1 shards the 12 optimizer bytes, stage 2 also the gradients, stage 3 also the weights. Activations,
+    the reference model and the generation engine's KV cache come on top."""
+    for name, x, low in (("n_parameters", n_parameters, 1), ("num_gpus", num_gpus, 1)):
+        if isinstance(x, bool) or not isinstance(x, int) or x < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    w, g, o = 2.0, 2.0, 12.0
+    if zero_stage >= 1:
+        o /= num_gpus
+    if zero_stage >= 2:
+        g /= num_gpus
+    if zero_stage >= 3:
+        w /= num_gpus
+    return (w + g + o) * n_parameters
+
+
+TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL, launched by accelerate on every process of every node:
+    accelerate launch --config_file accelerate.yaml train_grpo.py"""
+from transformers import AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+from dpo_grpo.lab import hf, trl_scale
+
+cfg = hf.HFLabConfig.preset("qwen2.5-0.5b")
+tokenizer = AutoTokenizer.from_pretrained(cfg.model_name, padding_side="left")
+args = GRPOConfig(**trl_scale.scaled_grpo_args(cfg, "grpo-out", num_processes={num_processes}, vllm={vllm!r},
+                                               deepspeed="ds_config.json"))
+trainer = GRPOTrainer(model=cfg.model_name, reward_funcs=[trl_scale.verifier_reward(tokenizer.eos_token_id)],
+                      args=args, train_dataset=trl_scale.prompt_dataset(cfg, cfg.grpo_steps * cfg.prompts_per_step),
+                      processing_class=tokenizer)
+trainer.train()
+'''
+
+
+def write_launch_files(directory, num_machines: int = 2, gpus_per_machine: int = 8, zero_stage: int = 3,
+                       vllm: str | None = "colocate") -> dict:
+    """Write ``accelerate.yaml``, ``ds_config.json`` and ``train_grpo.py`` for a multi-node GRPO run of the
+    ``qwen2.5-0.5b`` preset into ``directory``; return ``{name: path}``. Each node runs
+    ``accelerate launch --config_file accelerate.yaml train_grpo.py`` with its own ``machine_rank``."""
+    import pathlib
+
+    d = pathlib.Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    n = num_machines * gpus_per_machine
+    files = {"accelerate.yaml": accelerate_config(num_machines, gpus_per_machine, zero_stage),
+             "ds_config.json": json.dumps(deepspeed_config(zero_stage), indent=2) + "\n",
+             "train_grpo.py": TRAIN_SCRIPT.format(num_processes=n, vllm=vllm)}
+    out = {}
+    for name, text in files.items():
+        (d / name).write_text(text, encoding="utf-8")
+        out[name] = d / name
+    return out
