@@ -87,3 +87,22 @@ def test_invalid_hf_config_names_the_field(field, value):
         dataclasses.replace(hf.HFLabConfig(), **{field: value})
     with pytest.raises(ValueError, match="preset"):
         hf.HFLabConfig.preset("llama")
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda tok, m: hf.encode_chat_prompts(tok, "3+5=", hf.HFLabConfig()), TypeError, "prompts"),
+    (lambda tok, m: hf.encode_chat_prompts(tok, ["3+5="], "cfg"), TypeError, "cfg"),
+    (lambda tok, m: hf.hf_generate(m, None, None, 3, 1, 0), TypeError, "prompt_ids"),
+    (lambda tok, m: hf.hf_generate(m, torch.ones(1, 3, dtype=torch.long), torch.ones(1, 3, dtype=torch.bool), 0, 1, 0),
+     ValueError, "max_new_tokens"),
+    (lambda tok, m: hf.hf_logps(m, torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.bool),
+                                torch.ones(1, 2, dtype=torch.long), torch.ones(1, 2, dtype=torch.bool)),
+     ValueError, "completion_ids"),
+    (lambda tok, m: hf.hf_score(["1+2="], ["3", "4"], [True]), ValueError, "same length"),
+    (lambda tok, m: hf.tiny_random_model(0, hidden_size=12), ValueError, "hidden_size"),
+    (lambda tok, m: hf.run_hf_grpo(hf.HFLabConfig(), m, tok, reward_fn=3), TypeError, "reward_fn"),
+])
+def test_hf_functions_reject_bad_input_naming_the_argument(tiny, call, error, name):
+    model, tok = tiny
+    with pytest.raises(error, match=name):
+        call(tok, model)

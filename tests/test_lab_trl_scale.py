@@ -122,3 +122,18 @@ def test_zero_memory_accounting_and_launch_files(tmp_path):
     compile(script, "train_grpo.py", "exec")
     assert "num_processes=8" in script and "GRPOTrainer" in script
     assert yaml.safe_load(files["accelerate.yaml"].read_text())["num_processes"] == 8
+
+
+def test_trl_scale_functions_reject_bad_input(checkpoint):
+    _, tok = checkpoint
+    cfg = hf.HFLabConfig.preset("tiny-random")
+    with pytest.raises(TypeError, match="cfg"):
+        trl_scale.grpo_args("cfg", "out")
+    with pytest.raises(ValueError, match="n_prompts"):
+        trl_scale.prompt_dataset(cfg, 0)
+    with pytest.raises(ValueError, match="pairs"):
+        trl_scale.preference_dataset(cfg, {"prompts": ["1+2="], "chosen": []})
+    with pytest.raises(TypeError, match="eos_token_id"):
+        trl_scale.verifier_reward("eos")
+    with pytest.raises(TypeError, match="ref_model"):
+        trl_scale.GRPORecorder(cfg, tok, [len], ref_model=None)

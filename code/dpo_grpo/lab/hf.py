@@ -34,7 +34,13 @@ import torch
 from .. import _validation as v
 from .. import torch_ops
 from .experiment import PromptStream, _derived_seed, _device
-from .model import AdditionTask, verify
+from .model import AdditionTask, _id_mask, _temperature, _texts, verify
+
+
+def _hf_cfg(cfg) -> "HFLabConfig":
+    if not isinstance(cfg, HFLabConfig):
+        raise TypeError(f"cfg must be an HFLabConfig, got {type(cfg).__name__}")
+    return cfg
 
 #: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the FLOP count and typical
 #: sustained throughput (see the module docstring), not measurements.
@@ -155,6 +161,9 @@ def tiny_random_model(seed: int = 0, *, hidden_size: int = 32, num_hidden_layers
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     seed = v.integer(seed, "seed", minimum=0)
+    v.integer(num_hidden_layers, "num_hidden_layers", minimum=1)
+    if v.integer(hidden_size, "hidden_size", minimum=8) % 8:
+        raise ValueError(f"hidden_size must be a multiple of 8 (4 heads of even width), got {hidden_size}")
     tokenizer = char_tokenizer()
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
                          num_hidden_layers=num_hidden_layers, num_attention_heads=4, num_key_value_heads=2,
@@ -171,6 +180,8 @@ def tiny_random_model(seed: int = 0, *, hidden_size: int = 32, num_hidden_layers
 def encode_chat_prompts(tokenizer, prompts, cfg: HFLabConfig, device=None):
     """Left-padded ``(ids, mask)`` of each prompt as a chat: system message, the sum as the user message, and the
     generation prompt that opens the assistant's turn (the model's own chat template)."""
+    _hf_cfg(cfg)
+    prompts = _texts(prompts, "prompts")
     texts = [tokenizer.apply_chat_template([{"role": "system", "content": cfg.system_prompt},
                                             {"role": "user", "content": p}], tokenize=False,
                                            add_generation_prompt=True) for p in prompts]
@@ -190,6 +201,11 @@ def hf_generate(model, prompt_ids, prompt_mask, max_new_tokens: int, eos_id: int
     """Sample up to ``max_new_tokens`` per prompt (or decode greedily), recording each sampled token's log-prob
     under the tempered distribution: ``(completion_ids, completion_mask, logps, finished)``, as the tiny lab's
     sampler returns. No KV cache: each new token re-runs the prefix (simple; a serving engine such as vLLM caches)."""
+    _id_mask(prompt_ids, prompt_mask, "prompt")
+    max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
+    eos_id, pad_id = v.integer(eos_id, "eos_id", minimum=0), v.integer(pad_id, "pad_id", minimum=0)
+    temperature = _temperature(temperature)
+    greedy = v.boolean(greedy, "greedy")
     bsz, device = prompt_ids.shape[0], prompt_ids.device
     seq, seq_mask = prompt_ids, prompt_mask.bool()
     ids = torch.full((bsz, max_new_tokens), pad_id, dtype=torch.long, device=device)
@@ -215,6 +231,12 @@ def hf_generate(model, prompt_ids, prompt_mask, max_new_tokens: int, eos_id: int
 
 def hf_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0):
     """Per-token log-probs ``(B, L)`` of the completion tokens, one forward pass, tempered as TRL does."""
+    _id_mask(prompt_ids, prompt_mask, "prompt")
+    _id_mask(completion_ids, completion_mask, "completion")
+    if completion_ids.shape[0] != prompt_ids.shape[0]:
+        raise ValueError(f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "
+                         f"got {completion_ids.shape[0]}")
+    temperature = _temperature(temperature)
     width = prompt_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], 1)
     mask = torch.cat([prompt_mask.bool(), completion_mask.bool()], 1)
@@ -224,6 +246,7 @@ def hf_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, te
 
 def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
     """Each completion's text up to its end-of-turn token, stripped of surrounding white space."""
+    _id_mask(completion_ids, completion_mask, "completion")
     out = []
     for row, m in zip(completion_ids.tolist(), completion_mask.tolist()):
         toks = [t for t, keep in zip(row, m) if keep and t != tokenizer.eos_token_id]
@@ -233,6 +256,10 @@ def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
 
 def hf_score(prompts, texts, finished) -> torch.Tensor:
     """``(N, 1)`` correctness: the completion ended its turn and is exactly the sum (the lab's verifier)."""
+    prompts, texts, finished = _texts(prompts, "prompts"), _texts(texts, "texts"), list(v.sequence(finished, "finished"))
+    if not len(prompts) == len(texts) == len(finished):
+        raise ValueError(f"prompts, texts and finished must have the same length, got {len(prompts)}, {len(texts)}, "
+                         f"{len(finished)}")
     return torch.tensor([[1.0 if (done and verify(p, t)) else 0.0] for p, t, done in zip(prompts, texts, finished)])
 
 
@@ -241,6 +268,10 @@ def hf_score(prompts, texts, finished) -> torch.Tensor:
 @torch.no_grad()
 def hf_pass_rate(model, tokenizer, prompts, cfg: HFLabConfig, device, batch_size: int = 64) -> float:
     """Greedy pass rate of ``prompts`` (the held-out measure of the tiny lab)."""
+    _hf_cfg(cfg)
+    prompts = _texts(prompts, "prompts")
+    batch_size = v.integer(batch_size, "batch_size", minimum=1)
+    device = _device(device)
     hits = 0
     for i in range(0, len(prompts), batch_size):
         chunk = prompts[i: i + batch_size]
@@ -260,9 +291,10 @@ def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=Non
     ``heldout_pass_rate`` (greedy, on the first ``eval_prompts`` held-out prompts). ``compile`` (default: on CUDA)
     passes ``compile=True`` to the book's fused GRPO loss. ``reward_fn(prompts, texts, finished) -> (N, 1)``
     replaces the verifier (:func:`hf_score`, the default)."""
-    if not isinstance(cfg, HFLabConfig):
-        raise TypeError(f"cfg must be an HFLabConfig, got {type(cfg).__name__}")
+    _hf_cfg(cfg)
     seed = v.integer(seed, "seed", minimum=0)
+    if reward_fn is not None and not callable(reward_fn):
+        raise TypeError(f"reward_fn must be callable or None, got {type(reward_fn).__name__}")
     device = _device(device) if device is not None else next(model.parameters()).device
     compile = device.type == "cuda" if compile is None else v.boolean(compile, "compile")
     model.to(device)

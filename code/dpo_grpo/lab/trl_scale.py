@@ -12,6 +12,7 @@ import json
 
 import torch
 
+from .. import _validation as v
 from .. import torch_ops
 from .experiment import LabConfig, _derived_seed
 from .hf import HFLabConfig, encode_chat_prompts, hf_logps
@@ -117,6 +118,8 @@ def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
     from .experiment import PromptStream
 
     _cfg(cfg)
+    n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
+    seed = v.integer(seed, "seed", minimum=0)
     task = AdditionTask(n_terms=cfg.n_terms, n_digits=cfg.n_digits, n_heldout=cfg.n_heldout, seed=cfg.task_seed)
     problems = PromptStream(task.train_prompts(), _derived_seed(seed, "data")).next(n_prompts)
     return Dataset.from_dict({"prompt": [_messages(cfg, p) for p in problems], "problem": problems})
@@ -127,6 +130,11 @@ def preference_dataset(cfg, pairs: dict):
     conversational preference ``datasets.Dataset`` for ``DPOTrainer``."""
     from datasets import Dataset
 
+    _cfg(cfg)
+    if not isinstance(pairs, dict) or not all(k in pairs for k in ("prompts", "chosen", "rejected")):
+        raise ValueError("pairs must be a dict with 'prompts', 'chosen' and 'rejected' (LabRun.pairs)")
+    if not len(pairs["prompts"]) == len(pairs["chosen"]) == len(pairs["rejected"]) > 0:
+        raise ValueError("pairs must hold as many prompts as chosen and rejected completions, at least one")
     return Dataset.from_dict({
         "prompt": [_messages(cfg, p) for p in pairs["prompts"]],
         "chosen": [[{"role": "assistant", "content": c}] for c in pairs["chosen"]],
@@ -136,6 +144,8 @@ def preference_dataset(cfg, pairs: dict):
 def verifier_reward(eos_token_id: int):
     """The lab's verifier as a TRL reward function: 1.0 when the completion ended its turn (its ids contain
     ``eos_token_id``) and its text, stripped, is exactly the sum in column ``problem``; else 0.0."""
+    eos_token_id = v.integer(eos_token_id, "eos_token_id", minimum=0)
+
     def verifier(prompts, completions, completion_ids, problem, **kwargs):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         return [1.0 if (eos_token_id in ids and verify(p, t.strip())) else 0.0
@@ -158,7 +168,11 @@ class GRPORecorder:
 
     def __init__(self, cfg, tokenizer, reward_funcs, ref_model, reward_weights=None):
         self.cfg, self.tokenizer = _cfg(cfg), tokenizer
-        self.reward_funcs = list(reward_funcs)
+        self.reward_funcs = list(v.sequence(reward_funcs, "reward_funcs"))
+        if not self.reward_funcs or not all(callable(f) for f in self.reward_funcs):
+            raise TypeError("reward_funcs must be a non-empty list of callables")
+        if not isinstance(ref_model, torch.nn.Module):
+            raise TypeError(f"ref_model must be a torch.nn.Module, got {type(ref_model).__name__}")
         self.reward_weights = reward_weights
         self.trainer = None  # set after the trainer is built
         self.ref = ref_model.eval().requires_grad_(False)
