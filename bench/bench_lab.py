@@ -17,6 +17,11 @@ on the preset's model shape with a longer context. Together they show the articl
 main cost of GRPO as answers get longer. (This lab's sampler has no KV cache; a production engine has one, which makes
 each token cheaper but leaves the generation sequential.)
 
+Side by side (``--trl``, on by default when TRL is installed): this book's GRPO step on a Hugging Face model
+(``dpo_grpo.lab.hf.run_hf_grpo``) against TRL 1.16.0's ``GRPOTrainer`` step, on the same tiny random Qwen2 model,
+the same prompts, batch, completion length and options, timed from the start of a step (sampling included) to the
+end of its optimiser step; medians over the steps after the first.
+
 Usage::
 
     .venv/bin/python bench/bench_lab.py                 # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
@@ -91,11 +96,63 @@ def length_bins(per_step, edges=(0, 4, 6, 8, 100)) -> list:
     return out
 
 
+def trl_vs_lab(steps: int = 6, prompts_per_step: int = 4, num_generations: int = 8, max_completion_length: int = 8):
+    """Median seconds per GRPO step: the lab's loop (run_hf_grpo) and TRL's GRPOTrainer, same tiny model and batch."""
+    import tempfile
+    import warnings
+
+    import transformers
+    import trl
+
+    from dpo_grpo.lab import hf, trl_scale
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    transformers.utils.logging.disable_progress_bar()
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)  # as the lab runs: one intra-op thread on a CPU (more oversubscribe a shared machine)
+    cfg = hf.HFLabConfig.preset("tiny-random", grpo_steps=steps, num_iterations=1, prompts_per_step=prompts_per_step,
+                                num_generations=num_generations, max_completion_length=max_completion_length,
+                                eval_every=steps, eval_prompts=8)
+    model, tok = hf.tiny_random_model(0)
+    with tempfile.TemporaryDirectory() as d:
+        model.save_pretrained(d)
+        tok.save_pretrained(d)
+        ours = hf.run_hf_grpo(cfg, model, tok, seed=0)["step_time_s"]
+
+        class Clock(transformers.TrainerCallback):
+            def __init__(self):
+                self.times, self.t0 = [], None
+
+            def on_step_begin(self, args, state, control, **kw):
+                self.t0 = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kw):
+                self.times.append(time.perf_counter() - self.t0)
+
+        clock = Clock()
+        args = trl.GRPOConfig(**trl_scale.grpo_args(cfg, d + "/out", use_cpu=not torch.cuda.is_available(), bf16=False,
+                                                    seed=0, disable_tqdm=True))
+        trainer = trl.GRPOTrainer(model=d, reward_funcs=[trl_scale.verifier_reward(tok.eos_token_id)], args=args,
+                                  train_dataset=trl_scale.prompt_dataset(cfg, steps * prompts_per_step),
+                                  processing_class=tok, callbacks=[clock])
+        trainer.remove_callback(transformers.PrinterCallback)
+        trainer.train()
+    med = lambda xs: float(np.median(xs[1:] if len(xs) > 2 else xs))  # noqa: E731
+    return {"model": f"tiny random Qwen2ForCausalLM ({sum(p.numel() for p in model.parameters())} parameters)",
+            "batch": {"prompts_per_step": prompts_per_step, "num_generations": num_generations,
+                      "max_completion_length": max_completion_length, "num_iterations": 1, "beta": cfg.beta},
+            "steps": steps, "torch_threads": torch.get_num_threads(), "trl": trl.__version__, "transformers": transformers.__version__,
+            "lab_step_seconds_median": med(ours), "trl_step_seconds_median": med(clock.times),
+            "lab_step_seconds": ours, "trl_step_seconds": clock.times}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--steps", type=int, default=20, help="GRPO steps per scenario (default 20)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trl", action=argparse.BooleanOptionalAction, default=None,
+                        help="also time TRL's GRPOTrainer against the lab's step (default: when trl is installed)")
     parser.add_argument("--results", type=pathlib.Path, default=None,
                         help="output JSON (default code/dpo_grpo/data/bench_results/lab-<host>.json)")
     args = parser.parse_args(argv)
@@ -139,6 +196,15 @@ def main(argv=None):
     for row in record["length_sweep"]:
         print(f"  L = {row['completion_length']:3d}: rollout {row['rollout_s'] * 1e3:7.1f} ms, "
               f"train pass {row['train_pass_s'] * 1e3:6.1f} ms, ratio {row['rollout_over_train']:.1f}")
+    use_trl = args.trl
+    if use_trl is None:
+        import importlib.util
+        use_trl = importlib.util.find_spec("trl") is not None
+    if use_trl:
+        record["trl_vs_lab"] = trl_vs_lab()
+        r = record["trl_vs_lab"]
+        print(f"GRPO step on {r['model']}, batch {r['batch']}: lab {r['lab_step_seconds_median'] * 1e3:.0f} ms, "
+              f"TRL {r['trl']} {r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)")
     record["total_seconds"] = time.perf_counter() - t0
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(record, indent=1) + "\n")

@@ -14,7 +14,8 @@ from dpo_grpo.lab.model import (BOS, EOS, PAD, VOCAB, AdditionTask, TinyTransfor
 CPU = LabConfig.preset("cpu", device="cpu")
 #: a very small run for determinism and checkpoint tests (a few seconds)
 TINY = dataclasses.replace(CPU, sft_steps=30, sft_batch_size=64, grpo_steps=6, prompts_per_step=4,
-                           num_generations=4, dpo_steps=6, dpo_prompts=64, dpo_batch_size=8, eval_every=2)
+                           num_generations=4, dpo_steps=6, dpo_prompts=64, dpo_batch_size=8, eval_every=2,
+                           offline_eval_every=None, eval_samples=0)
 
 
 @pytest.fixture(autouse=True)
@@ -148,16 +149,20 @@ def test_grpo_few_steps_improves_heldout_pass_rate():
     h = run_lab(cfg, algorithm="grpo", seed=0)
     assert h.eval_step[0] == 0 and h.eval_step[-1] == 10
     assert 0.1 <= h.heldout_pass_rate[0] <= 0.6  # a mediocre SFT start
-    assert h.heldout_pass_rate[-1] >= h.heldout_pass_rate[0] + 0.1
+    assert h.sft_probe_pass_rate >= CPU.sft_target_pass_rate and h.sft_steps < CPU.sft_steps  # stopped at target
+    assert h.heldout_pass_rate[-1] >= h.heldout_pass_rate[0] + 0.03
+    assert len(h.heldout_pass_rate_sampled) == len(h.heldout_pass_rate)  # sampled pass@1 at every evaluation
+    assert h.heldout_pass_rate_sampled[-1] >= h.heldout_pass_rate_sampled[0] + 0.02
     assert len(h.reward_mean) == len(h.kl) == len(h.clip_ratio_region) == len(h.tokens_per_s) == 10
     assert all(0 <= x <= 1 for x in h.frac_reward_zero_std)
     assert h.tokens_generated == sorted(h.tokens_generated) and h.tokens_generated[-1] > 0
-    assert max(h.clip_ratio_region) > 0  # num_iterations=2: the second epoch moves ratios away from 1
+    assert all(0 <= x <= 1 for x in h.clip_ratio_region)
+    assert 0 < h.kl[-1] < 1  # the policy has moved away from the frozen SFT reference, not far
     assert all(g < 1e-4 for g in h.sampler_logp_gap)
 
 
 def test_dpo_increases_implicit_reward_margin_on_its_pairs():
-    cfg = dataclasses.replace(CPU, dpo_steps=10, eval_every=5)
+    cfg = dataclasses.replace(CPU, dpo_steps=10, offline_eval_every=5)
     h = run_lab(cfg, algorithm="dpo", seed=0)
     assert h.n_pairs > 50
     assert len(h.eval_pair_margin) == 2 and h.eval_pair_margin[-1] > h.eval_pair_margin[0] > 0
@@ -165,6 +170,37 @@ def test_dpo_increases_implicit_reward_margin_on_its_pairs():
     grpo_start = run_lab(dataclasses.replace(CPU, grpo_steps=1), algorithm="grpo", seed=0).heldout_pass_rate[0]
     assert h.heldout_pass_rate[0] == grpo_start  # both start from the same SFT weights
     assert h.tokens_generated[0] == h.tokens_generated[-1] > 0  # offline: all sampling happens before step 1
+
+
+def test_presets_match_budgets_on_both_axes():
+    for preset in ("cpu", "gpu"):
+        cfg = LabConfig.preset(preset)
+        budgets = {a: lab.budget(cfg, a) for a in lab.ALGORITHMS}
+        assert len({tuple(b.values()) for b in budgets.values()}) == 1, budgets
+        assert cfg.sft_target_pass_rate is not None  # the start is controlled in both presets
+    assert lab.budget(CPU, "grpo") == {"optimizer_steps": 80, "completions_sampled": 5120}
+    with pytest.raises(ValueError, match="algorithm"):
+        lab.budget(CPU, "ppo")
+
+
+def test_histories_log_both_budget_axes_as_budget_predicts():
+    for algorithm in ("grpo", "rft"):
+        h = run_lab(TINY, algorithm=algorithm, seed=0)
+        b = lab.budget(TINY, algorithm)
+        assert h.optimizer_steps[-1] == b["optimizer_steps"]
+        assert h.completions_sampled[-1] == b["completions_sampled"]
+        assert h.eval_optimizer_steps[0] == 0 and h.eval_optimizer_steps[-1] == b["optimizer_steps"]
+    assert h.completions_sampled[0] == b["completions_sampled"]  # offline: every sample is drawn before step 1
+
+
+def test_offline_losses_dpo_nll_is_dpo_plus_rft_on_the_same_batch():
+    first = {a: run_lab(dataclasses.replace(TINY, dpo_steps=1), algorithm=a, seed=2) for a in lab.OFFLINE}
+    dpo, both, rft = first["dpo"], first["dpo+nll"], first["rft"]
+    assert dpo.n_pairs == both.n_pairs == rft.n_pairs > 0  # the same selected data
+    assert rft.loss[0] == pytest.approx(rft.nll[0], rel=1e-6)  # RFT: the NLL of the chosen completions only
+    assert both.loss[0] == pytest.approx(dpo.loss[0] + TINY.dpo_sft_weight * rft.nll[0], rel=1e-5)
+    assert dpo.loss[0] == pytest.approx(0.6931, abs=1e-3)  # policy == reference at step 1: -log sigmoid(0)
+    assert rft.heldout_pass_rate[-1] != dpo.heldout_pass_rate[-1] or rft.grad_norm[0] != dpo.grad_norm[0]
 
 
 def _weights(history):
@@ -178,7 +214,7 @@ def _assert_same_run(a, b):
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
-@pytest.mark.parametrize("algorithm", ["grpo", "dpo"])
+@pytest.mark.parametrize("algorithm", ["grpo", "dpo+nll"])
 def test_cpu_runs_are_deterministic(algorithm):
     lab.clear_sft_cache()  # include the SFT warm-up in both runs
     first = run_lab(TINY, algorithm=algorithm, seed=3)
@@ -189,7 +225,7 @@ def test_cpu_runs_are_deterministic(algorithm):
     assert other.as_dict(include_timing=False) != first.as_dict(include_timing=False)
 
 
-@pytest.mark.parametrize("algorithm", ["grpo", "dpo"])
+@pytest.mark.parametrize("algorithm", ["grpo", "rft"])
 def test_checkpoint_resume_is_bit_for_bit(tmp_path, algorithm):
     cfg = dataclasses.replace(TINY, ref_sync_steps=2 if algorithm == "grpo" else None)
     full = run_lab(cfg, algorithm=algorithm, seed=1)
@@ -227,6 +263,7 @@ def test_checkpoint_resume_is_bit_for_bit(tmp_path, algorithm):
     ("reward", "vibes"), ("dpo_beta", 0.0), ("dpo_loss_type", "ipo"), ("dpo_label_smoothing", 0.1),
     ("delta", 1.0), ("n_heldout", 500), ("sft_steps", -1), ("eval_every", 0), ("cpu_threads", 0),
     ("prompts_per_step", 2.5), ("use_bias_correction_kl", "yes"), ("device", 3), ("ref_mixup_alpha", 1.5),
+    ("offline_eval_every", 0), ("eval_samples", -1),
 ])
 def test_invalid_config_raises_value_error_naming_the_field(field, value):
     with pytest.raises(ValueError, match=rf"LabConfig\.{field}\b"):

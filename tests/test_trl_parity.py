@@ -334,18 +334,18 @@ def regenerated(tmp_path_factory):
     return out
 
 
-def _assert_same(ours, theirs, path="$"):
+def _assert_same(ours, theirs, path="$", rel_tol=1e-12, abs_tol=1e-13):
     if isinstance(theirs, float) or isinstance(ours, float):
         assert isinstance(ours, (int, float)) and isinstance(theirs, (int, float)), path
-        assert math.isclose(ours, theirs, rel_tol=1e-12, abs_tol=1e-13), f"{path}: {ours!r} != {theirs!r}"
+        assert math.isclose(ours, theirs, rel_tol=rel_tol, abs_tol=abs_tol), f"{path}: {ours!r} != {theirs!r}"
     elif isinstance(theirs, dict):
         assert isinstance(ours, dict) and ours.keys() == theirs.keys(), path
         for k in theirs:
-            _assert_same(ours[k], theirs[k], f"{path}.{k}")
+            _assert_same(ours[k], theirs[k], f"{path}.{k}", rel_tol, abs_tol)
     elif isinstance(theirs, list):
         assert isinstance(ours, list) and len(ours) == len(theirs), path
         for i, (a, b) in enumerate(zip(ours, theirs)):
-            _assert_same(a, b, f"{path}[{i}]")
+            _assert_same(a, b, f"{path}[{i}]", rel_tol, abs_tol)
     else:
         assert ours == theirs, f"{path}: {ours!r} != {theirs!r}"
 
@@ -356,5 +356,9 @@ def test_regenerated_fixtures_match_committed(regenerated, name):
     new = json.loads((regenerated / name).read_text(encoding="utf-8"))
     committed = _load(name)
     assert new["trl_version"] == committed["trl_version"] == TRL_VERSION
-    # Not byte-identical: torch's multi-threaded reductions may round the last bit differently from run to run.
-    _assert_same(new["cases"], committed["cases"], name)
+    if (regenerated / name).read_bytes() == (FIXTURES / name).read_bytes():
+        return  # same pinned stack on the same kind of CPU: the script is deterministic, the files are identical
+    # Another CPU (or torch build) rounds TRL's float32 reductions differently in the last bit or two: the numbers
+    # must still agree to float32 precision, far below any formula change (dropping eps = 1e-4 from an advantage's
+    # denominator changes it by about 1e-4, relative).
+    _assert_same(new["cases"], committed["cases"], name, rel_tol=1e-6, abs_tol=1e-7)

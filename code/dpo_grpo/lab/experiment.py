@@ -5,13 +5,18 @@ transformer by supervised fine-tuning (SFT) on deliberately flawed demonstration
 carry), so that it starts mediocre, then continue from that SFT policy with either
 
 - ``algorithm="dpo"``: sample the SFT policy offline, keep (correct, wrong) completions of the same prompt as
-  (chosen, rejected) pairs, precompute the frozen reference's log-probs, and minimise ``torch_ops.dpo_loss``; or
+  (chosen, rejected) pairs, precompute the frozen reference's log-probs, and minimise ``torch_ops.dpo_loss``;
+- ``algorithm="dpo+nll"``: the same pairs, loss ``dpo_loss + dpo_sft_weight * NLL(chosen)`` (TRL's
+  ``loss_type=["sigmoid", "sft"]``);
+- ``algorithm="rft"``: rejection-sampling fine-tuning, the control for the NLL term: the same offline samples and
+  the same selected (chosen, verified-correct) completions, loss ``NLL(chosen)`` only, no DPO term; or
 - ``algorithm="grpo"``: every step, sample ``num_generations`` completions per prompt from the current policy,
   score them with the verifier, form group advantages (``torch_ops.reward_advantages``) and minimise
   ``torch_ops.grpo_loss`` for ``num_iterations`` epochs on that rollout, with a frozen reference for the KL term.
 
-Both report the held-out pass rate (greedy decoding on prompts never trained on), measured separately from the
-training reward. ``run_lab(LabConfig.preset("cpu"), algorithm=..., seed=...)`` returns a :class:`LabHistory`.
+Every run reports the held-out pass rate (greedy decoding on prompts never trained on; with ``eval_samples > 0``
+also the sampled pass@1 at ``temperature``), measured separately from the training reward, and logs both budget
+axes: optimiser steps and sampled completions (:func:`budget` gives them before a run). ``run_lab(LabConfig.preset("cpu"), algorithm=..., seed=...)`` returns a :class:`LabHistory`.
 
 Determinism: on CPU a run is a function of ``(config, algorithm, seed)`` (same torch build and CPU type): the
 model initialisation, data order and sampling use their own seeded generators, and ``cpu_threads`` fixes the
@@ -40,13 +45,14 @@ from .. import torch_ops
 from .model import (VOCAB, AdditionTask, TinyTransformer, completion_logps, count_parameters,
                         encode_completions, encode_prompts, generate, verify)
 
-ALGORITHMS = ("grpo", "dpo")
+ALGORITHMS = ("grpo", "dpo", "dpo+nll", "rft")
+OFFLINE = ("dpo", "dpo+nll", "rft")  #: sample the SFT policy once, then train on the selected data
 REWARDS = ("correct", "length_bonus")
 GRPO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 IS_LEVELS = ("token", "sequence")
 SCALE_REWARDS = ("group", "batch", "none")
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "robust")
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 
 
 # --- Configuration ---------------------------------------------------------------------------------------------------
@@ -69,14 +75,14 @@ class LabConfig:
     d_ff: int = 256
     context_length: int = 16
     # SFT warm-up, deliberately mediocre: a fraction sft_carry_noise of the demonstrations forget every carry
-    # (27+45 -> 62). Optionally stopped early, at the first check (every sft_check_every steps) where the greedy
-    # pass rate on sft_probe_size *training* prompts reaches sft_target_pass_rate; else after sft_steps steps
-    sft_steps: int = 200
+    # (27+45 -> 62). Stopped at the first check (every sft_check_every steps) where the greedy pass rate on
+    # sft_probe_size *training* prompts reaches sft_target_pass_rate (None: no early stop); else after sft_steps
+    sft_steps: int = 300
     sft_batch_size: int = 128
     sft_lr: float = 3e-3
     sft_carry_noise: float = 0.6
-    sft_target_pass_rate: float | None = None
-    sft_check_every: int = 10
+    sft_target_pass_rate: float | None = 0.3
+    sft_check_every: int = 5
     sft_probe_size: int = 256
     # generation (rollouts, DPO pair sampling)
     temperature: float = 1.0
@@ -85,7 +91,9 @@ class LabConfig:
     weight_decay: float = 0.0
     warmup_steps: int = 10
     max_grad_norm: float = 1.0
-    # GRPO
+    # GRPO (the CPU preset's budgets are matched with the offline methods': grpo_steps * num_iterations optimiser
+    # steps = dpo_steps, and grpo_steps * prompts_per_step * num_generations sampled completions =
+    # dpo_prompts * dpo_samples_per_prompt; see budget())
     grpo_steps: int = 40
     grpo_lr: float = 3e-4
     prompts_per_step: int = 16
@@ -103,19 +111,21 @@ class LabConfig:
     ref_mixup_alpha: float = 0.6
     reward: str = "correct"  # "length_bonus": + length_bonus per emitted character (a reward that can be hacked)
     length_bonus: float = 0.5
-    # DPO
-    dpo_steps: int = 40
+    # offline methods (algorithm "dpo", "dpo+nll", "rft"): one sampling round from the SFT policy, then
+    # dpo_steps optimiser steps on batches of dpo_batch_size selected (chosen, rejected) pairs
+    dpo_steps: int = 80
     dpo_lr: float = 3e-4
     dpo_batch_size: int = 32
     dpo_beta: float = 0.1
     dpo_loss_type: str = "sigmoid"
     dpo_label_smoothing: float = 0.0
-    dpo_sft_weight: float = 1.0  # TRL loss_type=["sigmoid", "sft"], loss_weights=[1, w]; 0 = pure DPO
-    dpo_prompts: int = 512
-    dpo_samples_per_prompt: int = 4
+    dpo_sft_weight: float = 1.0  # "dpo+nll" only: TRL loss_type=["sigmoid", "sft"], loss_weights=[1, w]
+    dpo_prompts: int = 640
+    dpo_samples_per_prompt: int = 8
     # evaluation and runtime
-    eval_every: int = 5
-    eval_samples: int = 0  # > 0: also log the sampled pass rate (this many samples per held-out prompt)
+    eval_every: int = 5  # GRPO steps between evaluations
+    offline_eval_every: int | None = 10  # offline steps between evaluations (None: eval_every)
+    eval_samples: int = 4  # > 0: also log the sampled pass@1 (this many samples per held-out prompt)
     cpu_threads: int | None = 1
     device: str | None = None  # None: torch_ops.default_device()
 
@@ -124,7 +134,8 @@ class LabConfig:
     @classmethod
     def preset(cls, name: str, **overrides) -> "LabConfig":
         """``"cpu"``: the configuration CI runs (whole DPO + GRPO comparison in well under a minute on two cores);
-        ``"gpu"``: a larger model, task, batch and group for a Colab GPU. Keyword overrides replace fields."""
+        ``"gpu"``: a larger model, task, batch and group for a Colab GPU. In both, the SFT start is stopped at a
+        target pass rate and the budgets are matched (:func:`budget`). Keyword overrides replace fields."""
         if name == "cpu":
             cfg = cls()
         elif name == "gpu":
@@ -132,8 +143,9 @@ class LabConfig:
                       context_length=16, sft_steps=1500, sft_batch_size=256, sft_lr=1e-3, sft_target_pass_rate=0.35,
                       sft_check_every=50,
                       max_completion_length=4, grpo_steps=200, grpo_lr=3e-4, prompts_per_step=64,
-                      num_generations=16, num_iterations=2, dpo_steps=200, dpo_lr=3e-4, dpo_batch_size=64,
-                      dpo_prompts=4096, dpo_samples_per_prompt=8, eval_every=10, cpu_threads=None)
+                      num_generations=16, num_iterations=2, dpo_steps=400, dpo_lr=3e-4, dpo_batch_size=64,
+                      dpo_prompts=12800, dpo_samples_per_prompt=16, eval_every=10, offline_eval_every=20,
+                      eval_samples=4, cpu_threads=None)
         else:
             raise ValueError(f"preset name must be one of {cls._PRESETS}, got {name!r}")
         return dataclasses.replace(cfg, **overrides) if overrides else cfg.validate()
@@ -236,6 +248,7 @@ class LabConfig:
         if not isinstance(self.use_bias_correction_kl, bool):
             bad("use_bias_correction_kl", "must be a bool")
         integer("eval_samples", 0)
+        integer("offline_eval_every", 1, optional=True)
         integer("cpu_threads", 1, optional=True)
         if self.device is not None:
             if not isinstance(self.device, str):
@@ -261,7 +274,7 @@ class LabHistory:
     Cumulative ``tokens_generated`` and ``wall_time_s`` count only post-SFT training work (for DPO this includes
     sampling the preference set, so its first step already carries that cost); evaluation time is excluded.
     ``peak_memory_bytes`` is ``torch.cuda.max_memory_allocated`` for the step on a GPU, the process's resident set
-    size after the step on a CPU. GRPO fields stay empty in a DPO run and vice versa.
+    size after the step on a CPU. GRPO fields stay empty in an offline run and vice versa.
     """
 
     algorithm: str
@@ -277,8 +290,12 @@ class LabHistory:
     heldout_pass_rate_sampled: list = field(default_factory=list)  #: at ``temperature``, if ``eval_samples > 0``
     eval_tokens_generated: list = field(default_factory=list)
     eval_wall_time_s: list = field(default_factory=list)
-    # every step (both algorithms)
+    eval_optimizer_steps: list = field(default_factory=list)
+    eval_completions_sampled: list = field(default_factory=list)
+    # every step (all algorithms)
     step: list = field(default_factory=list)
+    optimizer_steps: list = field(default_factory=list)  #: cumulative optimiser steps (GRPO: num_iterations a step)
+    completions_sampled: list = field(default_factory=list)  #: cumulative sampled completions
     loss: list = field(default_factory=list)
     grad_norm: list = field(default_factory=list)
     lr: list = field(default_factory=list)
@@ -305,8 +322,9 @@ class LabHistory:
     reference_time_s: list = field(default_factory=list)
     train_time_s: list = field(default_factory=list)
     ref_version: list = field(default_factory=list)
-    # DPO
+    # offline methods (dpo, dpo+nll, rft)
     n_pairs: int = 0
+    nll: list = field(default_factory=list)  #: token-mean NLL of the chosen completions in the batch
     frac_prompts_without_pair: float | None = None
     rewards_chosen: list = field(default_factory=list)
     rewards_rejected: list = field(default_factory=list)
@@ -672,13 +690,30 @@ def _set_rng_state(state: dict, gen: torch.Generator):
 
 # --- The run ---------------------------------------------------------------------------------------------------------
 
+def budget(cfg: LabConfig, algorithm: str) -> dict:
+    """The two budget axes of a run, before it starts: ``optimizer_steps`` (GRPO: ``grpo_steps * num_iterations``;
+    offline: ``dpo_steps``) and ``completions_sampled`` (GRPO: ``grpo_steps * prompts_per_step * num_generations``,
+    from the current policy; offline: ``dpo_prompts * dpo_samples_per_prompt``, all from the SFT policy)."""
+    _config(cfg)
+    _algorithm(algorithm)
+    if algorithm == "grpo":
+        return {"optimizer_steps": cfg.grpo_steps * cfg.num_iterations,
+                "completions_sampled": cfg.grpo_steps * cfg.prompts_per_step * cfg.num_generations}
+    return {"optimizer_steps": cfg.dpo_steps, "completions_sampled": cfg.dpo_prompts * cfg.dpo_samples_per_prompt}
+
+
+def _algorithm(algorithm) -> str:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    return algorithm
+
+
 class LabRun:
-    """One DPO or GRPO run after SFT: state, one ``step()``, evaluation and exact checkpoints."""
+    """One GRPO or offline (DPO, DPO+NLL, RFT) run after SFT: state, one ``step()``, evaluation, exact checkpoints."""
 
     def __init__(self, cfg: LabConfig, algorithm: str, seed: int, *, device=None, _skip_sft: bool = False):
         _config(cfg)
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+        _algorithm(algorithm)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.cfg, self.algorithm, self.seed = cfg, algorithm, int(seed)
@@ -698,7 +733,10 @@ class LabRun:
         lr = cfg.grpo_lr if algorithm == "grpo" else cfg.dpo_lr
         self.opt, self.sched = _optimizer(self.policy.parameters(), lr, cfg)
         self.total_steps = cfg.grpo_steps if algorithm == "grpo" else cfg.dpo_steps
+        self.eval_interval = cfg.eval_every if algorithm == "grpo" else (cfg.offline_eval_every or cfg.eval_every)
         self.step_count = 0
+        self.optimizer_steps = 0
+        self.completions_sampled = 0
         self.tokens_generated = 0
         self.wall_time = 0.0
         self.pairs = None  # DPO preference set (token ids, masks, reference log-probs)
@@ -726,8 +764,10 @@ class LabRun:
             h.heldout_pass_rate_sampled.append(heldout_pass_rate(
                 self.policy, self.heldout, self.cfg, self.device, samples=self.cfg.eval_samples, generator=gen))
         h.eval_tokens_generated.append(self.tokens_generated)
+        h.eval_optimizer_steps.append(self.optimizer_steps)
+        h.eval_completions_sampled.append(self.completions_sampled)
         h.eval_wall_time_s.append(self.wall_time)
-        if self.algorithm == "dpo" and self.pairs is not None:
+        if self.algorithm in OFFLINE and self.pairs is not None:
             h.eval_pair_margin.append(self.pair_margin())
 
     # -- DPO --
@@ -760,6 +800,7 @@ class LabRun:
                     rows["chosen"].append(texts[good[0]])
                     rows["rejected"].append(texts[wrong[0]])
         self.tokens_generated += n_tokens
+        self.completions_sampled += len(prompts) * k
         n = len(rows["prompt"])
         self.history.n_pairs = n
         self.history.frac_prompts_without_pair = 1.0 - n / len(prompts)
@@ -815,13 +856,21 @@ class LabRun:
         return float((out.chosen_rewards - out.rejected_rewards).mean())
 
     def dpo_step(self) -> dict:
+        """One offline step on a batch of pairs: ``dpo`` minimises the DPO loss, ``dpo+nll`` adds
+        ``dpo_sft_weight`` times the chosen completions' NLL, ``rft`` minimises that NLL alone (the same forward
+        pass on the same batch in all three, so the implicit-reward metrics are logged for each)."""
         cfg = self.cfg
         idx = self._pair_batch()
         pc, pr, n_tok, nll_chosen = self._dpo_forward(idx)
         out = torch_ops.dpo_loss(pc, pr, self.pairs["ref_chosen"][idx], self.pairs["ref_rejected"][idx],
                                  beta=cfg.dpo_beta, loss_type=cfg.dpo_loss_type,
                                  label_smoothing=cfg.dpo_label_smoothing)
-        loss = out.loss + cfg.dpo_sft_weight * nll_chosen if cfg.dpo_sft_weight else out.loss
+        if self.algorithm == "dpo":
+            loss = out.loss
+        elif self.algorithm == "dpo+nll":
+            loss = out.loss + cfg.dpo_sft_weight * nll_chosen
+        else:  # rft
+            loss = nll_chosen
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
@@ -830,7 +879,7 @@ class LabRun:
         self.sched.step()
         cr, rr = out.chosen_rewards.detach(), out.rejected_rewards.detach()
         return {"loss": float(loss.detach()), "grad_norm": float(gnorm), "lr": lr, "tokens": n_tok,
-                "rewards_chosen": float(cr.mean()), "rewards_rejected": float(rr.mean()),
+                "nll": float(nll_chosen.detach()), "rewards_chosen": float(cr.mean()), "rewards_rejected": float(rr.mean()),
                 "rewards_margin": float((cr - rr).mean()), "rewards_accuracy": float((cr > rr).float().mean())}
 
     # -- GRPO: the seven steps of one update --
@@ -922,13 +971,16 @@ class LabRun:
     def _step(self):
         _reset_peak(self.device)
         t0 = time.perf_counter()
-        if self.algorithm == "dpo":
+        if self.algorithm in OFFLINE:
             if self.pairs is None:
                 self.build_preference_set()
             rec = self.dpo_step()
+            self.optimizer_steps += 1
         else:
             rec = self.grpo_step()
             self.tokens_generated += rec["tokens"]
+            self.optimizer_steps += self.cfg.num_iterations
+            self.completions_sampled += self.cfg.prompts_per_step * self.cfg.num_generations
         _sync(self.device)
         seconds = time.perf_counter() - t0
         self.wall_time += seconds
@@ -936,12 +988,14 @@ class LabRun:
         h = self.history
         h.step.append(self.step_count)
         h.tokens_generated.append(self.tokens_generated)
+        h.optimizer_steps.append(self.optimizer_steps)
+        h.completions_sampled.append(self.completions_sampled)
         h.wall_time_s.append(self.wall_time)
         h.tokens_per_s.append(rec.pop("tokens") / max(seconds, 1e-9))
         h.peak_memory_bytes.append(_memory_bytes(self.device))
         for name, value in rec.items():
             getattr(h, name).append(value)
-        if self.step_count % self.cfg.eval_every == 0 or self.step_count == self.total_steps:
+        if self.step_count % self.eval_interval == 0 or self.step_count == self.total_steps:
             self.evaluate()
 
     @property
@@ -961,6 +1015,7 @@ class LabRun:
             "generation": {"temperature": self.cfg.temperature, "max_completion_length": self.cfg.max_completion_length,
                            "num_generations": self.cfg.num_generations},
             "step": self.step_count, "tokens_generated": self.tokens_generated, "wall_time_s": self.wall_time,
+            "optimizer_steps": self.optimizer_steps, "completions_sampled": self.completions_sampled,
             "policy": cpu(self.policy.state_dict()), "reference": cpu(self.ref.state_dict()),
             "ref_version": self.ref_version,
             "optimizer": copy.deepcopy(self.opt.state_dict()), "scheduler": self.sched.state_dict(),
@@ -995,6 +1050,7 @@ class LabRun:
         if state["pairs"] is not None:
             run.pairs = {k: (v.to(run.device) if torch.is_tensor(v) else list(v)) for k, v in state["pairs"].items()}
         run.step_count, run.tokens_generated = state["step"], state["tokens_generated"]
+        run.optimizer_steps, run.completions_sampled = state["optimizer_steps"], state["completions_sampled"]
         run.wall_time = state["wall_time_s"]
         run.history = LabHistory(**state["history"])
         _set_rng_state(state["rng"], run.gen)
@@ -1004,7 +1060,8 @@ class LabRun:
 def run_lab(config: LabConfig | None = None, algorithm: str = "grpo", seed: int = 0, *, device=None,
             checkpoint_path=None, checkpoint_every: int | None = None, resume_from=None,
             stop_after: int | None = None) -> LabHistory:
-    """SFT warm-up, then ``config.grpo_steps`` GRPO steps or ``config.dpo_steps`` DPO steps; returns the history.
+    """SFT warm-up, then ``config.grpo_steps`` GRPO steps or ``config.dpo_steps`` steps of an offline method
+    (``algorithm`` in ``"dpo"``, ``"dpo+nll"``, ``"rft"``); returns the history.
 
     ``checkpoint_path`` + ``checkpoint_every=k`` write a checkpoint after every k-th step (overwriting);
     ``resume_from`` continues a saved run exactly (config, algorithm and seed come from the checkpoint and must
@@ -1015,8 +1072,7 @@ def run_lab(config: LabConfig | None = None, algorithm: str = "grpo", seed: int 
     if not isinstance(cfg, LabConfig):
         raise TypeError(f"config must be a LabConfig, got {type(cfg).__name__}")
     cfg.validate()
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    _algorithm(algorithm)
     if checkpoint_every is not None and (not isinstance(checkpoint_every, int) or checkpoint_every < 1):
         raise ValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
     if checkpoint_every is not None and checkpoint_path is None:
