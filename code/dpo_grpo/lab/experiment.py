@@ -41,6 +41,9 @@ import numpy as np
 import torch
 
 from .. import _validation as v
+from ..trl_exact.advantages import SCALE_REWARDS as TRL_SCALE_REWARDS
+from ..trl_exact.dpo import DPO_LOSS_TYPES as TRL_DPO_LOSS_TYPES, LENGTH_NORMALISED_LOSS_TYPES
+from ..trl_exact.grpo import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES
 from .. import torch_ops
 from .model import (VOCAB, AdditionTask, TinyTransformer, completion_logps, count_parameters,
                         encode_completions, encode_prompts, generate, verify)
@@ -48,10 +51,12 @@ from .model import (VOCAB, AdditionTask, TinyTransformer, completion_logps, coun
 ALGORITHMS = ("grpo", "dpo", "dpo+nll", "rft")
 OFFLINE = ("dpo", "dpo+nll", "rft")  #: sample the SFT policy once, then train on the selected data
 REWARDS = ("correct", "length_bonus")
-GRPO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
-IS_LEVELS = ("token", "sequence")
-SCALE_REWARDS = ("group", "batch", "none")
-DPO_LOSS_TYPES = ("sigmoid", "hinge", "robust")
+# The options the lab passes to torch_ops, by TRL's names (one definition: the TRL layer's). The DPO loss types that
+# divide by completion lengths are left out: the lab's pairs carry sequence log-probs only.
+GRPO_LOSS_TYPES = LOSS_TYPES
+IS_LEVELS = IMPORTANCE_SAMPLING_LEVELS
+SCALE_REWARDS = tuple(s for s in TRL_SCALE_REWARDS if isinstance(s, str))
+DPO_LOSS_TYPES = tuple(t for t in TRL_DPO_LOSS_TYPES if t not in LENGTH_NORMALISED_LOSS_TYPES)
 CHECKPOINT_FORMAT = 2
 
 
