@@ -77,3 +77,32 @@ choice(
     },
     level=2,
 )
+
+
+def _token_grad(*, kl=True, clipped=False, weighted=True):
+    """d loss / d log pi_theta at answer 0's first token of section 4.4's example (epsilon 0.2, beta 0.04)."""
+    inputs = ex.grpo_token_example()
+    rho = float(np.exp(inputs["new_logps"][0, 0] - inputs["old_logps"][0, 0]))
+    a = float(inputs["advantages"][0])
+    delta = float(inputs["ref_logps"][0, 0] - inputs["new_logps"][0, 0])
+    d_surrogate = 0.0 if clipped else rho * a  # answer 0 is outside the interval on the harmful side: not clipped
+    d_k3 = (1.0 - np.exp(delta)) if kl else 0.0
+    weight = 1.0 / (inputs["mask"].shape[0] * inputs["mask"][0].sum()) if weighted else 1.0
+    return weight * (-d_surrogate + 0.04 * d_k3)
+
+
+numeric(
+    "04.5",
+    "Derive d loss / d log pi_theta for one token of GRPO's loss (loss_type='grpo') and evaluate it at answer 0's "
+    "first token of section 4.4 (epsilon 0.2, beta 0.04).",
+    _token_grad,
+    mistakes={
+        "no KL": (lambda: _token_grad(kl=False), "You dropped the KL term: d k3 / d log pi = 1 - exp(Delta)."),
+        "treated as clipped": (lambda: _token_grad(clipped=True),
+                               "Answer 0 is on the wrong side (A < 0, ratio > 1 + epsilon): min() keeps the "
+                               "unclipped term, whose derivative is rho * A."),
+        "no weight": (lambda: _token_grad(weighted=False),
+                      "The loss averages over the answer's tokens and the answers: multiply by 1 / (B |y_i|)."),
+    },
+    level=3,
+)
