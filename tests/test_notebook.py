@@ -55,9 +55,9 @@ def _listings():
 LISTINGS = list(_listings())
 
 
-def test_chapters_3_and_4_show_their_code():
+def test_chapters_3_to_5_show_their_code():
     shown = {(nb, expr) for nb, expr, _ in LISTINGS}
-    assert {nb for nb, _ in shown} >= {"03_derivations.ipynb", "04_code.ipynb"}
+    assert {nb for nb, _ in shown} >= {"03_derivations.ipynb", "04_code.ipynb", "05_production.ipynb"}
     assert len([1 for nb, _ in shown if nb == "04_code.ipynb"]) >= 5
 
 
@@ -72,7 +72,8 @@ def _reachable(chapter_code: str) -> set:
     def resolve(name, namespaces):
         return [ns[name] for ns in namespaces if name in ns]
 
-    roots = [vars(dg)] + [vars(m) for n, m in sys.modules.items() if n.startswith("dpo_grpo.reference.")]
+    roots = [vars(dg)] + [vars(m) for n, m in sys.modules.items()
+                          if n.startswith("dpo_grpo.reference.") or n == "dpo_grpo.torch_ops.readable"]
     seen, todo = set(), []
     for name in set(re.findall(r"[A-Za-z_]\w*", chapter_code)):
         todo += resolve(name, roots)
@@ -94,8 +95,9 @@ def _reachable(chapter_code: str) -> set:
 @pytest.mark.parametrize("notebook, expr, others", LISTINGS, ids=[f"{n}:{e}" for n, e, _ in LISTINGS])
 def test_every_listing_is_a_reference_function_the_chapter_runs(notebook, expr, others):
     from dpo_grpo.reference import bandit, dpo  # noqa: F401  (names the chapters use)
+    from dpo_grpo.torch_ops import readable
 
-    fn = eval(expr, {"dg": dg, "grpo": grpo, "dpo": dpo, "bandit": bandit})
+    fn = eval(expr, {"dg": dg, "grpo": grpo, "dpo": dpo, "bandit": bandit, "readable": readable})
     target = inspect.unwrap(fn)
     module = target.__module__
     assert module.startswith("dpo_grpo.reference.") or module == "dpo_grpo.torch_ops.readable", (
