@@ -13,9 +13,10 @@ from .. import _validation as v
 
 
 def group_advantages(rewards, eps=1e-4, ddof=0):
-    """``A_i = (r_i - mean(r)) / (std(r) + eps)`` within each row (section 3.4); shape ``(prompts, G)``.
+    """A_i = (r_i - mean(r)) / (std(r) + eps) within each row (section 3.4).
 
-    ``ddof=0``: population std (divide by G; this book's teaching default); ``ddof=1``: sample std (G - 1; TRL).
+    rewards and result: shape (prompts, G). ddof=0: population std (divide by G, this
+    book's teaching default); ddof=1: sample std (divide by G - 1, as TRL does).
     """
     r = _grouped(rewards)
     eps = v.scalar(eps, "eps", positive=True)

@@ -53,22 +53,23 @@ class BanditRun:
         return np.array(self.history[:steps + 1])
 
     def _advance(self, n):
-        """One GRPO step per iteration (section 4.5): sample a group from π_old, score it, take inner steps."""
+        """n GRPO steps (section 4.5): sample a group from π_old, score it, take inner steps."""
         n_actions, logits = self.rewards.size, self.logits
-        ref_logp = log_softmax(np.zeros(n_actions))                # uniform reference policy
+        ref_logp = log_softmax(np.zeros(n_actions))     # uniform reference policy
         one_hot = np.eye(n_actions)
-        mask = np.ones((self.group_size, 1))                       # each answer is one token: its action
+        mask = np.ones((self.group_size, 1))            # each answer is one token
         for _ in range(n):
-            old_probs = softmax(logits)                            # snapshot π_old
+            old_probs = softmax(logits)                 # snapshot π_old
             actions = self.rng.choice(n_actions, size=self.group_size, p=old_probs)
             advantages = group_advantages(self.rewards[actions][None, :])[0]
             old_logp = np.log(old_probs)[actions, None]
             for _ in range(self.inner_steps):
                 logp = log_softmax(logits)
-                _, grad = grpo_loss(logp[actions, None], old_logp, ref_logp[actions, None], advantages, mask,
-                                    epsilon=self.epsilon, beta=self.beta)
+                _, grad = grpo_loss(logp[actions, None], old_logp, ref_logp[actions, None],
+                                    advantages, mask, epsilon=self.epsilon, beta=self.beta)
                 # chain rule through log-softmax: d log π(a) / d logits = e_a - π
-                logits = logits - self.lr * (grad[:, 0] @ (one_hot[actions] - np.exp(logp)))
+                score = one_hot[actions] - np.exp(logp)
+                logits = logits - self.lr * (grad[:, 0] @ score)
             self.history.append(softmax(logits))
         self.logits = logits
 

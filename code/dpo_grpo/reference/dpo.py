@@ -26,15 +26,15 @@ def sigmoid(x):
 
 
 def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
-    """DPO loss (section 3.2): ``mean_pairs -log σ(β [(π_w - π_l) - (ref_w - ref_l)])``; inputs shape (P,).
+    """DPO loss (section 3.2), the mean over pairs of -log σ(β u), with the margin
+    u = (π_w - π_l) - (ref_w - ref_l) of sequence log-probs; every input has shape (P,).
 
-    Returns ``(loss, logits)``: the mean loss and the per-pair logits ``β u`` (u: the policy's log-ratio margin
-    minus the reference's).
+    Returns (loss, logits), logits = β u per pair.
     """
     pc, pr, rc, rr = v.arrays(policy_chosen=policy_chosen, policy_rejected=policy_rejected,
                               ref_chosen=ref_chosen, ref_rejected=ref_rejected)
     beta = v.scalar(beta, "beta", positive=True)
-    logits = beta * ((pc - pr) - (rc - rr))  # β times how much more the policy prefers y_w than the reference does
+    logits = beta * ((pc - pr) - (rc - rr))
     return float(np.mean(-log_sigmoid(logits))), logits
 
 

@@ -15,22 +15,25 @@ from .. import _validation as v
 
 
 def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, epsilon=0.2, beta=0.04):
-    """DeepSeekMath's GRPO loss and its gradient ``d loss / d new_logps`` (section 3.5).
+    """DeepSeekMath's GRPO loss and its gradient d loss / d new_logps (section 3.5).
 
-    ``loss = 1/B Σ_i 1/|y_i| Σ_t [ -min(ρ_t A_i, clip(ρ_t, 1-ε, 1+ε) A_i) + β k3_t ]`` with
-    ``ρ_t = exp(new - old)`` and ``k3_t = exp(ref - new) - (ref - new) - 1``. Returns ``(loss, grad)``, grad (B, T).
+    loss = 1/B Σ_i 1/|y_i| Σ_t [-min(ρ A_i, clip(ρ, 1-ε, 1+ε) A_i) + β k3],
+    ρ = exp(new - old), k3 = exp(ref - new) - (ref - new) - 1.
+    Returns (loss, grad); grad has the shape (B, T) of new_logps.
     """
-    new, old, ref, A, mask = _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta)
-    ratio = np.exp(new - old)                                   # ρ = π_θ / π_old, per token
+    new, old, ref, A, mask = _checked_batch(
+        new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta)
+    ratio = np.exp(new - old)                     # ρ = π_θ / π_old, per token
     unclipped = ratio * A
     clipped = np.clip(ratio, 1 - epsilon, 1 + epsilon) * A
-    surrogate = np.minimum(unclipped, clipped)                  # PPO's pessimistic bound
+    surrogate = np.minimum(unclipped, clipped)    # PPO's pessimistic bound
     log_ref_ratio = ref - new
-    k3 = np.exp(log_ref_ratio) - log_ref_ratio - 1              # ≥ 0; its mean under π_θ is KL(π_θ ‖ π_ref)
+    k3 = np.exp(log_ref_ratio) - log_ref_ratio - 1
     per_token = -surrogate + beta * k3
-    weight = mask / mask.sum(axis=1, keepdims=True) / len(new)  # 1/B · 1/|y_i| on real tokens, 0 on padding
+    # 1/B · 1/|y_i| on real tokens, 0 on padding
+    weight = mask / mask.sum(axis=1, keepdims=True) / len(new)
     loss = float((weight * per_token).sum())
-    # d/d new: the unclipped branch carries d(ρA)/d new = ρA; on the clip's flat platform the gradient is 0.
+    # d(ρA)/d new = ρA on the unclipped branch; the clip's flat platform gives 0
     d_surrogate = np.where(unclipped <= clipped, unclipped, 0.0)
     d_k3 = 1 - np.exp(log_ref_ratio)
     grad = weight * (-d_surrogate + beta * d_k3)
