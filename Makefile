@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 export PLOTLY_RENDERER ?= plotly_mimetype
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book test install student clean
+.PHONY: book test install student notebooks clean
 
 $(STAMP): requirements.txt pyproject.toml book/_ext/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ book: $(STAMP) $(NODE_STAMP)
 
 test: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest tests --nbmake book
+
+# The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
+# executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the
+# `notebooks` branch, where the Colab links point.
+notebooks: $(STAMP)
+	$(PY) scripts/reader_edition.py --executed _build/jupyter_execute --out _build/notebooks
 
 student: $(STAMP)
 	$(PY) -m dpo_grpo.exercises student book _build/student
