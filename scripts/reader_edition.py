@@ -476,8 +476,21 @@ def convert_notebook(nb, ctx: Context):
     return nb
 
 
+BINDER_REQUIREMENTS = """# repo2docker (Binder) environment of the reader edition (written by scripts/reader_edition.py)
+--extra-index-url https://download.pytorch.org/whl/cpu
+torch=={torch}
+dpo-grpo[notebooks] @ git+{url}@{branch}
+"""
+
+
+def binder_requirements(urls: Urls, branch: str = "main", torch: str = "2.13.0") -> str:
+    return BINDER_REQUIREMENTS.format(url=urls.repository, branch=branch, torch=torch)
+
+
 def build(out: Path, executed: Path | None = None, *, execute: bool = True, stems=None) -> list[Path]:
     urls, bib = Urls.from_config(), parse_bib((BOOK / "references.bib").read_text(encoding="utf-8"))
+    (out / "binder").mkdir(parents=True, exist_ok=True)
+    (out / "binder" / "requirements.txt").write_text(binder_requirements(urls), encoding="utf-8")
     labels, notebooks = collect_labels(), {p.stem for p in BOOK.glob("*.ipynb")}
     out.mkdir(parents=True, exist_ok=True)
     written = []

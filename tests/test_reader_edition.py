@@ -120,3 +120,22 @@ def test_every_chapter_converts_with_no_myst_left(path):
             assert not cell.outputs and "skip-execution" not in cell.metadata.get("tags", [])
             if {"solution", "hide-cell"} & set(nb.cells[out.cells.index(cell) - 1].metadata.get("tags", [])):
                 assert cell.metadata.get("cellView") == "form"
+
+
+def test_launch_buttons_point_at_the_reader_edition():
+    from dpo_grpo_book import reader_launch_buttons
+
+    buttons = [{"label": "launch-buttons", "buttons": [
+        {"text": "Binder", "url": "https://mybinder.org/v2/gh/Some-Fork/the-book/main?urlpath=lab/tree/book/04_code.ipynb"},
+        {"text": "Colab", "url": "https://colab.research.google.com/github/Some-Fork/the-book/blob/main/book/04_code.ipynb"}]}]
+    assert reader_launch_buttons(buttons, "book/04_code", "https://github.com/Some-Fork/the-book") == 2
+    binder, colab = buttons[0]["buttons"]
+    assert colab["url"] == URLS.colab("04_code")
+    assert binder["url"] == "https://mybinder.org/v2/gh/Some-Fork/the-book/notebooks?urlpath=lab/tree/04_code.ipynb"
+
+
+def test_binder_environment_installs_the_package_from_the_configured_repository():
+    text = re_.binder_requirements(URLS)
+    assert "dpo-grpo[notebooks] @ git+https://github.com/Some-Fork/the-book@main" in text
+    assert "torch==2.13.0" in text and "whl/cpu" in text
+    assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text()
