@@ -463,9 +463,8 @@ def convert_notebook(nb, ctx: Context):
     title = next((re.sub(r"^#+\s*", "", line) for c in cells if c.cell_type == "markdown"
                   for line in c.source.splitlines() if line.startswith("#")), ctx.stem)
     header = nbformat.v4.new_markdown_cell(
-        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({ctx.urls.colab(ctx.stem)})\n"
         f"Reader edition of *{title}*, generated from [the online book]({ctx.urls.page(ctx.stem)}) with its computed"
-        f" numbers filled in. Run the first code cell first.")
+        f" numbers filled in ([open in Colab]({ctx.urls.colab(ctx.stem)})). Run the first code cell first.")
     header["id"] = "reader-edition-header"
     nb.cells = [header] + cells
     nb.metadata.pop("widgets", None)

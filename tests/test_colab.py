@@ -58,9 +58,13 @@ def _load_reader_edition():
 @pytest.fixture(scope="session")
 def colab(tmp_path_factory):
     base = tmp_path_factory.mktemp("colab")
-    wheel_dir = base / "wheel"
+    wheel_dir, src = base / "wheel", base / "src"  # built from a copy: setuptools writes build/ next to the source
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "code", src / "code", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir),
-          str(ROOT)])
+          str(src)])
     wheel = next(wheel_dir.glob("dpo_grpo-*.whl"))
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])

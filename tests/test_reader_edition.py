@@ -95,7 +95,7 @@ def test_solution_cells_collapse_in_colab_and_jupyterlab():
                 nbformat.v4.new_code_cell("w()", metadata={"tags": ["remove-cell", "skip-execution"]})]
     out = re_.convert_notebook(nb, _ctx(stem="t"))
     header, title, sol, live = out.cells
-    assert "colab-badge" in header.source and URLS.colab("t") in header.source
+    assert URLS.colab("t") in header.source and URLS.page("t") in header.source
     assert sol.source.startswith("#@title Solution") and sol.source.endswith("\nx = 1")
     assert sol.metadata["cellView"] == "form" and sol.metadata["jupyter"]["source_hidden"] is True
     assert "tags" not in live.metadata  # the live widget runs in the reader edition
