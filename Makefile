@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 export PLOTLY_RENDERER ?= plotly_mimetype
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book test install student clean wheel
+.PHONY: book test install student notebooks clean wheel
 
 $(STAMP): requirements.txt pyproject.toml book/_ext/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ wheel: $(STAMP)
 
 test: $(STAMP) $(NODE_STAMP) wheel
 	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests --nbmake book
+
+# The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
+# executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the
+# `notebooks` branch, where the Colab links point.
+notebooks: $(STAMP)
+	$(PY) scripts/reader_edition.py --executed _build/jupyter_execute --out _build/notebooks
 
 student: $(STAMP)
 	$(PY) -m dpo_grpo.exercises student book _build/student

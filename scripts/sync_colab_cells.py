@@ -7,6 +7,7 @@ Run after adding a chapter or changing the URL:  ``.venv/bin/python scripts/sync
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -14,15 +15,49 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKER = "# Set-up: in Colab, install the book's package"
+MARKER = "# Set-up: installs the book's package where it is missing (Colab, a fresh Jupyter)"
+OLD_MARKERS = (MARKER, "# Set-up: in Colab, install the book's package")
+# Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how to get one.
+GPU_CHAPTERS = {"05_production", "lab_tiny_grpo"}
 
-TEMPLATE = '''{marker} (elsewhere this cell does nothing).
-import sys
-if "google.colab" in sys.modules:
-    import subprocess
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "dpo-grpo[widgets] @ git+{url}"], check=True)
-from dpo_grpo.notebook import runtime_summary
-print(runtime_summary())  # NumPy core always; the torch path uses CUDA when a GPU is present'''
+TEMPLATE = '''{marker}; then shows the runtime.
+REPO_URL = "{url}"  # a fork: put your fork's URL here (or set DPO_GRPO_SOURCE)
+PACKAGE_VERSION = "{version}"
+import importlib.metadata, importlib.util, os, subprocess, sys
+
+
+def _installed_version():
+    try:
+        return importlib.metadata.version("dpo-grpo")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+if _installed_version() != PACKAGE_VERSION:  # already installed at this version (the book build, a 2nd run): skip
+    # Colab's torch, ipywidgets and plotly satisfy the extras and stay; torch is added only where it is missing.
+    extras = "notebooks" if importlib.util.find_spec("torch") else "notebooks,torch"
+    source = os.environ.get("DPO_GRPO_SOURCE", "git+" + REPO_URL)
+    print(f"Installing dpo-grpo {{PACKAGE_VERSION}} from {{source}} ...")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"dpo-grpo[{{extras}}] @ {{source}}"],
+                         capture_output=True, text=True)
+    log = pip.stdout + pip.stderr
+    if pip.returncode != 0:
+        if any(s in log for s in ("Could not resolve host", "Temporary failure in name resolution",
+                                  "Network is unreachable", "Failed to establish a new connection")):
+            print("Set-up failed: no network. In Colab, check the connection and run this cell again.")
+        elif any(s in log for s in ("Repository not found", "could not read Username", "Authentication failed",
+                                    "does not appear to be a git repository")):
+            print(f"Set-up failed: {{REPO_URL}} is not a public repository. This is a fork? Set REPO_URL in this "
+                  "cell to your fork's URL (or DPO_GRPO_SOURCE to a pip source) and run it again.")
+        else:
+            print("Set-up failed: pip could not install the package. Its last lines:\\n" + "\\n".join(
+                log.strip().splitlines()[-5:]))
+    else:
+        importlib.invalidate_caches()
+if _installed_version() is not None:
+    from dpo_grpo.notebook import runtime_summary
+
+    print(runtime_summary(suggest_gpu={gpu}))'''
 
 
 def repository_url() -> str:
@@ -30,16 +65,22 @@ def repository_url() -> str:
     return cfg["repository"]["url"].rstrip("/")
 
 
-def setup_cell_source() -> str:
-    return TEMPLATE.format(marker=MARKER, url=repository_url())
+def package_version() -> str:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    return re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
+
+
+def setup_cell_source(stem: str = "") -> str:
+    return TEMPLATE.format(marker=MARKER, url=repository_url(), version=package_version(),
+                           gpu=stem in GPU_CHAPTERS)
 
 
 def sync(path: Path) -> bool:
     """Make the first cell of ``path`` the set-up cell; return True if the file changed."""
     nb = nbformat.read(path, as_version=4)
-    source = setup_cell_source()
+    source = setup_cell_source(path.stem)
     first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
-    if first_code is not None and nb.cells[first_code].source.startswith(MARKER):
+    if first_code is not None and nb.cells[first_code].source.startswith(OLD_MARKERS):
         if nb.cells[first_code].source == source:
             return False
         nb.cells[first_code].source = source

@@ -47,10 +47,11 @@ def test_first_code_cell_is_the_colab_setup_rendered_from_config():
     spec = importlib.util.spec_from_file_location("sync", ROOT / "scripts" / "sync_colab_cells.py")
     sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
-    expected = sync.setup_cell_source()
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
-    assert url.rstrip("/") in expected
     for path in NOTEBOOKS:
+        expected = sync.setup_cell_source(path.stem)
+        assert f'REPO_URL = "{url.rstrip("/")}"' in expected and expected.count("https://github.com") == 1
+        assert f"suggest_gpu={path.stem in sync.GPU_CHAPTERS}" in expected
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
         assert first.source == expected, f"{path.name}: run scripts/sync_colab_cells.py"

@@ -36,19 +36,31 @@ def glue(name: str, value, display: bool = False):
     return value
 
 
-def runtime_summary() -> str:
-    """One line saying what this kernel runs on: the NumPy core, and torch's device if torch is installed."""
+def runtime_summary(suggest_gpu: bool = False) -> str:
+    """What this kernel runs on: Python and NumPy, torch and its device (CPU, or the CUDA device's name).
+
+    With ``suggest_gpu=True`` (chapters whose torch cells run faster on a GPU) and no CUDA device, a second line says
+    how to get one (in Colab: Runtime > Change runtime type > a GPU)."""
+    if not isinstance(suggest_gpu, bool):
+        raise TypeError(f"suggest_gpu must be a bool, got {type(suggest_gpu).__name__}")
     import platform
 
     parts = [f"dpo_grpo on Python {platform.python_version()}, NumPy {np.__version__}"]
+    cuda = False
     try:
         import torch
     except ImportError:
         parts.append("torch not installed (the NumPy chapters do not need it)")
     else:
-        device = "cuda (" + torch.cuda.get_device_name(0) + ")" if torch.cuda.is_available() else "cpu"
+        cuda = torch.cuda.is_available()
+        device = "GPU: cuda (" + torch.cuda.get_device_name(0) + ")" if cuda else "CPU (no CUDA device)"
         parts.append(f"torch {torch.__version__} on {device}")
-    return "; ".join(parts)
+    text = "; ".join(parts)
+    if suggest_gpu and not cuda:
+        text += ("\nThis chapter's torch cells run faster on a GPU. In Colab: Runtime > Change runtime type > "
+                 "a GPU (e.g. T4), then run the notebook again from the top. On a CPU it still runs.")
+    return text
+
 
 
 class SourceListing:

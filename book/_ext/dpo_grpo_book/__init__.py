@@ -26,6 +26,11 @@ What it does, so that the built site works with no network at read time (opened 
    'THEBE_JS_URL' has already been declared``. An ``html-page-context`` handler drops the exact duplicates.
    (The other stock console error, ``Got invalid theme mode``, is fixed in ``_config.yml`` by
    ``html_theme_options.default_mode``.)
+4. **Launch buttons open the reader edition.** sphinx-book-theme points its Colab and Binder buttons at the
+   page's source notebook on ``repository.branch``: MyST that Colab shows as raw text. An ``html-page-context``
+   handler (after the theme's) points them at the reader edition on the ``notebooks`` branch that the Pages
+   workflow publishes (``scripts/reader_edition.py``): ``.../blob/notebooks/<name>.ipynb`` for Colab,
+   ``.../v2/gh/OWNER/REPO/notebooks?urlpath=lab/tree/<name>.ipynb`` for Binder (JupyterLab).
 """
 
 from __future__ import annotations
@@ -211,8 +216,41 @@ def dedupe_scripts(files):
     files[:] = unique
 
 
+READER_BRANCH = "notebooks"
+
+
+def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) -> int:
+    """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook; return how many changed."""
+    import re
+
+    m = re.match(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repository_url or "")
+    if not m:
+        return 0
+    owner_repo, name, changed = f"{m.group(1)}/{m.group(2)}", pagename.rsplit("/", 1)[-1], 0
+    for group in header_buttons or []:
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            url = button.get("url", "")
+            if "/github/" in url and "colab" in url:
+                base = url.split("/github/", 1)[0]
+                button["url"] = f"{base}/github/{owner_repo}/blob/{READER_BRANCH}/{name}.ipynb"
+                changed += 1
+            elif "/v2/gh/" in url:
+                base = url.split("/v2/gh/", 1)[0]
+                button["url"] = f"{base}/v2/gh/{owner_repo}/{READER_BRANCH}?urlpath=lab/tree/{name}.ipynb"
+                changed += 1
+    return changed
+
+
+def _launch_buttons(app, pagename, templatename, context, doctree):
+    repository_url = (app.config.html_theme_options or {}).get("repository_url", "")
+    reader_launch_buttons(context.get("header_buttons"), pagename, repository_url)
+
+
 def setup(app):
     app.add_config_value("book_assets_node_modules", "", "env", types=[str])
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", page_scripts, priority=900)
+    app.connect("html-page-context", _launch_buttons, priority=600)  # after sphinx-book-theme's (501)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -27,6 +27,7 @@ lazily, so ``import dpo_grpo`` never needs them.
 
 from __future__ import annotations
 
+import html
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -686,7 +687,6 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
     Core widgets only (ipywidgets 7.6+ or 8), so it also runs in Colab. In a chapter, put it in a cell tagged
     ``remove-cell`` and ``skip-execution``: the static page shows :func:`cost_figure` instead."""
     import ipywidgets as W
-    from IPython.display import HTML, display
 
     base = Workload(n_params=int(7e9)) if base is None else base
     t = Throughput() if throughput is None else throughput
@@ -735,10 +735,10 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
                          f"{grpo['generation'] + grpo['scoring']:.3g} s per step")
         if not _in_kernel():
             return
-        out.clear_output(wait=True)
-        with out:
-            display(HTML(state["text"]))
-            print(state["note"])
+        # the outputs are set, not captured with `with out:` (see dpo_grpo.interactive.widgets.display_data)
+        out.outputs = ({"output_type": "display_data", "metadata": {},
+                        "data": {"text/html": state["text"], "text/plain": state["note"]}},
+                       {"output_type": "stream", "name": "stdout", "text": state["note"] + "\n"})
 
     for w in c.values():
         if hasattr(w, "continuous_update"):

@@ -29,7 +29,7 @@ import ipywidgets as W
 
 from . import figures as F
 
-__all__ = ["ExplorableWidget", "clip_platform_widget", "zero_std_widget", "group_advantage_widget", "dpo_widget",
+__all__ = ["ExplorableWidget", "display_data", "clip_platform_widget", "zero_std_widget", "group_advantage_widget", "dpo_widget",
            "kl_estimator_widget", "bandit_widget", "memory_ledger_widget", "WIDGETS"]
 
 _STYLE = {"description_width": "initial"}
@@ -119,13 +119,24 @@ class ExplorableWidget(W.VBox):
     def _render(self):
         if not _in_kernel():
             return
-        import plotly.io as pio
+        self.output.outputs = (display_data(self.figure),)
 
-        from .figures import PLOTLY_CONFIG
 
-        with self.output:
-            self.output.clear_output(wait=True)
-            pio.show(self.figure, validate=False, config=PLOTLY_CONFIG)
+def display_data(figure) -> dict:
+    """The ``display_data`` output of a plotly figure dict, in the active renderer's MIME types.
+
+    The widgets set an ``Output``'s ``outputs`` to this instead of capturing a display with ``with output:``.
+    Capturing makes the frontend route the cell's output messages into the widget; nbclient (nbconvert, nbmake,
+    papermill) imitates that by sending a ``comm_msg`` on the kernel's shell socket from its IOPub task while its
+    reply task awaits the same socket, and that receive can then miss the ``execute_reply`` until the cell timeout
+    (jupyter/nbclient#312). Setting the trait sends a plain widget state update and involves no capture.
+    """
+    import plotly.io as pio
+
+    from .figures import PLOTLY_CONFIG
+
+    bundle = pio.renderers._build_mime_bundle(figure, config=PLOTLY_CONFIG)
+    return {"output_type": "display_data", "data": bundle, "metadata": {}}
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,84 @@
+"""Headless execution of the live-widget cells never waits for a timeout (jupyter/nbclient#312).
+
+The stall: a cell whose widgets capture a display with ``with output:`` makes nbclient imitate a frontend by sending
+``comm_msg`` on the kernel's shell socket from its IOPub task while another task awaits ``execute_reply`` on the same
+socket; that receive then sometimes wakes only at the cell timeout, and nbclient returns the cell as if nothing
+happened. Measured here before the fix: 2 stalls in 10 runs of three widget cells. The widgets now set their
+``Output.outputs`` instead (``dpo_grpo.interactive.widgets.display_data``).
+
+What runs: every cell of every chapter that builds a live widget (the cells tagged ``skip-execution`` that the
+book build skips and a reader runs), five times in one kernel per chapter, through nbclient with the widget
+mimicry on (the code path that stalls). Only these cells, because the stall is per cell and needs widget output;
+the rest of each chapter is executed by ``--nbmake`` already. A stalled cell is detected by its lag: the time
+from the kernel's ``execute_reply`` (kernel clock, same machine) to nbclient returning the cell. A healthy lag is
+milliseconds; a stall is the whole timeout. The short ``TIMEOUT`` bounds the cost of a failure.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("plotly")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parents[1]
+REPEATS = 5
+TIMEOUT = 30  # seconds per cell; one widget cell takes < 1 s of CPU here
+MAX_LAG = 3.0  # seconds from the kernel's reply to nbclient returning the cell (a stall waits TIMEOUT)
+
+
+def _live_widget_cells(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return [c.source for c in nb.cells if c.cell_type == "code" and "skip-execution" in c.metadata.get("tags", [])
+            and "widget" in c.source]
+
+
+WIDGET_CHAPTERS = [p for p in sorted((ROOT / "book").glob("*.ipynb")) if _live_widget_cells(p)]
+
+
+def test_the_widget_chapters_are_found():
+    names = {p.stem for p in WIDGET_CHAPTERS}
+    assert {"06_costs_and_limits", "08_misconceptions", "explorables"} <= names
+
+
+class _TimedClient(nbclient.NotebookClient):
+    """Records, per executed cell, the seconds from the kernel's execute_reply to the cell being returned."""
+
+    lags: list[float]
+
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        cell = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+        if cell.cell_type == "code":
+            reply = datetime.fromisoformat(cell.metadata["execution"]["shell.execute_reply"].replace("Z", "+00:00"))
+            self.lags.append(time.time() - reply.timestamp())
+        return cell
+
+
+@pytest.mark.parametrize("path", WIDGET_CHAPTERS, ids=lambda p: p.stem)
+def test_widget_cells_run_headless_repeatedly_without_a_stall(path, monkeypatch):
+    monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")
+    cells = _live_widget_cells(path)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell(src) for _ in range(REPEATS) for src in cells]
+    client = _TimedClient(nb, timeout=TIMEOUT, kernel_name="python3", record_timing=True,
+                          resources={"metadata": {"path": str(ROOT)}})
+    client.lags = []
+    start = time.monotonic()
+    client.execute()
+    assert len(client.lags) == REPEATS * len(cells)
+    worst = max(client.lags)
+    assert worst < MAX_LAG, f"{path.name}: a cell returned {worst:.1f} s after the kernel replied (stall)"
+    assert time.monotonic() - start < TIMEOUT * 2
+    # the widgets still show their figure: every Output holds one plotly display, set without capture
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    outputs = [m["state"]["outputs"] for m in state.values() if m["model_name"] == "OutputModel"]
+    assert len(outputs) == REPEATS * len(cells)
+    for out in outputs:
+        assert len(out) == 1 and "application/vnd.plotly.v1+json" in out[0]["data"], out
