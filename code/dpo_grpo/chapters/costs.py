@@ -27,7 +27,6 @@ lazily, so ``import dpo_grpo`` never needs them.
 
 from __future__ import annotations
 
-import html
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
