@@ -34,7 +34,7 @@ import torch
 from .. import _validation as v
 from .. import torch_ops
 from .experiment import PromptStream, _derived_seed, _device
-from .model import AdditionTask, _id_mask, _temperature, _texts, verify
+from .model import AdditionTask, _id_mask, _temperature, _texts, generate, verify
 
 
 def _hf_cfg(cfg) -> "HFLabConfig":
@@ -201,32 +201,9 @@ def hf_generate(model, prompt_ids, prompt_mask, max_new_tokens: int, eos_id: int
     """Sample up to ``max_new_tokens`` per prompt (or decode greedily), recording each sampled token's log-prob
     under the tempered distribution: ``(completion_ids, completion_mask, logps, finished)``, as the tiny lab's
     sampler returns. No KV cache: each new token re-runs the prefix (simple; a serving engine such as vLLM caches)."""
-    _id_mask(prompt_ids, prompt_mask, "prompt")
-    max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
-    eos_id, pad_id = v.integer(eos_id, "eos_id", minimum=0), v.integer(pad_id, "pad_id", minimum=0)
-    temperature = _temperature(temperature)
-    greedy = v.boolean(greedy, "greedy")
-    bsz, device = prompt_ids.shape[0], prompt_ids.device
-    seq, seq_mask = prompt_ids, prompt_mask.bool()
-    ids = torch.full((bsz, max_new_tokens), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros((bsz, max_new_tokens), dtype=torch.bool, device=device)
-    logps = torch.zeros((bsz, max_new_tokens), dtype=torch.float32, device=device)
-    done = torch.zeros(bsz, dtype=torch.bool, device=device)
-    steps = 0
-    for t in range(max_new_tokens):
-        logp = torch.log_softmax(_logits(model, seq, seq_mask)[:, -1, :].float() / temperature, dim=-1)
-        tok = logp.argmax(-1) if greedy else torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
-        live = ~done
-        tok = torch.where(live, tok, torch.full_like(tok, pad_id))
-        ids[:, t], mask[:, t] = tok, live
-        logps[:, t] = torch.where(live, logp.gather(1, tok[:, None]).squeeze(1), torch.zeros_like(logps[:, t]))
-        done = done | (live & (tok == eos_id))
-        seq = torch.cat([seq, tok[:, None]], 1)
-        seq_mask = torch.cat([seq_mask, live[:, None]], 1)
-        steps = t + 1
-        if bool(done.all()):
-            break
-    return ids[:, :steps], mask[:, :steps], logps[:, :steps], done
+    out = generate(model, prompt_ids, prompt_mask, max_new_tokens, temperature=temperature, greedy=greedy,
+                   generator=generator, eos_id=eos_id, pad_id=pad_id, logits_fn=_logits)
+    return out.completion_ids, out.completion_mask, out.logps, out.finished
 
 
 def hf_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0):

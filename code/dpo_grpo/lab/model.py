@@ -310,38 +310,43 @@ class Rollout(NamedTuple):
 
 @torch.no_grad()
 def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature: float = 1.0,
-             greedy: bool = False, generator: torch.Generator | None = None) -> Rollout:
+             greedy: bool = False, generator: torch.Generator | None = None, eos_id: int = EOS,
+             pad_id: int = PAD, logits_fn=None) -> Rollout:
     """Sample (or decode greedily) up to ``max_new_tokens`` tokens per prompt; stop early when all rows ended.
 
     Each step runs the full prefix through the model (no KV cache: the sequences here are a dozen tokens), samples
     from ``softmax(logits / temperature)`` with ``generator``, and records the token's log-prob under that same
-    tempered distribution: these are the rollout's "old" log-probs.
+    tempered distribution: these are the rollout's "old" log-probs. ``logits_fn(model, ids, mask)`` (default:
+    ``model(ids, mask)``) and ``eos_id``/``pad_id`` let the same sampler drive a Hugging Face model
+    (:func:`dpo_grpo.lab.hf.hf_generate`).
     """
     _id_mask(prompt_ids, prompt_mask, "prompt")
     max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
+    eos_id, pad_id = v.integer(eos_id, "eos_id", minimum=0), v.integer(pad_id, "pad_id", minimum=0)
+    logits_fn = (lambda m, ids, mask: m(ids, mask)) if logits_fn is None else logits_fn
     temperature = _temperature(temperature)
     greedy = v.boolean(greedy, "greedy")
     bsz = prompt_ids.shape[0]
     device = prompt_ids.device
     seq, seq_mask = prompt_ids, prompt_mask.bool()
-    ids = torch.full((bsz, max_new_tokens), PAD, dtype=torch.long, device=device)
+    ids = torch.full((bsz, max_new_tokens), pad_id, dtype=torch.long, device=device)
     mask = torch.zeros((bsz, max_new_tokens), dtype=torch.bool, device=device)
     logps = torch.zeros((bsz, max_new_tokens), dtype=torch.float32, device=device)
     done = torch.zeros(bsz, dtype=torch.bool, device=device)
     steps = 0
     for t in range(max_new_tokens):
-        logits = model(seq, seq_mask)[:, -1, :].float()
+        logits = logits_fn(model, seq, seq_mask)[:, -1, :].float()
         logp = torch.log_softmax(logits / temperature, dim=-1)
         if greedy:
             tok = logp.argmax(dim=-1)
         else:
             tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
         live = ~done
-        tok = torch.where(live, tok, torch.full_like(tok, PAD))
+        tok = torch.where(live, tok, torch.full_like(tok, pad_id))
         ids[:, t] = tok
         mask[:, t] = live
         logps[:, t] = torch.where(live, logp.gather(1, tok[:, None]).squeeze(1), torch.zeros_like(logps[:, t]))
-        done = done | (live & (tok == EOS))
+        done = done | (live & (tok == eos_id))
         seq = torch.cat([seq, tok[:, None]], dim=1)
         seq_mask = torch.cat([seq_mask, live[:, None]], dim=1)
         steps = t + 1
