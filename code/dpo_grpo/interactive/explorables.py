@@ -1,4 +1,4 @@
-"""Pure data behind the book's seven explorables (NumPy only: no plotly, no ipywidgets).
+"""Pure data behind the book's original seven explorables (NumPy only: no plotly, no ipywidgets).
 
 Each ``*_data(...)`` function maps parameters to the arrays one explorable draws, by calling the package's core
 functions (nothing is re-derived here). :mod:`dpo_grpo.interactive.figures` turns them into plotly figures with precomputed

@@ -1,4 +1,7 @@
-"""Plotly figures of the book's seven explorables, with sliders precomputed over a parameter grid.
+"""Plotly figures of the book's original seven explorables, with sliders precomputed over a parameter grid.
+
+The newer explorables live in their own modules beside this one (length_norm, difficulty, dpo_dynamics, clip_reuse,
+kl_variance, token_level) and reuse its helpers.
 
 Each ``*_figure()`` returns a :class:`plotly.graph_objects.Figure` whose ``layout.sliders`` carry every state of a
 modest grid (rounded numbers, so a figure stays well under the 1.5 MB page budget): the sliders work in the static

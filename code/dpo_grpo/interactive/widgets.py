@@ -1,4 +1,4 @@
-"""Live ipywidgets UIs of the book's seven explorables: controls that recompute the figure in the kernel.
+"""Live ipywidgets UIs of the book's original seven explorables: controls that recompute the figure in the kernel.
 
 Each ``*_widget()`` returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``): core ipywidgets controls plus an
 ``Output`` widget in which a plotly figure is re-displayed after every change. Only core widgets are used, and no
