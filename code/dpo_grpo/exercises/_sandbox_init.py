@@ -34,6 +34,10 @@ def _build_root(spec):
     new = spec["newroot"]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
+    # the private /tmp first, then the binds: a Python installation under /tmp (a CI checkout's venv) stays visible
+    for dst, size in spec["tmpfs"]:
+        os.makedirs(new + dst, exist_ok=True)
+        _mount("tmpfs", new + dst, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     for src, dst, ro in spec["binds"]:
         target = new + dst
         if os.path.islink(src):
@@ -48,9 +52,6 @@ def _build_root(spec):
         _mount(src, target, None, MS_BIND | MS_REC)
         flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (MS_RDONLY if ro else 0) | (0 if dst.startswith("/dev/") else MS_NODEV)
         _mount(None, target, None, flags)
-    for dst, size in spec["tmpfs"]:
-        os.makedirs(new + dst, exist_ok=True)
-        _mount("tmpfs", new + dst, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     os.makedirs(new + "/proc", exist_ok=True)
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chroot(new)
