@@ -34,7 +34,7 @@ import torch
 from .. import _validation as v
 from .. import torch_ops
 from .experiment import PromptStream, _derived_seed, _device
-from .model import AdditionTask, _id_mask, _temperature, _texts, generate, verify
+from .model import AdditionTask, _id_mask, _texts, completion_logps, generate, verify
 
 
 def _hf_cfg(cfg) -> "HFLabConfig":
@@ -208,17 +208,8 @@ def hf_generate(model, prompt_ids, prompt_mask, max_new_tokens: int, eos_id: int
 
 def hf_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0):
     """Per-token log-probs ``(B, L)`` of the completion tokens, one forward pass, tempered as TRL does."""
-    _id_mask(prompt_ids, prompt_mask, "prompt")
-    _id_mask(completion_ids, completion_mask, "completion")
-    if completion_ids.shape[0] != prompt_ids.shape[0]:
-        raise ValueError(f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "
-                         f"got {completion_ids.shape[0]}")
-    temperature = _temperature(temperature)
-    width = prompt_ids.shape[1]
-    ids = torch.cat([prompt_ids, completion_ids], 1)
-    mask = torch.cat([prompt_mask.bool(), completion_mask.bool()], 1)
-    logits = _logits(model, ids, mask)[:, width - 1: -1, :].float() / temperature
-    return torch_ops.selective_log_softmax(logits, completion_ids)
+    return completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=temperature,
+                            log_softmax_fn=torch_ops.selective_log_softmax, logits_fn=_logits)
 
 
 def decode_completions(tokenizer, completion_ids, completion_mask) -> list:

@@ -356,13 +356,14 @@ def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature
 
 
 def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *,
-                     temperature: float = 1.0, log_softmax_fn=None):
+                     temperature: float = 1.0, log_softmax_fn=None, logits_fn=None):
     """Per-token log-probs ``(B, L)`` of the completion tokens under ``model``, one forward pass.
 
     The logits that predict completion token ``t`` sit at position ``P - 1 + t`` of ``cat(prompt, completion)``;
     they are divided by ``temperature`` (as TRL does, so the ratio compares the distributions that were sampled)
     and gathered with ``log_softmax_fn(logits, ids)`` (``selective_log_softmax``). Padding positions hold
-    arbitrary finite values: multiply by ``completion_mask`` before summing.
+    arbitrary finite values: multiply by ``completion_mask`` before summing. ``logits_fn(model, ids, mask)``
+    (default ``model(ids, mask)``) lets a Hugging Face model use it (:func:`dpo_grpo.lab.hf.hf_logps`).
     """
     _id_mask(prompt_ids, prompt_mask, "prompt")
     _id_mask(completion_ids, completion_mask, "completion")
@@ -373,7 +374,7 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     width = prompt_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask.bool(), completion_mask.bool()], dim=1)
-    logits = model(ids, mask)[:, width - 1: -1, :]
+    logits = (model(ids, mask) if logits_fn is None else logits_fn(model, ids, mask))[:, width - 1: -1, :]
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
     if temperature != 1.0:
