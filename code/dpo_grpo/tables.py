@@ -32,7 +32,7 @@ def markdown_row(cells, *, untrusted: bool = False) -> str:
 
 def markdown_table(rows, columns=None, formats=None, headers=None, *, float_format=None, untrusted=False) -> str:
     """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for rows and cells."""
-    columns, body = _cells(rows, columns, formats, float_format, markdown=True)
+    columns, _, body = _cells(rows, columns, formats, float_format)
     head = [(headers or {}).get(c, c) for c in columns]
     lines = [markdown_row(head, untrusted=untrusted), "|" + "---|" * len(columns)]
     lines += [markdown_row(r, untrusted=untrusted) for r in body]
@@ -42,17 +42,16 @@ def markdown_table(rows, columns=None, formats=None, headers=None, *, float_form
 def html_table(rows, columns=None, formats=None, headers=None, *, float_format=None, code_columns=()) -> str:
     """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab and the built book alike.
     Cells are escaped; numbers are right-aligned; ``code_columns`` (names or indices) are set in ``<code>``."""
-    raw = _rows(rows)
-    columns, body = _cells(raw, columns, formats, float_format, markdown=False)
+    columns, values, body = _cells(rows, columns, formats, float_format)
     code_columns = {columns[c] if isinstance(c, int) else c for c in v.sequence(code_columns, "code_columns")}
     pad = "padding:0.25em 0.75em;"
     out = ['<table style="border-collapse:collapse;margin:0.5em 0">',
            "<thead><tr>" + "".join(f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
                                    f"{html.escape(str((headers or {}).get(c, c)))}</th>" for c in columns)
            + "</tr></thead>", "<tbody>"]
-    for values, texts in zip(_values(raw, columns), body):
+    for row_values, texts in zip(values, body):
         tds = []
-        for c, value, text in zip(columns, values, texts):
+        for c, value, text in zip(columns, row_values, texts):
             numeric = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
             shown = html.escape(text) if text != "**no**" else "<strong>no</strong>"
             shown = f"<code>{shown}</code>" if c in code_columns else shown
@@ -98,7 +97,8 @@ def _values(rows, columns) -> list:
     return out
 
 
-def _cells(rows, columns, formats, float_format, *, markdown):
+def _cells(rows, columns, formats, float_format):
+    """``(columns, raw values per row, formatted cells per row)``."""
     rows = _rows(rows)
     if columns is None:
         if not isinstance(rows[0], dict):
@@ -110,9 +110,9 @@ def _cells(rows, columns, formats, float_format, *, markdown):
     formats = {} if formats is None else formats
     if not isinstance(formats, dict):
         raise TypeError(f"formats must be a dict {{column: format}} or None, got {type(formats).__name__}")
-    body = [[_cell(value, formats.get(c, float_format), c) for c, value in zip(columns, values)]
-            for values in _values(rows, columns)]
-    return columns, body
+    values = _values(rows, columns)
+    body = [[_cell(value, formats.get(c, float_format), c) for c, value in zip(columns, row)] for row in values]
+    return columns, values, body
 
 
 def _cell(value, spec, column) -> str:
