@@ -302,10 +302,9 @@ def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
 
 def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=None, loss_type="grpo",
                      importance_sampling_level="token", use_bias_correction_kl=False, max_len=None, n_items=None,
-                     gas=1, spg=1, nproc=1, with_metrics=True, options=None) -> GRPOOutput:
+                     gas=1, spg=1, nproc=1, options=None) -> GRPOOutput:
     """The computation behind :func:`grpo_loss` on already validated arrays: ``new``, ``old``, ``ref`` (or None)
-    and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). Hot loops (the bandit) call it
-    directly after validating their inputs once (and may skip the metrics). ``options``: the validated
+    and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). ``options``: the validated
     :class:`GRPOOptions` (for the SAPO/VESPO constants; TRL's defaults when None)."""
     o = GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
                     use_bias_correction_kl, gas, spg, nproc, max_len) if options is None else options
@@ -392,15 +391,14 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     grad = grad * m
 
     metrics = {}
-    if with_metrics:
-        if beta != 0:
-            metrics["kl"] = _masked_mean_over(kl_term, m)
-        if loss_type in CLIPPED_LOSS_TYPES:
-            metrics.update(_metrics(coef1_capped, adv, None, m, eps_low, eps_high))
-        elif loss_type == "cispo":
-            metrics["cispo_clip_ratio"] = _masked_mean_over(((coef1 > eps_high) & (adv > 0)).astype(np.float64), m)
-        elif loss_type == "vespo":
-            metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
+    if beta != 0:
+        metrics["kl"] = _masked_mean_over(kl_term, m)
+    if loss_type in CLIPPED_LOSS_TYPES:
+        metrics.update(_metrics(coef1_capped, adv, None, m, eps_low, eps_high))
+    elif loss_type == "cispo":
+        metrics["cispo_clip_ratio"] = _masked_mean_over(((coef1 > eps_high) & (adv > 0)).astype(np.float64), m)
+    elif loss_type == "vespo":
+        metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
 
     return GRPOOutput(
         loss=loss,
