@@ -1,9 +1,55 @@
-"""Shared test settings."""
+"""Shared test settings and fixtures.
+
+``scripts/`` (the build tooling: reader edition, set-up cells) is put on ``sys.path`` so tests import its modules by
+name (``import reader_edition``); it is not part of the installed package.
+"""
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
+    """Run ``cmd``; on failure raise with the tail of its output (pip's and the build's errors are at the end)."""
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if result.returncode:
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def package_wheel(tmp_path_factory) -> Path:
+    """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools writes build/ beside it)."""
+    base = tmp_path_factory.mktemp("wheel")
+    src = base / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "code", src / "code", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    run_checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", base, src])
+    return next(base.glob("dpo_grpo-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory):
+    """A factory: ``fresh_venv(name, *pip_args)`` makes a new venv, pip-installs ``pip_args``, returns its python."""
+    def make(name: str, *pip_args) -> Path:
+        venv = tmp_path_factory.mktemp(name) / "venv"
+        run_checked([sys.executable, "-m", "venv", venv])
+        python = venv / "bin" / "python"
+        if pip_args:
+            run_checked([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args])
+        return python
+    return make

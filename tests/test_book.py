@@ -42,11 +42,8 @@ def test_notebook_metadata_and_no_committed_outputs(path):
 
 
 def test_first_code_cell_is_the_colab_setup_rendered_from_config():
-    import importlib.util
+    import sync_colab_cells as sync  # scripts/ (tests/conftest.py puts it on sys.path)
 
-    spec = importlib.util.spec_from_file_location("sync", ROOT / "scripts" / "sync_colab_cells.py")
-    sync = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sync)
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     for path in NOTEBOOKS:
         expected = sync.setup_cell_source(path.stem)

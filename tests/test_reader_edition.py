@@ -2,19 +2,15 @@
 
 import base64
 import re
-import importlib.util
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 import pytest
 
+import reader_edition as re_  # scripts/ (tests/conftest.py puts it on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "scripts" / "reader_edition.py")
-re_ = importlib.util.module_from_spec(_spec)
-sys.modules["reader_edition"] = re_
-_spec.loader.exec_module(re_)
 
 PNG = base64.b64encode(b"\x89PNG fake").decode()
 URLS = re_.Urls("https://github.com/Some-Fork/the-book")

@@ -12,9 +12,7 @@ import pytest
 pytest.importorskip("torch")  # imported here, not while the cell runs with find_spec faked
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("sync_colab_cells", ROOT / "scripts" / "sync_colab_cells.py")
-sync = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sync)
+import sync_colab_cells as sync  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
 
 
 def _run_cell(capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="04_code", env=None):
