@@ -19,6 +19,9 @@ MARKER = "# Set-up: installs the book's package where it is missing (Colab, a fr
 OLD_MARKERS = (MARKER, "# Set-up: in Colab, install the book's package")
 # Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how to get one.
 GPU_CHAPTERS = {"05_production", "lab_tiny_grpo"}
+# A chapter needs torch when a code cell other than the set-up cell names torch, torch_ops or the lab (which runs on
+# torch); the others install without it (on Linux, PyPI's torch is a CUDA build of several GB).
+USES_TORCH = re.compile(r"\btorch|\bdpo_grpo\.lab\b|from dpo_grpo import[^\n]*\blab\b")
 
 TEMPLATE = '''{marker}; then shows the runtime.
 REPO_URL = "{url}"  # a fork: put your fork's URL here (or set DPO_GRPO_SOURCE)
@@ -33,9 +36,10 @@ def _installed_version():
         return None
 
 
+NEEDS_TORCH = {needs_torch}  # whether this chapter's cells use torch
 if _installed_version() != PACKAGE_VERSION:  # already installed at this version (the book build, a 2nd run): skip
-    # Colab's torch, ipywidgets and plotly satisfy the extras and stay; torch is added only where it is missing.
-    extras = "notebooks" if importlib.util.find_spec("torch") else "notebooks,torch"
+    # Colab's torch, ipywidgets and plotly satisfy the extras and stay; torch is added only where it is missing and used.
+    extras = "notebooks,torch" if NEEDS_TORCH and not importlib.util.find_spec("torch") else "notebooks"
     source = os.environ.get("DPO_GRPO_SOURCE", "git+" + REPO_URL)
     print(f"Installing dpo-grpo {{PACKAGE_VERSION}} from {{source}} ...")
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"dpo-grpo[{{extras}}] @ {{source}}"],
@@ -70,9 +74,18 @@ def package_version() -> str:
     return re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
 
 
-def setup_cell_source(stem: str = "") -> str:
+def needs_torch(stem: str) -> bool:
+    """Whether ``book/<stem>.ipynb`` has a code cell, besides its set-up cell, that uses torch."""
+    path = ROOT / "book" / f"{stem}.ipynb"
+    if not path.exists():
+        raise ValueError(f"stem: no notebook book/{stem}.ipynb")
+    cells = nbformat.read(path, as_version=4).cells
+    return any(USES_TORCH.search(c.source) for c in cells if c.cell_type == "code" and not c.source.startswith(OLD_MARKERS))
+
+
+def setup_cell_source(stem: str) -> str:
     return TEMPLATE.format(marker=MARKER, url=repository_url(), version=package_version(),
-                           gpu=stem in GPU_CHAPTERS)
+                           gpu=stem in GPU_CHAPTERS, needs_torch=needs_torch(stem))
 
 
 def sync(path: Path) -> bool:

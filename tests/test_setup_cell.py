@@ -51,8 +51,20 @@ def test_missing_package_is_installed_with_the_right_extras_and_source(capsys):
     url = sync.repository_url()
     assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"  # Colab's torch/ipywidgets/plotly are kept
     assert "dpo_grpo on Python" in out
-    calls, _ = _run_cell(capsys, installed="0.0.1", has_torch=False, env={"DPO_GRPO_SOURCE": "file:///w/x.whl"})
-    assert calls[0][-1] == "dpo-grpo[notebooks,torch] @ file:///w/x.whl"
+    calls, _ = _run_cell(capsys, installed="0.0.1", has_torch=False, env={"DPO_GRPO_SOURCE": "file:///w/x.whl"},
+                         stem="lab_tiny_grpo")
+    assert calls[0][-1] == "dpo-grpo[notebooks,torch] @ file:///w/x.whl"  # torch only where it is missing and used
+    calls, _ = _run_cell(capsys, installed=None, has_torch=False, stem="04_code")
+    assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"  # a NumPy chapter does not pull in torch
+
+
+def test_the_chapters_that_use_torch_are_found_from_their_cells():
+    torch_chapters = {p.stem for p in (ROOT / "book").glob("*.ipynb") if sync.needs_torch(p.stem)}
+    assert {"05_production", "lab_tiny_grpo", "lab_trl_scale_out"} <= torch_chapters
+    assert not torch_chapters & {"01_why", "02_minimal_understanding", "03_derivations", "04_code", "explorables"}
+    assert sync.GPU_CHAPTERS <= torch_chapters
+    with pytest.raises(ValueError, match="stem"):
+        sync.needs_torch("no_such_chapter")
 
 
 @pytest.mark.parametrize("log, advice", [
