@@ -1,4 +1,4 @@
-"""dpo_grpo.data.bench_results: finding bench/results files and the widget latency table."""
+"""dpo_grpo.data.bench_results: finding bench/results files, the widget latency and browser redraw tables."""
 
 import json
 
@@ -65,3 +65,28 @@ def test_non_widget_data_is_rejected(bad):
 def test_predicate_must_be_callable(tmp_path):
     with pytest.raises(TypeError, match="predicate"):
         br.load_results("widgets", tmp_path)
+
+
+def _frontend_result(samples_ms):
+    return {"benchmark": "frontend_draw", "target_ms": 200.0, "frontends": {"lab4": {"samples_ms": {"bandit": samples_ms}}}}
+
+
+def test_frontend_draw_rows_flag_a_missed_target():
+    (row,) = br.frontend_draw_rows(_frontend_result([120.0, 250.0, 130.0]))
+    assert (row["frontend"], row["explorable"], row["redraws"]) == ("lab4", "bandit", 3)
+    assert row["median ms"] == 130.0 and row["max ms"] == 250.0 and row["meets < 200 ms"] is False
+    (row,) = br.frontend_draw_rows(_frontend_result([120.0, 199.0]))
+    assert row["meets < 200 ms"] is True
+    for bad in (None, {}, _widget_result([1.0]), {"benchmark": "frontend_draw"}):
+        assert not br.is_frontend_draw_benchmark(bad)
+        with pytest.raises(ValueError, match="bench_frontend_draw"):
+            br.frontend_draw_rows(bad)
+
+
+def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
+    found = br.load_results(br.is_frontend_draw_benchmark)
+    assert found, "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the explorables page renders it"
+    for _, data in found:
+        rows = br.frontend_draw_rows(data)
+        assert {r["frontend"] for r in rows} == {"lab4", "notebook7", "lab3-colab-kernel"}
+        assert all(r["redraws"] == data["repeats"] for r in rows)

@@ -1,13 +1,20 @@
 """Colab in CI: every reader notebook runs as a Colab reader would meet it.
 
-Once per session: build the wheel of this repository (``pip wheel --no-deps .``), make a fresh venv with Colab's
+Once per session: build the wheel of this checkout (the ``package_wheel`` fixture), make fresh venvs with Colab's
 package versions (``tests/colab/requirements-colab.txt``) and a fake ``google.colab`` module imported by
 ``sitecustomize`` (so the set-up branch and plotly's Colab renderer are taken), and build the reader edition
-(``scripts/reader_edition.py``; glue values from ``_build/jupyter_execute`` when ``make book`` ran, else it executes
-the chapters). Then each reader notebook is copied alone into an empty folder and executed in a kernel of that
-venv, with no repository on the path; its set-up cell installs the package from the wheel
-(``DPO_GRPO_SOURCE``). A notebook fails on any cell error, any MyST left in its Markdown, and any output saying
-"not found", "no results", "Set-up failed" or showing a traceback.
+(``scripts/reader_edition.py``; glue values from ``_build/jupyter_execute`` when the book was built, else it executes
+the chapters). Then each reader notebook is copied alone into an empty folder and executed in a kernel of such a
+venv, with no repository on the path; its set-up cell installs the package from the wheel (``DPO_GRPO_SOURCE``).
+A notebook fails on any cell error, any MyST left in its Markdown, and any output saying "not found",
+"no results", "Set-up failed" or showing a traceback.
+
+Two Pythons, as Colab has moved from 3.11 to 3.12: the chapters whose cells use torch run on Python 3.11 with the
+CPU build of the pinned torch (the only torch wheel on this machine's disk; Colab ships a CUDA build); the others
+run on Python 3.12 without torch, so their set-up cell must not ask for it (``python3.12`` from the machine; where
+it is missing they run on 3.11 and ``test_python_312_is_simulated`` is skipped with the reason). The wheel's
+dependencies must already be in the venv (``PIP_NO_INDEX``), except on the TRL scale-out page, whose own cell
+pip-installs transformers and TRL from PyPI as it does in Colab (``ONLINE``); it runs last.
 
 Marker ``colab``: the one place the reader edition is executed (the book build and ``--nbmake`` execute the
 originals); deselect with ``-m "not colab"``.
@@ -25,73 +32,85 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import reader_edition  # scripts/ (tests/conftest.py puts it on sys.path)
+import sync_colab_cells
+
+from conftest import run_checked
 
 nbclient = pytest.importorskip("nbclient")
 pytestmark = pytest.mark.colab
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
-#: Pages whose Colab branch installs packages Colab does not ship (the scale-out page pip-installs trl): the
-#: simulation forbids the network mid-test (PIP_NO_INDEX), so they cannot run here as in Colab. Their code runs
-#: under --nbmake and tests/test_lab_trl_scale.py; their reader edition is checked for MyST by
-#: tests/test_reader_edition.py.
-NEEDS_NETWORK_IN_COLAB = {"lab_trl_scale_out": "pip-installs trl==1.16.0 (and its pyarrow) from PyPI"}
-STEMS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb") if p.stem not in NEEDS_NETWORK_IN_COLAB)
+#: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
+ONLINE = {"lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"}
+STEMS = sorted((p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s))
+
+
+def _python_312() -> str | None:
+    """A working Python 3.12: on PATH, or one that pyenv installed (whose shim may not be active)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in [shutil.which("python3.12"), *sorted(pyenv.glob("versions/3.12*/bin/python3.12"))]:
+        if candidate and subprocess.run([candidate, "-c", "import venv, sys; assert sys.version_info[:2] == (3, 12)"],
+                                        capture_output=True).returncode == 0:
+            return str(candidate)
+    return None
+
+
+PYTHON_312 = _python_312()
 BAD_OUTPUT = re.compile(r"not found|no results|no benchmark results|set-up failed|traceback", re.I)
 
 FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (only its presence matters)."""
 '''
 
 
-def _run(cmd, **kw):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if result.returncode:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-    return result
-
-
-def _load_reader_edition():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "scripts" / "reader_edition.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reader_edition"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def colab(tmp_path_factory):
-    base = tmp_path_factory.mktemp("colab")
-    wheel_dir, src = base / "wheel", base / "src"  # built from a copy: setuptools writes build/ next to the source
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "code", src / "code", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir),
-          str(src)])
-    wheel = next(wheel_dir.glob("dpo_grpo-*.whl"))
+def _colab_venv(base: Path, python: str, *, torch: bool) -> Path:
+    """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
+    pins = [line for line in REQUIREMENTS.read_text().splitlines() if "==" in line and not line.startswith("#")]
+    if not torch:
+        pins = [line for line in pins if not line.startswith("torch==")]
     venv = base / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)])
-    python = venv / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    run_checked([python, "-m", "venv", venv])
+    py = venv / "bin" / "python"
+    run_checked([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins])
+    site = Path(run_checked([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     (site / "google" / "colab").mkdir(parents=True)
     (site / "google" / "colab" / "__init__.py").write_text(FAKE_COLAB)
     (site / "sitecustomize.py").write_text("import google.colab  # noqa: F401 (Colab imports it at start-up)\n")
-    kernels = base / "jupyter" / "kernels" / "colab"
-    kernels.mkdir(parents=True)
-    env = {"PYTHONPATH": "", "PLOTLY_RENDERER": "", "DPO_GRPO_SOURCE": wheel.as_uri(),
-           "PIP_NO_INDEX": "1"}  # the wheel's dependencies must already be there
-    (kernels / "kernel.json").write_text(json.dumps({
+    return py
+
+
+def _kernelspec(jupyter: Path, name: str, python: Path, wheel: Path, *, online: bool) -> None:
+    env = {"PYTHONPATH": "", "PLOTLY_RENDERER": "", "DPO_GRPO_SOURCE": wheel.as_uri()}
+    if not online:
+        env["PIP_NO_INDEX"] = "1"  # the wheel's dependencies must already be there
+    (jupyter / "kernels" / name).mkdir(parents=True)
+    (jupyter / "kernels" / name / "kernel.json").write_text(json.dumps({
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Colab (simulated)", "language": "python", "env": env}))
-    reader = _load_reader_edition()
+        "display_name": f"Colab (simulated, {name})", "language": "python", "env": env}))
+
+
+def kernel_for(stem: str) -> str:
+    if stem in ONLINE:
+        return "colab-3.11-online"
+    return "colab-3.11" if sync_colab_cells.needs_torch(stem) or PYTHON_312 is None else "colab-3.12"
+
+
+@pytest.fixture(scope="session")
+def colab(tmp_path_factory, package_wheel):
+    base = tmp_path_factory.mktemp("colab")
+    jupyter = base / "jupyter"
+    pythons = {"3.11": _colab_venv(tmp_path_factory.mktemp("colab-3.11"), sys.executable, torch=True)}
+    if PYTHON_312:
+        pythons["3.12"] = _colab_venv(tmp_path_factory.mktemp("colab-3.12"), PYTHON_312, torch=False)
+    for version, python in pythons.items():
+        _kernelspec(jupyter, f"colab-{version}", python, package_wheel, online=False)
+    _kernelspec(jupyter, "colab-3.11-online", pythons["3.11"], package_wheel, online=True)
     out = base / "reader"
-    reader.build(out, ROOT / "_build" / "jupyter_execute", execute=True)
+    reader_edition.build(out, ROOT / "_build" / "jupyter_execute", execute=True)
     old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(base / "jupyter") + (os.pathsep + old if old else "")
-    yield {"python": python, "reader": out, "base": base, "module": reader}
+    os.environ["JUPYTER_PATH"] = str(jupyter) + (os.pathsep + old if old else "")
+    yield {"pythons": pythons, "reader": out}
     if old is None:
         os.environ.pop("JUPYTER_PATH", None)
     else:
@@ -111,11 +130,19 @@ def _texts(cell):
                     yield "".join(value) if isinstance(value, list) else value
 
 
-def test_the_colab_venv_keeps_colab_versions(colab):
+def test_the_colab_venvs_keep_colab_versions(colab):
     pins = dict(line.split("==") for line in REQUIREMENTS.read_text().splitlines() if "==" in line)
-    got = _run([str(colab["python"]), "-c", "import ipywidgets, plotly; print(ipywidgets.__version__, "
-                                            "plotly.__version__)"]).stdout.split()
-    assert got == [pins["ipywidgets"], pins["plotly"]]
+    for version, python in colab["pythons"].items():
+        got = run_checked([python, "-c", "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
+                                         "plotly.__version__, platform.python_version())"]).stdout.split()
+        assert got[:2] == [pins["ipywidgets"], pins["plotly"]] and got[2].startswith(version), got
+
+
+def test_python_312_is_simulated(colab):
+    if PYTHON_312 is None:
+        pytest.skip("python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only")
+    assert {kernel_for(s) for s in STEMS} == {"colab-3.11", "colab-3.12", "colab-3.11-online"}
+    assert subprocess.run([colab["pythons"]["3.12"], "-c", "import torch"], capture_output=True).returncode != 0
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -126,12 +153,14 @@ def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
     nb = nbformat.read(content / f"{stem}.ipynb", as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            assert colab["module"].leftover_myst(cell.source) == [], f"{stem}: MyST left: {cell.source[:300]}"
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="colab", resources={"metadata": {"path": str(content)}})
+            assert reader_edition.leftover_myst(cell.source) == [], f"{stem}: MyST left: {cell.source[:300]}"
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name=kernel_for(stem),
+                                     resources={"metadata": {"path": str(content)}})
     client.execute()
     setup = next(c for c in nb.cells if c.cell_type == "code")
     setup_text = "".join(_texts(setup))
-    assert "dpo_grpo on Python" in setup_text, setup_text
+    python_version = kernel_for(stem).split("-")[1]  # colab-<version>[-online]
+    assert f"dpo_grpo on Python {python_version}" in setup_text, setup_text
     for i, cell in enumerate(nb.cells):
         for text in _texts(cell):
             m = BAD_OUTPUT.search(text)

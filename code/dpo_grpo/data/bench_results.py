@@ -3,13 +3,15 @@
 The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON file per kind of machine.
 :func:`load_results` finds the files a chapter needs (by a predicate on their content); the torch-loss tables are
 built by :mod:`dpo_grpo.chapters.parity`, the live-widget latency table (``bench/bench_widgets.py``) here, by
-:func:`widget_latency_rows`.
+:func:`widget_latency_rows`, and the browser redraw table (``bench/bench_frontend_draw.py``) by
+:func:`frontend_draw_rows`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 
 
@@ -82,3 +84,19 @@ def widget_benchmark_host(data) -> str:
     if load[0] is not None:
         parts.append(f"load average {load[0]:.1f} before the run")
     return ", ".join(parts)
+
+
+def is_frontend_draw_benchmark(data) -> bool:
+    """True for a file written by ``bench/bench_frontend_draw.py`` (browser redraw times per frontend)."""
+    return isinstance(data, dict) and data.get("benchmark") == "frontend_draw" and isinstance(data.get("frontends"), dict)
+
+
+def frontend_draw_rows(data) -> list:
+    """One row per frontend and explorable: redraws timed, median and max ms from the kernel's reply to the redrawn
+    figure, and whether every redraw met the target (``data["target_ms"]``)."""
+    if not is_frontend_draw_benchmark(data):
+        raise ValueError("data must be the JSON written by bench/bench_frontend_draw.py (benchmark 'frontend_draw')")
+    target = float(data["target_ms"])
+    return [{"frontend": frontend, "explorable": name, "redraws": len(ms), "median ms": statistics.median(ms),
+             "max ms": max(ms), f"meets < {target:g} ms": all(m < target for m in ms)}
+            for frontend, r in data["frontends"].items() for name, ms in r["samples_ms"].items()]
