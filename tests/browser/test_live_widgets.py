@@ -5,7 +5,7 @@ cell is run; then, for each live explorable (dpo_grpo.interactive.widgets), its 
 mouse, as a reader does. The test asserts that the figure in the widget's Output changes to the package's values for
 the slider's new value (computed here by the same widget class), that it is drawn after the websocket frame that
 carries the kernel's new figure and then settles, and that the browser shows no error beyond those the same frontend
-shows for an empty notebook (its own, recorded first as a control). Every request to another host is blocked.
+shows for a control notebook of plain Markdown with math and no code (its own, recorded first). Every request to another host is blocked.
 
 Three frontends (FRONTENDS): JupyterLab 4 and Notebook 7 with this environment's kernel (ipywidgets 8, plotly 7),
 and JupyterLab 3.6 with Colab's kernel packages (ipywidgets 7.7.1, plotly 5.24: tests/colab/requirements-colab.txt),
@@ -46,6 +46,7 @@ pytest.importorskip("ipywidgets")
 
 import ipywidgets as W  # noqa: E402
 import reader_edition  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
+from conftest import run_checked  # noqa: E402
 
 from dpo_grpo.interactive import widgets  # noqa: E402
 
@@ -171,11 +172,11 @@ def notebook_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("reader")
     reader_edition.build(out, ROOT / "_build" / "jupyter_execute", execute=True, stems=["explorables"])
     # the control: what the frontend itself logs for a notebook of the same kinds of Markdown (math included)
-    blank = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+    control = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
         "# A heading\n\nInline math $\\rho = \\pi_\\theta / \\pi_{old}$ and display math\n\n"
         "$$\\mathbb{E}[\\min(\\rho A, \\operatorname{clip}(\\rho, 1-\\epsilon, 1+\\epsilon) A)]$$")])
-    blank.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(blank, out / "blank.ipynb")
+    control.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(control, out / "control.ipynb")
     return out
 
 
@@ -184,7 +185,7 @@ def colab_kernel_python(fresh_venv, package_wheel):
     """A venv with Colab's kernel packages, JupyterLab 3.6 and the wheel of this checkout (no torch: the
     explorables do not use it)."""
     python = fresh_venv("widgets7", "-r", WIDGETS7_REQUIREMENTS)
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", package_wheel], check=True)
+    run_checked([python, "-m", "pip", "install", "-q", "--no-deps", package_wheel])
     return python
 
 
@@ -246,10 +247,10 @@ def _wait(pg, frontend, what, js, timeout_ms, log):
 
 @pytest.fixture(scope="module")
 def page(server):
-    """The explorables page with every cell run, and the console errors of an empty notebook (the control)."""
+    """The explorables page with every cell run, and the console errors of the control notebook."""
     frontend, base, log = server
-    errors = {"blank": [], "explorables": []}
-    phase, offsite = ["blank"], []
+    errors = {"control": [], "explorables": []}
+    phase, offsite = ["control"], []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -265,7 +266,7 @@ def page(server):
         pg = context.new_page()
         pg.on("console", lambda m: errors[phase[0]].append(m.text) if m.type == "error" else None)
         pg.on("pageerror", lambda e: errors[phase[0]].append(str(e)))
-        for name in ("blank", "explorables"):
+        for name in ("control", "explorables"):
             phase[0] = name  # JupyterLab: a workspace per notebook, so that the second page does not reopen the first
             path = f"lab/workspaces/{name}/tree" if FRONTENDS[frontend][0] == "jupyterlab" else "notebooks"
             pg.goto(f"{base}/{path}/{name}.ipynb?token={TOKEN}")
@@ -333,7 +334,7 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     reply = max(t for t in frames if t <= changed["t"])
     DRAW_MS.setdefault(frontend, {})[name] = changed["t"] - reply
     assert changed["t"] - reply < MAX_DRAW_MS_EACH, f"{name}: drawn {changed['t'] - reply:.0f} ms after the kernel's reply"
-    control_errors = set(errors["blank"])
+    control_errors = set(errors["control"])
     assert [e for e in errors["explorables"] if e not in control_errors] == [], (errors, offsite)
     assert offsite == [], offsite
 
