@@ -22,7 +22,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
-    """Run ``cmd``; on failure raise with the tail of its output (pip's and the build's errors are at the end)."""
+    """Run ``cmd`` without this session's ``PYTHONPATH`` (``make test`` puts the checkout's wheel there, and a pip in
+    another venv would take it for an installed package); on failure raise with the tail of its output."""
+    kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if result.returncode:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
