@@ -46,10 +46,11 @@ def package_wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def fresh_venv(tmp_path_factory):
-    """A factory: ``fresh_venv(name, *pip_args)`` makes a new venv, pip-installs ``pip_args``, returns its python."""
-    def make(name: str, *pip_args) -> Path:
+    """A factory: ``fresh_venv(name, *pip_args, python=...)`` makes a new venv of ``python`` (default: this one's),
+    pip-installs ``pip_args``, returns the venv's python."""
+    def make(name: str, *pip_args, python=sys.executable) -> Path:
         venv = tmp_path_factory.mktemp(name) / "venv"
-        run_checked([sys.executable, "-m", "venv", venv])
+        run_checked([python, "-m", "venv", venv])
         python = venv / "bin" / "python"
         if pip_args:
             run_checked([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args])

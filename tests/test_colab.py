@@ -22,6 +22,7 @@ originals); deselect with ``-m "not colab"``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -42,6 +43,8 @@ pytestmark = pytest.mark.colab
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
+PINS = dict(line.split("==") for line in REQUIREMENTS.read_text().splitlines()
+            if "==" in line and not line.startswith("#"))
 #: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
 ONLINE = {"lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"}
 STEMS = sorted((p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s))
@@ -64,15 +67,10 @@ FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (on
 '''
 
 
-def _colab_venv(base: Path, python: str, *, torch: bool) -> Path:
+def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
     """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
-    pins = [line for line in REQUIREMENTS.read_text().splitlines() if "==" in line and not line.startswith("#")]
-    if not torch:
-        pins = [line for line in pins if not line.startswith("torch==")]
-    venv = base / "venv"
-    run_checked([python, "-m", "venv", venv])
-    py = venv / "bin" / "python"
-    run_checked([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins])
+    pins = [f"{name}=={version}" for name, version in PINS.items() if torch or name != "torch"]
+    py = fresh_venv("colab", *pins, python=python)
     site = Path(run_checked([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     (site / "google" / "colab").mkdir(parents=True)
     (site / "google" / "colab" / "__init__.py").write_text(FAKE_COLAB)
@@ -90,6 +88,7 @@ def _kernelspec(jupyter: Path, name: str, python: Path, wheel: Path, *, online: 
         "display_name": f"Colab (simulated, {name})", "language": "python", "env": env}))
 
 
+@functools.cache  # needs_torch reads the notebook
 def kernel_for(stem: str) -> str:
     if stem in ONLINE:
         return "colab-3.11-online"
@@ -97,12 +96,12 @@ def kernel_for(stem: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def colab(tmp_path_factory, package_wheel):
+def colab(tmp_path_factory, package_wheel, fresh_venv):
     base = tmp_path_factory.mktemp("colab")
     jupyter = base / "jupyter"
-    pythons = {"3.11": _colab_venv(tmp_path_factory.mktemp("colab-3.11"), sys.executable, torch=True)}
+    pythons = {"3.11": _colab_venv(fresh_venv, sys.executable, torch=True)}
     if PYTHON_312:
-        pythons["3.12"] = _colab_venv(tmp_path_factory.mktemp("colab-3.12"), PYTHON_312, torch=False)
+        pythons["3.12"] = _colab_venv(fresh_venv, PYTHON_312, torch=False)
     for version, python in pythons.items():
         _kernelspec(jupyter, f"colab-{version}", python, package_wheel, online=False)
     _kernelspec(jupyter, "colab-3.11-online", pythons["3.11"], package_wheel, online=True)
@@ -131,11 +130,10 @@ def _texts(cell):
 
 
 def test_the_colab_venvs_keep_colab_versions(colab):
-    pins = dict(line.split("==") for line in REQUIREMENTS.read_text().splitlines() if "==" in line)
     for version, python in colab["pythons"].items():
         got = run_checked([python, "-c", "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
                                          "plotly.__version__, platform.python_version())"]).stdout.split()
-        assert got[:2] == [pins["ipywidgets"], pins["plotly"]] and got[2].startswith(version), got
+        assert got[:2] == [PINS["ipywidgets"], PINS["plotly"]] and got[2].startswith(version), got
 
 
 def test_python_312_is_simulated(colab):
