@@ -39,7 +39,8 @@ import sync_colab_cells
 from conftest import run_checked
 
 nbclient = pytest.importorskip("nbclient")
-pytestmark = pytest.mark.colab
+# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
+pytestmark = [pytest.mark.colab, pytest.mark.xdist_group("built-book")]
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"

@@ -20,7 +20,9 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.browser
+# Under pytest-xdist (make test), every test that builds or reads _build/ (the book build, the reader edition made
+# from its executed notebooks) runs in one worker, in collection order: the gallery test builds the book first.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():

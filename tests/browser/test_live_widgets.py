@@ -35,7 +35,8 @@ import nbformat
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.browser
+# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
