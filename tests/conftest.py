@@ -4,6 +4,8 @@
 name (``import reader_edition``); it is not part of the installed package.
 """
 
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -31,6 +33,12 @@ def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
     return result
 
 
+def read_pins(path) -> dict[str, str]:
+    """``{name: version}`` of the ``name==version`` lines of a requirements file."""
+    return dict(line.split("==") for line in Path(path).read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+
+
 @pytest.fixture(scope="session")
 def package_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools writes build/ beside it)."""
@@ -46,13 +54,30 @@ def package_wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def fresh_venv(tmp_path_factory):
-    """A factory: ``fresh_venv(name, *pip_args, python=...)`` makes a new venv of ``python`` (default: this one's),
-    pip-installs ``pip_args``, returns the venv's python."""
-    def make(name: str, *pip_args, python=sys.executable) -> Path:
-        venv = tmp_path_factory.mktemp(name) / "venv"
-        run_checked([python, "-m", "venv", venv])
-        python = venv / "bin" / "python"
-        if pip_args:
-            run_checked([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args])
-        return python
+    """A factory: ``fresh_venv(name, *pip_args, python=..., setup=None)`` makes a new venv of ``python`` (default:
+    this one's), pip-installs ``pip_args``, calls ``setup(venv_python)`` and returns the venv's python.
+
+    One venv per arguments and test session, shared by the pytest-xdist workers: the first worker to ask builds it
+    under a file lock, the others wait for it and reuse it. (So a test outside the ``built-book`` group can build a
+    venv on one worker while the other builds the book.)
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "venvs"
+    shared.mkdir(exist_ok=True)
+
+    def make(name: str, *pip_args, python=sys.executable, setup=None) -> Path:
+        key = repr((str(python), [str(a) for a in pip_args], setup and setup.__qualname__))
+        venv = shared / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        venv_python = venv / "bin" / "python"
+        with open(f"{venv}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not (venv / "ready").exists():
+                shutil.rmtree(venv, ignore_errors=True)  # a worker that failed half-way
+                run_checked([python, "-m", "venv", venv])
+                if pip_args:
+                    run_checked([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args])
+                if setup is not None:
+                    setup(venv_python)
+                (venv / "ready").touch()
+        return venv_python
     return make

@@ -36,16 +36,14 @@ import pytest
 import reader_edition  # scripts/ (tests/conftest.py puts it on sys.path)
 import sync_colab_cells
 
-from conftest import run_checked
+from conftest import read_pins, run_checked
 
 nbclient = pytest.importorskip("nbclient")
-# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
-pytestmark = [pytest.mark.colab, pytest.mark.xdist_group("built-book")]
+pytestmark = pytest.mark.colab
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
-PINS = dict(line.split("==") for line in REQUIREMENTS.read_text().splitlines()
-            if "==" in line and not line.startswith("#"))
+PINS = read_pins(REQUIREMENTS)
 #: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
 ONLINE = {"lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"}
 STEMS = sorted((p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s))
@@ -68,15 +66,18 @@ FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (on
 '''
 
 
-def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
-    """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
-    pins = [f"{name}=={version}" for name, version in PINS.items() if torch or name != "torch"]
-    py = fresh_venv("colab", *pins, python=python)
-    site = Path(run_checked([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+def _fake_google_colab(python: Path) -> None:
+    """Put a fake ``google.colab`` in the venv of ``python``, imported at start-up as Colab does."""
+    site = Path(run_checked([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     (site / "google" / "colab").mkdir(parents=True)
     (site / "google" / "colab" / "__init__.py").write_text(FAKE_COLAB)
     (site / "sitecustomize.py").write_text("import google.colab  # noqa: F401 (Colab imports it at start-up)\n")
-    return py
+
+
+def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
+    """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
+    pins = [f"{name}=={version}" for name, version in PINS.items() if torch or name != "torch"]
+    return fresh_venv("colab", *pins, python=python, setup=_fake_google_colab)
 
 
 def _kernelspec(jupyter: Path, name: str, python: Path, wheel: Path, *, online: bool) -> None:
@@ -97,20 +98,26 @@ def kernel_for(stem: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def colab(tmp_path_factory, package_wheel, fresh_venv):
-    base = tmp_path_factory.mktemp("colab")
-    jupyter = base / "jupyter"
+def colab_pythons(fresh_venv):
+    """The Colab venvs by Python version (they need no book build: built early, on any xdist worker)."""
     pythons = {"3.11": _colab_venv(fresh_venv, sys.executable, torch=True)}
     if PYTHON_312:
         pythons["3.12"] = _colab_venv(fresh_venv, PYTHON_312, torch=False)
-    for version, python in pythons.items():
+    return pythons
+
+
+@pytest.fixture(scope="session")
+def colab(tmp_path_factory, package_wheel, colab_pythons):
+    base = tmp_path_factory.mktemp("colab")
+    jupyter = base / "jupyter"
+    for version, python in colab_pythons.items():
         _kernelspec(jupyter, f"colab-{version}", python, package_wheel, online=False)
-    _kernelspec(jupyter, "colab-3.11-online", pythons["3.11"], package_wheel, online=True)
+    _kernelspec(jupyter, "colab-3.11-online", colab_pythons["3.11"], package_wheel, online=True)
     out = base / "reader"
     reader_edition.build(out, ROOT / "_build" / "jupyter_execute", execute=True)
     old = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(jupyter) + (os.pathsep + old if old else "")
-    yield {"pythons": pythons, "reader": out}
+    yield {"pythons": colab_pythons, "reader": out}
     if old is None:
         os.environ.pop("JUPYTER_PATH", None)
     else:
@@ -130,20 +137,22 @@ def _texts(cell):
                     yield "".join(value) if isinstance(value, list) else value
 
 
-def test_the_colab_venvs_keep_colab_versions(colab):
-    for version, python in colab["pythons"].items():
+def test_the_colab_venvs_keep_colab_versions(colab_pythons):
+    for version, python in colab_pythons.items():
         got = run_checked([python, "-c", "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
                                          "plotly.__version__, platform.python_version())"]).stdout.split()
         assert got[:2] == [PINS["ipywidgets"], PINS["plotly"]] and got[2].startswith(version), got
 
 
-def test_python_312_is_simulated(colab):
+def test_python_312_is_simulated(colab_pythons):
     if PYTHON_312 is None:
         pytest.skip("python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only")
     assert {kernel_for(s) for s in STEMS} == {"colab-3.11", "colab-3.12", "colab-3.11-online"}
-    assert subprocess.run([colab["pythons"]["3.12"], "-c", "import torch"], capture_output=True).returncode != 0
+    assert subprocess.run([colab_pythons["3.12"], "-c", "import torch"], capture_output=True).returncode != 0
 
 
+# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
+@pytest.mark.xdist_group("built-book")
 @pytest.mark.parametrize("stem", STEMS)
 def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
     content = tmp_path / "content"  # Colab's working folder: the notebook and nothing else

@@ -35,8 +35,10 @@ import nbformat
 import numpy as np
 import pytest
 
-# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
+pytestmark = pytest.mark.browser
+#: xdist: the tests that open the reader edition run with the gallery test, which builds the book whose executed
+#: notebooks the reader edition takes its values from
+BUILT_BOOK = pytest.mark.xdist_group("built-book")
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -48,7 +50,7 @@ pytest.importorskip("ipywidgets")
 
 import ipywidgets as W  # noqa: E402
 import reader_edition  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
-from conftest import run_checked  # noqa: E402
+from conftest import read_pins, run_checked  # noqa: E402
 
 from dpo_grpo.interactive import widgets  # noqa: E402
 
@@ -182,13 +184,25 @@ def notebook_dir(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def widgets7_python(fresh_venv):
+    """A venv with Colab's kernel packages and JupyterLab 3.6 (no torch: the explorables do not use it). It needs no
+    book build: the version test below builds it early, on any xdist worker."""
+    return fresh_venv("widgets7", "-r", WIDGETS7_REQUIREMENTS)
+
+
 @pytest.fixture(scope="module")
-def colab_kernel_python(fresh_venv, package_wheel):
-    """A venv with Colab's kernel packages, JupyterLab 3.6 and the wheel of this checkout (no torch: the
-    explorables do not use it)."""
-    python = fresh_venv("widgets7", "-r", WIDGETS7_REQUIREMENTS)
-    run_checked([python, "-m", "pip", "install", "-q", "--no-deps", package_wheel])
-    return python
+def colab_kernel_python(widgets7_python, package_wheel):
+    """The widgets7 venv with the wheel of this checkout."""
+    run_checked([widgets7_python, "-m", "pip", "install", "-q", "--no-deps", package_wheel])
+    return widgets7_python
+
+
+def test_the_widgets7_venv_has_colab_widgets_and_jupyterlab_3(widgets7_python):
+    pins = {**read_pins(ROOT / "tests" / "colab" / "requirements-colab.txt"), **read_pins(WIDGETS7_REQUIREMENTS)}
+    got = run_checked([widgets7_python, "-c", "import ipywidgets, plotly, jupyterlab; print(ipywidgets.__version__, "
+                                              "plotly.__version__, jupyterlab.__version__)"]).stdout.split()
+    assert got == [pins["ipywidgets"], pins["plotly"], pins["jupyterlab"]], got
 
 
 @pytest.fixture(scope="module", params=list(FRONTENDS))
@@ -302,6 +316,7 @@ def _readout_value(box) -> float | None:
         return None
 
 
+@BUILT_BOOK
 @pytest.mark.parametrize("name", list(TITLES))
 def test_dragging_a_slider_redraws_the_package_values(page, name):
     frontend, pg, errors, offsite = page
@@ -341,6 +356,7 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     assert offsite == [], offsite
 
 
+@BUILT_BOOK
 def test_every_explorable_was_drawn_and_times_are_recorded(page):
     """Runs after the slider tests of the same frontend (pytest groups tests by the module-scoped server)."""
     frontend = page[0]
