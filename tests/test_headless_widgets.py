@@ -4,7 +4,8 @@ The stall: a cell whose widgets capture a display with ``with output:`` makes nb
 ``comm_msg`` on the kernel's shell socket from its IOPub task while another task awaits ``execute_reply`` on the same
 socket; that receive then sometimes wakes only at the cell timeout, and nbclient returns the cell as if nothing
 happened. Measured here before the fix: 2 stalls in 10 runs of three widget cells. The widgets now set their
-``Output.outputs`` instead (``dpo_grpo.interactive.widgets.display_data``).
+``Output.outputs`` instead (``dpo_grpo.interactive.widgets.display_data``). Both ways a UI shows its figure
+(``widgets.live_figure_mode``: the ``Output``, or a plotly ``FigureWidget`` updated in place) are run.
 
 What runs: every cell of every chapter that builds a live widget (the cells tagged ``skip-execution`` that the
 book build skips and a reader runs), five times in one kernel per chapter, through nbclient with the widget
@@ -60,9 +61,13 @@ class _TimedClient(nbclient.NotebookClient):
         return cell
 
 
+@pytest.mark.parametrize("mode", ["output", "figurewidget"])
 @pytest.mark.parametrize("path", WIDGET_CHAPTERS, ids=lambda p: p.stem)
-def test_widget_cells_run_headless_repeatedly_without_a_stall(path, monkeypatch):
+def test_widget_cells_run_headless_repeatedly_without_a_stall(path, mode, monkeypatch):
+    if mode == "figurewidget":
+        pytest.importorskip("anywidget")
     monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", mode)  # the kernel inherits it
     cells = _live_widget_cells(path)
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
@@ -76,9 +81,13 @@ def test_widget_cells_run_headless_repeatedly_without_a_stall(path, monkeypatch)
     worst = max(client.lags)
     assert worst < MAX_LAG, f"{path.name}: a cell returned {worst:.1f} s after the kernel replied (stall)"
     assert time.monotonic() - start < TIMEOUT * 2
-    # the widgets still show their figure: every Output holds one plotly display, set without capture
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    outputs = [m["state"]["outputs"] for m in state.values() if m["model_name"] == "OutputModel"]
-    assert len(outputs) == REPEATS * len(cells)
-    for out in outputs:
-        assert len(out) == 1 and "application/vnd.plotly.v1+json" in out[0]["data"], out
+    if mode == "output":  # the widgets still show their figure: every Output holds one plotly display, set without capture
+        outputs = [m["state"]["outputs"] for m in state.values() if m["model_name"] == "OutputModel"]
+        assert len(outputs) == REPEATS * len(cells)
+        for out in outputs:
+            assert len(out) == 1 and "application/vnd.plotly.v1+json" in out[0]["data"], out
+    else:  # one FigureWidget per UI, holding the figure's traces
+        figures = [m["state"] for m in state.values() if "_widget_data" in m["state"]]
+        assert len(figures) == REPEATS * len(cells)
+        assert all(f["_widget_data"] for f in figures)

@@ -28,15 +28,97 @@ def _trace(ui, name=None, index=None):
     return next(t for t in ui.figure["data"] if t.get("name") == name)
 
 
+@pytest.mark.parametrize("mode", widgets.LIVE_FIGURE_MODES)
 @pytest.mark.parametrize("name", list(widgets.WIDGETS))
-def test_every_widget_builds_and_shows_the_default_figure(name):
+def test_every_widget_builds_and_shows_the_default_figure(name, mode, monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", mode)
     ui = widgets.WIDGETS[name]()
-    assert ui.error is None and ui.figure is not None and ui.last_update_ms is not None
-    assert ui.output.outputs == ()  # no kernel here: nothing is displayed
+    assert ui.mode == mode and ui.error is None and ui.figure is not None and ui.last_update_ms is not None
     want = ui.spec.figure_dict(**ui.params())
     assert [F._flatten(t) for t in ui.figure["data"]] == [F._flatten(t) for t in want["data"]]
     assert "sliders" not in ui.figure["layout"]
-    assert ui.children[-2] is ui.output
+    assert ui.children[-2] is ui.view
+    if mode == "output":
+        assert ui.view is ui.output and ui.output.outputs == ()  # no kernel here: nothing is displayed
+    else:
+        assert ui.output is None and type(ui.view).__name__ == "FigureWidget"
+
+
+def _moves(control):
+    """Two values a reader can set on ``control`` (its ends, or its other options); none for text boxes."""
+    import ipywidgets as W
+
+    if isinstance(control, W.FloatLogSlider):
+        return [control.base ** control.max, control.base ** control.min]
+    if isinstance(control, (W.FloatSlider, W.IntSlider)):
+        return [control.max, control.min]
+    if isinstance(control, W.Checkbox):
+        return [not control.value, control.value]
+    if isinstance(control, (W.Dropdown, W.ToggleButtons)):
+        return [o for o in control.options if o != control.value][:2]
+    return []
+
+
+def _assert_shows(view, figure, paths):
+    """The FigureWidget ``view`` holds ``figure``'s traces and its values at the layout ``paths``."""
+    shown = view.to_plotly_json()
+    assert len(shown["data"]) == len(figure["data"])
+    for got, want in zip(shown["data"], figure["data"]):
+        got, want = F._flatten(got), F._flatten(want)
+        for key, value in want.items():
+            numeric = isinstance(value, (list, tuple, np.ndarray)) and len(value) and all(
+                isinstance(v, (int, float, np.number)) or v is None for v in np.asarray(value, dtype=object).ravel())
+            if numeric:
+                _close(np.asarray(got.get(key), dtype=float), np.asarray(value, dtype=float), rel=1e-12)
+            else:
+                assert F._same(got.get(key), value) or F._same(np.asarray(got.get(key), dtype=object).tolist(),
+                                                                np.asarray(value, dtype=object).tolist()), key
+    for path, value in paths.items():
+        got = view.layout[path]
+        assert F._same(got, value) or np.allclose(np.asarray(got, dtype=float), np.asarray(value, dtype=float)), path
+
+
+def _all_live_widgets():
+    from dpo_grpo.interactive import extra
+    from dpo_grpo.interactive.kl_variance import kl_variance_widget
+
+    return {**widgets.WIDGETS, **extra.WIDGETS, "kl_variance": kl_variance_widget}
+
+
+@pytest.mark.parametrize("name", list(_all_live_widgets()))
+def test_the_figurewidget_is_updated_in_place_to_the_packages_figure(name, monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", "figurewidget")
+    ui = _all_live_widgets()[name]()
+    view = ui.view
+    moved = 0
+    for control in ui.controls.values():
+        for value in _moves(control):
+            control.value = value
+            assert ui.error is None, (name, value, ui.error)
+            assert ui.view is view  # the same widget, updated, not a new one
+            _assert_shows(view, ui.figure, ui.spec.updates(ui.data))
+            moved += 1
+    assert moved >= 2
+
+
+def test_live_figure_mode_is_chosen_by_the_environment(monkeypatch):
+    import importlib.util
+    import sys
+
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", "Output")
+    assert widgets.live_figure_mode() == "output"
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", "canvas")
+    with pytest.raises(ValueError, match="DPO_GRPO_LIVE_FIGURE"):
+        widgets.live_figure_mode()
+    monkeypatch.delenv("DPO_GRPO_LIVE_FIGURE")
+    has_anywidget = importlib.util.find_spec("anywidget") is not None
+    assert widgets.live_figure_mode() == ("figurewidget" if has_anywidget else "output")
+    monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+    assert widgets.live_figure_mode() == "output"  # Colab: a FigureWidget needs its custom widget manager
+    monkeypatch.delitem(sys.modules, "google.colab")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "anywidget" else real(n, *a))
+    assert widgets.live_figure_mode() == "output"
 
 
 def test_clip_widget_recomputes_on_a_programmatic_change():
@@ -137,8 +219,9 @@ def test_memory_widget_ledger_and_units():
     assert ui.data == xp.memory_ledger_data(70 * 10**9, precomputed_reference=True) | {"unit": "GiB"}
 
 
-def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(tmp_path):
+def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(tmp_path, monkeypatch):
     """Run a UI in a real kernel (nbclient emulates the front end's Output widget, like Jupyter does)."""
+    monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", "output")  # the kernel inherits it
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
 

@@ -2,15 +2,16 @@
 
 The reader edition of the explorables page (scripts/reader_edition.py) is opened in a fresh Jupyter server and every
 cell is run; then, for each live explorable (dpo_grpo.interactive.widgets), its first slider is dragged with the
-mouse, as a reader does. The test asserts that the figure in the widget's Output changes to the package's values for
-the slider's new value (computed here by the same widget class), that it is drawn after the websocket frame that
-carries the kernel's new figure and then settles, and that the browser shows no error beyond those the same frontend
+mouse, as a reader does. The test asserts that the widget's figure changes to the package's values for the slider's
+new value (computed here by the same widget class), that it is drawn after the websocket frame that carries the
+kernel's new figure (or the FigureWidget's update) and then settles, and that the browser shows no error beyond those the same frontend
 shows for a control notebook of plain Markdown with math and no code (its own, recorded first). Every request to
 another host is blocked.
 
-Three frontends (FRONTENDS): JupyterLab 4 and Notebook 7 with this environment's kernel (ipywidgets 8, plotly 7),
-and JupyterLab 3.6 with Colab's kernel packages (ipywidgets 7.7.1, plotly 5.24: tests/colab/requirements-colab.txt),
-built in a fresh venv with the wheel of this checkout. Colab's own frontend is not available offline; JupyterLab 3.6
+Three frontends (FRONTENDS): JupyterLab 4 and Notebook 7 with this environment's kernel (ipywidgets 8, plotly 7,
+anywidget: the figure is a FigureWidget updated in place), and JupyterLab 3.6 with Colab's kernel packages
+(ipywidgets 7.7.1, plotly 5.24: tests/colab/requirements-colab.txt; the figure is re-displayed in an Output, as in
+Colab), built in a fresh venv with the wheel of this checkout (widgets.live_figure_mode). Colab's own frontend is not available offline; JupyterLab 3.6
 is the frontend released for ipywidgets 7 (JupyterLab 4's widget manager renders ipywidgets 8 only).
 
 The time from the kernel's reply to the redrawn figure is a speed target (200 ms), and speed is measured by a
@@ -77,7 +78,8 @@ TITLES = {"clip_platform": "Clip platforms", "zero_std": "Zero-std groups", "gro
 HANDLE = ".noUi-handle, .ui-slider-handle"  # ipywidgets 8 (noUiSlider), ipywidgets 7 (jQuery UI)
 TRACK = ".noUi-target, .ui-slider"
 
-# Records, in the page, when each websocket frame carrying a plotly figure arrives (performance.now()).
+# Records, in the page, when each websocket frame carrying a plotly figure (the Output way) or a FigureWidget's update
+# (the in-place way) arrives (performance.now()).
 INIT_SCRIPT = """
 window.__figureFrames = [];
 const NativeWS = window.WebSocket;
@@ -87,7 +89,8 @@ window.WebSocket = function (...args) {
     const t = performance.now();
     let text = typeof ev.data === 'string' ? ev.data : null;
     if (text === null && ev.data instanceof ArrayBuffer) text = new TextDecoder().decode(ev.data);
-    if (text !== null && text.includes('application/vnd.plotly.v1+json')) window.__figureFrames.push(t);
+    if (text !== null && (text.includes('application/vnd.plotly.v1+json') || text.includes('_py2js_update')))
+      window.__figureFrames.push(t);
   });
   return ws;
 };
@@ -99,8 +102,14 @@ FIND_PLOT = """(title) => {
   const box = [...document.querySelectorAll('.widget-vbox')].find(
       v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title));
   if (!box) return null;
-  const plot = box.querySelector('.widget-output .js-plotly-plot');
+  const plot = box.querySelector('.js-plotly-plot');
   return plot && plot._fullData ? plot._fullData.map(t => Array.from(t.y || [])) : null;
+}"""
+
+IN_OUTPUT = """(title) => {
+  const box = [...document.querySelectorAll('.widget-vbox')].find(
+      v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title));
+  return !!box.querySelector('.widget-output .js-plotly-plot');
 }"""
 
 # Waits for the figure to change after the slider moved and then to settle (no new figure frame and no redraw for a
@@ -326,6 +335,9 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     pg.wait_for_function(f"() => ({FIND_PLOT})({json.dumps(title)}) !== null", timeout=60_000)
     before = pg.evaluate(FIND_PLOT, title)
     assert _mismatches(before, ui.figure) == [], f"{name}: the first figure is not the package's"
+    # this environment's kernel has plotly 7 and anywidget: a FigureWidget; Colab's packages: the Output
+    in_output = pg.evaluate(IN_OUTPUT, title)
+    assert in_output == (FRONTENDS[frontend][1] == "colab"), (frontend, name, in_output)
 
     box = pg.locator(".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")).first
     frames_before = pg.evaluate("() => window.__figureFrames.length")

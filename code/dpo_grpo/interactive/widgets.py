@@ -1,11 +1,18 @@
 """Live ipywidgets UIs of the book's original seven explorables: controls that recompute the figure in the kernel.
 
-Each ``*_widget()`` returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``): core ipywidgets controls plus an
-``Output`` widget in which a plotly figure is re-displayed after every change. Only core widgets are used, and no
-``plotly.graph_objects.FigureWidget`` (which in plotly >= 6 is an anywidget and needs Colab's custom widget
-manager), so the UIs work in JupyterLab, Notebook 7, VS Code and Colab (ipywidgets 7.6+ or 8) without set-up:
-Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype. Sliders use
-``continuous_update=False``: the figure is recomputed when a slider is released.
+Each ``*_widget()`` returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``): core ipywidgets controls plus the
+figure, shown in one of two ways (:func:`live_figure_mode`):
+
+- ``"figurewidget"``: a ``plotly.graph_objects.FigureWidget`` updated in place (one ``Plotly.update`` of the values
+  that changed; about 10 ms in the browser). Chosen where it works without set-up: plotly >= 6 with ``anywidget``
+  installed, outside Colab (JupyterLab 4, Notebook 7, VS Code).
+- ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core widgets only, so it works in
+  every frontend with ipywidgets 7.6+ or 8, Colab included (where a FigureWidget needs Colab's custom widget manager);
+  Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a new
+  figure three times (a plot, a redraw and an offscreen copy for a cached PNG: 100-400 ms on a 2-core machine).
+
+``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use ``continuous_update=False``:
+the figure is recomputed when a slider is released.
 
 In a chapter notebook, put the UI in a code cell tagged ``remove-cell`` and ``skip-execution`` (it is hidden from
 the static HTML, where no kernel could answer its callbacks, and not run by the build; the precomputed figure from
@@ -16,20 +23,24 @@ the static HTML, where no kernel could answer its callbacks, and not run by the 
 
 Programmatic use (tests, benchmarks): ``ui.controls[name].value = x`` runs the callback synchronously;
 ``ui.figure`` is the plotly figure dict now shown, ``ui.data`` the :mod:`dpo_grpo.interactive.explorables` data behind it,
-``ui.last_update_ms`` how long the recompute took, ``ui.error`` the last input error (or ``None``). Outside a
-kernel nothing is displayed. ``bench/bench_widgets.py`` measures the latency of a slider move.
+``ui.last_update_ms`` how long the recompute took, ``ui.error`` the last input error (or ``None``), ``ui.view`` the
+widget that shows the figure (the ``Output`` or the ``FigureWidget``). Outside a kernel the ``Output`` shows nothing.
+``bench/bench_widgets.py`` measures the latency of a slider move, ``bench/bench_frontend_draw.py`` the browser's redraw.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import sys
 import time
 
 import ipywidgets as W
 
 from . import figures as F
 
-__all__ = ["ExplorableWidget", "display_data", "clip_platform_widget", "zero_std_widget", "group_advantage_widget", "dpo_widget",
+__all__ = ["ExplorableWidget", "display_data", "live_figure_mode", "LIVE_FIGURE_MODES", "clip_platform_widget", "zero_std_widget", "group_advantage_widget", "dpo_widget",
            "kl_estimator_widget", "bandit_widget", "memory_ledger_widget", "WIDGETS"]
 
 _STYLE = {"description_width": "initial"}
@@ -43,6 +54,24 @@ def _in_kernel() -> bool:
         return False
     shell = get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+LIVE_FIGURE_MODES = ("output", "figurewidget")
+
+
+def live_figure_mode() -> str:
+    """How the live UIs show their figure: ``DPO_GRPO_LIVE_FIGURE`` if set, else ``"figurewidget"`` where a plotly
+    FigureWidget works without set-up (plotly >= 6 and ``anywidget`` installed, not in Colab), else ``"output"``."""
+    forced = os.environ.get("DPO_GRPO_LIVE_FIGURE", "").strip().lower()
+    if forced:
+        if forced not in LIVE_FIGURE_MODES:
+            raise ValueError(f"DPO_GRPO_LIVE_FIGURE must be one of {LIVE_FIGURE_MODES}, got {forced!r}")
+        return forced
+    import plotly
+
+    if "google.colab" in sys.modules or int(plotly.__version__.split(".")[0]) < 6:
+        return "output"
+    return "figurewidget" if importlib.util.find_spec("anywidget") is not None else "output"
 
 
 def _float_slider(description, value, lo, hi, step, fmt=".2f"):
@@ -69,25 +98,34 @@ def _numbers(text, name):
 
 
 class ExplorableWidget(W.VBox):
-    """Controls + an Output widget showing the figure of ``spec`` at ``to_params(control values)``."""
+    """Controls + the figure of ``spec`` at ``to_params(control values)``, shown as :func:`live_figure_mode` says."""
 
     def __init__(self, spec, controls, to_params, *, title, help_text="", columns=2):
         self.spec = spec
         self.controls = dict(controls)
         self._to_params = to_params
-        self.output = W.Output(layout=W.Layout(min_height="200px"))
+        self.mode = live_figure_mode()
+        self.output = W.Output(layout=W.Layout(min_height="200px")) if self.mode == "output" else None
         self.status = W.HTML(layout=W.Layout(margin="0 0 0 4px"))
         self.figure = None
         self.data = None
         self.error = None
         self.last_update_ms = None
+        self._flat_traces = None
         items = list(self.controls.values())
         rows = [W.HBox(items[i:i + columns]) for i in range(0, len(items), columns)]
         header = W.HTML(f"<b>{title}</b>" + (f" <span style='color:#666'>{help_text}</span>" if help_text else ""))
-        super().__init__([header, *rows, self.output, self.status])
         for control in items:
             control.observe(self._on_change, names="value")
         self.update()
+        if self.mode == "figurewidget":
+            import plotly.graph_objects as go
+
+            self.view = go.FigureWidget(self.figure)
+            self._flat_traces = [F._flatten(t) for t in self.figure["data"]]
+        else:
+            self.view = self.output
+        super().__init__([header, *rows, self.view, self.status])
 
     def values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
@@ -100,7 +138,7 @@ class ExplorableWidget(W.VBox):
         self.update()
 
     def update(self):
-        """Recompute the data and the figure from the controls, then re-display it (in a kernel)."""
+        """Recompute the data and the figure from the controls, then show it."""
         start = time.perf_counter()
         try:
             params = self.params()
@@ -114,12 +152,24 @@ class ExplorableWidget(W.VBox):
         self.data, self.figure = data, figure
         self.last_update_ms = (time.perf_counter() - start) * 1e3
         self.status.value = f"<span style='color:#888;font-size:11px'>recomputed in {self.last_update_ms:.1f} ms</span>"
-        self._render()
+        if self.mode == "figurewidget":
+            if self._flat_traces is not None:  # None while __init__ computes the first figure
+                self._update_in_place()
+        elif _in_kernel():
+            self.output.outputs = (display_data(self.figure),)
 
-    def _render(self):
-        if not _in_kernel():
-            return
-        self.output.outputs = (display_data(self.figure),)
+    def _update_in_place(self):
+        """Send the FigureWidget only what changed: the trace attributes whose value differs, and the layout paths
+        of ``spec.updates`` (traces keep their number and order: :class:`~dpo_grpo.interactive.figures.Explorable`)."""
+        new = [F._flatten(t) for t in self.figure["data"]]
+        with self.view.batch_update():
+            for trace, old_attrs, new_attrs in zip(self.view.data, self._flat_traces, new):
+                for key in old_attrs.keys() | new_attrs.keys():
+                    if not F._same(old_attrs.get(key), new_attrs.get(key)):
+                        trace[key] = new_attrs.get(key)
+            for path, value in self.spec.updates(self.data).items():
+                self.view.layout[path] = value
+        self._flat_traces = new
 
 
 def display_data(figure) -> dict:
