@@ -4,8 +4,8 @@ Run from the repository root:  ``.venv/bin/python bench/bench_widgets.py``  (abo
 Writes ``code/dpo_grpo/data/bench_results/widgets-<host>.json`` and prints a table.
 
 What is timed, per UI: setting a control's ``value`` programmatically, which runs the callback synchronously,
-exactly what a slider release triggers in a kernel: the data function, the figure dict (``recompute_ms``, the
-target is < 50 ms); and separately the JSON serialisation of that figure (``serialize_ms``), which a kernel adds
+exactly what a slider release triggers in a kernel: the data function, the figure dict and, where the UI shows a
+FigureWidget (``live_figure_mode``, recorded), the in-place update of it (``recompute_ms``, the target is < 50 ms); and separately the JSON serialisation of that figure (``serialize_ms``), which a kernel adds
 when it sends the figure to the front end. Browser-side drawing is not included. Values visited: the static
 figure's slider grid for parameters it has (the "default grid"), else five points across the control's range; the
 default is restored before moving the next control. ``recompute_ms`` is the first (cold) move to a value: the data
@@ -33,24 +33,21 @@ import plotly  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
 from dpo_grpo.interactive import figures as F  # noqa: E402
+from dpo_grpo.interactive import extra  # noqa: E402
 from dpo_grpo.interactive import widgets as Wd  # noqa: E402
+from dpo_grpo.interactive.kl_variance import kl_variance_widget  # noqa: E402
+
+#: every live explorable: the original seven, the four of chapters 6-10, and chapter 3's KL-variance one
+ALL_WIDGETS = {**Wd.WIDGETS, **extra.WIDGETS, "kl_variance": kl_variance_widget}
 
 TARGET_MS = 50.0
-SPEC_PARAM = {"clip_platform": {"epsilon": "epsilon", "epsilon_high": "epsilon_high"},
-              "zero_std": {"group_size": "group_size", "pass_rate": "pass_rate", "eps": "eps"},
-              "dpo": {"beta": "beta"}, "kl_estimator": {"delta": "delta", "mix": "mix"},
-              "bandit": {"group_size": "group_size", "beta": "beta", "lr": "lr", "epsilon": "epsilon",
-                         "seed": "seed"},
-              "memory_ledger": {"n_billion": "n_billion"}}
 
 
-def _values(name, key, control):
+def _values(key, control, spec):
     import ipywidgets as W
 
-    param = SPEC_PARAM.get(name, {}).get(key)
-    spec = F.EXPLORABLES[name]
-    if param in spec.grid:
-        vals = [v for v in spec.grid[param] if v is not None]
+    if key in spec.grid:  # the controls are named after the explorable's parameters
+        vals = [v for v in spec.grid[key] if v is not None]
         lo, hi = getattr(control, "min", None), getattr(control, "max", None)
         if isinstance(control, W.FloatLogSlider):
             lo, hi = control.base ** control.min, control.base ** control.max
@@ -72,7 +69,7 @@ def bench_widget(name, factory, repeats):
     rows = []
     for key, control in ui.controls.items():
         default = control.value
-        for value in _values(name, key, control):
+        for value in _values(key, control, ui.spec):
             if value == default or (isinstance(value, float) and abs(value - default) < 1e-12):
                 continue  # not a move: ipywidgets fires no callback
             rec, ser = [], []
@@ -120,15 +117,15 @@ def main(argv=None):
     host = socket.gethostname()
     load_before = os.getloadavg()
     # warm-up: imports, cached layouts
-    for factory in Wd.WIDGETS.values():
+    for factory in ALL_WIDGETS.values():
         factory()
-    results = {name: bench_widget(name, factory, args.repeats) for name, factory in Wd.WIDGETS.items()}
+    results = {name: bench_widget(name, factory, args.repeats) for name, factory in ALL_WIDGETS.items()}
     figs = bench_figures()
     report = {
         "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": platform.python_version(),
         "numpy": np.__version__, "plotly": plotly.__version__, "cpus": os.cpu_count(),
         "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "target_ms": TARGET_MS,
-        "repeats": args.repeats, "widgets": results, "static_figures": figs,
+        "repeats": args.repeats, "live_figure_mode": Wd.live_figure_mode(), "widgets": results, "static_figures": figs,
         "gallery_html_bytes_all_figures": sum(f["html_bytes"] for f in figs.values()),
     }
     out = args.out or ROOT / "code" / "dpo_grpo" / "data" / "bench_results" / f"widgets-{host}.json"

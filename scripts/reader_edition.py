@@ -478,7 +478,7 @@ def convert_notebook(nb, ctx: Context):
 BINDER_REQUIREMENTS = """# repo2docker (Binder) environment of the reader edition (written by scripts/reader_edition.py)
 --extra-index-url https://download.pytorch.org/whl/cpu
 torch=={torch}
-dpo-grpo[notebooks] @ git+{url}@{branch}
+dpo-grpo[jupyter] @ git+{url}@{branch}
 """
 
 

@@ -51,6 +51,9 @@ def test_widget_latency_rows_flag_a_missed_target():
     assert row["meets < 50 ms"] is True
     assert "**no**" in tables.markdown_table(br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"])
     assert "host box, 2 CPUs" in br.widget_benchmark_host(_widget_result([1.0]))
+    assert "figure shown as" not in br.widget_benchmark_host(_widget_result([1.0]))
+    assert "figure shown as figurewidget" in br.widget_benchmark_host(
+        _widget_result([1.0]) | {"live_figure_mode": "figurewidget"})
 
 
 @pytest.mark.parametrize("bad", [None, {}, {"widgets": {}}, {"target_ms": 50}, [1, 2]])
@@ -88,5 +91,5 @@ def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
     assert found, "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the explorables page renders it"
     for _, data in found:
         rows = br.frontend_draw_rows(data)
-        assert {r["frontend"] for r in rows} == {"lab4", "notebook7", "lab3-colab-kernel"}
+        assert {r["frontend"] for r in rows} == {"lab4", "lab4-output", "notebook7", "lab3-colab-kernel"}
         assert all(r["redraws"] == data["repeats"] for r in rows)

@@ -81,6 +81,8 @@ def widget_benchmark_host(data) -> str:
     load = data.get("loadavg_before") or [None]
     parts = [f"host {data.get('host', 'unknown')}", f"{data.get('cpus', '?')} CPUs",
              f"Python {data.get('python', '?')}", f"NumPy {data.get('numpy', '?')}", f"plotly {data.get('plotly', '?')}"]
+    if data.get("live_figure_mode"):
+        parts.append(f"figure shown as {data['live_figure_mode']}")
     if load[0] is not None:
         parts.append(f"load average {load[0]:.1f} before the run")
     return ", ".join(parts)
