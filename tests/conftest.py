@@ -23,6 +23,12 @@ settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Run the tests that only build a venv (marked ``builds_venv``) first: under pytest-xdist the worker that does not
+    build the book then builds the venvs meanwhile, and the Colab tests find them ready (``fresh_venv``)."""
+    items.sort(key=lambda item: item.get_closest_marker("builds_venv") is None)  # stable: the rest keep their order
+
+
 def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
     """Run ``cmd`` without this session's ``PYTHONPATH`` (``make test`` puts the checkout's wheel there, and a pip in
     another venv would take it for an installed package); on failure raise with the tail of its output."""

@@ -137,6 +137,7 @@ def _texts(cell):
                     yield "".join(value) if isinstance(value, list) else value
 
 
+@pytest.mark.builds_venv
 def test_the_colab_venvs_keep_colab_versions(colab_pythons):
     for version, python in colab_pythons.items():
         got = run_checked([python, "-c", "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
@@ -144,6 +145,7 @@ def test_the_colab_venvs_keep_colab_versions(colab_pythons):
         assert got[:2] == [PINS["ipywidgets"], PINS["plotly"]] and got[2].startswith(version), got
 
 
+@pytest.mark.builds_venv
 def test_python_312_is_simulated(colab_pythons):
     if PYTHON_312 is None:
         pytest.skip("python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only")

@@ -212,6 +212,7 @@ def colab_kernel_python(widgets7_python, package_wheel):
     return widgets7_python
 
 
+@pytest.mark.builds_venv
 def test_the_widgets7_venv_has_colab_widgets_and_jupyterlab_3(widgets7_python):
     pins = {**read_pins(ROOT / "tests" / "colab" / "requirements-colab.txt"), **read_pins(WIDGETS7_REQUIREMENTS)}
     got = run_checked([widgets7_python, "-c", "import ipywidgets, plotly, jupyterlab; print(ipywidgets.__version__, "
