@@ -340,7 +340,9 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     title = TITLES[name]
     ui = widgets.WIDGETS[name]()
     control_name, control = _first_slider(ui)
-    pg.wait_for_function(f"() => ({FIND_PLOT})({json.dumps(title)}) !== null", timeout=60_000)
+    # a FigureWidget's view may plot before its traces arrive: wait for all of them
+    pg.wait_for_function(f"() => {{ const ys = ({FIND_PLOT})({json.dumps(title)}); "
+                         f"return ys !== null && ys.length === {len(ui.figure['data'])}; }}", timeout=60_000)
     before = pg.evaluate(FIND_PLOT, title)
     assert _mismatches(before, ui.figure) == [], f"{name}: the first figure is not the package's"
     in_output = pg.evaluate(IN_OUTPUT, title)
