@@ -4,12 +4,12 @@ Each ``*_widget()`` returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``
 figure, shown in one of two ways (:func:`live_figure_mode`):
 
 - ``"figurewidget"``: a ``plotly.graph_objects.FigureWidget`` updated in place (one ``Plotly.update`` of the values
-  that changed; about 10 ms in the browser). Chosen where it works without set-up: plotly >= 6 with ``anywidget``
+  that changed; median 90 ms in JupyterLab 4 on a 2-core machine, ``bench/bench_frontend_draw.py``). Chosen where it works without set-up: plotly >= 6 with ``anywidget``
   installed, outside Colab (JupyterLab 4, Notebook 7, VS Code).
 - ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core widgets only, so it works in
   every frontend with ipywidgets 7.6+ or 8, Colab included (where a FigureWidget needs Colab's custom widget manager);
   Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a new
-  figure three times (a plot, a redraw and an offscreen copy for a cached PNG: 100-400 ms on a 2-core machine).
+  figure three times (a plot, a redraw and an offscreen copy for a cached PNG: median 209 ms, same machine and run).
 
 ``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use ``continuous_update=False``:
 the figure is recomputed when a slider is released.
@@ -40,8 +40,8 @@ import ipywidgets as W
 
 from . import figures as F
 
-__all__ = ["ExplorableWidget", "display_data", "live_figure_mode", "LIVE_FIGURE_MODES", "clip_platform_widget", "zero_std_widget", "group_advantage_widget", "dpo_widget",
-           "kl_estimator_widget", "bandit_widget", "memory_ledger_widget", "WIDGETS"]
+__all__ = ["ExplorableWidget", "display_data", "live_figure_mode", "LIVE_FIGURE_MODES", "clip_platform_widget",
+           "zero_std_widget", "group_advantage_widget", "dpo_widget", "kl_estimator_widget", "bandit_widget", "memory_ledger_widget", "WIDGETS"]
 
 _STYLE = {"description_width": "initial"}
 _WIDE = W.Layout(width="340px")
