@@ -82,7 +82,7 @@ TRACK = ".noUi-target, .ui-slider"
 
 # Records, in the page, when each websocket frame carrying a plotly figure (the Output way) or a FigureWidget's update
 # (the in-place way) arrives (performance.now()).
-INIT_SCRIPT = """
+INIT_SCRIPT = r"""
 window.__figureFrames = [];
 const NativeWS = window.WebSocket;
 window.WebSocket = function (...args) {
