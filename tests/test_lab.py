@@ -150,8 +150,10 @@ def test_grpo_few_steps_improves_heldout_pass_rate():
     assert h.eval_step[0] == 0 and h.eval_step[-1] == 10
     assert 0.1 <= h.heldout_pass_rate[0] <= 0.6  # a mediocre SFT start
     assert h.sft_probe_pass_rate >= CPU.sft_target_pass_rate and h.sft_steps < CPU.sft_steps  # stopped at target
-    assert h.heldout_pass_rate[-1] >= h.heldout_pass_rate[0] + 0.03
     assert len(h.heldout_pass_rate_sampled) == len(h.heldout_pass_rate)  # sampled pass@1 at every evaluation
+    # GRPO raises the expected reward of the sampling policy: sampled pass@1 on held-out prompts (seeds 0, 1, 2:
+    # +0.035, +0.044, +0.026). The greedy pass rate after 10 steps is not asserted: it can go either way (seed 2:
+    # 0.175 -> 0.156), and for seed 0 it cleared a +0.03 bar on one machine's CPU and missed it by 0.0003 on another
     assert h.heldout_pass_rate_sampled[-1] >= h.heldout_pass_rate_sampled[0] + 0.02
     assert len(h.reward_mean) == len(h.kl) == len(h.clip_ratio_region) == len(h.tokens_per_s) == 10
     assert all(0 <= x <= 1 for x in h.frac_reward_zero_std)

@@ -38,7 +38,9 @@ import nbformat
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.browser
+# one xdist worker runs the whole module: a server, a browser and a kernel per frontend at a time, and the last test of
+# each frontend reads the redraw times its slider tests recorded in this process
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live-widgets")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -267,16 +269,30 @@ ALL_RAN = ("() => { const w = window.jupyterapp.shell.currentWidget;"
            " && w.sessionContext.session.kernel.status === 'idle'; }")
 
 
+# What the widget managers write in an output they cannot render (ipywidgets 8 and 7), e.g. after a frontend's own
+# wait for the widget's model (2 s in ipywidgets 8) ran out
+WIDGET_ERRORS = """() => [...document.querySelectorAll('.jp-OutputArea-output, .output_subarea')]
+  .map(n => n.textContent.trim()).filter(t => /^Error (displaying|creating) widget/.test(t))"""
+
+
+def _server_events(log) -> list[str]:
+    """The lines of the Jupyter server's log that tell of a dropped websocket or a kernel that died or restarted."""
+    keys = ("websocket", "restart", "died", "buffer", "disconnect", "error")
+    return [line for line in log.read_text().splitlines() if any(k in line.lower() for k in keys)][-20:]
+
+
 def _wait(pg, frontend, what, js, timeout_ms, log):
-    """Wait for ``js`` to be true; on a timeout fail with a screenshot (artifacts/browser/) and the server's log."""
+    """Wait for ``js`` to be true; on a timeout fail with a screenshot (artifacts/browser/), the widget errors the
+    page shows and the server's log."""
     try:
         pg.wait_for_function(js, timeout=timeout_ms)
     except sync_api.TimeoutError:
         shot = ROOT / "artifacts" / "browser" / f"{frontend}-{what}.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(shot))
-        pytest.fail(f"{frontend}: timed out waiting for {what} (screenshot {shot}); server log:\n"
-                    f"{log.read_text()[-3000:]}")
+        pytest.fail(f"{frontend}: timed out waiting for {what} (screenshot {shot}); widget errors on the page: "
+                    f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; server log:\n"
+                    f"{log.read_text()[-2000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +324,7 @@ def page(server):
             pg.wait_for_timeout(2000)
         pg.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         _wait(pg, frontend, "every-cell-run", ALL_RAN, 180_000, log)
-        yield frontend, pg, errors, offsite
+        yield frontend, pg, errors, offsite, log
         context.close()
         browser.close()
 
@@ -336,19 +352,24 @@ def _readout_value(box) -> float | None:
 
 @pytest.mark.parametrize("name", list(TITLES))
 def test_dragging_a_slider_redraws_the_package_values(page, name):
-    frontend, pg, errors, offsite = page
+    frontend, pg, errors, offsite, log = page
     title = TITLES[name]
     ui = widgets.WIDGETS[name]()
     control_name, control = _first_slider(ui)
+    box = pg.locator(".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")).first
+    _wait(pg, frontend, f"{name}-widget", f"() => [...document.querySelectorAll('.widget-vbox > .widget-html b')]"
+          f".some(b => b.textContent === {json.dumps(title)})", 60_000, log)
+    # look at it, as a reader does: JupyterLab 4 lets the browser skip the layout of cells off screen
+    # (content-visibility), and a figure there need not be drawn until it is scrolled to
+    box.scroll_into_view_if_needed()
     # a FigureWidget's view may plot before its traces arrive: wait for all of them
-    pg.wait_for_function(f"() => {{ const ys = ({FIND_PLOT})({json.dumps(title)}); "
-                         f"return ys !== null && ys.length === {len(ui.figure['data'])}; }}", timeout=60_000)
+    _wait(pg, frontend, f"{name}-first-figure", f"() => {{ const ys = ({FIND_PLOT})({json.dumps(title)}); "
+          f"return ys !== null && ys.length === {len(ui.figure['data'])}; }}", 60_000, log)
     before = pg.evaluate(FIND_PLOT, title)
     assert _mismatches(before, ui.figure) == [], f"{name}: the first figure is not the package's"
     in_output = pg.evaluate(IN_OUTPUT, title)
     assert in_output == (FRONTENDS[frontend][3] == "output"), (frontend, name, in_output)
 
-    box = pg.locator(".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")).first
     frames_before = pg.evaluate("() => window.__figureFrames.length")
     _drag_first_slider(pg, box, control)
     changed = pg.evaluate(WAIT_SETTLED, [title, json.dumps(before), frames_before])
@@ -373,7 +394,10 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     DRAW_MS.setdefault(frontend, {})[name] = changed["t"] - reply
     assert changed["t"] - reply < MAX_DRAW_MS_EACH, f"{name}: drawn {changed['t'] - reply:.0f} ms after the kernel's reply"
     control_errors = set(errors["control"])
-    assert [e for e in errors["explorables"] if e not in control_errors] == [], (errors, offsite)
+    new_errors = [e for e in errors["explorables"] if e not in control_errors]
+    assert new_errors == [], (f"{frontend}: {len(new_errors)} console errors; widget errors on the page: "
+                              f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; first errors: "
+                              f"{new_errors[:3]}")
     assert offsite == [], offsite
 
 
