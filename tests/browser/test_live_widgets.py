@@ -103,17 +103,19 @@ window.WebSocket.prototype = NativeWS.prototype;
 Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
 """
 
+# The explorable's box: the VBox whose header (a direct HTML child) shows the title in bold; undefined until drawn.
+FIND_BOX = """(title) => [...document.querySelectorAll('.widget-vbox')].find(
+    v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title))"""
+
 FIND_PLOT = """(title) => {
-  const box = [...document.querySelectorAll('.widget-vbox')].find(
-      v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title));
+  const box = (""" + FIND_BOX + """)(title);
   if (!box) return null;
   const plot = box.querySelector('.js-plotly-plot');
   return plot && plot._fullData ? plot._fullData.map(t => Array.from(t.y || [])) : null;
 }"""
 
 IN_OUTPUT = """(title) => {
-  const box = [...document.querySelectorAll('.widget-vbox')].find(
-      v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title));
+  const box = (""" + FIND_BOX + """)(title);
   return !!box.querySelector('.widget-output .js-plotly-plot');
 }"""
 
@@ -357,8 +359,7 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     ui = widgets.WIDGETS[name]()
     control_name, control = _first_slider(ui)
     box = pg.locator(".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")).first
-    _wait(pg, frontend, f"{name}-widget", f"() => [...document.querySelectorAll('.widget-vbox > .widget-html b')]"
-          f".some(b => b.textContent === {json.dumps(title)})", 60_000, log)
+    _wait(pg, frontend, f"{name}-widget", f"() => ({FIND_BOX})({json.dumps(title)}) !== undefined", 60_000, log)
     # look at it, as a reader does: JupyterLab 4 lets the browser skip the layout of cells off screen
     # (content-visibility), and a figure there need not be drawn until it is scrolled to
     box.scroll_into_view_if_needed()
