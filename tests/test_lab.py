@@ -1,6 +1,7 @@
 """Tests of the tiny-transformer lab (dpo_grpo.lab, dpo_grpo.lab.model). CPU only, well under a minute."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -183,6 +184,18 @@ def test_presets_match_budgets_on_both_axes():
     assert lab.budget(CPU, "grpo") == {"optimizer_steps": 80, "completions_sampled": 5120}
     with pytest.raises(ValueError, match="algorithm"):
         lab.budget(CPU, "ppo")
+
+
+def test_the_lab_page_runs_the_gpu_preset_where_cuda_is_usable():
+    from unittest import mock
+
+    with mock.patch("torch.cuda.is_available", return_value=True):
+        assert lab.runtime_preset() == "gpu"
+        assert torch_ops.default_device().type == "cuda"  # the page's device: its runs go to the GPU
+    with mock.patch("torch.cuda.is_available", return_value=False):
+        assert lab.runtime_preset() == "cpu" and torch_ops.default_device().type == "cpu"
+    page = (Path(__file__).resolve().parents[1] / "book" / "lab_tiny_grpo.ipynb").read_text()
+    assert "CONFIG = lab.runtime_preset()" in page and "LabConfig.preset(CONFIG, device=str(device))" in page
 
 
 def test_histories_log_both_budget_axes_as_budget_predicts():

@@ -90,7 +90,7 @@ def _layout():
                     height=820, vertical_spacing=0.34, horizontal_spacing=0.1)
     fig.update_xaxes(title_text="optimizer step")
     fig.update_yaxes(range=[0, 1], col=1)
-    fig.update_layout(margin={"t": 80, "b": 130})
+    fig.update_layout(margin={"t": 80, "b": 130, "r": 200})  # r: the legend
     return fig.layout.to_plotly_json()
 
 

@@ -50,6 +50,7 @@ def _layout():
     fig = _subplots(1, 2, ["prompt weight Σ|A|", "relative to a half-solved prompt"], height=500,
                     horizontal_spacing=0.1)
     fig.update_xaxes(title_text="pass rate k / G of the prompt's group", range=[-0.03, 1.03])
+    fig.update_layout(margin={"r": 205})  # the legend
     return fig.layout.to_plotly_json()
 
 

@@ -47,6 +47,7 @@ def _layout():
     fig.update_xaxes(title_text="gradient step")
     fig.update_yaxes(title_text="β · (log π − log π_ref)", col=1)
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
+    fig.update_layout(margin={"l": 75, "r": 170})  # the legend
     return fig.layout.to_plotly_json()
 
 

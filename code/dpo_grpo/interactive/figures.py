@@ -181,6 +181,9 @@ def _rect(xref, x0, x1, fill, yref="paper", y0=0.0, y1=1.0):
 
 
 def _subplots(rows, cols, titles, height, **kw):
+    """A grid of subplots in the book's style. Each figure sets margins that hold its legend, titles and tick labels
+    (a legend at the right needs ``r`` of its width): where they do not, plotly widens the margins and draws the
+    whole figure a second time, on every draw (tests/browser/test_figure_margins.py checks every explorable)."""
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, **kw)
     fig.update_layout(template=TEMPLATE, height=height, hovermode="closest",
                       margin={"l": 60, "r": 20, "t": 70, "b": 150},
@@ -414,7 +417,7 @@ def _clip_layout():
         shapes.append({"type": "line", "xref": xref, "yref": yref, "x0": 1, "x1": 1, "y0": 0, "y1": 1,
                        "line": {"color": GREY, "dash": "dot", "width": 1}})
     fig.update_layout(shapes=shapes, legend={"orientation": "h", "x": 0, "y": 1.1, "yanchor": "bottom"},
-                      margin={"t": 110})
+                      margin={"t": 140})  # the legend takes two rows in a 700 px column
     fig.update_xaxes(range=[X_MIN, X_MAX])
     fig.update_xaxes(title_text="ratio ρ = π_θ / π_old", row=2)
     fig.update_yaxes(range=[0.3, 1.5], row=1, col=1, title_text="min(ρA, clip(ρ)A) / |A|")
@@ -505,7 +508,7 @@ def _zero_layout():
     fig.update_yaxes(title_text="prompts", row=2, col=1)
     fig.update_xaxes(title_text="reward gap d (log scale)", type="log", row=2, col=2)
     fig.update_yaxes(title_text="advantage of the better answer", range=[0, 1.1], row=2, col=2)
-    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.08, "yanchor": "bottom"}, margin={"t": 120})
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.08, "yanchor": "bottom"}, margin={"t": 140})
     return fig.layout.to_plotly_json()
 
 
@@ -591,7 +594,7 @@ def _adv_layout():
     fig.update_yaxes(range=[-2.2, 2.2], row=1, col=2)
     fig.update_yaxes(range=[-1.8, 1.8], title_text="advantage", row=2, col=1)
     fig.update_layout(barmode="group", legend={"orientation": "h", "x": 0, "y": 1.06, "yanchor": "bottom"},
-                      margin={"t": 130, "b": 130})
+                      margin={"t": 150, "b": 145, "r": 30})
     return fig.layout.to_plotly_json()
 
 
@@ -671,7 +674,7 @@ def _dpo_layout():
     fig.update_xaxes(range=[-3.6, 1.2], title_text="nats", row=2, col=1)
     fig.update_xaxes(range=[-0.8, 1.6], row=2, col=2)
     fig.update_yaxes(tickfont_size=11, row=2)
-    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.07, "yanchor": "bottom"}, margin={"t": 110})
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.07, "yanchor": "bottom"}, margin={"t": 110, "l": 100})
     return fig.layout.to_plotly_json()
 
 
@@ -898,7 +901,7 @@ def _memory_layout():
     fig.update_layout(template=TEMPLATE, height=560, barmode="stack",
                       title={"text": "logical training state (no activations, no sharding)", "font": {"size": 14}},
                       yaxis={"title": {"text": "GB (10⁹ bytes)"}, "rangemode": "tozero"},
-                      legend={"x": 1.02, "y": 1, "font": {"size": 11}}, margin={"l": 70, "r": 20, "t": 60, "b": 150})
+                      legend={"x": 1.02, "y": 1, "font": {"size": 11}}, margin={"l": 70, "r": 310, "t": 60, "b": 150})
     return fig.layout.to_plotly_json()
 
 
@@ -928,7 +931,7 @@ def _bandit_live_layout():
     fig = go.Figure()
     fig.update_layout(template=TEMPLATE, height=440, title={"text": "", "font": {"size": 13}},
                       xaxis={"title": {"text": "step"}}, yaxis={"title": {"text": "probability"}, "range": [0, 1]},
-                      legend={"title": {"text": "action (reward)"}}, margin={"l": 60, "r": 20, "t": 50, "b": 50})
+                      legend={"title": {"text": "action (reward)"}}, margin={"l": 60, "r": 175, "t": 50, "b": 60})
     return fig.layout.to_plotly_json()
 
 

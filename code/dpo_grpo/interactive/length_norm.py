@@ -71,7 +71,8 @@ def _layout():
                     horizontal_spacing=0.1)
     fig.update_xaxes(type="log", title_text="length of this answer (tokens)")
     fig.update_layout(title={"text": "one answer in a group of 4; the other answers have the slider's length; "
-                                     "on-policy, β = 0", "font": {"size": 13}, "x": 0, "xref": "paper"})
+                                     "on-policy, β = 0", "font": {"size": 13}, "x": 0, "xref": "paper"},
+                      margin={"r": 160})  # the legend
     return fig.layout.to_plotly_json()
 
 

@@ -75,7 +75,7 @@ def _layout():
     fig.add_annotation(text="", xref="paper", yref="paper", x=0.5, y=-0.16, showarrow=False, font={"size": 13})
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(legend={"orientation": "h", "x": 0.55, "y": 1.12, "yanchor": "bottom"},
-                      margin={"t": 100, "l": 170, "b": 150})
+                      margin={"t": 100, "l": 170, "b": 150, "r": 115})
     return fig.layout.to_plotly_json()
 
 

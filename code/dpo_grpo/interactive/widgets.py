@@ -4,12 +4,13 @@ Each ``*_widget()`` returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``
 figure, shown in one of two ways (:func:`live_figure_mode`):
 
 - ``"figurewidget"``: a ``plotly.graph_objects.FigureWidget`` updated in place (one ``Plotly.update`` of the values
-  that changed; median 90 ms in JupyterLab 4 on a 2-core machine, ``bench/bench_frontend_draw.py``). Chosen where it works without set-up: plotly >= 6 with ``anywidget``
-  installed, outside Colab (JupyterLab 4, Notebook 7, VS Code).
+  that changed). Chosen where it works without set-up: plotly >= 6 with ``anywidget`` installed, outside Colab
+  (JupyterLab 4, Notebook 7, VS Code).
 - ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core widgets only, so it works in
   every frontend with ipywidgets 7.6+ or 8, Colab included (where a FigureWidget needs Colab's custom widget manager);
   Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a new
-  figure three times (a plot, a redraw and an offscreen copy for a cached PNG: median 209 ms, same machine and run).
+  figure three times (a plot, a redraw and an offscreen copy for a cached PNG): about twice the in-place update's
+  time in JupyterLab 4 (``bench/bench_frontend_draw.py`` measures both in one run).
 
 ``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use ``continuous_update=False``:
 the figure is recomputed when a slider is released.

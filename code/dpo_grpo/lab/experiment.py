@@ -269,6 +269,11 @@ class LabConfig:
         return 1 + self.n_terms * (self.n_digits + 1)
 
 
+def runtime_preset() -> str:
+    """The preset for this runtime: ``"gpu"`` when torch can use a CUDA GPU (a Colab GPU runtime), else ``"cpu"``."""
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
 # --- History ---------------------------------------------------------------------------------------------------------
 
 @dataclass
