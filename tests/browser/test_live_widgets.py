@@ -83,9 +83,12 @@ HANDLE = ".noUi-handle, .ui-slider-handle"  # ipywidgets 8 (noUiSlider), ipywidg
 TRACK = ".noUi-target, .ui-slider"
 
 # Records, in the page, when each websocket frame carrying a plotly figure (the Output way) or a FigureWidget's update
-# (the in-place way) arrives (performance.now()).
+# (the in-place way) first arrives (performance.now()). JupyterLab 3.6 keeps two websockets to the kernel, and each
+# kernel message arrives on both; the browser hands the page the second copy only after the work the first one caused
+# (drawing the figure), so timing from the last copy would leave out the draw. Copies are told apart by msg_id.
 INIT_SCRIPT = r"""
 window.__figureFrames = [];
+const seen = new Set();
 const NativeWS = window.WebSocket;
 window.WebSocket = function (...args) {
   const ws = new NativeWS(...args);
@@ -94,8 +97,12 @@ window.WebSocket = function (...args) {
     let text = typeof ev.data === 'string' ? ev.data : null;
     if (text === null && ev.data instanceof ArrayBuffer) text = new TextDecoder().decode(ev.data);
     // a FigureWidget sends each update, then resets it to null (a later frame: not the one to time from)
-    if (text !== null && (text.includes('application/vnd.plotly.v1+json') || /"_py2js_update":\s*\{/.test(text)))
-      window.__figureFrames.push(t);
+    if (text === null || !(text.includes('application/vnd.plotly.v1+json') || /"_py2js_update":\s*\{/.test(text)))
+      return;
+    const id = (text.match(/"msg_id":\s*"([^"]+)"/) || [])[1];  // the header's, which comes first
+    if (id !== undefined && seen.has(id)) return;
+    seen.add(id);
+    window.__figureFrames.push(t);
   });
   return ws;
 };
