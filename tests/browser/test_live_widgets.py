@@ -83,9 +83,10 @@ HANDLE = ".noUi-handle, .ui-slider-handle"  # ipywidgets 8 (noUiSlider), ipywidg
 TRACK = ".noUi-target, .ui-slider"
 
 # Records, in the page, when each websocket frame carrying a plotly figure (the Output way) or a FigureWidget's update
-# (the in-place way) first arrives (performance.now()). JupyterLab 3.6 keeps two websockets to the kernel, and each
-# kernel message arrives on both; the browser hands the page the second copy only after the work the first one caused
-# (drawing the figure), so timing from the last copy would leave out the draw. Copies are told apart by msg_id.
+# (the in-place way) first arrives (performance.now()). JupyterLab 3.6 opens several websockets to one kernel (one per
+# kernel connection, each with its own session id), and each kernel message arrives on all of them; the browser hands
+# the page a later copy only after the work the first one caused (drawing the figure), so timing from the last copy
+# would leave out the draw. Copies are told apart by msg_id.
 INIT_SCRIPT = r"""
 window.__figureFrames = [];
 const seen = new Set();
