@@ -9,8 +9,8 @@ figure, shown in one of two ways (:func:`live_figure_mode`):
 - ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core widgets only, so it works in
   every frontend with ipywidgets 7.6+ or 8, Colab included (where a FigureWidget needs Colab's custom widget manager);
   Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a new
-  figure three times (a plot, a redraw and an offscreen copy for a cached PNG): about twice the in-place update's
-  time in JupyterLab 4 (``bench/bench_frontend_draw.py`` measures both in one run).
+  figure three times (a plot, a redraw and an offscreen copy for a cached PNG): slower than the in-place update in
+  JupyterLab 4 (``bench/bench_frontend_draw.py`` measures both in one run).
 
 ``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use ``continuous_update=False``:
 the figure is recomputed when a slider is released.
