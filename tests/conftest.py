@@ -18,6 +18,20 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+#: Headless Chromium for the browser tests (tests/browser/): Debian's package, which .ci/run installs, started with
+#: the flags that keep it from reaching the network by itself (no QUIC, component updates, sync or background requests).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def skip_without_chromium():
+    """Skip the calling test module when Chromium or Playwright is missing; return ``playwright.sync_api``."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium is not installed at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
+    return pytest.importorskip("playwright.sync_api")
+
+
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

@@ -20,10 +20,9 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Chromium is not installed at /usr/bin/chromium (.ci/run installs it)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+
+sync_api = skip_without_chromium()
 plotly = pytest.importorskip("plotly")
 
 import dpo_grpo.interactive as interactive  # noqa: E402
@@ -72,7 +71,7 @@ def _figures(spec: Explorable):
 @pytest.fixture(scope="module")
 def page():
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         pg.set_content("<html><body style='margin:0'><div id='host'></div></body></html>")
         pg.add_script_tag(content=PLOTLY_JS.read_text())

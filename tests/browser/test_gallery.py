@@ -24,10 +24,9 @@ import pytest
 # from its executed notebooks) runs in one worker, in collection order: the gallery test builds the book first.
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Chromium is not installed at /usr/bin/chromium (.ci/run installs it)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+
+sync_api = skip_without_chromium()
 
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo.reference import examples as ex  # noqa: E402
@@ -37,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 PAGE = "book/explorables.html"
 SHOTS = ROOT / "artifacts" / "screenshots"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 #: Console errors that may be ignored, each with its reason. None are needed at present: the stock theme's two
 #: errors are fixed at their source (see dpo_grpo_book and _config.yml).
 IGNORED_CONSOLE_ERRORS: dict[str, str] = {}
@@ -103,7 +100,7 @@ def gallery(site):
             r.abort()
 
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
 
         def open_page(path):
             """A new tab on ``path`` with the same network block and console capture."""

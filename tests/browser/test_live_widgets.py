@@ -42,10 +42,9 @@ import pytest
 # each frontend reads the redraw times its slider tests recorded in this process
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live-widgets")]
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Chromium is not installed at /usr/bin/chromium (.ci/run installs it)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+
+sync_api = skip_without_chromium()
 pytest.importorskip("jupyterlab")
 pytest.importorskip("notebook")
 pytest.importorskip("ipywidgets")
@@ -58,8 +57,6 @@ from dpo_grpo.interactive import widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDGETS7_REQUIREMENTS = Path(__file__).with_name("requirements-widgets7.txt")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 TOKEN = "dpo-grpo-browser-test"
 #: frontend -> (the Jupyter application, whose kernel: "this" environment or the "colab" packages' venv, its options).
 #: No news, no update check, no PyPI extension manager (JupyterLab 3.6 has no such option: its manager is off until
@@ -312,7 +309,7 @@ def page(server):
     errors = {"control": [], "explorables": []}
     phase, offsite = ["control"], []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
 
         def route(r):
