@@ -39,8 +39,8 @@ def main(argv=None) -> int:
         print(args.out)
         return 0
 
-    from ..tables import markdown_cell
     from .grade import GradingSession, grade_path, to_markdown
+    from .names import display_name
     from .sandbox import Limits, detect_mode
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
@@ -53,7 +53,8 @@ def main(argv=None) -> int:
                         progress=True)
     print(to_markdown(grades))
     for g in grades:
-        print(f"{markdown_cell(g.notebook, untrusted=True)}: score {g.score:.0%}" + (f" ({markdown_cell(g.note, untrusted=True)})" if g.note else ""))
+        note = f" ({display_name(g.note)})" if g.note else ""
+        print(f"{display_name(g.notebook)}: score {g.score:.0%}{note}")
     return 0
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..tables import markdown_row
 from ._wire import encode_value
 from .core import chapter_exercises, grading_cases, judge, registry
+from .names import ascii_name, confusable_with, display_name
 from .sandbox import Limits, detect_mode, run_sandboxed
 
 CHECK_CALL = re.compile(r"""check\(\s*["']([0-9A-Za-z_.\-]+)["']""")
@@ -117,13 +118,27 @@ def load_notebook(path):
     return nb
 
 
+def _chapter_voted(nb):
+    counts = Counter(ex_id.split(".")[0] for ex_id in _ids_in_source(nb) if ex_id in registry())
+    ranked = counts.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None  # checks no known exercise, or as many of two chapters
+    return ranked[0][0]
+
+
 def chapter_of(notebooks) -> str:
-    """The chapter most checks in ``notebooks`` (validated notebooks) belong to; ValueError if none."""
-    counts = Counter(ex_id.split(".")[0] for nb in notebooks for ex_id in _ids_in_source(nb)
-                     if ex_id in registry())
-    if not counts:
+    """The chapter of a batch of validated notebooks: each notebook votes for the chapter most of its checks
+    belong to, and a strict majority of the voting notebooks decides. ValueError (asking for ``--chapter``) when
+    no notebook checks a known exercise or no chapter has a majority."""
+    votes = Counter(c for c in map(_chapter_voted, notebooks) if c is not None)
+    if not votes:
         raise ValueError("no notebook checks a known exercise: pass the chapter explicitly (--chapter NN)")
-    return counts.most_common(1)[0][0]
+    (top, n), *rest = votes.most_common()
+    if rest and n * 2 <= sum(votes.values()):
+        tally = ", ".join(f"{c}: {k}" for c, k in sorted(votes.items()))
+        raise ValueError(f"the notebooks disagree on the chapter (notebooks per chapter: {tally}): "
+                         "pass the chapter explicitly (--chapter NN)")
+    return top
 
 
 def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
@@ -183,23 +198,31 @@ def notebooks_in(path) -> list[Path]:
     raise ValueError(f"path must be a notebook (.ipynb) or a folder of notebooks, got {path}")
 
 
-class Progress:
-    """A one-line text progress bar on stderr: done/total, elapsed time and an estimate of what is left."""
+class BatchProgress:
+    """Progress of a batch on ``stream`` (stderr): a ``tqdm`` bar (count, elapsed time, rate, time left) redrawn in
+    place on a terminal; elsewhere (a log file, a pipe) one plain line per graded notebook. Names are escaped."""
 
     def __init__(self, total: int, stream=None):
-        self.total, self.done, self.start = total, 0, time.monotonic()
-        self.stream = stream if stream is not None else sys.stderr
+        from tqdm import tqdm
 
-    def step(self, name: str):
+        if not isinstance(total, int) or total < 0:
+            raise ValueError(f"total must be a non-negative int, got {total!r}")
+        self.stream = stream if stream is not None else sys.stderr
+        self.total, self.done = total, 0
+        self.bar = tqdm(total=total, unit="notebook", file=self.stream, dynamic_ncols=True,
+                        disable=not (hasattr(self.stream, "isatty") and self.stream.isatty()))
+
+    def step(self, grade: NotebookGrade):
         self.done += 1
-        elapsed = time.monotonic() - self.start
-        left = elapsed / self.done * (self.total - self.done)
-        bar = "#" * int(30 * self.done / max(self.total, 1))
-        self.stream.write(f"\r[{bar:<30}] {self.done}/{self.total}  {elapsed:5.0f} s, about {left:4.0f} s left  "
-                          f"{name[:40]:<40}")
-        if self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+        name = display_name(grade.notebook)
+        if self.bar.disable:
+            print(f"[{self.done}/{self.total}] {name}: {_score(grade)}", file=self.stream, flush=True)
+        else:
+            self.bar.set_postfix_str(name[:40], refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
 
 
 def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed: int | None = None,
@@ -223,7 +246,8 @@ def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed
     session = GradingSession(chapter, timeout, seed, limits or Limits())
     detect_mode()  # probe once, before the threads start
     writer = ResultWriter(csv_path, markdown_path)
-    bar = Progress(len(notebooks)) if progress else None
+    bar = BatchProgress(len(notebooks)) if progress else None
+    lookalikes = confusable_with([p.name for p in notebooks])
     lock = threading.Lock()
     slots = list(range(max(1, jobs)))
     grades = []
@@ -232,13 +256,17 @@ def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed
         with lock:
             slot = slots.pop()
         try:
-            return _grade(p, session, slot)
+            g = _grade(p, session, slot)
         except Exception as exc:  # noqa: BLE001  (a grader fault on one file must not stop the batch)
-            return NotebookGrade(p.name, {i: "not reached" for i in session.ids}, f"grader error: "
-                                 f"{type(exc).__name__}")
+            g = NotebookGrade(p.name, {i: "not reached" for i in session.ids}, f"grader error: "
+                              f"{type(exc).__name__}")
         finally:
             with lock:
                 slots.append(slot)
+        if p.name in lookalikes:
+            flag = f"name {ascii_name(p.name)} looks like {', '.join(map(ascii_name, lookalikes[p.name]))}"
+            g.note = f"{g.note}; {flag}" if g.note else flag
+        return g
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(work, p): p for p in notebooks}
@@ -250,8 +278,10 @@ def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed
                 if on_result:
                     on_result(g)
                 if bar:
-                    bar.step(g.notebook)
+                    bar.step(g)
     writer.close()
+    if bar:
+        bar.close()
     return sorted(grades, key=lambda g: g.notebook)
 
 
@@ -260,11 +290,13 @@ def _score(g: NotebookGrade) -> str:
 
 
 def to_rows(grades):
+    """One row per exercise and a SCORE row per notebook; names shown escaped (:func:`.names.display_name`)."""
     rows = []
     for g in grades:
+        name, note = display_name(g.notebook), display_name(g.note)
         for ex_id, verdict in g.verdicts.items():
-            rows.append({"notebook": g.notebook, "exercise": ex_id, "verdict": verdict, "note": g.note})
-        rows.append({"notebook": g.notebook, "exercise": "SCORE", "verdict": _score(g), "note": g.note})
+            rows.append({"notebook": name, "exercise": ex_id, "verdict": verdict, "note": note})
+        rows.append({"notebook": name, "exercise": "SCORE", "verdict": _score(g), "note": note})
     return rows
 
 

@@ -160,8 +160,10 @@ def _drain(stream, sink: bytearray, cap: int):
             del sink[:len(sink) - cap]
 
 
-def _read_answers(path: Path) -> list:
-    """JSON records of the answers file; a symlink, a non-file or anything past the size cap is ignored."""
+def read_answers(path: Path) -> list:
+    """JSON records (dicts) of the answers file, one per line. A symlink, a non-file or anything past the size cap
+    is ignored, and so is any line that does not parse (bad JSON, nesting too deep, an integer too long to
+    convert): a bad record is that record's problem only."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -174,7 +176,7 @@ def _read_answers(path: Path) -> list:
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError, MemoryError):  # JSONDecodeError is a ValueError
             continue
         if isinstance(rec, dict):
             records.append(rec)
@@ -285,4 +287,4 @@ def _run(tmp, notebook_json, cases, timeout, slot, limits, mode):
     else:
         last = [ln for ln in tail.strip().splitlines() if ln.strip()]
         note = "crashed: " + (last[-1][:200] if last else f"exit code {code}")
-    return RunResult(_read_answers(tmp / "answers" / "answers.jsonl"), timed_out or code == 3, note, tail, seconds)
+    return RunResult(read_answers(tmp / "answers" / "answers.jsonl"), timed_out or code == 3, note, tail, seconds)
