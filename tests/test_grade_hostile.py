@@ -5,8 +5,8 @@ Most notebooks probe one attack and submit exercise 04.4's correct letter only i
 ``correct`` verdict on 04.4 would mean the sandbox leaked; ``incorrect`` means it held."""
 
 import hashlib
-import io
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import dpo_grpo
 from dpo_grpo.exercises import EXERCISES
 from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import grade_path
-from dpo_grpo.exercises.sandbox import MAX_CAPTURE_BYTES, _drain, detect_mode
+from dpo_grpo.exercises.sandbox import MAX_CAPTURE_BYTES, detect_mode, drain
 
 PROBE = "04.4"  # choice; "b" is right
 IDS = chapter_exercises("04")
@@ -197,6 +197,11 @@ def test_file_names_cannot_forge_rows_or_formulas(batch):
 
 
 def test_output_capture_is_capped():
-    sink = bytearray()
-    _drain(io.BytesIO(b"x" * (8 * MAX_CAPTURE_BYTES) + b"end"), sink, MAX_CAPTURE_BYTES)
+    sink, (r, w) = bytearray(), os.pipe()
+    os.set_blocking(r, False)
+    writer = threading.Thread(target=lambda: (os.write(w, b"x" * (8 * MAX_CAPTURE_BYTES) + b"end"), os.close(w)))
+    writer.start()
+    assert drain(r, sink, MAX_CAPTURE_BYTES, time.monotonic() + 30)
+    writer.join()
+    os.close(r)
     assert len(sink) == MAX_CAPTURE_BYTES and sink.endswith(b"xend")

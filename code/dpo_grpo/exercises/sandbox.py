@@ -15,40 +15,60 @@ What each platform gets (``book/teaching.md`` has the table):
 
 In every mode: a throwaway copy of the notebook; the package imported from a read-only copy that holds no answer
 key (the chapter registries are left out); limits on address space, processes, file size, CPU time and open files;
-a wall-clock deadline after which the whole process group is killed; captured output capped; the answers file read
-only after the runner's process group is dead (and, in ``root``/``bwrap`` mode, its PID namespace).
+on Linux a seccomp filter that refuses ``ptrace`` and its kin (see ``_sandbox_init``); a wall-clock deadline; the
+output pipe drained with bounded non-blocking reads in the grading thread itself, so no process that keeps it
+open can stall the grader; at the end every process of the sandbox is killed (its process group, in
+``root``/``bwrap`` mode every process of its PID namespace, and in ``root`` mode its control group); the answers
+file read only after that. A sandbox whose processes cannot all be killed fails its own result (a note), never
+the batch.
+
+In ``root`` mode each sandbox also gets a uid no other sandbox holds (:class:`.uids.UidLease`, across concurrent
+graders), control groups capping the memory and tasks of all its processes together (:class:`.cgroup.SandboxCgroup`,
+where the kernel offers them) and a scratch tmpfs capped in bytes and in files for all it writes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
+import select
 import shutil
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cgroup import SandboxCgroup
 from .selfcheck import ANSWERS_ENV, CASES_ENV
+from .uids import UidLease
 
 MAX_ANSWERS_BYTES = 32 << 20
 MAX_CAPTURE_BYTES = 64 << 10
-FIRST_SANDBOX_UID = 61000
+DEADLINE_MARGIN = 30.0  # seconds past the notebook's timeout before the sandbox is killed
+EXIT_GRACE = 2.0  # seconds the pipe is still drained after the runner exited (or was killed)
 KEY_MODULES = ("ch", "labs")  # exercises/ modules left out of the sandbox's package copy (they hold the key)
 
 
 @dataclass
 class Limits:
-    memory_mb: int = 4096  # address space per process (RLIMIT_AS)
-    processes: int = 256  # tasks of the sandbox uid (RLIMIT_NPROC; threads count)
+    memory_mb: int = 4096  # all processes together (cgroup, root mode) and the address space of each (RLIMIT_AS)
+    processes: int = 256  # tasks of the sandbox (cgroup pids.max, and RLIMIT_NPROC of its uid; threads count)
     file_mb: int = 64  # largest file the notebook may write (RLIMIT_FSIZE)
     open_files: int = 1024
+    disk_mb: int = 512  # all it writes: work folder, HOME, /tmp, /dev/shm (one tmpfs, root mode)
+    files: int = 10000  # files and folders it may create there (the tmpfs's inodes)
+
+    def __post_init__(self):
+        for name in ("memory_mb", "processes", "file_mb", "open_files", "disk_mb", "files"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
 
     def rlimits(self, timeout: float) -> dict:
         return {"as": self.memory_mb << 20, "nproc": self.processes, "fsize": self.file_mb << 20,
@@ -102,17 +122,6 @@ def detect_mode() -> str:
     return _MODE
 
 
-def free_uid(slot: int) -> int:
-    """A uid with no account (so with no files or processes of its own), one per parallel slot."""
-    uid = FIRST_SANDBOX_UID + 16 * slot
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
-
-
 def copy_package(dest: Path) -> Path:
     """A copy of the installed ``dpo_grpo`` without the answer key and without bytecode, made read-only."""
     import dpo_grpo
@@ -149,12 +158,23 @@ def _system_binds() -> list:
     return binds
 
 
-def _drain(stream, sink: bytearray, cap: int):
-    """Read ``stream`` to its end, keeping only its last ``cap`` bytes (a 2 GiB print costs no memory)."""
+def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
+    """Read the non-blocking pipe ``fd`` into ``sink`` (keeping its last ``cap`` bytes) until its end or until
+    ``time.monotonic()`` reaches ``until``; return whether the end was reached. Never blocks past ``until``."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     while True:
-        chunk = stream.read(65536)
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        if not poller.poll(int(1000 * min(left, 0.5)) + 1):
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
         if not chunk:
-            break
+            return True
         sink.extend(chunk)
         if len(sink) > cap:
             del sink[:len(sink) - cap]
@@ -183,69 +203,120 @@ def read_answers(path: Path) -> list:
     return records
 
 
-def _kill_tree(proc: subprocess.Popen):
+def _pid_namespace(pid) -> str | None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def child_namespace(pid: int) -> str | None:
+    """The PID namespace of a child of ``pid`` that lives in another namespace than ours (the sandbox's), if any."""
+    ours = _pid_namespace("self")
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            children = fh.read().split()
+    except OSError:
+        return None
+    for child in children:
+        ns = _pid_namespace(child)
+        if ns is not None and ns != ours:
+            return ns
+    return None
+
+
+def kill_namespace(ns: str, seconds: float = 5.0) -> bool:
+    """SIGKILL every process of PID namespace ``ns`` (as ``/proc/PID/ns/pid`` reads); return whether none is left
+    within ``seconds``. Killing its first process alone would do, but it may have exited already."""
+    if not isinstance(ns, str) or not ns.startswith("pid:["):
+        raise ValueError(f"ns must read like 'pid:[4026532000]', got {ns!r}")
+    end = time.monotonic() + seconds
+    while True:
+        found = [int(p) for p in os.listdir("/proc") if p.isdigit() and _pid_namespace(p) == ns]
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not found:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
 
 
 def run_sandboxed(notebook_json: str, cases: dict, timeout: float, *, slot: int = 0, limits: Limits = None,
                   mode: str = None) -> RunResult:
-    """Execute ``notebook_json`` (a validated notebook's text) in a fresh sandbox; return the recorded answers."""
+    """Execute ``notebook_json`` (a validated notebook's text) in a fresh sandbox; return the recorded answers.
+    ``slot`` (the parallel slot) is kept for callers; sandbox uids are leased per run (:class:`.uids.UidLease`)."""
+    if not isinstance(notebook_json, str):
+        raise TypeError(f"notebook_json must be a str, got {type(notebook_json).__name__}")
+    if not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     mode = mode or detect_mode()
+    if mode not in ("root", "bwrap", "basic"):
+        raise ValueError(f"mode must be 'root', 'bwrap' or 'basic', got {mode!r}")
     limits = limits or Limits()
     tmp = Path(tempfile.mkdtemp(prefix="dpo_grpo_grade_"))
+    lease = group = None
     try:
-        return _run(tmp, notebook_json, cases, timeout, slot, limits, mode)
+        if mode == "root":
+            lease = UidLease()
+            group = SandboxCgroup.create(limits.memory_mb << 20, limits.processes)
+        return _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group)
     finally:
+        if group is not None:
+            group.kill()
+            group.remove()
+        if lease is not None:
+            lease.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(tmp, notebook_json, cases, timeout, slot, limits, mode):
+def _prepare(tmp, notebook_json, cases, mode, uid):
     (tmp / "in").mkdir()
     for sub in ("work", "home", "answers"):
         (tmp / sub).mkdir(mode=0o700)
     copy_package(tmp / "pkg")
-    (tmp / "work" / "notebook.ipynb").write_text(notebook_json, encoding="utf-8")
+    (tmp / "in" / "notebook.ipynb").write_text(notebook_json, encoding="utf-8")
     (tmp / "in" / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
     (tmp / "answers" / "answers.jsonl").touch()
-    inside = Path("/sandbox") if mode in ("root", "bwrap") else tmp
     if mode == "root":
-        uid = free_uid(slot)
         os.chmod(tmp, 0o711)
-        for sub in ("work", "home", "answers"):
-            for root, dirs, files in os.walk(tmp / sub):
-                os.chown(root, uid, uid)
-                for f in files:
-                    os.chown(os.path.join(root, f), uid, uid)
-    os.chmod(tmp / "in" / "cases.json", 0o444)
+        os.chmod(tmp / "answers", 0o711)
+        os.chown(tmp / "answers" / "answers.jsonl", uid, uid)  # bound alone: the folder is not in the sandbox
+    for name in ("cases.json", "notebook.ipynb"):
+        os.chmod(tmp / "in" / name, 0o444)
     os.chmod(tmp / "in", 0o555)
+
+
+def _environment(inside, work, home, tmpdir):
     py = sys.executable
-    env = {
-        "PATH": f"{os.path.dirname(py)}:/usr/local/bin:/usr/bin:/bin", "HOME": f"{inside}/home",
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp" if mode != "basic" else f"{inside}/home",
+    return {
+        "PATH": f"{os.path.dirname(py)}:/usr/local/bin:/usr/bin:/bin", "HOME": home,
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": tmpdir,
         "PYTHONPATH": f"{inside}/pkg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{inside}/home/.matplotlib", "IPYTHONDIR": f"{inside}/home/.ipython",
-        "JUPYTER_RUNTIME_DIR": f"{inside}/home/.jupyter_runtime", "PLOTLY_RENDERER": "plotly_mimetype",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{home}/.matplotlib", "IPYTHONDIR": f"{home}/.ipython",
+        "JUPYTER_RUNTIME_DIR": f"{home}/.jupyter_runtime", "PLOTLY_RENDERER": "plotly_mimetype",
         "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         ANSWERS_ENV: f"{inside}/answers/answers.jsonl", CASES_ENV: f"{inside}/in/cases.json",
     }
-    argv = [py, "-m", "dpo_grpo.exercises._run_notebook", f"{inside}/work/notebook.ipynb", str(timeout)]
-    spec = {"mode": "root" if mode == "root" else "limits", "cwd": f"{inside}/work", "argv": argv, "env": env,
-            "limits": limits.rlimits(timeout)}
-    init = Path(__file__).with_name("_sandbox_init.py")
+
+
+def _command(tmp, mode, spec, limits, lease, group):
+    py, init = sys.executable, Path(__file__).with_name("_sandbox_init.py")
     if mode == "root":
-        own = [[str(tmp / "pkg"), "/sandbox/pkg", True], [str(tmp / "in"), "/sandbox/in", True]]
-        own += [[str(tmp / sub), f"/sandbox/{sub}", False] for sub in ("work", "home", "answers")]
-        spec.update(newroot=str(tmp / "root"), binds=_system_binds() + own,
-                    tmpfs=[["/tmp", "256m"], ["/dev/shm", "64m"]], uid=free_uid(slot), gid=free_uid(slot))
+        own = [[str(tmp / "pkg"), "/sandbox/pkg", True], [str(tmp / "in"), "/sandbox/in", True],
+               [str(tmp / "answers" / "answers.jsonl"), "/sandbox/answers/answers.jsonl", False]]
+        spec.update(newroot=str(tmp / "root"), binds=_system_binds() + own, uid=lease.uid, gid=lease.uid,
+                    scratch=["/sandbox/scratch", limits.disk_mb << 20, limits.files],
+                    cgroup_procs=group.procs_files if group else [])
         spec["binds"] += [[d, d, False] for d in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                                    "/dev/urandom") if os.path.exists(d)]
         (tmp / "root").mkdir()
-        cmd = [shutil.which("unshare"), "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
-               py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
-    elif mode == "bwrap":
+        return [shutil.which("unshare"), "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
+                py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
+    if mode == "bwrap":
         cmd = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for src, dst, _ in _system_binds():
@@ -253,10 +324,24 @@ def _run(tmp, notebook_json, cases, timeout, slot, limits, mode):
         cmd += ["--ro-bind", str(tmp / "pkg"), "/sandbox/pkg", "--ro-bind", str(tmp / "in"), "/sandbox/in"]
         for sub in ("work", "home", "answers"):
             cmd += ["--bind", str(tmp / sub), f"/sandbox/{sub}"]
-        cmd += ["--chdir", "/sandbox/work", py, "-I", "-S", "/sandbox/pkg/dpo_grpo/exercises/_sandbox_init.py",
-                "/sandbox/in/spec.json"]
+        return cmd + ["--chdir", "/sandbox/work", py, "-I", "-S",
+                      "/sandbox/pkg/dpo_grpo/exercises/_sandbox_init.py", "/sandbox/in/spec.json"]
+    return [py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
+
+
+def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
+    _prepare(tmp, notebook_json, cases, mode, lease.uid if lease else None)
+    inside = Path("/sandbox") if mode in ("root", "bwrap") else tmp
+    if mode == "root":
+        scratch = "/sandbox/scratch"
+        work, env = f"{scratch}/work", _environment(inside, f"{scratch}/work", f"{scratch}/home", "/tmp")
     else:
-        cmd = [py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
+        work = f"{inside}/work"
+        env = _environment(inside, work, f"{inside}/home", "/tmp" if mode == "bwrap" else f"{inside}/home")
+    argv = [sys.executable, "-m", "dpo_grpo.exercises._run_notebook", f"{inside}/in/notebook.ipynb", str(timeout)]
+    spec = {"mode": "root" if mode == "root" else "limits", "cwd": work, "argv": argv, "env": env,
+            "limits": limits.rlimits(timeout)}
+    cmd = _command(tmp, mode, spec, limits, lease, group)
     os.chmod(tmp / "in", 0o755)
     (tmp / "in" / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     os.chmod(tmp / "in" / "spec.json", 0o444)
@@ -265,26 +350,65 @@ def _run(tmp, notebook_json, cases, timeout, slot, limits, mode):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp))
-    sink = bytearray()
-    reader = threading.Thread(target=_drain, args=(proc.stdout, sink, MAX_CAPTURE_BYTES), daemon=True)
-    reader.start()
-    timed_out = False
     try:
-        proc.wait(timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    _kill_tree(proc)  # whatever is left of the process group (the PID namespace dies with its first process)
-    proc.wait()
-    reader.join(timeout=5)
-    proc.stdout.close()
+        timed_out, tail, survivors = _supervise(proc, timeout, mode, group)
+    finally:
+        proc.stdout.close()  # nothing else reads it: closing never waits
     seconds = time.monotonic() - start
-    tail = sink.decode("utf-8", "replace")
     code = proc.returncode
-    if timed_out or code == 3:
+    if survivors:
+        note = "sandbox error: some of its processes could not be killed"
+    elif timed_out or code == 3:
         note = "timeout"
     elif code == 0:
         note = ""
     else:
         last = [ln for ln in tail.strip().splitlines() if ln.strip()]
         note = "crashed: " + (last[-1][:200] if last else f"exit code {code}")
-    return RunResult(read_answers(tmp / "answers" / "answers.jsonl"), timed_out or code == 3, note, tail, seconds)
+    answers = read_answers(tmp / "answers" / "answers.jsonl") if not survivors else []
+    return RunResult(answers, timed_out or code == 3, note, tail, seconds)
+
+
+def _supervise(proc, timeout, mode, group):
+    """Drain the runner's output until it ends, the runner exits (plus a grace) or the deadline passes; then kill
+    every process of the sandbox. Return (timed out, output tail, whether any process survived)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    sink, ns = bytearray(), None
+    deadline = time.monotonic() + timeout + DEADLINE_MARGIN
+    ended, exited_at = False, None
+    while not ended and time.monotonic() < deadline:
+        if ns is None and mode != "basic":
+            ns = child_namespace(proc.pid)
+        ended = drain(fd, sink, MAX_CAPTURE_BYTES, min(deadline, time.monotonic() + 0.5))
+        if exited_at is None and proc.poll() is not None:
+            exited_at = time.monotonic()
+        if exited_at is not None and time.monotonic() - exited_at > EXIT_GRACE:
+            break
+    timed_out = not ended and exited_at is None
+    if ended:
+        try:  # the pipe closes as the runner exits: let it finish before anything is killed
+            proc.wait(timeout=EXIT_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+    survivors = not _kill_all(proc, ns, group)
+    drain(fd, sink, MAX_CAPTURE_BYTES, time.monotonic() + EXIT_GRACE)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        survivors = True
+    return timed_out, sink.decode("utf-8", "replace"), survivors
+
+
+def _kill_all(proc, ns, group) -> bool:
+    """Kill the runner's process group, its PID namespace and its control groups; whether all are empty."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    empty = True
+    if ns is not None:
+        empty = kill_namespace(ns) and empty
+    if group is not None:
+        empty = group.kill() and empty
+    return empty
