@@ -81,3 +81,35 @@ def test_self_check_is_never_looser_than_the_grader():
                 assert not passed or close(ans, sol, ex.rtol, ex.atol), (ex_id, scale)
                 if scale <= 0.12:
                     assert passed, (ex_id, scale)
+
+
+def test_graded_edition_has_no_answer_oracle(tmp_path):
+    """The graded edition's check consults no key: a right and a wrong answer get the same reply, and the
+    grader still marks the recorded answers."""
+    import subprocess
+    import sys
+
+    from dpo_grpo.exercises.grade import grade_path
+    from dpo_grpo.exercises.student import write_student_edition
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "04_code.ipynb").write_bytes((BOOK / "04_code.ipynb").read_bytes())
+    (out,) = write_student_edition(tmp_path / "book", tmp_path / "graded", graded=True)
+    sources = [c.source for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code"]
+    assert not [s for s in sources if "from dpo_grpo.exercises import check" in s]
+    assert [s for s in sources if "from dpo_grpo.exercises.record import check" in s]
+    code = ("import sys\nfrom dpo_grpo.exercises.record import check\n"
+            "right, wrong = check('04.4', 'b'), check('04.4', 'a')\n"
+            "print(right.status, wrong.status, repr(right) == repr(wrong))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    replies, modules = run.stdout.splitlines()
+    assert replies == "recorded recorded True"
+    assert not [m for m in eval(modules) if m.rsplit(".", 1)[1].startswith(("_selfcheck_key", "ch", "labs"))]
+    graded = nbformat.v4.new_notebook()
+    graded.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    graded.cells = [nbformat.v4.new_code_cell("from dpo_grpo.exercises.record import check\ncheck('04.4', 'b')")]
+    nbformat.write(graded, tmp_path / "filled.ipynb")
+    (g,) = grade_path(tmp_path / "filled.ipynb", chapter="04", timeout=60)
+    assert g.verdicts["04.4"] == "correct", g.note

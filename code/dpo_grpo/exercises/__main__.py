@@ -21,6 +21,8 @@ def main(argv=None) -> int:
     s = sub.add_parser("student", help="write the student edition (solution cells removed)")
     s.add_argument("book_dir")
     s.add_argument("out_dir")
+    s.add_argument("--graded", action="store_true",
+                   help="the graded edition: check() records answers and gives no feedback (no key)")
     k = sub.add_parser("selfcheck-key", help="regenerate the hashed self-check key from the registry")
     k.add_argument("--out", type=Path, default=Path(__file__).with_name("_selfcheck_key.py"))
     args = parser.parse_args(argv)
@@ -28,7 +30,7 @@ def main(argv=None) -> int:
     if args.command == "student":
         from .student import write_student_edition
 
-        for p in write_student_edition(args.book_dir, args.out_dir):
+        for p in write_student_edition(args.book_dir, args.out_dir, graded=args.graded):
             print(p)
         return 0
     if args.command == "selfcheck-key":

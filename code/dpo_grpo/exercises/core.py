@@ -56,14 +56,15 @@ class Exercise:
 @dataclass
 class Feedback:
     exercise_id: str
-    status: str  # "correct" | "incorrect" | "not attempted" | "error"
+    status: str  # "correct" | "incorrect" | "not attempted" | "error" | "recorded" (graded edition)
     message: str
 
     def __bool__(self):
         return self.status == "correct"
 
     def __repr__(self):
-        mark = {"correct": "✅", "incorrect": "❌", "not attempted": "…", "error": "⚠️"}[self.status]
+        mark = {"correct": "✅", "incorrect": "❌", "not attempted": "…", "error": "⚠️",
+                "recorded": "📝"}[self.status]
         return f"{mark} Exercise {self.exercise_id}: {self.message}"
 
     _repr_pretty_ = lambda self, p, cycle: p.text(repr(self))  # noqa: E731  (IPython display)

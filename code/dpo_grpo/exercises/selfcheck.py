@@ -182,7 +182,7 @@ def _check_code(entry, salt, answer):
     return "correct", f"correct on all {len(cases)} test cases."
 
 
-def _record(exercise_id: str, answer) -> None:
+def record_answer(exercise_id: str, answer) -> None:
     """Inside the grader's sandbox: append the submitted answer, as data, to the grader's answer file."""
     path = os.environ.get(ANSWERS_ENV)
     if not path:
@@ -220,5 +220,5 @@ def check(exercise_id: str, answer) -> Feedback:
             status, message = checker(entry, salt, answer)
         except Exception as exc:  # never let a checker crash a student's notebook
             status, message = "error", f"could not check this answer ({type(exc).__name__}: {exc})"
-    _record(exercise_id, answer)
+    record_answer(exercise_id, answer)
     return Feedback(exercise_id, status, message)
