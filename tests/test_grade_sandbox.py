@@ -96,7 +96,7 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
     assert rows["b_honest.ipynb"].startswith("correct")
     assert rows["a_escape.ipynb"].startswith(("incorrect", "timeout", "not reached"))
     time.sleep(1)
-    assert not _processes_with(b"_run_notebook") and not _processes_with(b"ipykernel_launcher")
+    assert not _processes_with(b"/sandbox/") and not _processes_with(b"dpo_grpo_grade_")  # runner, kernel
 
 
 def test_process_holding_the_output_pipe_cannot_hang_the_grader(tmp_path):
