@@ -36,8 +36,13 @@ TARGET_MS = 200.0
 
 def _one_run(out: Path) -> dict:
     env = dict(os.environ, DRAW_MS_OUT=str(out))
-    run = subprocess.run([sys.executable, "-m", "pytest", TEST, "-q", "-p", "no:cacheprovider"], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", TEST, "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if run.returncode != 0:
         raise SystemExit(f"{TEST} failed; no timings kept:\n{run.stdout[-3000:]}")
     return json.loads(out.read_text())
@@ -45,8 +50,15 @@ def _one_run(out: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=3, help="runs of the browser test (default 3)")
-    ap.add_argument("--out", type=Path, default=None, help="result file (default: the package's bench_results/)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="runs of the browser test (default 3)"
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="result file (default: the package's bench_results/)",
+    )
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
@@ -57,22 +69,48 @@ def main(argv=None) -> int:
         for k in range(args.repeats):
             for frontend, rec in _one_run(Path(tmp) / f"run{k}.json").items():
                 for name, ms in rec["draw_ms"].items():
-                    samples.setdefault(frontend, {}).setdefault(name, []).append(round(ms, 1))
+                    samples.setdefault(frontend, {}).setdefault(name, []).append(
+                        round(ms, 1)
+                    )
     frontends = {}
     for frontend, per_widget in samples.items():
         every = [ms for values in per_widget.values() for ms in values]
-        frontends[frontend] = {"samples_ms": per_widget, "median_ms": statistics.median(every), "max_ms": max(every),
-                               "share_under_target": sum(ms < TARGET_MS for ms in every) / len(every)}
-    report = {"benchmark": "frontend_draw", "target_ms": TARGET_MS, "repeats": args.repeats, "host": host,
-              "cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_before": list(load_before),
-              "loadavg_after": list(os.getloadavg()), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "frontends": frontends}
-    out = args.out or ROOT / "code" / "dpo_grpo" / "data" / "bench_results" / f"frontend-draw-{host}.json"
+        frontends[frontend] = {
+            "samples_ms": per_widget,
+            "median_ms": statistics.median(every),
+            "max_ms": max(every),
+            "share_under_target": sum(ms < TARGET_MS for ms in every) / len(every),
+        }
+    report = {
+        "benchmark": "frontend_draw",
+        "target_ms": TARGET_MS,
+        "repeats": args.repeats,
+        "host": host,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_before": list(load_before),
+        "loadavg_after": list(os.getloadavg()),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "frontends": frontends,
+    }
+    out = (
+        args.out
+        or ROOT
+        / "code"
+        / "dpo_grpo"
+        / "data"
+        / "bench_results"
+        / f"frontend-draw-{host}.json"
+    )
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}")
+    print(
+        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}"
+    )
     for frontend, r in frontends.items():
-        print(f"{frontend:<20} median {r['median_ms']:6.1f} ms   max {r['max_ms']:6.1f} ms   "
-              f"under {TARGET_MS:g} ms: {r['share_under_target']:.0%}")
+        print(
+            f"{frontend:<20} median {r['median_ms']:6.1f} ms   max {r['max_ms']:6.1f} ms   "
+            f"under {TARGET_MS:g} ms: {r['share_under_target']:.0%}"
+        )
     print("wrote", out)
     return 0
 

@@ -46,15 +46,29 @@ CONFIGS = {
     "trl_defaults": dict(loss_type="dapo", beta=0.0, epsilon=0.2),
 }
 NOMINAL_GPU_BANDWIDTH = {  # bytes/s, vendor figures, matched by substring of the device name
-    "H200": 4.8e12, "H100 SXM": 3.35e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12, "H100": 3.35e12,
-    "A100-SXM4-80GB": 2.039e12, "A100 80GB PCIe": 1.935e12, "A100": 1.555e12, "L40S": 0.864e12, "L4": 0.3e12,
-    "A10G": 0.6e12, "A10": 0.6e12, "T4": 0.32e12, "V100": 0.9e12, "RTX 4090": 1.008e12, "RTX 3090": 0.936e12,
+    "H200": 4.8e12,
+    "H100 SXM": 3.35e12,
+    "H100 NVL": 3.9e12,
+    "H100 PCIe": 2.0e12,
+    "H100": 3.35e12,
+    "A100-SXM4-80GB": 2.039e12,
+    "A100 80GB PCIe": 1.935e12,
+    "A100": 1.555e12,
+    "L40S": 0.864e12,
+    "L4": 0.3e12,
+    "A10G": 0.6e12,
+    "A10": 0.6e12,
+    "T4": 0.32e12,
+    "V100": 0.9e12,
+    "RTX 4090": 1.008e12,
+    "RTX 3090": 0.936e12,
 }
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Host description and results file
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def cpu_model() -> str:
     with contextlib.suppress(OSError):
@@ -65,23 +79,38 @@ def cpu_model() -> str:
 
 
 def host_info(device: torch.device) -> dict:
-    info = {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch_version": torch.__version__, "numpy_version": np.__version__,
-            "python_version": platform.python_version(), "device": str(device)}
+    info = {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+        "device": str(device),
+    }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        info.update(gpu_name=props.name, gpu_memory_bytes=props.total_memory, cuda_version=torch.version.cuda)
+        info.update(
+            gpu_name=props.name,
+            gpu_memory_bytes=props.total_memory,
+            cuda_version=torch.version.cuda,
+        )
     return info
 
 
 def host_kind(device: torch.device) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device).replace("NVIDIA ", "")
-        return "cuda-" + "".join(c if c.isalnum() else "-" for c in name).strip("-").lower()
+        return (
+            "cuda-"
+            + "".join(c if c.isalnum() else "-" for c in name).strip("-").lower()
+        )
     return f"cpu-{os.cpu_count()}core"
 
 
-def merge_results(path: Path, section: str, payload: dict, host: dict, run_info: dict) -> None:
+def merge_results(
+    path: Path, section: str, payload: dict, host: dict, run_info: dict
+) -> None:
     """Update one section of the results file (the other benchmark's section is kept)."""
     data = {}
     if path.exists():
@@ -89,26 +118,43 @@ def merge_results(path: Path, section: str, payload: dict, host: dict, run_info:
             data = json.loads(path.read_text(encoding="utf-8"))
     data["host"] = host
     old = data.get(section)
-    if isinstance(old, dict) and isinstance(old.get("shapes"), dict) and "shapes" in payload:
-        payload = {**payload, "shapes": {**old["shapes"], **payload["shapes"]}}  # keep other configs' shapes
+    if (
+        isinstance(old, dict)
+        and isinstance(old.get("shapes"), dict)
+        and "shapes" in payload
+    ):
+        # keep other configs' shapes
+        payload = {
+            **payload,
+            "shapes": {**old["shapes"], **payload["shapes"]},
+        }
         payload["configs"] = {**old.get("configs", {}), **payload.get("configs", {})}
     data[section] = payload
     runs = data.setdefault("run_info", {})  # timestamps and load live here only
-    runs[section] = run_info if section not in runs else (runs[section] if isinstance(runs[section], list) else [
-        runs[section]])[-3:] + [run_info]
+    runs[section] = (
+        run_info
+        if section not in runs
+        else (runs[section] if isinstance(runs[section], list) else [runs[section]])[
+            -3:
+        ]
+        + [run_info]
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def load_average():
     with contextlib.suppress(OSError):
-        return [float(x) for x in open("/proc/loadavg", encoding="utf-8").read().split()[:3]]
+        return [
+            float(x) for x in open("/proc/loadavg", encoding="utf-8").read().split()[:3]
+        ]
     return None
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Timing and memory
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def sync(device):
     if device.type == "cuda":
@@ -124,7 +170,9 @@ def cpu_stall_us() -> int | None:
         return None
 
 
-def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None) -> dict:
+def time_interleaved(
+    fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None
+) -> dict:
     """Median (and min, quartiles) seconds of each callable, the callables interleaved per repeat.
 
     Each round runs every callable once in a fresh (seeded) random order: what ran just before a call (and what it
@@ -144,7 +192,9 @@ def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_
     samples = {name: [] for name in fns}
     clean = {name: [] for name in fns}
     use_psi = device.type == "cpu" and cpu_stall_us() is not None
-    deadline = time.perf_counter() + (max_wall_s if max_wall_s is not None else math.inf)
+    deadline = time.perf_counter() + (
+        max_wall_s if max_wall_s is not None else math.inf
+    )
     rounds = 0
     order, shuffler = list(fns), random.Random(0)
     while True:
@@ -161,16 +211,28 @@ def time_interleaved(fns: dict, device, repeats: int, warmup: int = 2, max_wall_
             samples[name].append(dt)
             if not use_psi or (cpu_stall_us() - stall0) <= 0.02 * dt * 1e6:
                 clean[name].append(dt)
-        enough = min(len(v) for v in (clean if use_psi else samples).values()) >= repeats
-        if enough or (rounds >= repeats and time.perf_counter() > deadline) or rounds >= 20 * repeats:
+        enough = (
+            min(len(v) for v in (clean if use_psi else samples).values()) >= repeats
+        )
+        if (
+            enough
+            or (rounds >= repeats and time.perf_counter() > deadline)
+            or rounds >= 20 * repeats
+        ):
             break
     out = {}
     for name in fns:
         xs = clean[name] if len(clean[name]) >= 3 else samples[name]
         q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
-        out[name] = {"median_s": statistics.median(xs), "min_s": min(samples[name]), "q1_s": q[0], "q3_s": q[2],
-                     "samples": len(samples[name]), "clean_samples": len(clean[name]),
-                     "median_all_samples_s": statistics.median(samples[name])}
+        out[name] = {
+            "median_s": statistics.median(xs),
+            "min_s": min(samples[name]),
+            "q1_s": q[0],
+            "q3_s": q[2],
+            "samples": len(samples[name]),
+            "clean_samples": len(clean[name]),
+            "median_all_samples_s": statistics.median(samples[name]),
+        }
     return out
 
 
@@ -200,7 +262,8 @@ def peak_extra_bytes(fn, device) -> int | None:
             f.write("5")  # reset VmHWM to the current RSS
         base = _status_bytes("VmRSS")
         fn()
-        return max(0, _status_bytes("VmHWM") - base)  # RSS accounting can dip below the base by a few pages
+        # RSS accounting can dip below the base by a few pages
+        return max(0, _status_bytes("VmHWM") - base)
     except OSError:
         return None
 
@@ -223,27 +286,45 @@ def copy_bandwidth(device, nbytes: int) -> float:
 # Inputs and the variants
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def make_inputs(b: int, t: int, device, seed: int = 0) -> dict:
     """float32 log-probs as a policy produces them; ragged prefix masks (TRL's int64 completion_mask)."""
     g = torch.Generator().manual_seed(seed)
     old = torch.log(torch.rand(b, t, generator=g) * 0.9 + 0.05)
-    new = old + 0.05 * torch.randn(b, t, generator=g)  # a few clipped tokens at epsilon = 0.2
+    # a few clipped tokens at epsilon = 0.2
+    new = old + 0.05 * torch.randn(b, t, generator=g)
     ref = old + 0.05 * torch.randn(b, t, generator=g)
     lengths = torch.randint(max(1, t // 4), t + 1, (b,), generator=g)
     mask = (torch.arange(t)[None, :] < lengths[:, None]).long()
     adv = torch.randn(b, generator=g)
     for x in (new, old, ref):
-        x.mul_(mask)  # padding holds 0 (TRL's padding value; TRL's own math would propagate garbage)
-    return {k: v.to(device) for k, v in dict(new=new, old=old, ref=ref, mask=mask, adv=adv).items()}
+        # padding holds 0 (TRL's padding value; TRL's own math would propagate garbage)
+        x.mul_(mask)
+    return {
+        k: v.to(device)
+        for k, v in dict(new=new, old=old, ref=ref, mask=mask, adv=adv).items()
+    }
 
 
-def torch_variant(x, opts, *, validate=False, fused=None, compile=False, per_token=True):
+def torch_variant(
+    x, opts, *, validate=False, fused=None, compile=False, per_token=True
+):
     new = x["new"].detach().clone().requires_grad_()
     ref = x["ref"] if opts["beta"] != 0 else None
 
     def fn(n, o, r, a, m):
-        return T.grpo_loss(n, o, r, a, m, validate=validate, fused=fused, compile=compile, per_token=per_token,
-                           **opts)
+        return T.grpo_loss(
+            n,
+            o,
+            r,
+            a,
+            m,
+            validate=validate,
+            fused=fused,
+            compile=compile,
+            per_token=per_token,
+            **opts,
+        )
 
     def run():
         new.grad = None
@@ -259,7 +340,9 @@ def numpy_variant(x, opts):
     ref = arrays["ref"] if opts["beta"] != 0 else None
 
     def run():
-        out = dg.grpo_loss(arrays["new"], arrays["old"], ref, arrays["adv"], arrays["mask"], **opts)
+        out = dg.grpo_loss(
+            arrays["new"], arrays["old"], ref, arrays["adv"], arrays["mask"], **opts
+        )
         return out.loss, out.grad  # the analytic gradient is the "backward"
 
     return run
@@ -268,7 +351,9 @@ def numpy_variant(x, opts):
 def probe_variants(x, opts):
     """One elementwise pass over the arrays the loss reads (new, old, mask, advantages, and ref when beta != 0),
     reduced to a scalar: eager (one kernel per operator) and compiled (one fused kernel: the practical floor)."""
-    arrays = [x["new"].detach(), x["old"], x["mask"], x["adv"]] + ([x["ref"]] if opts["beta"] != 0 else [])
+    arrays = [x["new"].detach(), x["old"], x["mask"], x["adv"]] + (
+        [x["ref"]] if opts["beta"] != 0 else []
+    )
 
     def expr(n, o, m, a, r=None):
         e = (n - o).exp() if r is None else (n - o).exp() + r
@@ -292,8 +377,14 @@ class TrlHarness:
     ``_get_per_token_logps_and_entropies`` is patched on the instance to return the benchmark's tensor."""
 
     def __init__(self, workdir: Path, device):
-        os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                          TQDM_DISABLE="1", TRANSFORMERS_VERBOSITY="error", TOKENIZERS_PARALLELISM="false")
+        os.environ.update(
+            HF_HUB_OFFLINE="1",
+            HF_DATASETS_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            TQDM_DISABLE="1",
+            TRANSFORMERS_VERBOSITY="error",
+            TOKENIZERS_PARALLELISM="false",
+        )
         import datasets
         import transformers
         import trl
@@ -304,30 +395,66 @@ class TrlHarness:
         transformers.utils.logging.set_verbosity_error()
         self.trl, self.workdir, self.device = trl, workdir, device
         self.version = trl.__version__
-        vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{f"w{i}": i + 3 for i in range(29)}}
+        vocab = {
+            "<pad>": 0,
+            "<eos>": 1,
+            "<unk>": 2,
+            **{f"w{i}": i + 3 for i in range(29)},
+        }
         backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
         backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-        self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
-                                                 unk_token="<unk>")
-        config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                             pad_token_id=0, eos_token_id=1, bos_token_id=None, tie_word_embeddings=False)
+        self.tokenizer = PreTrainedTokenizerFast(
+            tokenizer_object=backend,
+            pad_token="<pad>",
+            eos_token="<eos>",
+            unk_token="<unk>",
+        )
+        config = LlamaConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            eos_token_id=1,
+            bos_token_id=None,
+            tie_word_embeddings=False,
+        )
         torch.manual_seed(0)
         self.model_path = workdir / "tiny-llama"
         LlamaForCausalLM(config).save_pretrained(self.model_path)
         self.tokenizer.save_pretrained(self.model_path)
-        self.dataset = datasets.Dataset.from_dict({"prompt": [f"w{i} w{i + 1}" for i in range(8)]})
+        self.dataset = datasets.Dataset.from_dict(
+            {"prompt": [f"w{i} w{i + 1}" for i in range(8)]}
+        )
         self.trainers = {}
 
     def trainer(self, name, opts):
         if name not in self.trainers:
             args = self.trl.GRPOConfig(
-                output_dir=str(self.workdir / "out"), report_to="none", use_cpu=self.device.type != "cuda",
-                save_strategy="no", logging_strategy="no", seed=0, per_device_train_batch_size=8, num_generations=2,
-                loss_type=opts["loss_type"], beta=opts["beta"], epsilon=opts["epsilon"],
-                importance_sampling_level="token", use_bias_correction_kl=False)
-            trainer = self.trl.GRPOTrainer(model=str(self.model_path), reward_funcs=[_zero_reward], args=args,
-                                           train_dataset=self.dataset, processing_class=self.tokenizer)
+                output_dir=str(self.workdir / "out"),
+                report_to="none",
+                use_cpu=self.device.type != "cuda",
+                save_strategy="no",
+                logging_strategy="no",
+                seed=0,
+                per_device_train_batch_size=8,
+                num_generations=2,
+                loss_type=opts["loss_type"],
+                beta=opts["beta"],
+                epsilon=opts["epsilon"],
+                importance_sampling_level="token",
+                use_bias_correction_kl=False,
+            )
+            trainer = self.trl.GRPOTrainer(
+                model=str(self.model_path),
+                reward_funcs=[_zero_reward],
+                args=args,
+                train_dataset=self.dataset,
+                processing_class=self.tokenizer,
+            )
             trainer.model.train()
             trainer.current_gradient_accumulation_steps = 1
             self.trainers[name] = trainer
@@ -339,7 +466,11 @@ class TrlHarness:
         trainer.max_completion_length = t  # dr_grpo's normaliser
         new = x["new"].detach().clone().requires_grad_()
         entropies = torch.zeros_like(new)
-        trainer._get_per_token_logps_and_entropies = lambda *args, **kwargs: (new, entropies, None)
+        trainer._get_per_token_logps_and_entropies = lambda *args, **kwargs: (
+            new,
+            entropies,
+            None,
+        )
         inputs = {
             "prompt_ids": torch.full((b, 1), 5, dtype=torch.long, device=new.device),
             "prompt_mask": torch.ones(b, 1, dtype=torch.long, device=new.device),
@@ -371,6 +502,7 @@ def _zero_reward(prompts, completions, **kwargs):
 # Driver
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def min_bytes(x, opts, per_token=True) -> int:
     """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write the gradient and, with
     ``per_token``, ratio and per-token loss (+ kl); the backward reads the saved gradient and writes the gradient
@@ -378,7 +510,9 @@ def min_bytes(x, opts, per_token=True) -> int:
     n = x["new"].numel()
     elem = x["new"].element_size()
     reads = 2 * elem + x["mask"].element_size() + (elem if opts["beta"] != 0 else 0)
-    writes = elem + ((2 * elem + (elem if opts["beta"] != 0 else 0)) if per_token else 0)
+    writes = elem + (
+        (2 * elem + (elem if opts["beta"] != 0 else 0)) if per_token else 0
+    )
     return n * (reads + writes + 2 * elem)
 
 
@@ -389,7 +523,9 @@ COMPILED_VARIANTS = {  # --compile choice: (label, torch_variant keyword argumen
 }
 
 
-def build_variants(x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("full", "lean")):
+def build_variants(
+    x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("full", "lean")
+):
     variants = {}
     if device.type == "cpu":
         variants["numpy"] = numpy_variant(x, opts)
@@ -427,22 +563,46 @@ def agreement(variants):
     out = {}
     for name, fn in variants.items():
         loss, grad = fn()
-        grad = grad.detach().double().cpu().numpy() if isinstance(grad, torch.Tensor) else np.asarray(grad)
-        out[name] = {"loss_abs_diff": abs(_float(loss) - _float(loss0)),
-                     "grad_max_abs_diff": float(np.abs(grad - grad0).max())}
+        grad = (
+            grad.detach().double().cpu().numpy()
+            if isinstance(grad, torch.Tensor)
+            else np.asarray(grad)
+        )
+        out[name] = {
+            "loss_abs_diff": abs(_float(loss) - _float(loss0)),
+            "grad_max_abs_diff": float(np.abs(grad - grad0).max()),
+        }
     return out
 
 
 def run_memory_phase(args, device) -> dict:
     """Peak extra memory of one call of every variant (CPU: in a child process with glibc's mmap threshold fixed)."""
     if device.type == "cpu":
-        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
-        cmd = [sys.executable, __file__, "--memory-phase", "--shapes", *[f"{b}x{t}" for b, t in args.shapes],
-               "--configs", *args.configs] + (["--no-trl"] if args.no_trl else []) + (
-                   ["--threads", str(args.threads)] if args.threads else []) + (
-                   ["--no-compile"] if args.no_compile else ["--compile", *args.compile]) + (
-                   ["--compile-configs", *args.compile_configs] if args.compile_configs else [])
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.memory_timeout)
+        env = dict(
+            os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0"
+        )
+        cmd = (
+            [
+                sys.executable,
+                __file__,
+                "--memory-phase",
+                "--shapes",
+                *[f"{b}x{t}" for b, t in args.shapes],
+                "--configs",
+                *args.configs,
+            ]
+            + (["--no-trl"] if args.no_trl else [])
+            + (["--threads", str(args.threads)] if args.threads else [])
+            + (["--no-compile"] if args.no_compile else ["--compile", *args.compile])
+            + (
+                ["--compile-configs", *args.compile_configs]
+                if args.compile_configs
+                else []
+            )
+        )
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=args.memory_timeout
+        )
         if proc.returncode != 0:
             return {"error": proc.stderr[-2000:]}
         return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -456,8 +616,12 @@ def memory_measurements(args, device) -> dict:
         opts = CONFIGS[cfg_name]
         for b, t in args.shapes:
             x = make_inputs(b, t, device)
-            with_compile = not args.no_compile and (args.compile_configs is None or cfg_name in args.compile_configs)
-            variants = build_variants(x, cfg_name, opts, device, trl, with_compile, {}, args.compile)
+            with_compile = not args.no_compile and (
+                args.compile_configs is None or cfg_name in args.compile_configs
+            )
+            variants = build_variants(
+                x, cfg_name, opts, device, trl, with_compile, {}, args.compile
+            )
             per = {}
             for name, fn in variants.items():
                 fn()  # warm-up (lazy initialisation, autograd graph caches)
@@ -474,28 +638,63 @@ def make_trl(args, device):
             warnings.simplefilter("ignore")
             return TrlHarness(Path(tempfile.mkdtemp(prefix="bench-trl-")), device)
     except Exception as exc:  # TRL not installed in this interpreter
-        print(f"[bench] TRL column skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"[bench] TRL column skipped: {type(exc).__name__}: {exc}", file=sys.stderr
+        )
         return None
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smaller shapes and fewer repeats")
+    p.add_argument(
+        "--quick", action="store_true", help="smaller shapes and fewer repeats"
+    )
     p.add_argument("--shapes", nargs="*", help="BxT shapes, e.g. 64x512 256x2048")
     p.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
-    p.add_argument("--repeats", type=int, default=None, help="timed repeats per variant (default: fit the budget)")
-    p.add_argument("--budget", type=float, default=None, help="seconds of timing per shape and config")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repeats per variant (default: fit the budget)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds of timing per shape and config",
+    )
     p.add_argument("--no-trl", action="store_true")
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument("--compile", nargs="*", default=["full", "lean"], choices=list(COMPILED_VARIANTS),
-                   help="which torch paths to also time with compile=True (full: per-token outputs, lean: "
-                        "per_token=False, autograd: fused=False)")
-    p.add_argument("--compile-configs", nargs="*", default=None, help="configs that get compiled variants (all)")
+    p.add_argument(
+        "--compile",
+        nargs="*",
+        default=["full", "lean"],
+        choices=list(COMPILED_VARIANTS),
+        help="which torch paths to also time with compile=True (full: per-token outputs, lean: "
+        "per_token=False, autograd: fused=False)",
+    )
+    p.add_argument(
+        "--compile-configs",
+        nargs="*",
+        default=None,
+        help="configs that get compiled variants (all)",
+    )
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--memory-timeout", type=float, default=300)
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--results", default=None, help="results file (default code/dpo_grpo/data/bench_results/<host-kind>.json)")
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument(
+        "--device", default=None, help="cpu or cuda (default: cuda when available)"
+    )
+    p.add_argument(
+        "--results",
+        default=None,
+        help="results file (default code/dpo_grpo/data/bench_results/<host-kind>.json)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's choice)",
+    )
     p.add_argument("--memory-phase", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.shapes:
@@ -513,33 +712,55 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore")
     # one compiled function per (variant, shape, config): more than dynamo's default 8 entries per code object
     torch._dynamo.config.recompile_limit = 256
-    torch._dynamo.config.fail_on_recompile_limit_hit = True  # never time a silent eager fallback
+    torch._dynamo.config.fail_on_recompile_limit_hit = (
+        True  # never time a silent eager fallback
+    )
     if args.memory_phase:
         print(json.dumps(memory_measurements(args, device)))
         return 0
     budget = args.budget or ((8 if args.quick else 20) if device.type == "cpu" else 10)
     started = time.time()
     trl = make_trl(args, device)
-    results = {"configs": {k: CONFIGS[k] for k in args.configs}, "dtype": "float32",
-               "torch_threads": torch.get_num_threads(),
-               "trl_version": None if trl is None else trl.version, "shapes": {}}
+    results = {
+        "configs": {k: CONFIGS[k] for k in args.configs},
+        "dtype": "float32",
+        "torch_threads": torch.get_num_threads(),
+        "trl_version": None if trl is None else trl.version,
+        "shapes": {},
+    }
     if device.type == "cuda":
         bw = copy_bandwidth(device, 1 << 30)
-        nominal = next((v for k, v in NOMINAL_GPU_BANDWIDTH.items() if k in torch.cuda.get_device_name(device)),
-                       None)
+        nominal = next(
+            (
+                v
+                for k, v in NOMINAL_GPU_BANDWIDTH.items()
+                if k in torch.cuda.get_device_name(device)
+            ),
+            None,
+        )
         results["device_bandwidth"] = {"copy_measured_Bps": bw, "nominal_Bps": nominal}
     else:
-        results["device_bandwidth"] = {"copy_measured_Bps": copy_bandwidth(device, 1 << 28), "nominal_Bps": None}
+        results["device_bandwidth"] = {
+            "copy_measured_Bps": copy_bandwidth(device, 1 << 28),
+            "nominal_Bps": None,
+        }
     for cfg_name in args.configs:
         opts = CONFIGS[cfg_name]
         for b, t in args.shapes:
             key = f"{cfg_name}/{b}x{t}"
             x = make_inputs(b, t, device)
             errors = {}
-            with_compile = not args.no_compile and (args.compile_configs is None or cfg_name in args.compile_configs)
-            variants = build_variants(x, cfg_name, opts, device, trl, with_compile, errors, args.compile)
+            with_compile = not args.no_compile and (
+                args.compile_configs is None or cfg_name in args.compile_configs
+            )
+            variants = build_variants(
+                x, cfg_name, opts, device, trl, with_compile, errors, args.compile
+            )
             probe_eager, probe_fused = probe_variants(x, opts)
-            variants["probe_eager"], variants["probe_compiled"] = probe_eager, probe_fused
+            variants["probe_eager"], variants["probe_compiled"] = (
+                probe_eager,
+                probe_fused,
+            )
             # one timed call each, to fit the repeats in the budget (or skip the shape)
             single = {}
             for name, fn in variants.items():
@@ -550,26 +771,53 @@ def main(argv=None) -> int:
                 sync(device)
                 single[name] = time.perf_counter() - t0
             per_round = sum(single.values())
-            repeats = args.repeats or int(min(200, max(3, budget / max(per_round, 1e-9))))  # cheap shapes: more samples
+            # cheap shapes: more samples
+            repeats = args.repeats or int(
+                min(200, max(3, budget / max(per_round, 1e-9)))
+            )
             if per_round > budget:
-                results["shapes"][key] = {"skipped": f"one round takes {per_round:.1f}s > budget {budget}s"}
-                print(f"[bench] {key}: skipped ({per_round:.1f}s per round)", file=sys.stderr)
+                results["shapes"][key] = {
+                    "skipped": f"one round takes {per_round:.1f}s > budget {budget}s"
+                }
+                print(
+                    f"[bench] {key}: skipped ({per_round:.1f}s per round)",
+                    file=sys.stderr,
+                )
                 continue
-            checks = agreement({k: v for k, v in variants.items() if not k.startswith("probe")})
+            checks = agreement(
+                {k: v for k, v in variants.items() if not k.startswith("probe")}
+            )
             timing = time_interleaved(variants, device, repeats, max_wall_s=3 * budget)
             med = {k: v["median_s"] for k, v in timing.items()}
-            entry = {"timing": timing, "agreement_vs_torch_eager": checks, "errors": errors,
-                     "min_bytes": min_bytes(x, opts), "numel": b * t}
+            entry = {
+                "timing": timing,
+                "agreement_vs_torch_eager": checks,
+                "errors": errors,
+                "min_bytes": min_bytes(x, opts),
+                "numel": b * t,
+            }
             loss_names = [k for k in med if not k.startswith("probe")]
             if "trl" in med:
                 entry["speedup_vs_trl"] = {k: med["trl"] / med[k] for k in loss_names}
-            entry["multiple_of_probe_eager"] = {k: med[k] / med["probe_eager"] for k in loss_names}
-            entry["multiple_of_probe_compiled"] = {k: med[k] / med["probe_compiled"] for k in loss_names}
+            entry["multiple_of_probe_eager"] = {
+                k: med[k] / med["probe_eager"] for k in loss_names
+            }
+            entry["multiple_of_probe_compiled"] = {
+                k: med[k] / med["probe_compiled"] for k in loss_names
+            }
             entry["min_bytes_lean"] = min_bytes(x, opts, per_token=False)
-            entry["achieved_Bps"] = {k: entry["min_bytes_lean" if k.endswith("_lean") else "min_bytes"] / med[k]
-                                     for k in loss_names}
-            nominal = results["device_bandwidth"]["nominal_Bps"] or results["device_bandwidth"]["copy_measured_Bps"]
-            entry["fraction_of_bandwidth"] = {k: entry["achieved_Bps"][k] / nominal for k in loss_names}
+            entry["achieved_Bps"] = {
+                k: entry["min_bytes_lean" if k.endswith("_lean") else "min_bytes"]
+                / med[k]
+                for k in loss_names
+            }
+            nominal = (
+                results["device_bandwidth"]["nominal_Bps"]
+                or results["device_bandwidth"]["copy_measured_Bps"]
+            )
+            entry["fraction_of_bandwidth"] = {
+                k: entry["achieved_Bps"][k] / nominal for k in loss_names
+            }
             results["shapes"][key] = entry
             summary = ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in med.items())
             print(f"[bench] {key} ({repeats} repeats): {summary}", file=sys.stderr)
@@ -580,9 +828,23 @@ def main(argv=None) -> int:
                 results["shapes"][key]["peak_extra_bytes"] = per
         if "error" in memory:
             results["memory_error"] = memory["error"]
-    path = Path(args.results) if args.results else REPO / "code" / "dpo_grpo" / "data" / "bench_results" / f"{host_kind(device)}.json"
-    run_info = {"started_unix": started, "wall_s": round(time.time() - started, 1), "argv": sys.argv[1:],
-                "load_average_at_end": load_average(), "quick": args.quick}
+    path = (
+        Path(args.results)
+        if args.results
+        else REPO
+        / "code"
+        / "dpo_grpo"
+        / "data"
+        / "bench_results"
+        / f"{host_kind(device)}.json"
+    )
+    run_info = {
+        "started_unix": started,
+        "wall_s": round(time.time() - started, 1),
+        "argv": sys.argv[1:],
+        "load_average_at_end": load_average(),
+        "quick": args.quick,
+    }
     merge_results(path, "grpo_loss", results, host_info(device), run_info)
     print(f"[bench] wrote {path}", file=sys.stderr)
     return 0

@@ -49,12 +49,22 @@ PHASES = ("rollout_time_s", "score_time_s", "reference_time_s", "train_time_s")
 
 
 def scenarios(preset: str, steps: int) -> dict:
-    base = {"grpo_steps": steps, "eval_every": steps}  # evaluate only at the end (evaluation is not timed anyway)
+    # evaluate only at the end (evaluation is not timed anyway)
+    base = {
+        "grpo_steps": steps,
+        "eval_every": steps,
+    }
     return {
         "preset": dict(base),
         "one_epoch_per_rollout": dict(base, num_iterations=1),
-        "length_bonus_long": dict(base, grpo_steps=max(steps, 45), eval_every=max(steps, 45),
-                                  reward="length_bonus", length_bonus=1.0, max_completion_length=9),
+        "length_bonus_long": dict(
+            base,
+            grpo_steps=max(steps, 45),
+            eval_every=max(steps, 45),
+            reward="length_bonus",
+            length_bonus=1.0,
+            max_completion_length=9,
+        ),
     }
 
 
@@ -63,7 +73,9 @@ def summarise(h) -> dict:
     per_phase = {k: np.asarray(getattr(h, k)) for k in PHASES}
     total = sum(per_phase.values())
     skip = 1 if steps > 3 else 0  # the first step pays one-off warm-up costs
-    mean = {k.replace("_time_s", ""): float(v[skip:].mean()) for k, v in per_phase.items()}
+    mean = {
+        k.replace("_time_s", ""): float(v[skip:].mean()) for k, v in per_phase.items()
+    }
     tot = sum(mean.values())
     return {
         "steps": steps,
@@ -75,8 +87,11 @@ def summarise(h) -> dict:
         "peak_memory_bytes": int(max(h.peak_memory_bytes)),
         "heldout_pass_rate": [h.heldout_pass_rate[0], h.heldout_pass_rate[-1]],
         "per_step": [
-            {"step": int(s), "completion_length": float(L),
-             **{k.replace("_time_s", ""): float(per_phase[k][i]) for k in PHASES}}
+            {
+                "step": int(s),
+                "completion_length": float(L),
+                **{k.replace("_time_s", ""): float(per_phase[k][i]) for k in PHASES},
+            }
             for i, (s, L) in enumerate(zip(h.step, h.completion_length))
         ],
     }
@@ -89,14 +104,27 @@ def length_bins(per_step, edges=(0, 4, 6, 8, 100)) -> list:
         rows = [r for r in per_step[1:] if lo <= r["completion_length"] < hi]
         if not rows:
             continue
-        tot = {p: sum(r[p] for r in rows) for p in ("rollout", "score", "reference", "train")}
-        out.append({"completion_length": [lo, hi], "steps": len(rows),
-                    "rollout_share": tot["rollout"] / sum(tot.values()),
-                    "train_share": tot["train"] / sum(tot.values())})
+        tot = {
+            p: sum(r[p] for r in rows)
+            for p in ("rollout", "score", "reference", "train")
+        }
+        out.append(
+            {
+                "completion_length": [lo, hi],
+                "steps": len(rows),
+                "rollout_share": tot["rollout"] / sum(tot.values()),
+                "train_share": tot["train"] / sum(tot.values()),
+            }
+        )
     return out
 
 
-def trl_vs_lab(steps: int = 6, prompts_per_step: int = 4, num_generations: int = 8, max_completion_length: int = 8):
+def trl_vs_lab(
+    steps: int = 6,
+    prompts_per_step: int = 4,
+    num_generations: int = 8,
+    max_completion_length: int = 8,
+):
     """Median seconds per GRPO step: the lab's loop (run_hf_grpo) and TRL's GRPOTrainer, same tiny model and batch."""
     import tempfile
     import warnings
@@ -109,10 +137,18 @@ def trl_vs_lab(steps: int = 6, prompts_per_step: int = 4, num_generations: int =
     warnings.filterwarnings("ignore", category=FutureWarning)
     transformers.utils.logging.disable_progress_bar()
     if not torch.cuda.is_available():
-        torch.set_num_threads(1)  # as the lab runs: one intra-op thread on a CPU (more oversubscribe a shared machine)
-    cfg = hf.HFLabConfig.preset("tiny-random", grpo_steps=steps, num_iterations=1, prompts_per_step=prompts_per_step,
-                                num_generations=num_generations, max_completion_length=max_completion_length,
-                                eval_every=steps, eval_prompts=8)
+        # as the lab runs: one intra-op thread on a CPU (more oversubscribe a shared machine)
+        torch.set_num_threads(1)
+    cfg = hf.HFLabConfig.preset(
+        "tiny-random",
+        grpo_steps=steps,
+        num_iterations=1,
+        prompts_per_step=prompts_per_step,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        eval_every=steps,
+        eval_prompts=8,
+    )
     model, tok = hf.tiny_random_model(0)
     with tempfile.TemporaryDirectory() as d:
         model.save_pretrained(d)
@@ -130,50 +166,99 @@ def trl_vs_lab(steps: int = 6, prompts_per_step: int = 4, num_generations: int =
                 self.times.append(time.perf_counter() - self.t0)
 
         clock = Clock()
-        args = trl.GRPOConfig(**trl_scale.grpo_args(cfg, d + "/out", use_cpu=not torch.cuda.is_available(), bf16=False,
-                                                    seed=0, disable_tqdm=True))
-        trainer = trl.GRPOTrainer(model=d, reward_funcs=[trl_scale.verifier_reward(tok.eos_token_id)], args=args,
-                                  train_dataset=trl_scale.prompt_dataset(cfg, steps * prompts_per_step),
-                                  processing_class=tok, callbacks=[clock])
+        args = trl.GRPOConfig(
+            **trl_scale.grpo_args(
+                cfg,
+                d + "/out",
+                use_cpu=not torch.cuda.is_available(),
+                bf16=False,
+                seed=0,
+                disable_tqdm=True,
+            )
+        )
+        trainer = trl.GRPOTrainer(
+            model=d,
+            reward_funcs=[trl_scale.verifier_reward(tok.eos_token_id)],
+            args=args,
+            train_dataset=trl_scale.prompt_dataset(cfg, steps * prompts_per_step),
+            processing_class=tok,
+            callbacks=[clock],
+        )
         trainer.remove_callback(transformers.PrinterCallback)
         trainer.train()
     med = lambda xs: float(np.median(xs[1:] if len(xs) > 2 else xs))  # noqa: E731
-    return {"model": f"tiny random Qwen2ForCausalLM ({sum(p.numel() for p in model.parameters())} parameters)",
-            "batch": {"prompts_per_step": prompts_per_step, "num_generations": num_generations,
-                      "max_completion_length": max_completion_length, "num_iterations": 1, "beta": cfg.beta},
-            "steps": steps, "torch_threads": torch.get_num_threads(), "trl": trl.__version__, "transformers": transformers.__version__,
-            "lab_step_seconds_median": med(ours), "trl_step_seconds_median": med(clock.times),
-            "lab_step_seconds": ours, "trl_step_seconds": clock.times}
+    return {
+        "model": f"tiny random Qwen2ForCausalLM ({sum(p.numel() for p in model.parameters())} parameters)",
+        "batch": {
+            "prompts_per_step": prompts_per_step,
+            "num_generations": num_generations,
+            "max_completion_length": max_completion_length,
+            "num_iterations": 1,
+            "beta": cfg.beta,
+        },
+        "steps": steps,
+        "torch_threads": torch.get_num_threads(),
+        "trl": trl.__version__,
+        "transformers": transformers.__version__,
+        "lab_step_seconds_median": med(ours),
+        "trl_step_seconds_median": med(clock.times),
+        "lab_step_seconds": ours,
+        "trl_step_seconds": clock.times,
+    }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="cpu", choices=("cpu", "gpu"))
-    parser.add_argument("--steps", type=int, default=20, help="GRPO steps per scenario (default 20)")
+    parser.add_argument(
+        "--steps", type=int, default=20, help="GRPO steps per scenario (default 20)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--trl", action=argparse.BooleanOptionalAction, default=None,
-                        help="also time TRL's GRPOTrainer against the lab's step (default: when trl is installed)")
-    parser.add_argument("--results", type=pathlib.Path, default=None,
-                        help="output JSON (default code/dpo_grpo/data/bench_results/lab-<host>.json)")
+    parser.add_argument(
+        "--trl",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also time TRL's GRPOTrainer against the lab's step (default: when trl is installed)",
+    )
+    parser.add_argument(
+        "--results",
+        type=pathlib.Path,
+        default=None,
+        help="output JSON (default code/dpo_grpo/data/bench_results/lab-<host>.json)",
+    )
     args = parser.parse_args(argv)
 
     device = torch_ops.default_device()
     host = socket.gethostname().split(".")[0] or "host"
-    out_path = args.results or pathlib.Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "bench_results" / f"lab-{host}.json"
+    out_path = (
+        args.results
+        or pathlib.Path(__file__).resolve().parents[1]
+        / "code"
+        / "dpo_grpo"
+        / "data"
+        / "bench_results"
+        / f"lab-{host}.json"
+    )
     cfg = LabConfig.preset(args.preset, device=str(device))
     record = {
         "benchmark": "bench_lab.py: GRPO step time split in the tiny-transformer lab",
         "host": host,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(0),
+        "device": str(device)
+        if device.type == "cpu"
+        else torch.cuda.get_device_name(0),
         "cpu_threads": cfg.cpu_threads if device.type == "cpu" else None,
         "cpu_count": __import__("os").cpu_count(),
         "preset": args.preset,
         "seed": args.seed,
-        "note": ("wall-clock times on a possibly shared machine; the first step of each scenario is excluded from "
-                 "the means (warm-up). SFT is run once per model shape and is not part of any split."),
+        "note": (
+            "wall-clock times on a possibly shared machine; the first step of each scenario is excluded from "
+            "the means (warm-up). SFT is run once per model shape and is not part of any split."
+        ),
         "scenarios": {},
     }
     t0 = time.perf_counter()
@@ -186,25 +271,37 @@ def main(argv=None):
             s["rollout_share_by_length"] = length_bins(s["per_step"])
         record["scenarios"][name] = s
         share = " ".join(f"{k} {v:5.1%}" for k, v in s["share"].items())
-        print(f"{name:<24} {s['step_seconds_mean'] * 1e3:7.1f} ms/step  length {s['completion_length_mean']:.2f}  "
-              f"{share}", flush=True)
+        print(
+            f"{name:<24} {s['step_seconds_mean'] * 1e3:7.1f} ms/step  length {s['completion_length_mean']:.2f}  "
+            f"{share}",
+            flush=True,
+        )
         for b in s.get("rollout_share_by_length", []):
-            print(f"{'':<24} steps with mean length in {b['completion_length']}: rollout {b['rollout_share']:.1%}, "
-                  f"train {b['train_share']:.1%} ({b['steps']} steps)")
+            print(
+                f"{'':<24} steps with mean length in {b['completion_length']}: rollout {b['rollout_share']:.1%}, "
+                f"train {b['train_share']:.1%} ({b['steps']} steps)"
+            )
     record["length_sweep"] = lab.rollout_vs_train_time(cfg, device)
-    print("controlled sweep (batch 128): completion length -> sampling time / one training pass")
+    print(
+        "controlled sweep (batch 128): completion length -> sampling time / one training pass"
+    )
     for row in record["length_sweep"]:
-        print(f"  L = {row['completion_length']:3d}: rollout {row['rollout_s'] * 1e3:7.1f} ms, "
-              f"train pass {row['train_pass_s'] * 1e3:6.1f} ms, ratio {row['rollout_over_train']:.1f}")
+        print(
+            f"  L = {row['completion_length']:3d}: rollout {row['rollout_s'] * 1e3:7.1f} ms, "
+            f"train pass {row['train_pass_s'] * 1e3:6.1f} ms, ratio {row['rollout_over_train']:.1f}"
+        )
     use_trl = args.trl
     if use_trl is None:
         import importlib.util
+
         use_trl = importlib.util.find_spec("trl") is not None
     if use_trl:
         record["trl_vs_lab"] = trl_vs_lab()
         r = record["trl_vs_lab"]
-        print(f"GRPO step on {r['model']}, batch {r['batch']}: lab {r['lab_step_seconds_median'] * 1e3:.0f} ms, "
-              f"TRL {r['trl']} {r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)")
+        print(
+            f"GRPO step on {r['model']}, batch {r['batch']}: lab {r['lab_step_seconds_median'] * 1e3:.0f} ms, "
+            f"TRL {r['trl']} {r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)"
+        )
     record["total_seconds"] = time.perf_counter() - t0
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(record, indent=1) + "\n")

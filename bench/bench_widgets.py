@@ -50,13 +50,17 @@ def _values(key, control, spec):
         vals = [v for v in spec.grid[key] if v is not None]
         lo, hi = getattr(control, "min", None), getattr(control, "max", None)
         if isinstance(control, W.FloatLogSlider):
-            lo, hi = control.base ** control.min, control.base ** control.max
+            lo, hi = control.base**control.min, control.base**control.max
         return [v for v in vals if lo is None or lo <= v <= hi]
     if isinstance(control, W.FloatLogSlider):
         return list(control.base ** np.linspace(control.min, control.max, 5))
     if isinstance(control, (W.FloatSlider, W.IntSlider)):
         vals = np.linspace(control.min, control.max, 5)
-        return [int(round(v)) for v in vals] if isinstance(control, W.IntSlider) else list(vals)
+        return (
+            [int(round(v)) for v in vals]
+            if isinstance(control, W.IntSlider)
+            else list(vals)
+        )
     if isinstance(control, W.Checkbox):
         return [not control.value]
     if isinstance(control, (W.Dropdown, W.ToggleButtons)):
@@ -70,7 +74,9 @@ def bench_widget(name, factory, repeats):
     for key, control in ui.controls.items():
         default = control.value
         for value in _values(key, control, ui.spec):
-            if value == default or (isinstance(value, float) and abs(value - default) < 1e-12):
+            if value == default or (
+                isinstance(value, float) and abs(value - default) < 1e-12
+            ):
                 continue  # not a move: ipywidgets fires no callback
             rec, ser = [], []
             for _ in range(repeats):
@@ -82,20 +88,39 @@ def bench_widget(name, factory, repeats):
                 payload = pio.to_json(ui.figure, validate=False)
                 ser.append((time.perf_counter() - start) * 1e3)
             assert ui.error is None, (name, key, value, ui.error)
-            rows.append({"control": key, "value": value if not isinstance(value, float) else float(f"{value:.6g}"),
-                         "recompute_ms": rec[0], "repeat_ms": statistics.median(rec[1:] or rec),
-                         "serialize_ms": statistics.median(ser), "figure_json_bytes": len(payload)})
+            rows.append(
+                {
+                    "control": key,
+                    "value": value
+                    if not isinstance(value, float)
+                    else float(f"{value:.6g}"),
+                    "recompute_ms": rec[0],
+                    "repeat_ms": statistics.median(rec[1:] or rec),
+                    "serialize_ms": statistics.median(ser),
+                    "figure_json_bytes": len(payload),
+                }
+            )
         control.value = default
     rep = [r["repeat_ms"] for r in rows]
     rec = [r["recompute_ms"] for r in rows]
     tot = [r["recompute_ms"] + r["serialize_ms"] for r in rows]
-    return {"moves": len(rows), "recompute_ms": {"median": statistics.median(rec), "p95": float(np.percentile(rec, 95)),
-                                                 "max": max(rec)},
-            "repeat_ms": {"median": statistics.median(rep), "max": max(rep)},
-            "recompute_plus_serialize_ms": {"median": statistics.median(tot), "p95": float(np.percentile(tot, 95)),
-                                            "max": max(tot)},
-            "under_target": all(r < TARGET_MS for r in rec),
-            "slowest": max(rows, key=lambda r: r["recompute_ms"]), "rows": rows}
+    return {
+        "moves": len(rows),
+        "recompute_ms": {
+            "median": statistics.median(rec),
+            "p95": float(np.percentile(rec, 95)),
+            "max": max(rec),
+        },
+        "repeat_ms": {"median": statistics.median(rep), "max": max(rep)},
+        "recompute_plus_serialize_ms": {
+            "median": statistics.median(tot),
+            "p95": float(np.percentile(tot, 95)),
+            "max": max(tot),
+        },
+        "under_target": all(r < TARGET_MS for r in rec),
+        "slowest": max(rows, key=lambda r: r["recompute_ms"]),
+        "rows": rows,
+    }
 
 
 def bench_figures():
@@ -104,8 +129,11 @@ def bench_figures():
         start = time.perf_counter()
         fig = fn()
         build = time.perf_counter() - start
-        out[name] = {"build_s": round(build, 3), "html_bytes": F.figure_html_size(fig),
-                     "slider_steps": [len(s.steps) for s in fig.layout.sliders]}
+        out[name] = {
+            "build_s": round(build, 3),
+            "html_bytes": F.figure_html_size(fig),
+            "slider_steps": [len(s.steps) for s in fig.layout.sliders],
+        }
     return out
 
 
@@ -119,28 +147,58 @@ def main(argv=None):
     # warm-up: imports, cached layouts
     for factory in ALL_WIDGETS.values():
         factory()
-    results = {name: bench_widget(name, factory, args.repeats) for name, factory in ALL_WIDGETS.items()}
+    results = {
+        name: bench_widget(name, factory, args.repeats)
+        for name, factory in ALL_WIDGETS.items()
+    }
     figs = bench_figures()
     report = {
-        "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": platform.python_version(),
-        "numpy": np.__version__, "plotly": plotly.__version__, "cpus": os.cpu_count(),
-        "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "target_ms": TARGET_MS,
-        "repeats": args.repeats, "live_figure_mode": Wd.live_figure_mode(), "widgets": results, "static_figures": figs,
+        "host": host,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "plotly": plotly.__version__,
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "target_ms": TARGET_MS,
+        "repeats": args.repeats,
+        "live_figure_mode": Wd.live_figure_mode(),
+        "widgets": results,
+        "static_figures": figs,
         "gallery_html_bytes_all_figures": sum(f["html_bytes"] for f in figs.values()),
     }
-    out = args.out or ROOT / "code" / "dpo_grpo" / "data" / "bench_results" / f"widgets-{host}.json"
+    out = (
+        args.out
+        or ROOT
+        / "code"
+        / "dpo_grpo"
+        / "data"
+        / "bench_results"
+        / f"widgets-{host}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}")
-    print(f"{'widget':16s} {'moves':>5s} {'recompute ms (median/p95/max)':>30s} {'+serialize p95':>15s}  <50 ms")
+    print(
+        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}"
+    )
+    print(
+        f"{'widget':16s} {'moves':>5s} {'recompute ms (median/p95/max)':>30s} {'+serialize p95':>15s}  <50 ms"
+    )
     for name, r in results.items():
         rc, tt = r["recompute_ms"], r["recompute_plus_serialize_ms"]
-        print(f"{name:16s} {r['moves']:5d} {rc['median']:10.1f} {rc['p95']:9.1f} {rc['max']:9.1f} {tt['p95']:15.1f}"
-              f"  {'yes' if r['under_target'] else 'NO (slowest: %s=%s)' % (r['slowest']['control'], r['slowest']['value'])}")
+        print(
+            f"{name:16s} {r['moves']:5d} {rc['median']:10.1f} {rc['p95']:9.1f} {rc['max']:9.1f} {tt['p95']:15.1f}"
+            f"  {'yes' if r['under_target'] else 'NO (slowest: %s=%s)' % (r['slowest']['control'], r['slowest']['value'])}"
+        )
     print(f"{'figure':16s} {'build s':>8s} {'HTML kB':>8s}  slider steps")
     for name, f in figs.items():
-        print(f"{name:16s} {f['build_s']:8.2f} {f['html_bytes'] / 1e3:8.1f}  {f['slider_steps']}")
-    print(f"all seven figures: {report['gallery_html_bytes_all_figures'] / 1e3:.1f} kB; wrote {out}")
+        print(
+            f"{name:16s} {f['build_s']:8.2f} {f['html_bytes'] / 1e3:8.1f}  {f['slider_steps']}"
+        )
+    print(
+        f"all seven figures: {report['gallery_html_bytes_all_figures'] / 1e3:.1f} kB; wrote {out}"
+    )
     return 0
 
 

@@ -13,7 +13,9 @@
   notebook become its reader edition's Colab URL (with an anchor: the online book's section, which Colab lacks).
 - ``:::{exercise}``/``:::{solution}``, admonitions and ``(label)=`` targets become plain Markdown; code cells
   tagged ``solution``/``hide-cell``/``hide-input`` are collapsed (Colab: ``#@title`` + ``cellView: form``;
-  JupyterLab/Notebook 7: ``jupyter.source_hidden``); the live-widget cells lose ``skip-execution``.
+  JupyterLab/Notebook 7: ``jupyter.source_hidden``); the live-widget cells lose ``skip-execution``; the cells
+  tagged ``publish`` (``glue`` calls the site runs unseen) are dropped, their numbers being filled in already. The
+  set-up cell (tagged ``colab-setup``, hidden on the site) stays the first code cell.
 - Outputs are cleared; a header cell links the online chapter and the Colab button.
 
 The book's URL and the Colab URLs derive from ``repository.url`` in ``_config.yml`` (GitHub Pages:
@@ -42,18 +44,38 @@ READER_BRANCH = "notebooks"
 COLAB = "https://colab.research.google.com/github"
 
 ROLE = re.compile(r"\{(?P<name>[a-zA-Z][\w:\-]*)\}`(?P<body>[^`]*)`")
-DIRECTIVE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:\-]+)\}[ \t]*(?P<arg>.*)$")
+DIRECTIVE_OPEN = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:\-]+)\}[ \t]*(?P<arg>.*)$"
+)
 TARGET = re.compile(r"^\((?P<label>[\w\-:.]+)\)=[ \t]*$", re.M)
 EQ_LABEL = re.compile(r"\$\$[ \t]*\((?P<label>[\w\-:.]+)\)[ \t]*$", re.M)
 LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\((?P<href>[^)\s]+)\)")
-ADMONITIONS = {"note", "tip", "warning", "important", "caution", "attention", "danger", "error", "hint", "seealso",
-               "admonition"}
-COLLAPSED_TAGS = {"solution": "Solution", "hide-cell": "Hidden code", "hide-input": "Code"}
+ADMONITIONS = {
+    "note",
+    "tip",
+    "warning",
+    "important",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "hint",
+    "seealso",
+    "admonition",
+}
+#: Cells that only publish numbers for the site (myst-nb ``glue``), hidden there by ``remove-cell``: dropped here.
+PUBLISH_TAG = "publish"
+COLLAPSED_TAGS = {
+    "solution": "Solution",
+    "hide-cell": "Hidden code",
+    "hide-input": "Code",
+}
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # URLs (one definition: repository.url in _config.yml)
 # ------------------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Urls:
@@ -66,9 +88,13 @@ class Urls:
 
     @property
     def owner_repo(self) -> str:
-        m = re.match(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?$", self.repository)
+        m = re.match(
+            r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?$", self.repository
+        )
         if not m:
-            raise ValueError(f"repository.url: expected https://github.com/OWNER/REPO, got {self.repository!r}")
+            raise ValueError(
+                f"repository.url: expected https://github.com/OWNER/REPO, got {self.repository!r}"
+            )
         return f"{m.group(1)}/{m.group(2)}"
 
     @property
@@ -87,6 +113,7 @@ class Urls:
 # Bibliography: author-year text and a link
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def parse_bib(text: str) -> dict[str, dict[str, str]]:
     """A small BibTeX reader for ``book/references.bib`` (brace-delimited fields)."""
     entries = {}
@@ -95,7 +122,7 @@ def parse_bib(text: str) -> dict[str, dict[str, str]]:
         while depth and i < len(text):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
-        body, fields, j = text[start:i - 1], {}, 0
+        body, fields, j = text[start : i - 1], {}, 0
         for f in re.finditer(r"(\w+)\s*=\s*", body):
             if f.start() < j:
                 continue
@@ -107,11 +134,11 @@ def parse_bib(text: str) -> dict[str, dict[str, str]]:
                     k += 1
                     if d == 0:
                         break
-                value = body[k0 + 1:k - 1]
+                value = body[k0 + 1 : k - 1]
             elif body[k] == '"':
                 k0 = k
                 k = body.index('"', k + 1) + 1
-                value = body[k0 + 1:k - 1]
+                value = body[k0 + 1 : k - 1]
             else:
                 k0 = k
                 while k < len(body) and body[k] not in ",\n":
@@ -138,7 +165,13 @@ def _last_names(authors: str) -> list[str]:
 
 def cite_text(entry: dict[str, str]) -> str:
     names = _last_names(entry.get("author", entry.get("editor", "Anonymous")))
-    who = names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]} et al."
+    who = (
+        names[0]
+        if len(names) == 1
+        else f"{names[0]} and {names[1]}"
+        if len(names) == 2
+        else f"{names[0]} et al."
+    )
     return f"{who}, {entry.get('year', 'n.d.')}"
 
 
@@ -158,6 +191,7 @@ def cite_url(entry: dict[str, str]) -> str | None:
 # Glue values from an executed build
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _glue_from_outputs(nb) -> dict[str, dict]:
     data = {}
     for cell in nb.cells:
@@ -169,7 +203,9 @@ def _glue_from_outputs(nb) -> dict[str, dict]:
     return data
 
 
-def load_glue(stem: str, executed: Path | None, *, execute: bool = True, timeout: int = 600) -> dict[str, dict]:
+def load_glue(
+    stem: str, executed: Path | None, *, execute: bool = True, timeout: int = 600
+) -> dict[str, dict]:
     """The glued MIME bundles of ``book/<stem>.ipynb``: from ``executed`` if there, else by executing it."""
     if executed is not None:
         glue_json = executed / "book" / f"{stem}.glue.json"
@@ -187,13 +223,20 @@ def load_glue(stem: str, executed: Path | None, *, execute: bool = True, timeout
 
     os.environ.setdefault("PLOTLY_RENDERER", "plotly_mimetype")
     nb = nbformat.read(BOOK / f"{stem}.ipynb", as_version=4)
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(BOOK)}}).execute()
+    nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(BOOK)}},
+    ).execute()
     return _glue_from_outputs(nb)
 
 
 def glue_text(bundle: dict, fmt: str) -> str:
-    from myst_nb.core.variables import format_plain_text  # the book build's own formatting
+    # the book build's own formatting
+    from myst_nb.core.variables import (
+        format_plain_text,
+    )
 
     return format_plain_text(bundle["text/plain"], fmt)
 
@@ -201,6 +244,7 @@ def glue_text(bundle: dict, fmt: str) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 # Labels of the whole book (for {numref}/{ref})
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def _markdown_sources(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
@@ -215,8 +259,11 @@ def collect_labels(book: Path = BOOK) -> dict[str, tuple[str, str]]:
     for path in sorted(book.glob("*.ipynb")) + sorted(book.glob("*.md")):
         for src in _markdown_sources(path):
             for m in TARGET.finditer(src):
-                heading = re.search(r"^#+\s+(.+)$", src[m.end():], re.M)
-                labels[m.group("label")] = (path.stem, heading.group(1).strip() if heading else m.group("label"))
+                heading = re.search(r"^#+\s+(.+)$", src[m.end() :], re.M)
+                labels[m.group("label")] = (
+                    path.stem,
+                    heading.group(1).strip() if heading else m.group("label"),
+                )
             for m in re.finditer(r"^[ \t]*:name:[ \t]*(\S+)", src, re.M):
                 labels[m.group(1)] = (path.stem, m.group(1))
     return labels
@@ -226,6 +273,7 @@ def collect_labels(book: Path = BOOK) -> dict[str, tuple[str, str]]:
 # Markdown conversion
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Context:
     stem: str
@@ -233,8 +281,10 @@ class Context:
     bib: dict[str, dict[str, str]]
     labels: dict[str, tuple[str, str]]
     urls: Urls
-    figures: dict[str, int] = field(default_factory=dict)  # label -> number on this page
-    notebooks: set[str] = field(default_factory=set)  # stems that have a reader notebook
+    # label -> number on this page
+    figures: dict[str, int] = field(default_factory=dict)
+    # stems that have a reader notebook
+    notebooks: set[str] = field(default_factory=set)
 
 
 class ReaderEditionError(ValueError):
@@ -253,9 +303,13 @@ def _role(m: re.Match, ctx: Context) -> str:
         if name == "glue:md":
             key, fmt = body.split(":", 1)[0], ""
         if "::" in key:
-            raise ReaderEditionError(f"{ctx.stem}: glue from another document is not supported: {body!r}")
+            raise ReaderEditionError(
+                f"{ctx.stem}: glue from another document is not supported: {body!r}"
+            )
         if key not in ctx.glue:
-            raise ReaderEditionError(f"{ctx.stem}: no glued value {key!r} in the executed notebook")
+            raise ReaderEditionError(
+                f"{ctx.stem}: no glued value {key!r} in the executed notebook"
+            )
         bundle = ctx.glue[key]
         if name == "glue:md":
             return bundle.get("text/markdown", glue_text(bundle, ""))
@@ -264,8 +318,13 @@ def _role(m: re.Match, ctx: Context) -> str:
         parts = []
         for key in (k.strip() for k in body.split(",")):
             if key not in ctx.bib:
-                raise ReaderEditionError(f"{ctx.stem}: citation {key!r} is not in references.bib")
-            text, url = cite_text(ctx.bib[key]), cite_url(ctx.bib[key]) or ctx.urls.page("references")
+                raise ReaderEditionError(
+                    f"{ctx.stem}: citation {key!r} is not in references.bib"
+                )
+            text, url = (
+                cite_text(ctx.bib[key]),
+                cite_url(ctx.bib[key]) or ctx.urls.page("references"),
+            )
             parts.append(f"[{text}]({url})")
         if name == "cite:t":
             return "; ".join(parts)
@@ -280,8 +339,9 @@ def _role(m: re.Match, ctx: Context) -> str:
                 title = f"Figure {ctx.figures[label]}"
             else:
                 title = "Figure" if name == "numref" else heading
-        title = title.replace("%s", str(ctx.figures.get(label, ""))).replace("{number}",
-                                                                             str(ctx.figures.get(label, "")))
+        title = title.replace("%s", str(ctx.figures.get(label, ""))).replace(
+            "{number}", str(ctx.figures.get(label, ""))
+        )
         return f"[{title}]({ctx.urls.page(stem, label)})"
     if name == "doc":
         title, target = _split_title(body)
@@ -334,12 +394,21 @@ def _literalinclude(arg: str, options: dict, ctx: Context) -> str:
     source = path.read_text(encoding="utf-8")
     if "pyobject" in options:
         tree = ast.parse(source)
-        node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-                     and n.name == options["pyobject"]), None)
+        node = next(
+            (
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                and n.name == options["pyobject"]
+            ),
+            None,
+        )
         if node is None:
-            raise ReaderEditionError(f"{ctx.stem}: {options['pyobject']!r} not found in {arg}")
+            raise ReaderEditionError(
+                f"{ctx.stem}: {options['pyobject']!r} not found in {arg}"
+            )
         start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        source = "\n".join(source.splitlines()[start - 1:node.end_lineno])
+        source = "\n".join(source.splitlines()[start - 1 : node.end_lineno])
     return f"```{options.get('language', 'python')}\n{textwrap.dedent(source).rstrip()}\n```"
 
 
@@ -355,9 +424,13 @@ def _directive(name: str, arg: str, options: dict, body: str, ctx: Context) -> s
             return f"<details><summary><b>{title}</b> (click to show)</summary>\n\n{text}\n\n</details>"
         return f"**{title}.** {text}"
     if name in ADMONITIONS:
-        title = arg.strip() if name == "admonition" else (arg.strip() or name.capitalize())
+        title = (
+            arg.strip() if name == "admonition" else (arg.strip() or name.capitalize())
+        )
         text = convert_markdown(body, ctx).strip()
-        return "\n".join("> " + line if line else ">" for line in f"**{title}.** {text}".splitlines())
+        return "\n".join(
+            "> " + line if line else ">" for line in f"**{title}.** {text}".splitlines()
+        )
     if name in ("math",):
         return f"$$\n{body.strip()}\n$$"
     if name in ("code", "code-block", "sourcecode"):
@@ -366,7 +439,9 @@ def _directive(name: str, arg: str, options: dict, body: str, ctx: Context) -> s
         return _literalinclude(arg, options, ctx)
     if name in ("figure", "image"):
         alt = options.get("alt", "")
-        return f"![{alt}]({arg.strip()})\n\n{convert_markdown(body, ctx).strip()}".rstrip()
+        return (
+            f"![{alt}]({arg.strip()})\n\n{convert_markdown(body, ctx).strip()}".rstrip()
+        )
     raise ReaderEditionError(f"{ctx.stem}: no conversion for directive {{{name}}}")
 
 
@@ -379,7 +454,9 @@ def _convert_directives(text: str, ctx: Context) -> str:
             i += 1
             continue
         fence, indent = m.group("fence"), m.group("indent")
-        close = re.compile(rf"^{re.escape(indent)}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        close = re.compile(
+            rf"^{re.escape(indent)}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$"
+        )
         j, depth = i + 1, 0
         while j < len(lines):
             inner = DIRECTIVE_OPEN.match(lines[j])
@@ -391,16 +468,24 @@ def _convert_directives(text: str, ctx: Context) -> str:
                 depth -= 1
             j += 1
         if j == len(lines):
-            raise ReaderEditionError(f"{ctx.stem}: unclosed directive {{{m.group('name')}}}")
-        body_lines, options = lines[i + 1:j], {}
+            raise ReaderEditionError(
+                f"{ctx.stem}: unclosed directive {{{m.group('name')}}}"
+            )
+        body_lines, options = lines[i + 1 : j], {}
         while body_lines and re.match(r"^[ \t]*:[\w\-]+:", body_lines[0]):
             k, _, v = body_lines.pop(0).strip()[1:].partition(":")
             options[k] = v.strip()
-        while body_lines and re.match(r"^---\s*$", body_lines[0] or ""):  # YAML options block
+        while body_lines and re.match(
+            r"^---\s*$", body_lines[0] or ""
+        ):  # YAML options block
             end = body_lines.index("---", 1)
             options.update(yaml.safe_load("\n".join(body_lines[1:end])) or {})
-            body_lines = body_lines[end + 1:]
-        out.append(_directive(m.group("name"), m.group("arg"), options, "\n".join(body_lines), ctx))
+            body_lines = body_lines[end + 1 :]
+        out.append(
+            _directive(
+                m.group("name"), m.group("arg"), options, "\n".join(body_lines), ctx
+            )
+        )
         i = j + 1
     return "\n".join(out)
 
@@ -417,7 +502,9 @@ def convert_markdown(text: str, ctx: Context) -> str:
 def leftover_myst(text: str) -> list[str]:
     """MyST left in a Markdown string: roles, directives, ``(label)=`` targets, labelled equations."""
     found = [m.group(0) for m in ROLE.finditer(text)]
-    found += [m.group(0) for line in text.split("\n") if (m := DIRECTIVE_OPEN.match(line))]
+    found += [
+        m.group(0) for line in text.split("\n") if (m := DIRECTIVE_OPEN.match(line))
+    ]
     found += [m.group(0) for m in TARGET.finditer(text)]
     found += [m.group(0) for m in EQ_LABEL.finditer(text)]
     found += re.findall(r"\{\{[^}]*\}\}", text)
@@ -427,6 +514,7 @@ def leftover_myst(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------------------------
 # Cells
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def collapse(cell, title: str) -> None:
     """Collapse a code cell in Colab (form) and JupyterLab/Notebook 7 (source_hidden); it still runs."""
@@ -446,6 +534,10 @@ def convert_notebook(nb, ctx: Context):
             cell.source = convert_markdown(cell.source, ctx)
             cell.pop("attachments", None) if not cell.get("attachments") else None
         elif cell.cell_type == "code":
+            if (
+                PUBLISH_TAG in tags
+            ):  # glue() for the site; its numbers are already filled in above
+                continue
             cell.outputs, cell.execution_count = [], None
             for tag, title in COLLAPSED_TAGS.items():
                 if tag in tags:
@@ -454,24 +546,50 @@ def convert_notebook(nb, ctx: Context):
             if "hide-output" in tags:
                 cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
             # book-build tags mean nothing here: the live widgets run, nothing is removed
-            tags = [t for t in tags if t not in ("skip-execution", "remove-cell", "remove-input", "remove-output")]
+            tags = [
+                t
+                for t in tags
+                if t
+                not in (
+                    "skip-execution",
+                    "remove-cell",
+                    "remove-input",
+                    "remove-output",
+                )
+            ]
             if tags:
                 cell.metadata["tags"] = tags
             else:
                 cell.metadata.pop("tags", None)
         cells.append(cell)
-    title = next((re.sub(r"^#+\s*", "", line) for c in cells if c.cell_type == "markdown"
-                  for line in c.source.splitlines() if line.startswith("#")), ctx.stem)
+    title = next(
+        (
+            re.sub(r"^#+\s*", "", line)
+            for c in cells
+            if c.cell_type == "markdown"
+            for line in c.source.splitlines()
+            if line.startswith("#")
+        ),
+        ctx.stem,
+    )
     header = nbformat.v4.new_markdown_cell(
         f"Reader edition of *{title}*, generated from [the online book]({ctx.urls.page(ctx.stem)}) with its computed"
-        f" numbers filled in ([open in Colab]({ctx.urls.colab(ctx.stem)})). Run the first code cell first.")
+        f" numbers filled in ([open in Colab]({ctx.urls.colab(ctx.stem)})). Run the first code cell first."
+    )
     header["id"] = "reader-edition-header"
     nb.cells = [header] + cells
     nb.metadata.pop("widgets", None)
     nb.metadata["colab"] = {"provenance": [], "name": f"{ctx.stem}.ipynb"}
-    problems = [f"{ctx.stem}: {x!r}" for c in nb.cells if c.cell_type == "markdown" for x in leftover_myst(c.source)]
+    problems = [
+        f"{ctx.stem}: {x!r}"
+        for c in nb.cells
+        if c.cell_type == "markdown"
+        for x in leftover_myst(c.source)
+    ]
     if problems:
-        raise ReaderEditionError("MyST left in the reader edition: " + "; ".join(problems[:10]))
+        raise ReaderEditionError(
+            "MyST left in the reader edition: " + "; ".join(problems[:10])
+        )
     return nb
 
 
@@ -486,33 +604,59 @@ def binder_requirements(urls: Urls, branch: str = "main", torch: str = "2.13.0")
     return BINDER_REQUIREMENTS.format(url=urls.repository, branch=branch, torch=torch)
 
 
-def build(out: Path, executed: Path | None = None, *, execute: bool = True, stems=None) -> list[Path]:
-    urls, bib = Urls.from_config(), parse_bib((BOOK / "references.bib").read_text(encoding="utf-8"))
+def build(
+    out: Path, executed: Path | None = None, *, execute: bool = True, stems=None
+) -> list[Path]:
+    urls, bib = (
+        Urls.from_config(),
+        parse_bib((BOOK / "references.bib").read_text(encoding="utf-8")),
+    )
     (out / "binder").mkdir(parents=True, exist_ok=True)
-    (out / "binder" / "requirements.txt").write_text(binder_requirements(urls), encoding="utf-8")
+    (out / "binder" / "requirements.txt").write_text(
+        binder_requirements(urls), encoding="utf-8"
+    )
     labels, notebooks = collect_labels(), {p.stem for p in BOOK.glob("*.ipynb")}
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for stem in sorted(stems or notebooks):
         nb = nbformat.read(BOOK / f"{stem}.ipynb", as_version=4)
-        ctx = Context(stem, load_glue(stem, executed, execute=execute), bib, labels, urls, notebooks=notebooks)
+        ctx = Context(
+            stem,
+            load_glue(stem, executed, execute=execute),
+            bib,
+            labels,
+            urls,
+            notebooks=notebooks,
+        )
         reader = convert_notebook(nb, ctx)
         path = out / f"{stem}.ipynb"
-        path.write_text(json.dumps(reader, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(reader, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         written.append(path)
     return written
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--executed", type=Path, default=ROOT / "_build" / "jupyter_execute",
-                    help="myst-nb's executed notebooks (make book); missing ones are executed here")
+    ap.add_argument(
+        "--executed",
+        type=Path,
+        default=ROOT / "_build" / "jupyter_execute",
+        help="myst-nb's executed notebooks (make book); missing ones are executed here",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "notebooks")
-    ap.add_argument("--no-execute", action="store_true", help="fail instead of executing a notebook")
-    ap.add_argument("stems", nargs="*", help="notebook names without .ipynb (default: all of book/)")
+    ap.add_argument(
+        "--no-execute", action="store_true", help="fail instead of executing a notebook"
+    )
+    ap.add_argument(
+        "stems", nargs="*", help="notebook names without .ipynb (default: all of book/)"
+    )
     a = ap.parse_args(argv)
     try:
-        for p in build(a.out, a.executed, execute=not a.no_execute, stems=a.stems or None):
+        for p in build(
+            a.out, a.executed, execute=not a.no_execute, stems=a.stems or None
+        ):
             print("wrote", p.relative_to(ROOT) if p.is_relative_to(ROOT) else p)
     except ReaderEditionError as exc:
         print("reader edition:", exc, file=sys.stderr)

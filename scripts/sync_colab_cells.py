@@ -15,18 +15,40 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKER = "# Set-up: installs the book's package where it is missing (Colab, a fresh Jupyter)"
-OLD_MARKERS = (MARKER, "# Set-up: in Colab, install the book's package")
+MARKER = "# Set-up: installs the book's package if missing (Colab, Jupyter)"
+OLD_MARKERS = (
+    MARKER,
+    "# Set-up: installs the book's package where it is missing (Colab, a fresh Jupyter)",
+    "# Set-up: in Colab, install the book's package",
+)
+# The set-up cell installs the package for Colab and Jupyter: the reader edition keeps it as its first cell, the
+# site does not show it (a reader of the site needs no install).
+TAGS = ["colab-setup", "remove-cell"]
 # Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how to get one.
 GPU_CHAPTERS = {"05_production", "lab_tiny_grpo"}
 # A chapter needs torch when a code cell other than the set-up cell names torch, torch_ops or the lab (which runs on
 # torch); the others install without it (on Linux, PyPI's torch is a CUDA build of several GB).
 USES_TORCH = re.compile(r"\btorch|\bdpo_grpo\.lab\b|from dpo_grpo import[^\n]*\blab\b")
 
-TEMPLATE = '''{marker}; then shows the runtime.
-REPO_URL = "{url}"  # a fork: put your fork's URL here (or set DPO_GRPO_SOURCE)
+TEMPLATE = """{marker}; shows the runtime.
+# A fork: put your fork's URL here (or set DPO_GRPO_SOURCE to any pip source).
+REPO_URL = "{url}"
 PACKAGE_VERSION = "{version}"
+NEEDS_TORCH = {needs_torch}  # whether this chapter's cells use torch
 import importlib.metadata, importlib.util, os, subprocess, sys
+
+NO_NETWORK = (
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "Failed to establish a new connection",
+)
+NOT_PUBLIC = (
+    "Repository not found",
+    "could not read Username",
+    "Authentication failed",
+    "does not appear to be a git repository",
+)
 
 
 def _installed_version():
@@ -36,32 +58,38 @@ def _installed_version():
         return None
 
 
-NEEDS_TORCH = {needs_torch}  # whether this chapter's cells use torch
-if _installed_version() != PACKAGE_VERSION:  # already installed at this version (the book build, a 2nd run): skip
-    # Colab's torch, ipywidgets and plotly satisfy the extras and stay; torch is added only where it is missing and used.
-    extras = "notebooks,torch" if NEEDS_TORCH and not importlib.util.find_spec("torch") else "notebooks"
+# Skip when this version is installed (the book build, a second run). Colab's torch,
+# ipywidgets and plotly satisfy the extras and stay; torch is added only if missing.
+if _installed_version() != PACKAGE_VERSION:
+    wants_torch = NEEDS_TORCH and not importlib.util.find_spec("torch")
+    extras = "notebooks,torch" if wants_torch else "notebooks"
     source = os.environ.get("DPO_GRPO_SOURCE", "git+" + REPO_URL)
     print(f"Installing dpo-grpo {{PACKAGE_VERSION}} from {{source}} ...")
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"dpo-grpo[{{extras}}] @ {{source}}"],
-                         capture_output=True, text=True)
+    requirement = f"dpo-grpo[{{extras}}] @ {{source}}"
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", requirement],
+        capture_output=True,
+        text=True,
+    )
     log = pip.stdout + pip.stderr
     if pip.returncode != 0:
-        if any(s in log for s in ("Could not resolve host", "Temporary failure in name resolution",
-                                  "Network is unreachable", "Failed to establish a new connection")):
-            print("Set-up failed: no network. In Colab, check the connection and run this cell again.")
-        elif any(s in log for s in ("Repository not found", "could not read Username", "Authentication failed",
-                                    "does not appear to be a git repository")):
-            print(f"Set-up failed: {{REPO_URL}} is not a public repository. This is a fork? Set REPO_URL in this "
-                  "cell to your fork's URL (or DPO_GRPO_SOURCE to a pip source) and run it again.")
+        if any(s in log for s in NO_NETWORK):
+            print("Set-up failed: no network. Check the connection and run it again.")
+        elif any(s in log for s in NOT_PUBLIC):
+            print(
+                f"Set-up failed: {{REPO_URL}} is not a public repository. A fork? Set "
+                "REPO_URL above to your fork's URL (or DPO_GRPO_SOURCE to a pip "
+                "source) and run this cell again."
+            )
         else:
-            print("Set-up failed: pip could not install the package. Its last lines:\\n" + "\\n".join(
-                log.strip().splitlines()[-5:]))
+            last_lines = "\\n".join(log.strip().splitlines()[-5:])
+            print("Set-up failed: pip failed. Its last lines:\\n" + last_lines)
     else:
         importlib.invalidate_caches()
 if _installed_version() is not None:
     from dpo_grpo.notebook import runtime_summary
 
-    print(runtime_summary(suggest_gpu={gpu}))'''
+    print(runtime_summary(suggest_gpu={gpu}))"""
 
 
 def repository_url() -> str:
@@ -80,26 +108,39 @@ def needs_torch(stem: str) -> bool:
     if not path.exists():
         raise ValueError(f"stem: no notebook book/{stem}.ipynb")
     cells = nbformat.read(path, as_version=4).cells
-    return any(USES_TORCH.search(c.source) for c in cells if c.cell_type == "code" and not c.source.startswith(OLD_MARKERS))
+    return any(
+        USES_TORCH.search(c.source)
+        for c in cells
+        if c.cell_type == "code" and not c.source.startswith(OLD_MARKERS)
+    )
 
 
 def setup_cell_source(stem: str) -> str:
-    return TEMPLATE.format(marker=MARKER, url=repository_url(), version=package_version(),
-                           gpu=stem in GPU_CHAPTERS, needs_torch=needs_torch(stem))
+    return TEMPLATE.format(
+        marker=MARKER,
+        url=repository_url(),
+        version=package_version(),
+        gpu=stem in GPU_CHAPTERS,
+        needs_torch=needs_torch(stem),
+    )
 
 
 def sync(path: Path) -> bool:
     """Make the first cell of ``path`` the set-up cell; return True if the file changed."""
     nb = nbformat.read(path, as_version=4)
     source = setup_cell_source(path.stem)
-    first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+    first_code = next(
+        (i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None
+    )
     if first_code is not None and nb.cells[first_code].source.startswith(OLD_MARKERS):
-        if nb.cells[first_code].source == source:
+        cell = nb.cells[first_code]
+        if cell.source == source and cell.metadata.get("tags") == TAGS:
             return False
-        nb.cells[first_code].source = source
+        cell.source = source
+        cell.metadata["tags"] = list(TAGS)
     else:
         cell = nbformat.v4.new_code_cell(source)
-        cell.metadata["tags"] = ["colab-setup"]
+        cell.metadata["tags"] = list(TAGS)
         cell["id"] = "colab-setup"
         # after the title cell (markdown) if there is one
         at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0

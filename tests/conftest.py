@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -21,14 +22,24 @@ sys.path.insert(0, str(ROOT / "scripts"))
 #: Headless Chromium for the browser tests (tests/browser/): Debian's package, which .ci/run installs, started with
 #: the flags that keep it from reaching the network by itself (no QUIC, component updates, sync or background requests).
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def skip_without_chromium():
     """Skip the calling test module when Chromium or Playwright is missing; return ``playwright.sync_api``."""
     if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
+        pytest.skip(
+            f"Chromium is not installed at {CHROMIUM} (.ci/run installs it)",
+            allow_module_level=True,
+        )
     return pytest.importorskip("playwright.sync_api")
 
 
@@ -40,7 +51,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 def pytest_collection_modifyitems(config, items):
     """Run the tests that only build a venv (marked ``builds_venv``) first: under pytest-xdist the worker that does not
     build the book then builds the venvs meanwhile, and the Colab tests find them ready (``fresh_venv``)."""
-    items.sort(key=lambda item: item.get_closest_marker("builds_venv") is None)  # stable: the rest keep their order
+    # stable: the rest keep their order
+    items.sort(key=lambda item: item.get_closest_marker("builds_venv") is None)
 
 
 def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
@@ -49,14 +61,19 @@ def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
     kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if result.returncode:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
 def read_pins(path) -> dict[str, str]:
     """``{name: version}`` of the ``name==version`` lines of a requirements file."""
-    return dict(line.split("==") for line in Path(path).read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+    return dict(
+        line.split("==")
+        for line in Path(path).read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +84,25 @@ def package_wheel(tmp_path_factory) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "code", src / "code", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    run_checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", base, src])
+    shutil.copytree(
+        ROOT / "code",
+        src / "code",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    run_checked(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            base,
+            src,
+        ]
+    )
     return next(base.glob("dpo_grpo-*.whl"))
 
 
@@ -86,7 +120,9 @@ def fresh_venv(tmp_path_factory):
     shared.mkdir(exist_ok=True)
 
     def make(name: str, *pip_args, python=sys.executable, setup=None) -> Path:
-        key = repr((str(python), [str(a) for a in pip_args], setup and setup.__qualname__))
+        key = repr(
+            (str(python), [str(a) for a in pip_args], setup and setup.__qualname__)
+        )
         venv = shared / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
         venv_python = venv / "bin" / "python"
         with open(f"{venv}.lock", "w") as lock:
@@ -95,9 +131,77 @@ def fresh_venv(tmp_path_factory):
                 shutil.rmtree(venv, ignore_errors=True)  # a worker that failed half-way
                 run_checked([python, "-m", "venv", venv])
                 if pip_args:
-                    run_checked([venv_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args])
+                    run_checked(
+                        [
+                            venv_python,
+                            "-m",
+                            "pip",
+                            "install",
+                            "-q",
+                            "--disable-pip-version-check",
+                            *pip_args,
+                        ]
+                    )
                 if setup is not None:
                     setup(venv_python)
                 (venv / "ready").touch()
         return venv_python
+
     return make
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The built book: one build per test run, shared by every test that reads it (xdist group "built-book")
+# ----------------------------------------------------------------------------------------------------------------
+
+BUILD = ROOT / "_build"
+
+
+def _book_sources():
+    for pattern in ("book/**/*", "code/dpo_grpo/**/*.py"):
+        yield from (
+            p
+            for p in ROOT.glob(pattern)
+            if p.is_file() and ".ipynb_checkpoints" not in p.parts
+        )
+    for name in ("_config.yml", "_toc.yml", "package-lock.json"):
+        yield ROOT / name
+
+
+def book_is_stale(page: str = "book/explorables.html") -> bool:
+    """Whether ``_build/html`` is missing or older than any source of the book."""
+    built = BUILD / "html" / page
+    newest = max(p.stat().st_mtime for p in _book_sources())
+    return not built.exists() or newest > built.stat().st_mtime
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    """``_build/`` after ``make book`` (run here when the build is missing or stale; otherwise reused).
+
+    The tests that use it run on one xdist worker (``xdist_group("built-book")``), so the book is built once.
+    ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests of the built pages)."""
+    if book_is_stale() and not (
+        os.environ.get("DPO_GRPO_REUSE_BUILD") and (BUILD / "html").exists()
+    ):
+        run = subprocess.run(["make", "book"], cwd=ROOT, capture_output=True, text=True)
+        if run.returncode != 0:
+            if book_is_stale():
+                pytest.fail(
+                    "make book failed:\n" + run.stdout[-3000:] + run.stderr[-3000:]
+                )
+            warnings.warn(
+                "make book reported errors (the pages were written):\n"
+                + (run.stdout + run.stderr)[-1500:]
+            )
+    return BUILD
+
+
+@pytest.fixture(scope="session")
+def reader_notebooks(built_book, tmp_path_factory) -> Path:
+    """The reader edition (``make notebooks``), made from the executed build's numbers."""
+    import reader_edition
+
+    out = tmp_path_factory.mktemp("reader-edition")
+    reader_edition.build(out, built_book / "jupyter_execute", execute=False)
+    return out

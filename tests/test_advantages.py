@@ -8,14 +8,19 @@ from hypothesis.extra.numpy import arrays
 import dpo_grpo as dg
 from dpo_grpo.reference import examples as ex
 
-groups = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(2, 8)),
-                elements=st.floats(-100, 100, allow_nan=False, width=64))
+groups = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 4), st.integers(2, 8)),
+    elements=st.floats(-100, 100, allow_nan=False, width=64),
+)
 
 
 def test_article_advantages():
     adv = dg.group_advantages(ex.REWARD_GROUPS)
-    np.testing.assert_array_equal(np.round(adv, 4), [[-1.2699, 0.1154, 1.5008, -0.3463],
-                                                     [-1.2648, -0.6324, 0.6324, 1.2648]])
+    np.testing.assert_array_equal(
+        np.round(adv, 4),
+        [[-1.2699, 0.1154, 1.5008, -0.3463], [-1.2648, -0.6324, 0.6324, 1.2648]],
+    )
     np.testing.assert_allclose(adv.mean(axis=1), 0, atol=1e-15)
 
 
@@ -26,8 +31,10 @@ def test_population_vs_sample_std():
     a1 = dg.group_advantages(ex.REWARD_GROUPS[:1], ddof=1)
     assert np.all(np.abs(a1) < np.abs(a0))
     centred = r - r.mean()  # [-0.55, 0.05, 0.65, -0.15]
-    np.testing.assert_allclose(a0[0], centred / (np.sqrt(0.1875) + 1e-4), rtol=1e-13)  # sum sq 0.75 / 4
-    np.testing.assert_allclose(a1[0], centred / (0.5 + 1e-4), rtol=1e-13)  # sum sq 0.75 / 3
+    # sum sq 0.75 / 4
+    np.testing.assert_allclose(a0[0], centred / (np.sqrt(0.1875) + 1e-4), rtol=1e-13)
+    # sum sq 0.75 / 3
+    np.testing.assert_allclose(a1[0], centred / (0.5 + 1e-4), rtol=1e-13)
 
 
 def test_same_rank_different_gaps():
@@ -42,26 +49,39 @@ def test_rows_have_mean_zero(r):
 
 @given(groups, st.floats(-50, 50))
 def test_shift_invariance(r, b):
-    np.testing.assert_allclose(dg.group_advantages(r + b), dg.group_advantages(r), atol=1e-6)
+    np.testing.assert_allclose(
+        dg.group_advantages(r + b), dg.group_advantages(r), atol=1e-6
+    )
 
 
 @given(groups, st.floats(0.1, 10))
 def test_positive_scaling_invariance_as_eps_vanishes(r, a):
-    r = r + 201.0 * np.arange(r.shape[1])  # entries in [-100, 100]: neighbours differ by >= 1, std >> eps
-    np.testing.assert_allclose(dg.group_advantages(a * r, eps=1e-12), dg.group_advantages(r, eps=1e-12), atol=1e-8)
+    # entries in [-100, 100]: neighbours differ by >= 1, std >> eps
+    r = r + 201.0 * np.arange(r.shape[1])
+    np.testing.assert_allclose(
+        dg.group_advantages(a * r, eps=1e-12),
+        dg.group_advantages(r, eps=1e-12),
+        atol=1e-8,
+    )
 
 
 def test_fixed_eps_breaks_scaling_exactly_as_predicted():
     r = ex.REWARD_GROUPS[:1]
     s, eps, a = r.std(), 1e-4, 1e-3
     centred = r - r.mean()
-    np.testing.assert_allclose(dg.group_advantages(a * r, eps=eps), centred / (s + eps / a), rtol=1e-12)
-    assert not np.allclose(dg.group_advantages(a * r), dg.group_advantages(r), atol=1e-2)
+    np.testing.assert_allclose(
+        dg.group_advantages(a * r, eps=eps), centred / (s + eps / a), rtol=1e-12
+    )
+    assert not np.allclose(
+        dg.group_advantages(a * r), dg.group_advantages(r), atol=1e-2
+    )
 
 
 def test_negative_scale_flips_direction():
     r = ex.REWARD_GROUPS[:1]
-    np.testing.assert_allclose(dg.group_advantages(-r), -dg.group_advantages(r), atol=1e-12)
+    np.testing.assert_allclose(
+        dg.group_advantages(-r), -dg.group_advantages(r), atol=1e-12
+    )
 
 
 def test_equal_rewards_give_zero_advantages():
@@ -73,20 +93,27 @@ def test_equal_rewards_give_zero_advantages():
 def test_leave_one_out_and_centred():
     r = np.array([[1.0, 2.0, 6.0]])
     np.testing.assert_allclose(dg.centered_advantages(r), [[-2, -1, 3]])
-    np.testing.assert_allclose(dg.leave_one_out_advantages(r), [[1 - 4, 2 - 3.5, 6 - 1.5]])
-    np.testing.assert_allclose(dg.leave_one_out_advantages(r), dg.centered_advantages(r) * 3 / 2)
+    np.testing.assert_allclose(
+        dg.leave_one_out_advantages(r), [[1 - 4, 2 - 3.5, 6 - 1.5]]
+    )
+    np.testing.assert_allclose(
+        dg.leave_one_out_advantages(r), dg.centered_advantages(r) * 3 / 2
+    )
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: dg.group_advantages([[1.0]]), ValueError, "G >= 2"),
-    (lambda: dg.group_advantages([1.0, 2.0]), ValueError, "2-D"),
-    (lambda: dg.group_advantages([[1.0, np.nan]]), ValueError, "finite"),
-    (lambda: dg.group_advantages([[1.0, 2.0]], eps=0), ValueError, "eps"),
-    (lambda: dg.group_advantages([[1.0, 2.0]], eps=-1e-4), ValueError, "eps"),
-    (lambda: dg.group_advantages([[1.0, 2.0]], ddof=2), ValueError, "ddof"),
-    (lambda: dg.group_advantages(np.zeros((0, 3))), ValueError, "empty"),
-    (lambda: dg.group_advantages(None), TypeError, "rewards"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: dg.group_advantages([[1.0]]), ValueError, "G >= 2"),
+        (lambda: dg.group_advantages([1.0, 2.0]), ValueError, "2-D"),
+        (lambda: dg.group_advantages([[1.0, np.nan]]), ValueError, "finite"),
+        (lambda: dg.group_advantages([[1.0, 2.0]], eps=0), ValueError, "eps"),
+        (lambda: dg.group_advantages([[1.0, 2.0]], eps=-1e-4), ValueError, "eps"),
+        (lambda: dg.group_advantages([[1.0, 2.0]], ddof=2), ValueError, "ddof"),
+        (lambda: dg.group_advantages(np.zeros((0, 3))), ValueError, "empty"),
+        (lambda: dg.group_advantages(None), TypeError, "rewards"),
+    ],
+)
 def test_invalid_group_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -94,17 +121,32 @@ def test_invalid_group_inputs(call, exc, match):
 
 # --- TRL-style reward_advantages (full fixture parity lives in test_trl_parity.py) ---------------------------------
 
+
 def test_reward_advantages_single_function_matches_group_ddof1():
     r = ex.REWARD_GROUPS.reshape(-1, 1)
     out = dg.reward_advantages(r, num_generations=4)
-    np.testing.assert_allclose(out.advantages, dg.group_advantages(ex.REWARD_GROUPS, ddof=1).ravel(), rtol=1e-12)
+    np.testing.assert_allclose(
+        out.advantages,
+        dg.group_advantages(ex.REWARD_GROUPS, ddof=1).ravel(),
+        rtol=1e-12,
+    )
     assert out.metrics["frac_reward_zero_std"] == 0.0
     assert out.metrics["reward"] == pytest.approx(ex.REWARD_GROUPS.mean())
 
 
 def test_reward_advantages_nan_semantics():
-    rpf = np.array([[1.0, np.nan], [np.nan, np.nan], [0.0, 2.0], [3.0, np.nan],   # group 1: one unscorable row
-                    [np.nan, np.nan], [5.0, np.nan], [np.nan, np.nan], [np.nan, np.nan]])  # group 2: one valid
+    rpf = np.array(
+        [
+            [1.0, np.nan],
+            [np.nan, np.nan],
+            [0.0, 2.0],
+            [3.0, np.nan],  # group 1: one unscorable row
+            [np.nan, np.nan],
+            [5.0, np.nan],
+            [np.nan, np.nan],
+            [np.nan, np.nan],
+        ]
+    )  # group 2: one valid
     out = dg.reward_advantages(rpf, 4, scale_rewards="none")
     assert out.advantages[1] == 0 and np.all(out.advantages[4:] == 0)
     valid = np.array([1.0, 2.0, 3.0])  # nansum over functions: 1, 0+2, 3
@@ -120,51 +162,94 @@ def test_reward_advantages_zero_std_fraction():
     # "zero std" is isclose(std, 0, atol=1e-8): a tiny but real spread still counts as signal
     tiny = np.array([[0.0], [0.0], [0.0], [1e-3], [2.0], [2.0], [2.0], [2.0 + 1e-9]])
     out = dg.reward_advantages(tiny, 4)
-    assert out.metrics["frac_reward_zero_std"] == 0.5  # group 1 (std 5e-4) has signal, group 2 (std 5e-10) not
-    np.testing.assert_allclose(out.advantages[:4], (tiny[:4, 0] - 2.5e-4) / (5e-4 + 1e-4), rtol=1e-9)
+    # group 1 (std 5e-4) has signal, group 2 (std 5e-10) not
+    assert out.metrics["frac_reward_zero_std"] == 0.5
+    np.testing.assert_allclose(
+        out.advantages[:4], (tiny[:4, 0] - 2.5e-4) / (5e-4 + 1e-4), rtol=1e-9
+    )
 
 
 def test_reward_advantages_batch_scaling_by_hand():
     rpf = np.array([[1.0], [2.0], [3.0], [6.0]])
     centred = np.array([-0.5, 0.5, -1.5, 1.5])  # minus the group means 1.5 and 4.5
     batch = dg.reward_advantages(rpf, 2, scale_rewards="batch")
-    np.testing.assert_allclose(batch.advantages, centred / (np.sqrt(14 / 3) + 1e-4), rtol=1e-13)  # std of 1,2,3,6
+    # std of 1,2,3,6
+    np.testing.assert_allclose(
+        batch.advantages, centred / (np.sqrt(14 / 3) + 1e-4), rtol=1e-13
+    )
     group = dg.reward_advantages(rpf, 2, scale_rewards="group")
-    np.testing.assert_allclose(group.advantages, centred / (np.repeat([0.5, 1.5], 2) * np.sqrt(2) + 1e-4),
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        group.advantages,
+        centred / (np.repeat([0.5, 1.5], 2) * np.sqrt(2) + 1e-4),
+        rtol=1e-13,
+    )
     for scale in ("none", False):
-        np.testing.assert_allclose(dg.reward_advantages(rpf, 2, scale_rewards=scale).advantages, centred,
-                                   rtol=1e-15)
+        np.testing.assert_allclose(
+            dg.reward_advantages(rpf, 2, scale_rewards=scale).advantages,
+            centred,
+            rtol=1e-15,
+        )
 
 
 def test_reward_advantages_normalize_then_sum_by_hand():
     rpf = np.array([[1.0, 0.0], [3.0, 2.0], [np.nan, np.nan], [5.0, 1.0]])
     out = dg.reward_advantages(rpf, 2, multi_objective_aggregation="normalize_then_sum")
-    a = 2 / (np.sqrt(2) + 1e-4)  # each function of group 1 standardises to -+1 / (sqrt 2 + eps); two of them
+    # each function of group 1 standardises to -+1 / (sqrt 2 + eps); two of them
+    a = 2 / (np.sqrt(2) + 1e-4)
     # group 2 has one valid row (std NaN -> its z is NaN -> nansum 0); the unscorable row stays out of the batch
-    np.testing.assert_allclose(out.rewards[[0, 1, 3]], [-a, a, 0.0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        out.rewards[[0, 1, 3]], [-a, a, 0.0], rtol=1e-13, atol=1e-15
+    )
     assert np.isnan(out.rewards[2])
-    np.testing.assert_allclose(out.advantages, [-a / (a + 1e-4), a / (a + 1e-4), 0.0, 0.0], rtol=1e-13)
+    np.testing.assert_allclose(
+        out.advantages, [-a / (a + 1e-4), a / (a + 1e-4), 0.0, 0.0], rtol=1e-13
+    )
 
 
 def test_reward_advantages_weights_and_logged_metrics():
     rpf = np.array([[1.0, 2.0], [3.0, 4.0]])
     out = dg.reward_advantages(rpf, 2, reward_weights=[2.0, 0.5])
-    np.testing.assert_allclose(out.rewards, [3.0, 8.0], rtol=1e-15)  # 2 * 1 + 0.5 * 2, 2 * 3 + 0.5 * 4
+    # 2 * 1 + 0.5 * 2, 2 * 3 + 0.5 * 4
+    np.testing.assert_allclose(out.rewards, [3.0, 8.0], rtol=1e-15)
     assert out.metrics["reward"] == pytest.approx(5.5, rel=1e-15)
     assert out.metrics["reward_std"] == pytest.approx(2.5 * np.sqrt(2), rel=1e-15)
-    np.testing.assert_allclose(out.advantages, np.array([-2.5, 2.5]) / (2.5 * np.sqrt(2) + 1e-4), rtol=1e-13)
+    np.testing.assert_allclose(
+        out.advantages, np.array([-2.5, 2.5]) / (2.5 * np.sqrt(2) + 1e-4), rtol=1e-13
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(rewards_per_func=np.ones((6, 1)), num_generations=4), "divide"),
-    (dict(rewards_per_func=np.ones((4, 2)), num_generations=4, reward_weights=[1.0]), "reward_weights"),
-    (dict(rewards_per_func=np.ones((4, 1)), num_generations=4, scale_rewards="global"), "scale_rewards"),
-    (dict(rewards_per_func=np.ones((4, 1)), num_generations=4, multi_objective_aggregation="mean"),
-     "multi_objective_aggregation"),
-    (dict(rewards_per_func=np.ones((4, 1)), num_generations=1), "num_generations"),
-    (dict(rewards_per_func=np.full((4, 1), np.inf), num_generations=4), "inf"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(rewards_per_func=np.ones((6, 1)), num_generations=4), "divide"),
+        (
+            dict(
+                rewards_per_func=np.ones((4, 2)),
+                num_generations=4,
+                reward_weights=[1.0],
+            ),
+            "reward_weights",
+        ),
+        (
+            dict(
+                rewards_per_func=np.ones((4, 1)),
+                num_generations=4,
+                scale_rewards="global",
+            ),
+            "scale_rewards",
+        ),
+        (
+            dict(
+                rewards_per_func=np.ones((4, 1)),
+                num_generations=4,
+                multi_objective_aggregation="mean",
+            ),
+            "multi_objective_aggregation",
+        ),
+        (dict(rewards_per_func=np.ones((4, 1)), num_generations=1), "num_generations"),
+        (dict(rewards_per_func=np.full((4, 1), np.inf), num_generations=4), "inf"),
+    ],
+)
 def test_reward_advantages_invalid(kwargs, match):
     with pytest.raises(ValueError, match=match):
         dg.reward_advantages(**kwargs)

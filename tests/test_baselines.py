@@ -14,9 +14,12 @@ def test_article_enumeration():
     np.testing.assert_allclose(e.centered, [-0.248, -0.132, 0.380], atol=1e-15)
     np.testing.assert_allclose(e.centered, (1 - 1 / 3) * e.exact, atol=1e-15)
     np.testing.assert_allclose(e.leave_one_out, e.exact, atol=1e-15)
-    np.testing.assert_array_equal(np.round(e.standardised, 6), [-0.209534, -0.136999, 0.346534])
+    np.testing.assert_array_equal(
+        np.round(e.standardised, 6), [-0.209534, -0.136999, 0.346534]
+    )
     ratios = e.standardised / e.exact
-    assert np.ptp(ratios) > 0.01  # standardising changes the direction, not just the length
+    # standardising changes the direction, not just the length
+    assert np.ptp(ratios) > 0.01
 
 
 @pytest.mark.parametrize("g", [2, 4, 5])

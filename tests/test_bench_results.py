@@ -11,16 +11,40 @@ from dpo_grpo.chapters import parity as pa
 
 
 def _widget_result(times_ms, target=50.0):
-    rows = [{"control": "steps", "value": v, "recompute_ms": t, "repeat_ms": 0.1, "serialize_ms": 1.0,
-             "figure_json_bytes": 10} for v, t in zip(range(len(times_ms)), times_ms)]
+    rows = [
+        {
+            "control": "steps",
+            "value": v,
+            "recompute_ms": t,
+            "repeat_ms": 0.1,
+            "serialize_ms": 1.0,
+            "figure_json_bytes": 10,
+        }
+        for v, t in zip(range(len(times_ms)), times_ms)
+    ]
     slow = max(rows, key=lambda r: r["recompute_ms"])
-    return {"host": "box", "cpus": 2, "python": "3.11", "numpy": "2", "plotly": "7", "loadavg_before": [0.5, 0, 0],
-            "target_ms": target,
-            "widgets": {"bandit": {"moves": len(rows),
-                                   "recompute_ms": {"median": sorted(times_ms)[len(times_ms) // 2],
-                                                    "p95": max(times_ms), "max": max(times_ms)},
-                                   "recompute_plus_serialize_ms": {"p95": max(times_ms) + 1.0},
-                                   "slowest": slow, "rows": rows}}}
+    return {
+        "host": "box",
+        "cpus": 2,
+        "python": "3.11",
+        "numpy": "2",
+        "plotly": "7",
+        "loadavg_before": [0.5, 0, 0],
+        "target_ms": target,
+        "widgets": {
+            "bandit": {
+                "moves": len(rows),
+                "recompute_ms": {
+                    "median": sorted(times_ms)[len(times_ms) // 2],
+                    "p95": max(times_ms),
+                    "max": max(times_ms),
+                },
+                "recompute_plus_serialize_ms": {"p95": max(times_ms) + 1.0},
+                "slowest": slow,
+                "rows": rows,
+            }
+        },
+    }
 
 
 def test_load_results_filters_by_content_and_skips_bad_json(tmp_path):
@@ -31,15 +55,22 @@ def test_load_results_filters_by_content_and_skips_bad_json(tmp_path):
     (tmp_path / "widgets-a.json").write_text(json.dumps(_widget_result([4.0])))
     found = br.load_results(br.is_widget_benchmark, tmp_path)
     assert [p.name for p, _ in found] == ["widgets-a.json", "widgets-b.json"]
-    assert [p.name for p, _ in pa.load_benchmarks(tmp_path)] == ["cpu.json"]  # the torch tables use the same finder
+    # the torch tables use the same finder
+    assert [p.name for p, _ in pa.load_benchmarks(tmp_path)] == ["cpu.json"]
 
 
 def test_the_repository_ships_a_widget_result_that_meets_the_target():
     found = br.load_results(br.is_widget_benchmark)
-    assert found, "bench/results/widgets-*.json is committed and rendered by the explorables page"
+    assert found, (
+        "bench/results/widgets-*.json is committed and rendered by the explorables page"
+    )
     for _, data in found:
         rows = br.widget_latency_rows(data)
-        assert {r["explorable"] for r in rows} >= {"bandit", "clip_platform", "memory_ledger"}
+        assert {r["explorable"] for r in rows} >= {
+            "bandit",
+            "clip_platform",
+            "memory_ledger",
+        }
         assert all(r["meets < 50 ms"] for r in rows), rows
 
 
@@ -49,11 +80,14 @@ def test_widget_latency_rows_flag_a_missed_target():
     assert row["meets < 50 ms"] is False
     (row,) = br.widget_latency_rows(_widget_result([10.0, 49.0]))
     assert row["meets < 50 ms"] is True
-    assert "**no**" in tables.markdown_table(br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"])
+    assert "**no**" in tables.markdown_table(
+        br.widget_latency_rows(_widget_result([70.0])), ["explorable", "meets < 50 ms"]
+    )
     assert "host box, 2 CPUs" in br.widget_benchmark_host(_widget_result([1.0]))
     assert "figure shown as" not in br.widget_benchmark_host(_widget_result([1.0]))
     assert "figure shown as figurewidget" in br.widget_benchmark_host(
-        _widget_result([1.0]) | {"live_figure_mode": "figurewidget"})
+        _widget_result([1.0]) | {"live_figure_mode": "figurewidget"}
+    )
 
 
 @pytest.mark.parametrize("bad", [None, {}, {"widgets": {}}, {"target_ms": 50}, [1, 2]])
@@ -71,13 +105,21 @@ def test_predicate_must_be_callable(tmp_path):
 
 
 def _frontend_result(samples_ms):
-    return {"benchmark": "frontend_draw", "target_ms": 200.0, "frontends": {"lab4": {"samples_ms": {"bandit": samples_ms}}}}
+    return {
+        "benchmark": "frontend_draw",
+        "target_ms": 200.0,
+        "frontends": {"lab4": {"samples_ms": {"bandit": samples_ms}}},
+    }
 
 
 def test_frontend_draw_rows_flag_a_missed_target():
     (row,) = br.frontend_draw_rows(_frontend_result([120.0, 250.0, 130.0]))
     assert (row["frontend"], row["explorable"], row["redraws"]) == ("lab4", "bandit", 3)
-    assert row["median ms"] == 130.0 and row["max ms"] == 250.0 and row["meets < 200 ms"] is False
+    assert (
+        row["median ms"] == 130.0
+        and row["max ms"] == 250.0
+        and row["meets < 200 ms"] is False
+    )
     (row,) = br.frontend_draw_rows(_frontend_result([120.0, 199.0]))
     assert row["meets < 200 ms"] is True
     for bad in (None, {}, _widget_result([1.0]), {"benchmark": "frontend_draw"}):
@@ -88,8 +130,15 @@ def test_frontend_draw_rows_flag_a_missed_target():
 
 def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
     found = br.load_results(br.is_frontend_draw_benchmark)
-    assert found, "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the explorables page renders it"
+    assert found, (
+        "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the explorables page renders it"
+    )
     for _, data in found:
         rows = br.frontend_draw_rows(data)
-        assert {r["frontend"] for r in rows} == {"lab4", "lab4-output", "notebook7", "lab3-colab-kernel"}
+        assert {r["frontend"] for r in rows} == {
+            "lab4",
+            "lab4-output",
+            "notebook7",
+            "lab3-colab-kernel",
+        }
         assert all(r["redraws"] == data["repeats"] for r in rows)

@@ -28,7 +28,9 @@ def test_toc_lists_existing_files_and_every_notebook():
     for f in files:
         assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
     for nb in NOTEBOOKS:
-        assert str(nb.relative_to(ROOT).with_suffix("")) in files, f"{nb.name} is not in _toc.yml"
+        assert str(nb.relative_to(ROOT).with_suffix("")) in files, (
+            f"{nb.name} is not in _toc.yml"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -38,7 +40,9 @@ def test_notebook_metadata_and_no_committed_outputs(path):
     assert nb.metadata["kernelspec"]["name"] == "python3"
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert not cell.outputs, f"{path.name}: commit notebooks without outputs (the build executes them)"
+            assert not cell.outputs, (
+                f"{path.name}: commit notebooks without outputs (the build executes them)"
+            )
 
 
 def test_first_code_cell_is_the_colab_setup_rendered_from_config():
@@ -47,7 +51,10 @@ def test_first_code_cell_is_the_colab_setup_rendered_from_config():
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     for path in NOTEBOOKS:
         expected = sync.setup_cell_source(path.stem)
-        assert f'REPO_URL = "{url.rstrip("/")}"' in expected and expected.count("https://github.com") == 1
+        assert (
+            f'REPO_URL = "{url.rstrip("/")}"' in expected
+            and expected.count("https://github.com") == 1
+        )
         assert f"suggest_gpu={path.stem in sync.GPU_CHAPTERS}" in expected
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")

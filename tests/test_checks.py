@@ -32,39 +32,59 @@ def test_bandit_table_matches_the_article():
     assert res.passed and res.value <= 5e-7
     table = res.details["table"]
     for name, (mean, lo, hi) in checks.ARTICLE_REPORTED["bandit"].items():
-        assert (round(table[name]["mean"], 6), round(table[name]["min"], 6), round(table[name]["max"], 6)) == \
-            (mean, lo, hi)
+        assert (
+            round(table[name]["mean"], 6),
+            round(table[name]["min"], 6),
+            round(table[name]["max"], 6),
+        ) == (mean, lo, hi)
 
 
 def test_bandit_table_other_seeds_only_checks_the_constant_row():
     res = checks.check_bandit_table(seeds=[0, 1])
-    assert res.passed and res.details["table"]["all rewards 1"]["values"] == [0.25, 0.25]
+    assert res.passed and res.details["table"]["all rewards 1"]["values"] == [
+        0.25,
+        0.25,
+    ]
 
 
 def test_article_numbers_are_reproduced(results):
     assert results["objective_identity"].value <= 4.45e-16 * 2
     assert results["dpo_swap"].value == pytest.approx(0.731428, abs=5e-7)
-    np.testing.assert_allclose(results["dpo_swap"].details["logits"], [-0.10, -0.05], atol=1e-12)
+    np.testing.assert_allclose(
+        results["dpo_swap"].details["logits"], [-0.10, -0.05], atol=1e-12
+    )
     drop = results["dpo_chosen_probability_drop"].details
-    assert (round(drop["loss_before"], 6), round(drop["loss_after"], 6)) == (0.673079, 0.639724)
+    assert (round(drop["loss_before"], 6), round(drop["loss_after"], 6)) == (
+        0.673079,
+        0.639724,
+    )
     enum = results["group_enumeration"].details
     np.testing.assert_allclose(enum["exact"], [-0.372, -0.198, 0.570], atol=1e-12)
     np.testing.assert_allclose(enum["centred"], [-0.248, -0.132, 0.380], atol=1e-12)
-    np.testing.assert_array_equal(np.round(enum["standardised"], 6), [-0.209534, -0.136999, 0.346534])
+    np.testing.assert_array_equal(
+        np.round(enum["standardised"], 6), [-0.209534, -0.136999, 0.346534]
+    )
     assert enum["n_groups"] == 27
-    assert [round(r["advantage"], 6) for r in results["two_sample_gaps"].details["rows"]] == \
-        [0.999800, 0.980392, 0.047619]
+    assert [
+        round(r["advantage"], 6) for r in results["two_sample_gaps"].details["rows"]
+    ] == [0.999800, 0.980392, 0.047619]
     kl = results["kl_value_and_gradient"].details["values"]
-    assert (round(kl["exact_kl"], 6), round(kl["old_sample_expectation"], 6)) == (0.634897, 1.146128)
+    assert (round(kl["exact_kl"], 6), round(kl["old_sample_expectation"], 6)) == (
+        0.634897,
+        1.146128,
+    )
 
 
 def test_swap_counter_pair_keeps_a_positive_logit(results):
     d = results["dpo_swap"].details
     assert d["counter_pair_logit"] > 0 and d["counter_pair_swapped_logit"] > 0
-    np.testing.assert_allclose(d["swap_reference_too_logits"], -d["original_logits"], atol=1e-15)
+    np.testing.assert_allclose(
+        d["swap_reference_too_logits"], -d["original_logits"], atol=1e-15
+    )
 
 
 # --- each check can fail -----------------------------------------------------------------------------------------------
+
 
 def test_dpo_gradient_check_detects_a_wrong_gradient(monkeypatch):
     real = checks.dpo_loss
@@ -92,7 +112,8 @@ def test_surrogate_check_detects_a_wrong_gradient(monkeypatch):
 
 def test_surrogate_check_requires_all_four_regions(monkeypatch):
     only_article = dict(checks.FOUR_REGION_EXAMPLE)
-    only_article.update(ex.surrogate_gradient_example())  # the article's example twice: one wrong direction missing
+    # the article's example twice: one wrong direction missing
+    only_article.update(ex.surrogate_gradient_example())
     monkeypatch.setattr(checks, "FOUR_REGION_EXAMPLE", only_article)
     res = checks.check_surrogate_gradient()
     assert res.value < checks.FD_TOL and not res.passed
@@ -101,18 +122,29 @@ def test_surrogate_check_requires_all_four_regions(monkeypatch):
 
 def test_four_region_example_covers_each_off_centre_region():
     run = checks.surrogate_gradient_error(checks.FOUR_REGION_EXAMPLE)
-    assert run["regions"] == ["platform", "wrong_direction", "platform", "wrong_direction"]
+    assert run["regions"] == [
+        "platform",
+        "wrong_direction",
+        "platform",
+        "wrong_direction",
+    ]
     np.testing.assert_allclose(run["ratio"], [2.0, 2.5, 0.75, 0.625])
 
 
 def test_masks_check_fails_when_an_invalid_input_is_accepted(monkeypatch):
     real = checks.invalid_input_cases
-    monkeypatch.setattr(checks, "invalid_input_cases", lambda: real() + [("accepted", lambda: 1.0)])
+    monkeypatch.setattr(
+        checks, "invalid_input_cases", lambda: real() + [("accepted", lambda: 1.0)]
+    )
     res = checks.check_masks()
     assert not res.passed and res.details["messages"]["accepted"] == "NOT REJECTED"
 
 
-@pytest.mark.parametrize("desc, fn", checks.invalid_input_cases(), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    "desc, fn",
+    checks.invalid_input_cases(),
+    ids=lambda x: x if isinstance(x, str) else "",
+)
 def test_each_invalid_input_raises_value_error(desc, fn):
     with pytest.raises(ValueError):
         fn()
@@ -136,11 +168,14 @@ def test_kl_check_fails_if_the_true_gradient_is_wrong(monkeypatch):
 
 # --- helpers ----------------------------------------------------------------------------------------------------------
 
+
 @given(st.floats(1e-6, 1e3), st.floats(1e-8, 1e-1))
 def test_two_sample_formula(d, eps):
     row = checks.two_sample_gap_table([d], eps=eps)[0]
     assert row["advantage"] == pytest.approx(d / (d + 2 * eps), rel=1e-12)
-    assert row["advantage_ddof1"] == pytest.approx((d / 2) / (d / np.sqrt(2) + eps), rel=1e-12)
+    assert row["advantage_ddof1"] == pytest.approx(
+        (d / 2) / (d / np.sqrt(2) + eps), rel=1e-12
+    )
 
 
 def test_clip_kl_toy_shared_parameters_move_unsampled_tokens():
@@ -152,7 +187,8 @@ def test_clip_kl_toy_shared_parameters_move_unsampled_tokens():
         np.testing.assert_allclose(run["probs"].sum(axis=1), 1.0)
     assert shared["kl"][-1] > 0.3 and shared["kl"][-1] > 10 * separate["kl"][-1]
     assert shared["probs"][-1, 3] > 100 * shared["p_old"][3]
-    assert shared["sampled_k3"][-1] < 0.1 * shared["kl"][-1]  # what a trainer logs misses the move
+    # what a trainer logs misses the move
+    assert shared["sampled_k3"][-1] < 0.1 * shared["kl"][-1]
     assert shared["kl"][-2] > 0.5  # already before the first clip (exercise 08.3)
 
 
@@ -164,12 +200,22 @@ def test_bandit_clip_activity_replays_the_package_run():
     assert act["n_platform"] == 0 and act["n_outside"] == 0
     assert 0.8 < act["ratio_min"] < 1.0 < act["ratio_max"] < 1.2
     fast = checks.bandit_clip_activity(steps=20, lr=1.5)
-    assert fast["max_error"] == 0.0 and fast["n_platform"] > 0 and fast["n_outside"] >= fast["n_platform"]
+    assert (
+        fast["max_error"] == 0.0
+        and fast["n_platform"] > 0
+        and fast["n_outside"] >= fast["n_platform"]
+    )
 
 
 def test_group_mean_spread_tracks_the_sampling_distribution():
-    rows = checks.group_mean_spread([1.0, 0.5, 0.0, -0.5], [1.0, 0.0, 0.0, 0.0], group_sizes=(4, 64),
-                                    temperatures=(0.5, 2.0), n_groups=4000, seed=1)
+    rows = checks.group_mean_spread(
+        [1.0, 0.5, 0.0, -0.5],
+        [1.0, 0.0, 0.0, 0.0],
+        group_sizes=(4, 64),
+        temperatures=(0.5, 2.0),
+        n_groups=4000,
+        seed=1,
+    )
     for r in rows:
         assert abs(r["mean"] - r["V_T"]) < 5 * r["std"] / np.sqrt(4000)
         p = r["V_T"]
@@ -185,12 +231,17 @@ def test_scale_effects():
     assert changes == sorted(changes) and changes[0] < 1e-3 and changes[-1] > 0.5
     np.testing.assert_allclose(eff["negative"], -eff["base"])
     i, j = eff["swapped_pair"]
-    assert eff["rank_error"][i] == pytest.approx(eff["base"][j]) and eff["ties"][i] == eff["ties"][j]
+    assert (
+        eff["rank_error"][i] == pytest.approx(eff["base"][j])
+        and eff["ties"][i] == eff["ties"][j]
+    )
 
 
 def test_trl_step_log_on_policy():
     log = checks.trl_step_log(steps=8, beta=0.04)
-    assert abs(log[0]["loss"]) < 1e-15 and log[0]["kl"] == 0.0 and log[0]["grad_norm"] > 0
+    assert (
+        abs(log[0]["loss"]) < 1e-15 and log[0]["kl"] == 0.0 and log[0]["grad_norm"] > 0
+    )
     for r in log:
         assert r["clip_ratio"] == 0.0
         assert r["loss"] == pytest.approx(0.04 * r["kl"], abs=1e-12)
@@ -233,7 +284,9 @@ def test_kl_pull_back_moves_towards_the_reference():
 
 def test_sampled_group_gradient_is_unbiased_for_the_enumerated_expectation():
     z, r = np.zeros(4), np.array([-0.2, 0.3, 1.0, 0.0])
-    grads = np.array([checks.sampled_group_gradient(z, r, 4, s)[0] for s in range(3000)])
+    grads = np.array(
+        [checks.sampled_group_gradient(z, r, 4, s)[0] for s in range(3000)]
+    )
     exact = -dg.enumerate_group_gradients(dg.softmax(z), r, 4).standardised
     se = grads.std(axis=0) / np.sqrt(len(grads))
     assert np.all(np.abs(grads.mean(axis=0) - exact) < 5 * se)
@@ -242,7 +295,10 @@ def test_sampled_group_gradient_is_unbiased_for_the_enumerated_expectation():
 
 def test_report(results):
     text = checks.report(results)
-    assert text.count("PASS") == len(results) and f"{len(results)}/{len(results)} checks passed" in text
+    assert (
+        text.count("PASS") == len(results)
+        and f"{len(results)}/{len(results)} checks passed" in text
+    )
     with pytest.raises(TypeError, match="results"):
         checks.report({"x": 1})
 

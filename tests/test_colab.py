@@ -45,22 +45,41 @@ ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
 PINS = read_pins(REQUIREMENTS)
 #: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
-ONLINE = {"lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"}
-STEMS = sorted((p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s))
+ONLINE = {
+    "lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"
+}
+STEMS = sorted(
+    (p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s)
+)
 
 
 def _python_312() -> str | None:
     """A working Python 3.12: on PATH, or one that pyenv installed (whose shim may not be active)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    for candidate in [shutil.which("python3.12"), *sorted(pyenv.glob("versions/3.12*/bin/python3.12"))]:
-        if candidate and subprocess.run([candidate, "-c", "import venv, sys; assert sys.version_info[:2] == (3, 12)"],
-                                        capture_output=True).returncode == 0:
+    for candidate in [
+        shutil.which("python3.12"),
+        *sorted(pyenv.glob("versions/3.12*/bin/python3.12")),
+    ]:
+        if (
+            candidate
+            and subprocess.run(
+                [
+                    candidate,
+                    "-c",
+                    "import venv, sys; assert sys.version_info[:2] == (3, 12)",
+                ],
+                capture_output=True,
+            ).returncode
+            == 0
+        ):
             return str(candidate)
     return None
 
 
 PYTHON_312 = _python_312()
-BAD_OUTPUT = re.compile(r"not found|no results|no benchmark results|set-up failed|traceback", re.I)
+BAD_OUTPUT = re.compile(
+    r"not found|no results|no benchmark results|set-up failed|traceback", re.I
+)
 
 FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (only its presence matters)."""
 '''
@@ -68,33 +87,62 @@ FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (on
 
 def _fake_google_colab(python: Path) -> None:
     """Put a fake ``google.colab`` in the venv of ``python``, imported at start-up as Colab does."""
-    site = Path(run_checked([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    site = Path(
+        run_checked(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+        ).stdout.strip()
+    )
     (site / "google" / "colab").mkdir(parents=True)
     (site / "google" / "colab" / "__init__.py").write_text(FAKE_COLAB)
-    (site / "sitecustomize.py").write_text("import google.colab  # noqa: F401 (Colab imports it at start-up)\n")
+    (site / "sitecustomize.py").write_text(
+        "import google.colab  # noqa: F401 (Colab imports it at start-up)\n"
+    )
 
 
 def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
     """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
-    pins = [f"{name}=={version}" for name, version in PINS.items() if torch or name != "torch"]
+    pins = [
+        f"{name}=={version}"
+        for name, version in PINS.items()
+        if torch or name != "torch"
+    ]
     return fresh_venv("colab", *pins, python=python, setup=_fake_google_colab)
 
 
-def _kernelspec(jupyter: Path, name: str, python: Path, wheel: Path, *, online: bool) -> None:
+def _kernelspec(
+    jupyter: Path, name: str, python: Path, wheel: Path, *, online: bool
+) -> None:
     env = {"PYTHONPATH": "", "PLOTLY_RENDERER": "", "DPO_GRPO_SOURCE": wheel.as_uri()}
     if not online:
         env["PIP_NO_INDEX"] = "1"  # the wheel's dependencies must already be there
     (jupyter / "kernels" / name).mkdir(parents=True)
-    (jupyter / "kernels" / name / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": f"Colab (simulated, {name})", "language": "python", "env": env}))
+    (jupyter / "kernels" / name / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [
+                    str(python),
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                ],
+                "display_name": f"Colab (simulated, {name})",
+                "language": "python",
+                "env": env,
+            }
+        )
+    )
 
 
 @functools.cache  # needs_torch reads the notebook
 def kernel_for(stem: str) -> str:
     if stem in ONLINE:
         return "colab-3.11-online"
-    return "colab-3.11" if sync_colab_cells.needs_torch(stem) or PYTHON_312 is None else "colab-3.12"
+    return (
+        "colab-3.11"
+        if sync_colab_cells.needs_torch(stem) or PYTHON_312 is None
+        else "colab-3.12"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -112,7 +160,9 @@ def colab(tmp_path_factory, package_wheel, colab_pythons):
     jupyter = base / "jupyter"
     for version, python in colab_pythons.items():
         _kernelspec(jupyter, f"colab-{version}", python, package_wheel, online=False)
-    _kernelspec(jupyter, "colab-3.11-online", colab_pythons["3.11"], package_wheel, online=True)
+    _kernelspec(
+        jupyter, "colab-3.11-online", colab_pythons["3.11"], package_wheel, online=True
+    )
     out = base / "reader"
     reader_edition.build(out, ROOT / "_build" / "jupyter_execute", execute=True)
     old = os.environ.get("JUPYTER_PATH")
@@ -140,32 +190,59 @@ def _texts(cell):
 @pytest.mark.builds_venv
 def test_the_colab_venvs_keep_colab_versions(colab_pythons):
     for version, python in colab_pythons.items():
-        got = run_checked([python, "-c", "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
-                                         "plotly.__version__, platform.python_version())"]).stdout.split()
-        assert got[:2] == [PINS["ipywidgets"], PINS["plotly"]] and got[2].startswith(version), got
+        got = run_checked(
+            [
+                python,
+                "-c",
+                "import ipywidgets, plotly, platform; print(ipywidgets.__version__, "
+                "plotly.__version__, platform.python_version())",
+            ]
+        ).stdout.split()
+        assert got[:2] == [PINS["ipywidgets"], PINS["plotly"]] and got[2].startswith(
+            version
+        ), got
 
 
 @pytest.mark.builds_venv
 def test_python_312_is_simulated(colab_pythons):
     if PYTHON_312 is None:
-        pytest.skip("python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only")
-    assert {kernel_for(s) for s in STEMS} == {"colab-3.11", "colab-3.12", "colab-3.11-online"}
-    assert subprocess.run([colab_pythons["3.12"], "-c", "import torch"], capture_output=True).returncode != 0
+        pytest.skip(
+            "python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only"
+        )
+    assert {kernel_for(s) for s in STEMS} == {
+        "colab-3.11",
+        "colab-3.12",
+        "colab-3.11-online",
+    }
+    assert (
+        subprocess.run(
+            [colab_pythons["3.12"], "-c", "import torch"], capture_output=True
+        ).returncode
+        != 0
+    )
 
 
 # xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
 @pytest.mark.xdist_group("built-book")
 @pytest.mark.parametrize("stem", STEMS)
 def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
-    content = tmp_path / "content"  # Colab's working folder: the notebook and nothing else
+    content = (
+        tmp_path / "content"
+    )  # Colab's working folder: the notebook and nothing else
     content.mkdir()
     shutil.copy(colab["reader"] / f"{stem}.ipynb", content / f"{stem}.ipynb")
     nb = nbformat.read(content / f"{stem}.ipynb", as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            assert reader_edition.leftover_myst(cell.source) == [], f"{stem}: MyST left: {cell.source[:300]}"
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name=kernel_for(stem),
-                                     resources={"metadata": {"path": str(content)}})
+            assert reader_edition.leftover_myst(cell.source) == [], (
+                f"{stem}: MyST left: {cell.source[:300]}"
+            )
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name=kernel_for(stem),
+        resources={"metadata": {"path": str(content)}},
+    )
     client.execute()
     setup = next(c for c in nb.cells if c.cell_type == "code")
     setup_text = "".join(_texts(setup))
@@ -174,5 +251,9 @@ def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
     for i, cell in enumerate(nb.cells):
         for text in _texts(cell):
             m = BAD_OUTPUT.search(text)
-            assert m is None, f"{stem}, cell {i}: {m.group(0)!r} in output: {text[max(0, m.start() - 200):m.end() + 200]}"
-    assert sorted(p.name for p in content.iterdir() if not p.name.startswith(".")) >= [f"{stem}.ipynb"]
+            assert m is None, (
+                f"{stem}, cell {i}: {m.group(0)!r} in output: {text[max(0, m.start() - 200) : m.end() + 200]}"
+            )
+    assert sorted(p.name for p in content.iterdir() if not p.name.startswith(".")) >= [
+        f"{stem}.ipynb"
+    ]

@@ -21,7 +21,9 @@ def _sequence_kl_by_enumeration(p1, q1, p2, q2):
 
 def test_example_numbers():
     out = prefix_shift_kl(**E)
-    assert out.exact == pytest.approx(_sequence_kl_by_enumeration(E["p1"], E["q1"], E["p2"], E["q2"]), abs=1e-14)
+    assert out.exact == pytest.approx(
+        _sequence_kl_by_enumeration(E["p1"], E["q1"], E["p2"], E["q2"]), abs=1e-14
+    )
     assert out.prefix_ratio == pytest.approx(out.exact, abs=1e-14)
     assert out.token_ratio == pytest.approx(out.token_ratio_formula, abs=1e-14)
     # the per-token correction is off because the prefix is weighted by old1, not p1
@@ -45,7 +47,9 @@ def _dist(draw, size):
 def models(draw):
     size = draw(st.integers(2, 4))
     return {
-        "p1": _dist(draw, size), "q1": _dist(draw, size), "old1": _dist(draw, size),
+        "p1": _dist(draw, size),
+        "q1": _dist(draw, size),
+        "old1": _dist(draw, size),
         "p2": np.array([_dist(draw, size) for _ in range(size)]),
         "q2": np.array([_dist(draw, size) for _ in range(size)]),
         "old2": np.array([_dist(draw, size) for _ in range(size)]),
@@ -56,7 +60,9 @@ def models(draw):
 @given(models())
 def test_prefix_ratio_is_exact_and_token_ratio_weights_prefixes_by_old(m):
     out = prefix_shift_kl(**m)
-    assert out.exact == pytest.approx(_sequence_kl_by_enumeration(m["p1"], m["q1"], m["p2"], m["q2"]), abs=1e-10)
+    assert out.exact == pytest.approx(
+        _sequence_kl_by_enumeration(m["p1"], m["q1"], m["p2"], m["q2"]), abs=1e-10
+    )
     assert out.prefix_ratio == pytest.approx(out.exact, abs=1e-10)
     assert out.token_ratio == pytest.approx(out.token_ratio_formula, abs=1e-10)
     assert out.exact >= -1e-12 and out.bare >= 0
@@ -84,7 +90,12 @@ def test_validation():
 # --- constant baselines (section 3.3) ------------------------------------------------------------------------------
 
 from dpo_grpo.reference.baselines import score_function_variance, true_gradient  # noqa: E402
-from dpo_grpo.chapters.derivations_checks import constant_baseline_moments, optimal_constant_baseline  # noqa: E402
+
+# noqa: E402
+from dpo_grpo.chapters.derivations_checks import (
+    constant_baseline_moments,
+    optimal_constant_baseline,
+)
 
 P, R = examples.ENUMERATION["probs"], examples.ENUMERATION["rewards"]
 
@@ -100,23 +111,35 @@ def test_baseline_moments_match_monte_carlo_and_the_true_gradient():
 
 def test_example_optimal_baseline_is_not_the_mean_reward():
     b_star = optimal_constant_baseline(P, R)
-    assert b_star == pytest.approx(0.2308 / 0.62, abs=1e-12)  # hand computation: E[r|s|^2] / E[|s|^2]
+    # hand computation: E[r|s|^2] / E[|s|^2]
+    assert b_star == pytest.approx(0.2308 / 0.62, abs=1e-12)
     v0 = constant_baseline_moments(P, R, 0.0).variance
-    assert constant_baseline_moments(P, R, b_star).variance < v0 < constant_baseline_moments(P, R, P @ R).variance
+    assert (
+        constant_baseline_moments(P, R, b_star).variance
+        < v0
+        < constant_baseline_moments(P, R, P @ R).variance
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(2, 5).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n),
-    st.lists(st.floats(-5, 5), min_size=n, max_size=n))),
-    st.floats(-3, 3))
+@given(
+    st.integers(2, 5).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n),
+            st.lists(st.floats(-5, 5), min_size=n, max_size=n),
+        )
+    ),
+    st.floats(-3, 3),
+)
 def test_optimal_baseline_minimises_the_variance(pr, shift):
     p = np.array(pr[0]) / np.sum(pr[0])
     r = np.array(pr[1])
     b_star = optimal_constant_baseline(p, r)
     v_star = constant_baseline_moments(p, r, b_star).variance
     assert v_star <= constant_baseline_moments(p, r, b_star + shift).variance + 1e-9
-    np.testing.assert_allclose(constant_baseline_moments(p, r, shift).mean, true_gradient(p, r), atol=1e-12)
+    np.testing.assert_allclose(
+        constant_baseline_moments(p, r, shift).mean, true_gradient(p, r), atol=1e-12
+    )
 
 
 def test_baseline_validation():

@@ -19,14 +19,24 @@ def test_the_grid_encodes_section_01():
     trained = dgm.components_with_status(comps, "trained")
     dropped = dgm.components_with_status(comps, "dropped")
     # PPO-RLHF trains actor and critic; reference and reward model are frozen but still run.
-    assert trained["PPO-RLHF"] == ["policy", "baseline"] and "critic" in comps["PPO-RLHF"]["baseline"]["label"]
-    assert comps["PPO-RLHF"]["reward"]["status"] == comps["PPO-RLHF"]["reference"]["status"] == "frozen"
+    assert (
+        trained["PPO-RLHF"] == ["policy", "baseline"]
+        and "critic" in comps["PPO-RLHF"]["baseline"]["label"]
+    )
+    assert (
+        comps["PPO-RLHF"]["reward"]["status"]
+        == comps["PPO-RLHF"]["reference"]["status"]
+        == "frozen"
+    )
     assert dropped["PPO-RLHF"] == []
     # DPO drops the explicit reward model and the online RL loop (sampling and the critic).
     assert dropped["DPO"] == ["reward", "sampling", "baseline"]
     # GRPO keeps online sampling and the reward but replaces the critic by group statistics.
     assert dropped["GRPO"] == [] and trained["GRPO"] == ["policy"]
-    assert comps["GRPO"]["baseline"]["status"] == "computed" and "group" in comps["GRPO"]["baseline"]["label"]
+    assert (
+        comps["GRPO"]["baseline"]["status"] == "computed"
+        and "group" in comps["GRPO"]["baseline"]["label"]
+    )
     assert comps["GRPO"]["sampling"]["status"] == "computed"
     for method in comps:
         assert comps[method]["reference"]["status"] == "frozen"
@@ -35,9 +45,11 @@ def test_the_grid_encodes_section_01():
 def test_trained_boxes_match_the_memory_ledger():
     """The figure's trained components are the ledger's trainable entries, method by method."""
     n = 7_000_000_000
-    ledgers = {"PPO-RLHF": dg.algorithm_ledger("ppo", n, reward_params=n),
-               "DPO": dg.algorithm_ledger("dpo", n),
-               "GRPO": dg.algorithm_ledger("grpo", n, reward_params=n)}
+    ledgers = {
+        "PPO-RLHF": dg.algorithm_ledger("ppo", n, reward_params=n),
+        "DPO": dg.algorithm_ledger("dpo", n),
+        "GRPO": dg.algorithm_ledger("grpo", n, reward_params=n),
+    }
     trained = dgm.components_with_status(dgm.pipeline_components(), "trained")
     for method, ledger in ledgers.items():
         assert len(trained[method]) == sum("(trainable)" in k for k in ledger)
@@ -83,19 +95,36 @@ def test_a_modified_grid_is_drawn_as_given():
     assert len(boxes) == 2 * len(dgm.ROLES)
     assert "unit tests (rule)" in dgm.figure_texts(fig)
     assert not any(t.startswith("Note") for t in dgm.figure_texts(fig))
-    assert matplotlib.colors.to_hex(boxes["GRPO/reward"].get_facecolor()) == dgm.STATUS_STYLE["computed"]["facecolor"]
+    assert (
+        matplotlib.colors.to_hex(boxes["GRPO/reward"].get_facecolor())
+        == dgm.STATUS_STYLE["computed"]["facecolor"]
+    )
 
 
-@given(st.lists(st.sampled_from(list(dgm.STATUS_STYLE)), min_size=len(dgm.ROLES), max_size=len(dgm.ROLES)))
+@given(
+    st.lists(
+        st.sampled_from(list(dgm.STATUS_STYLE)),
+        min_size=len(dgm.ROLES),
+        max_size=len(dgm.ROLES),
+    )
+)
 def test_any_status_assignment_draws_one_box_per_role(statuses):
-    comps = {"X": {role: {"label": f"{role}-{s}", "status": s} for role, s in zip(dgm.ROLES, statuses)}}
+    comps = {
+        "X": {
+            role: {"label": f"{role}-{s}", "status": s}
+            for role, s in zip(dgm.ROLES, statuses)
+        }
+    }
     fig = dgm.draw_pipelines(comps)
     boxes = dgm.figure_boxes(fig)
     assert len(boxes) == len(dgm.ROLES)
     dashed = sorted(gid for gid, p in boxes.items() if p.get_linestyle() == "--")
-    assert dashed == sorted(f"X/{r}" for r, s in zip(dgm.ROLES, statuses) if s == "dropped")
-    assert dgm.components_with_status(comps, "dropped")["X"] == [r for r, s in zip(dgm.ROLES, statuses)
-                                                                  if s == "dropped"]
+    assert dashed == sorted(
+        f"X/{r}" for r, s in zip(dgm.ROLES, statuses) if s == "dropped"
+    )
+    assert dgm.components_with_status(comps, "dropped")["X"] == [
+        r for r, s in zip(dgm.ROLES, statuses) if s == "dropped"
+    ]
 
 
 def test_invalid_input():
@@ -105,7 +134,9 @@ def test_invalid_input():
         dgm.draw_pipelines({})
     bad = dgm.pipeline_components()
     bad["DPO"]["reward"]["status"] = "deleted"
-    with pytest.raises(ValueError, match=r"components\['DPO'\]\['reward'\]\['status'\]"):
+    with pytest.raises(
+        ValueError, match=r"components\['DPO'\]\['reward'\]\['status'\]"
+    ):
         dgm.draw_pipelines(bad)
     bad = dgm.pipeline_components()
     del bad["GRPO"]["baseline"]

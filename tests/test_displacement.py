@@ -34,7 +34,9 @@ def test_ld_alpha_weights_the_verbose_tail():
     assert c == pytest.approx(-2.0 - 0.5 * 3.0) and r == pytest.approx(-2.0)
     np.testing.assert_array_equal(wc, [1, 1, 1, 1] + [0.5] * 6)
     np.testing.assert_array_equal(wr, [1, 1, 1, 1])
-    assert dp.ld_sequence_logps(np.full(10, -0.5), np.full(4, -0.5), 1.0)[0] == pytest.approx(-5.0)
+    assert dp.ld_sequence_logps(np.full(10, -0.5), np.full(4, -0.5), 1.0)[
+        0
+    ] == pytest.approx(-5.0)
 
 
 def test_bad_input():

@@ -33,12 +33,21 @@ def test_article_pairs_rewards_metrics_and_gradient():
 
 def test_accuracy_counts_strict_wins_only():
     # TRL: (chosen_rewards > rejected_rewards).float().mean(); a tie (policy = reference) is not a win
-    out = dg.dpo_loss([-1.0, -1.0, -1.0], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], [-2.0, -1.0, -2.0])
-    assert out.metrics["rewards/accuracies"] == pytest.approx(1 / 3)  # pair 3 wins, pairs 1 and 2 tie at 0
+    out = dg.dpo_loss(
+        [-1.0, -1.0, -1.0], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], [-2.0, -1.0, -2.0]
+    )
+    # pair 3 wins, pairs 1 and 2 tie at 0
+    assert out.metrics["rewards/accuracies"] == pytest.approx(1 / 3)
 
 
 def test_swapped_policy_logprobs():
-    out = dg.dpo_loss(P["policy_rejected"], P["policy_chosen"], P["ref_chosen"], P["ref_rejected"], beta=0.1)
+    out = dg.dpo_loss(
+        P["policy_rejected"],
+        P["policy_chosen"],
+        P["ref_chosen"],
+        P["ref_rejected"],
+        beta=0.1,
+    )
     np.testing.assert_allclose(out.logits, [-0.10, -0.05], atol=1e-12)
     assert round(out.loss, 6) == 0.731428
 
@@ -47,39 +56,71 @@ def test_chosen_probability_drops_but_loss_drops():
     c = ex.DPO_COUNTEREXAMPLE
 
     def loss(p):
-        return dg.dpo_loss(np.log(p[:1]), np.log(p[1:2]), np.log(c["ref"][:1]), np.log(c["ref"][1:2]),
-                           beta=c["beta"]).loss
+        return dg.dpo_loss(
+            np.log(p[:1]),
+            np.log(p[1:2]),
+            np.log(c["ref"][:1]),
+            np.log(c["ref"][1:2]),
+            beta=c["beta"],
+        ).loss
 
     before, after = loss(c["before"]), loss(c["after"])
     assert round(before, 6) == 0.673079 and round(after, 6) == 0.639724
     assert c["after"][0] < c["before"][0]  # the chosen answer became less likely
-    assert c["after"][0] / c["after"][1] == pytest.approx(2.0) and c["before"][0] / c["before"][1] == 1.0
+    assert (
+        c["after"][0] / c["after"][1] == pytest.approx(2.0)
+        and c["before"][0] / c["before"][1] == 1.0
+    )
 
 
 def test_policy_equal_reference_gives_log2():
     out = dg.dpo_loss([-3.0, -1.0], [-2.0, -5.0], [-3.0, -1.0], [-2.0, -5.0])
     assert out.loss == pytest.approx(np.log(2), abs=1e-15)
-    assert out.metrics["rewards/accuracies"] == 0.0  # equal implicit rewards: no pair is ranked correctly
+    # equal implicit rewards: no pair is ranked correctly
+    assert out.metrics["rewards/accuracies"] == 0.0
 
 
 def test_gradient_weight_closed_form():
     z = np.array([0.0, 2.0, -2.0])
-    np.testing.assert_allclose(dg.dpo_gradient_weight(z), [0.5, 1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-2.0))],
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        dg.dpo_gradient_weight(z),
+        [0.5, 1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-2.0))],
+        rtol=1e-15,
+    )
     # the weight is large for a wrongly ranked pair (z < 0) and is what scales the sigmoid loss's gradient
     out = dg.dpo_loss(z, np.zeros(3), np.zeros(3), np.zeros(3), beta=1.0)
-    np.testing.assert_allclose(out.grad_policy_chosen, -dg.dpo_gradient_weight(z) / 3, rtol=1e-15)
+    np.testing.assert_allclose(
+        out.grad_policy_chosen, -dg.dpo_gradient_weight(z) / 3, rtol=1e-15
+    )
 
 
 def test_gradient_matches_finite_differences():
     pairs = np.stack([P["policy_chosen"], P["policy_rejected"]], axis=1)
     for loss_type, ls in (("sigmoid", 0.0), ("robust", 0.2), ("hinge", 0.0)):
-        out = dg.dpo_loss(pairs[:, 0], pairs[:, 1], P["ref_chosen"], P["ref_rejected"], beta=0.1,
-                          loss_type=loss_type, label_smoothing=ls)
+        out = dg.dpo_loss(
+            pairs[:, 0],
+            pairs[:, 1],
+            P["ref_chosen"],
+            P["ref_rejected"],
+            beta=0.1,
+            loss_type=loss_type,
+            label_smoothing=ls,
+        )
         analytic = np.column_stack([out.grad_policy_chosen, out.grad_policy_rejected])
         numeric = dg.finite_difference(
-            lambda a: dg.dpo_loss(a[:, 0], a[:, 1], P["ref_chosen"], P["ref_rejected"], beta=0.1,
-                                  loss_type=loss_type, label_smoothing=ls).loss, pairs)
+            lambda a: (
+                dg.dpo_loss(
+                    a[:, 0],
+                    a[:, 1],
+                    P["ref_chosen"],
+                    P["ref_rejected"],
+                    beta=0.1,
+                    loss_type=loss_type,
+                    label_smoothing=ls,
+                ).loss
+            ),
+            pairs,
+        )
         assert dg.max_abs_error(analytic, numeric) < 1e-8, loss_type
 
 
@@ -89,17 +130,25 @@ def test_loss_types_closed_forms():
     hinge = dg.dpo_loss(pc, pr, rc, rr, beta=1.0, loss_type="hinge").loss
     assert hinge == pytest.approx(np.mean(np.maximum(0, 1 - z)))
     s = 0.1
-    robust = dg.dpo_loss(pc, pr, rc, rr, beta=1.0, loss_type="robust", label_smoothing=s).loss
-    expected = np.mean((-(1 - s) * np.log(1 / (1 + np.exp(-z))) + s * np.log(1 / (1 + np.exp(z)))) / (1 - 2 * s))
+    robust = dg.dpo_loss(
+        pc, pr, rc, rr, beta=1.0, loss_type="robust", label_smoothing=s
+    ).loss
+    expected = np.mean(
+        (-(1 - s) * np.log(1 / (1 + np.exp(-z))) + s * np.log(1 / (1 + np.exp(z))))
+        / (1 - 2 * s)
+    )
     assert robust == pytest.approx(expected, rel=1e-12)
-    assert dg.dpo_loss(pc, pr, rc, rr, beta=1.0, loss_type="robust").loss == pytest.approx(
-        dg.dpo_loss(pc, pr, rc, rr, beta=1.0).loss)
+    assert dg.dpo_loss(
+        pc, pr, rc, rr, beta=1.0, loss_type="robust"
+    ).loss == pytest.approx(dg.dpo_loss(pc, pr, rc, rr, beta=1.0).loss)
 
 
 def test_hinge_gradient_is_zero_from_the_kink_on():
     # torch.relu(1 - z), as TRL computes it, has gradient 0 at z = 1: only pairs with z < 1 are pushed
     z = np.array([-2.0, 0.5, 1.0, 3.0])
-    out = dg.dpo_loss(z, np.zeros(4), np.zeros(4), np.zeros(4), beta=1.0, loss_type="hinge")
+    out = dg.dpo_loss(
+        z, np.zeros(4), np.zeros(4), np.zeros(4), beta=1.0, loss_type="hinge"
+    )
     np.testing.assert_array_equal(out.grad_policy_chosen, [-0.25, -0.25, 0.0, 0.0])
     assert out.loss == pytest.approx((3.0 + 0.5) / 4, abs=1e-15)
 
@@ -108,7 +157,9 @@ def test_hinge_gradient_is_zero_from_the_kink_on():
 def test_log_sigmoid_stable(x):
     value = dg.log_sigmoid(x)
     assert np.isfinite(value) and value <= 0
-    assert dg.log_sigmoid(x) - dg.log_sigmoid(-x) == pytest.approx(x, abs=1e-9 * max(1, abs(x)))
+    assert dg.log_sigmoid(x) - dg.log_sigmoid(-x) == pytest.approx(
+        x, abs=1e-9 * max(1, abs(x))
+    )
 
 
 def test_closed_form_optimum_identity():
@@ -116,18 +167,26 @@ def test_closed_form_optimum_identity():
     assert dg.max_objective_identity_error(**o) <= 4.5e-16 * 2
     # it is the largest gap over the seeded Dirichlet(1) draws (not, say, the smallest, which is 0 here)
     draws = np.random.default_rng(o["seed"]).dirichlet(np.ones(3), size=o["n_policies"])
-    gaps = [dg.objective_identity_gap(p, o["rewards"], o["ref_policy"], o["beta"]) for p in draws]
+    gaps = [
+        dg.objective_identity_gap(p, o["rewards"], o["ref_policy"], o["beta"])
+        for p in draws
+    ]
     assert dg.max_objective_identity_error(**o) == max(gaps)
 
 
 def test_optimum_beats_random_policies():
     o = ex.OBJECTIVE_IDENTITY
     pi_star, log_z = dg.optimal_policy(o["ref_policy"], o["rewards"], o["beta"])
-    best = dg.kl_regularised_objective(pi_star, o["rewards"], o["ref_policy"], o["beta"])
+    best = dg.kl_regularised_objective(
+        pi_star, o["rewards"], o["ref_policy"], o["beta"]
+    )
     assert best == pytest.approx(o["beta"] * log_z, abs=1e-14)
     rng = np.random.default_rng(0)
     for p in rng.dirichlet(np.ones(3), size=50):
-        assert dg.kl_regularised_objective(p, o["rewards"], o["ref_policy"], o["beta"]) < best
+        assert (
+            dg.kl_regularised_objective(p, o["rewards"], o["ref_policy"], o["beta"])
+            < best
+        )
 
 
 def test_implicit_reward_recovers_reward_up_to_constant():
@@ -136,24 +195,98 @@ def test_implicit_reward_recovers_reward_up_to_constant():
     r = dg.implicit_reward(np.log(pi_star), np.log(o["ref_policy"]), o["beta"], log_z)
     np.testing.assert_allclose(r, o["rewards"], atol=1e-12)
     # Bradley-Terry on rewards: the shared log Z cancels
-    assert dg.bradley_terry_probability(r[2], r[0]) == pytest.approx(1 / (1 + np.exp(-(r[2] - r[0]))))
+    assert dg.bradley_terry_probability(r[2], r[0]) == pytest.approx(
+        1 / (1 + np.exp(-(r[2] - r[0])))
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(policy_chosen=[], policy_rejected=[], ref_chosen=[], ref_rejected=[]), "policy_chosen must not be empty"),
-    (dict(policy_chosen=[1.0, 2.0], policy_rejected=[1.0], ref_chosen=[1.0, 2.0], ref_rejected=[1.0, 2.0]),
-     "policy_rejected must have the same shape"),
-    (dict(policy_chosen=[np.nan], policy_rejected=[1.0], ref_chosen=[1.0], ref_rejected=[1.0]), "finite"),
-    (dict(policy_chosen=[1.0], policy_rejected=[1.0], ref_chosen=[np.inf], ref_rejected=[1.0]), "ref_chosen"),
-    (dict(policy_chosen=[1.0], policy_rejected=[2.0], ref_chosen=[3.0], ref_rejected=[4.0], beta=0), "beta"),
-    (dict(policy_chosen=[1.0], policy_rejected=[2.0], ref_chosen=[3.0], ref_rejected=[4.0], beta=-1), "beta"),
-    (dict(policy_chosen=[1.0], policy_rejected=[2.0], ref_chosen=[3.0], ref_rejected=[4.0], loss_type="ipo"),
-     "loss_type"),
-    (dict(policy_chosen=[1.0], policy_rejected=[2.0], ref_chosen=[3.0], ref_rejected=[4.0], label_smoothing=0.1),
-     "label_smoothing"),
-    (dict(policy_chosen=[1.0], policy_rejected=[2.0], ref_chosen=[3.0], ref_rejected=[4.0], loss_type="robust",
-          label_smoothing=0.5), "label_smoothing"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            dict(policy_chosen=[], policy_rejected=[], ref_chosen=[], ref_rejected=[]),
+            "policy_chosen must not be empty",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0, 2.0],
+                policy_rejected=[1.0],
+                ref_chosen=[1.0, 2.0],
+                ref_rejected=[1.0, 2.0],
+            ),
+            "policy_rejected must have the same shape",
+        ),
+        (
+            dict(
+                policy_chosen=[np.nan],
+                policy_rejected=[1.0],
+                ref_chosen=[1.0],
+                ref_rejected=[1.0],
+            ),
+            "finite",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[1.0],
+                ref_chosen=[np.inf],
+                ref_rejected=[1.0],
+            ),
+            "ref_chosen",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[2.0],
+                ref_chosen=[3.0],
+                ref_rejected=[4.0],
+                beta=0,
+            ),
+            "beta",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[2.0],
+                ref_chosen=[3.0],
+                ref_rejected=[4.0],
+                beta=-1,
+            ),
+            "beta",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[2.0],
+                ref_chosen=[3.0],
+                ref_rejected=[4.0],
+                loss_type="ipo",
+            ),
+            "loss_type",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[2.0],
+                ref_chosen=[3.0],
+                ref_rejected=[4.0],
+                label_smoothing=0.1,
+            ),
+            "label_smoothing",
+        ),
+        (
+            dict(
+                policy_chosen=[1.0],
+                policy_rejected=[2.0],
+                ref_chosen=[3.0],
+                ref_rejected=[4.0],
+                loss_type="robust",
+                label_smoothing=0.5,
+            ),
+            "label_smoothing",
+        ),
+    ],
+)
 def test_invalid_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         dg.dpo_loss(**kwargs)

@@ -11,7 +11,12 @@ def test_pair_weights_closed_form():
     w = db.pair_weights([0.2, 20.0], 1.0)
     s = sigmoid(np.array([-0.2, -20.0]))
     np.testing.assert_allclose(w, s / s.sum(), rtol=1e-14)
-    assert db.pair_weights(db.MARGINS, 0.1)[3] > 0.08 > 1e-6 > db.pair_weights(db.MARGINS, 1.0)[3]
+    assert (
+        db.pair_weights(db.MARGINS, 0.1)[3]
+        > 0.08
+        > 1e-6
+        > db.pair_weights(db.MARGINS, 1.0)[3]
+    )
 
 
 def test_sgd_scales_with_beta_adam_does_not():

@@ -11,7 +11,9 @@ from dpo_grpo.exercises.core import _level
 def test_chapters_1_to_5_are_levelled(chapter):
     exercises = [e for k, e in EXERCISES.items() if k.startswith(chapter + ".")]
     assert len(exercises) >= 3
-    assert all(e.level in (1, 2, 3) for e in exercises), [e.id for e in exercises if e.level is None]
+    assert all(e.level in (1, 2, 3) for e in exercises), [
+        e.id for e in exercises if e.level is None
+    ]
 
 
 def test_the_derivations_are_there():

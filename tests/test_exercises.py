@@ -69,7 +69,14 @@ def test_answers_are_recorded_as_data_in_the_grader_sandbox(tmp_path, monkeypatc
     check(ex_id, EXERCISES[ex_id].solution())
     rec = json.loads(log.read_text().splitlines()[-1])
     sol = np.asarray(EXERCISES[ex_id].solution(), dtype=float)
-    assert rec == {"id": ex_id, "answer": {"kind": "array", "shape": list(sol.shape), "data": sol.ravel().tolist()}}
+    assert rec == {
+        "id": ex_id,
+        "answer": {
+            "kind": "array",
+            "shape": list(sol.shape),
+            "data": sol.ravel().tolist(),
+        },
+    }
     assert "status" not in rec  # the kernel records answers, never verdicts
 
 
@@ -86,10 +93,16 @@ def test_every_checked_exercise_exists_and_has_a_solution_cell(path):
     solution_ids = set()
     for cell in nb.cells:
         if "solution" in cell.metadata.get("tags", []):
-            assert "hide-cell" in cell.metadata["tags"] or "hide-input" in cell.metadata["tags"], \
-                f"{path.name}: solution cells must be hidden behind a toggle"
-            solution_ids.update(re.findall(r"""check\(\s*["']([^"']+)["']""", cell.source))
-    assert solution_ids == set(ids), f"{path.name}: every exercise needs exactly one solution cell"
+            assert (
+                "hide-cell" in cell.metadata["tags"]
+                or "hide-input" in cell.metadata["tags"]
+            ), f"{path.name}: solution cells must be hidden behind a toggle"
+            solution_ids.update(
+                re.findall(r"""check\(\s*["']([^"']+)["']""", cell.source)
+            )
+    assert solution_ids == set(ids), (
+        f"{path.name}: every exercise needs exactly one solution cell"
+    )
 
 
 @pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.name)
@@ -97,7 +110,9 @@ def test_student_edition_has_no_solutions(path):
     nb = nbformat.read(path, as_version=4)
     student = strip_solutions(nb)
     assert all("solution" not in c.metadata.get("tags", []) for c in student.cells)
-    assert len(student.cells) == len(nb.cells) - sum("solution" in c.metadata.get("tags", []) for c in nb.cells)
+    assert len(student.cells) == len(nb.cells) - sum(
+        "solution" in c.metadata.get("tags", []) for c in nb.cells
+    )
 
 
 def test_write_student_edition(tmp_path):

@@ -10,19 +10,31 @@ import pytest
 
 from dpo_grpo.exercises import EXERCISES
 from dpo_grpo.exercises.core import chapter_exercises, grading_cases, judge
-from dpo_grpo.exercises.grade import (NotebookGrade, csv_cell, grade_notebook, grade_path, to_csv,
-                                      to_markdown)
+from dpo_grpo.exercises.grade import (
+    NotebookGrade,
+    csv_cell,
+    grade_notebook,
+    grade_path,
+    to_csv,
+    to_markdown,
+)
 
 NUMERIC = next(k for k, e in EXERCISES.items() if e.kind == "numeric")
 CHAPTER = NUMERIC.split(".")[0]
-CHOICE = next(k for k, e in EXERCISES.items() if e.kind == "choice" and e.chapter == CHAPTER)
+CHOICE = next(
+    k for k, e in EXERCISES.items() if e.kind == "choice" and e.chapter == CHAPTER
+)
 ALL = chapter_exercises(CHAPTER)
 OTHERS = {k: "not attempted" for k in ALL if k not in (NUMERIC, CHOICE)}
 
 
 def _nb(path, *sources):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
     nbformat.write(nb, path)
     return path
@@ -33,13 +45,33 @@ def folder(tmp_path_factory):
     d = tmp_path_factory.mktemp("students")
     sol_num = repr(np.asarray(EXERCISES[NUMERIC].solution()).tolist())
     head = "from dpo_grpo.exercises import check"
-    _nb(d / "a_filled.ipynb", head, f"check({NUMERIC!r}, {sol_num})",
-        f"check({CHOICE!r}, {EXERCISES[CHOICE].reference!r})")
-    _nb(d / "b_empty.ipynb", head, f"check({NUMERIC!r}, None)", f"check({CHOICE!r}, None)")
-    _nb(d / "c_failing.ipynb", head, f"check({NUMERIC!r}, 123.0)", "del check\nprint('garbage' * 1000)",
-        "raise RuntimeError('student crash')", f"check({CHOICE!r}, 'a')")
-    _nb(d / "d_forever.ipynb", head, f"check({NUMERIC!r}, {sol_num})", "while True:\n    pass",
-        f"check({CHOICE!r}, {EXERCISES[CHOICE].reference!r})")
+    _nb(
+        d / "a_filled.ipynb",
+        head,
+        f"check({NUMERIC!r}, {sol_num})",
+        f"check({CHOICE!r}, {EXERCISES[CHOICE].reference!r})",
+    )
+    _nb(
+        d / "b_empty.ipynb",
+        head,
+        f"check({NUMERIC!r}, None)",
+        f"check({CHOICE!r}, None)",
+    )
+    _nb(
+        d / "c_failing.ipynb",
+        head,
+        f"check({NUMERIC!r}, 123.0)",
+        "del check\nprint('garbage' * 1000)",
+        "raise RuntimeError('student crash')",
+        f"check({CHOICE!r}, 'a')",
+    )
+    _nb(
+        d / "d_forever.ipynb",
+        head,
+        f"check({NUMERIC!r}, {sol_num})",
+        "while True:\n    pass",
+        f"check({CHOICE!r}, {EXERCISES[CHOICE].reference!r})",
+    )
     return d
 
 
@@ -50,8 +82,12 @@ def grades(folder):
 
 def test_filled(grades):
     g = grades["a_filled.ipynb"]
-    assert g.verdicts == {NUMERIC: "correct", CHOICE: "correct", **OTHERS} and g.correct == 2
-    assert g.score == 2 / len(ALL)  # the denominator is every exercise of the chapter, not what the notebook checks
+    assert (
+        g.verdicts == {NUMERIC: "correct", CHOICE: "correct", **OTHERS}
+        and g.correct == 2
+    )
+    # the denominator is every exercise of the chapter, not what the notebook checks
+    assert g.score == 2 / len(ALL)
 
 
 def test_empty(grades):
@@ -60,12 +96,19 @@ def test_empty(grades):
 
 def test_failing(grades):
     # the numeric answer is wrong; the choice check sits after a crashing cell and a deleted `check`
-    assert grades["c_failing.ipynb"].verdicts == {NUMERIC: "incorrect", CHOICE: "not reached", **OTHERS}
+    assert grades["c_failing.ipynb"].verdicts == {
+        NUMERIC: "incorrect",
+        CHOICE: "not reached",
+        **OTHERS,
+    }
 
 
 def test_never_ending(grades):
     g = grades["d_forever.ipynb"]
-    assert g.verdicts == {NUMERIC: "correct", CHOICE: "timeout", **OTHERS} and g.note == "timeout"
+    assert (
+        g.verdicts == {NUMERIC: "correct", CHOICE: "timeout", **OTHERS}
+        and g.note == "timeout"
+    )
 
 
 def test_tables(grades):
@@ -76,11 +119,30 @@ def test_tables(grades):
 
 
 def test_cli_appends_rows(folder, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "dpo_grpo.exercises", "grade", str(folder / "a_filled.ipynb"),
-                          "--timeout", "30", "--csv", str(tmp_path / "g.csv"), "--markdown", str(tmp_path / "g.md")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpo_grpo.exercises",
+            "grade",
+            str(folder / "a_filled.ipynb"),
+            "--timeout",
+            "30",
+            "--csv",
+            str(tmp_path / "g.csv"),
+            "--markdown",
+            str(tmp_path / "g.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
-    assert f"score {2 / len(ALL):.0%}" in out.stdout and "sandbox:" in out.stderr and f"1/1" in out.stderr
+    assert (
+        f"score {2 / len(ALL):.0%}" in out.stdout
+        and "sandbox:" in out.stderr
+        and f"1/1" in out.stderr
+    )
     assert (tmp_path / "g.csv").read_text().count(",correct,") == 2
     assert (tmp_path / "g.md").read_text().count("| correct |") == 2
 
@@ -100,34 +162,59 @@ def test_judge_compares_with_the_key():
     rec = {"kind": "array", "shape": list(sol.shape), "data": sol.ravel().tolist()}
     assert judge(ex, rec) == "correct"
     assert judge(ex, dict(rec, data=(sol.ravel() + 1.0).tolist())) == "incorrect"
-    assert judge(ex, {"kind": "array", "shape": [10 ** 9], "data": []}) == "incorrect"
+    assert judge(ex, {"kind": "array", "shape": [10**9], "data": []}) == "incorrect"
     assert judge(ex, {"kind": "none"}) == judge(ex, "garbage") == "not attempted"
-    assert judge(EXERCISES[CHOICE], {"kind": "str", "value": f" {EXERCISES[CHOICE].reference.upper()} "}) == "correct"
+    assert (
+        judge(
+            EXERCISES[CHOICE],
+            {"kind": "str", "value": f" {EXERCISES[CHOICE].reference.upper()} "},
+        )
+        == "correct"
+    )
     code_id = next(k for k, e in EXERCISES.items() if e.kind == "code")
     cex = EXERCISES[code_id]
     cases = grading_cases(cex, np.random.default_rng(0))
     assert len(cases) > len(cex.cases) or cex.draw is None
-    outs = [{"kind": "array", "shape": list(np.shape(cex.reference(*c))),
-             "data": np.asarray(cex.reference(*c), dtype=float).ravel().tolist()} for c in cases]
+    outs = [
+        {
+            "kind": "array",
+            "shape": list(np.shape(cex.reference(*c))),
+            "data": np.asarray(cex.reference(*c), dtype=float).ravel().tolist(),
+        }
+        for c in cases
+    ]
     assert judge(cex, {"kind": "function", "outputs": outs}, cases) == "correct"
     assert judge(cex, {"kind": "function", "outputs": outs[:-1]}, cases) == "incorrect"
-    assert judge(cex, {"kind": "function", "outputs": outs[:-1] + [{"kind": "error"}]}, cases) == "error"
-    assert judge(cex, {"kind": "array", "shape": [], "data": [1.0]}, cases) == "incorrect"
+    assert (
+        judge(
+            cex, {"kind": "function", "outputs": outs[:-1] + [{"kind": "error"}]}, cases
+        )
+        == "error"
+    )
+    assert (
+        judge(cex, {"kind": "array", "shape": [], "data": [1.0]}, cases) == "incorrect"
+    )
 
 
 def test_cells_are_escaped():
-    assert csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and csv_cell("-1+1") == "'-1+1" and csv_cell("@x") == "'@x"
+    assert (
+        csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
+        and csv_cell("-1+1") == "'-1+1"
+        and csv_cell("@x") == "'@x"
+    )
     assert csv_cell("+1") == "'+1" and csv_cell("a=1") == "a=1"
     g = NotebookGrade("x|y\n.ipynb", {"01.1": "correct"}, "note | with\npipe")
     rows = to_markdown([g]).splitlines()[2:]
-    assert all(r.count(" | ") == 3 for r in rows)  # four cells per row, whatever the name and the note hold
+    # four cells per row, whatever the name and the note hold
+    assert all(r.count(" | ") == 3 for r in rows)
 
 
 def test_every_code_exercise_draws_fresh_inputs():
     rng = np.random.default_rng(15)
     for ex_id, ex in EXERCISES.items():
         if ex.kind == "code":
-            drawn = grading_cases(ex, rng)[len(ex.cases):]
+            drawn = grading_cases(ex, rng)[len(ex.cases) :]
             assert len(drawn) == 3, ex_id
             for args in drawn:
-                np.asarray(ex.reference(*args), dtype=float)  # the reference digests what the grader draws
+                # the reference digests what the grader draws
+                np.asarray(ex.reference(*args), dtype=float)

@@ -20,7 +20,11 @@ HIDDEN = "\x1b\r\u202e\u200b"
 
 def _nb(*sources, path=None):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
     if path is None:
         return nb
@@ -38,12 +42,34 @@ def spoofed(tmp_path_factory):
 
 
 def test_names_are_escaped_in_every_report(spoofed, tmp_path):
-    grades = grade_path(spoofed, chapter="04", csv_path=tmp_path / "g.csv", markdown_path=tmp_path / "g.md")
-    cli = subprocess.run([sys.executable, "-m", "dpo_grpo.exercises", "grade", str(spoofed), "--chapter", "04"],
-                         capture_output=True, text=True, timeout=120)
+    grades = grade_path(
+        spoofed,
+        chapter="04",
+        csv_path=tmp_path / "g.csv",
+        markdown_path=tmp_path / "g.md",
+    )
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpo_grpo.exercises",
+            "grade",
+            str(spoofed),
+            "--chapter",
+            "04",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stderr
-    for text in (to_markdown(grades), (tmp_path / "g.csv").read_text(), (tmp_path / "g.md").read_text(),
-                 cli.stdout, cli.stderr):
+    for text in (
+        to_markdown(grades),
+        (tmp_path / "g.csv").read_text(),
+        (tmp_path / "g.md").read_text(),
+        cli.stdout,
+        cli.stderr,
+    ):
         assert not set(HIDDEN) & set(text)
         assert "\\x1b[2K\\x0dz_victim.ipynb" in text.replace("\\\\", "\\")
         assert "b_\\u202ebynpi" in text.replace("\\\\", "\\")
@@ -51,25 +77,32 @@ def test_names_are_escaped_in_every_report(spoofed, tmp_path):
 
 def test_lookalike_names_are_flagged(spoofed):
     notes = {g.notebook: g.note for g in grade_path(spoofed, chapter="04")}
-    assert "looks like a_v\\u0456ctim.ipynb" in notes[VICTIM]  # the look-alike letter shown as its code
+    # the look-alike letter shown as its code
+    assert "looks like a_v\\u0456ctim.ipynb" in notes[VICTIM]
     assert "name a_v\\u0456ctim.ipynb looks like a_victim.ipynb" in notes[LOOKALIKE]
     assert "looks like" not in notes[RTL]
 
 
 def test_one_bad_record_loses_only_itself(tmp_path):
     """A 5,000-digit integer in the answers file (json raises ValueError on it): the other answers still count."""
-    big = "{\"id\": \"04.1\", \"answer\": {\"kind\": \"float\", \"value\": " + "9" * 5000 + "}}"
-    path = _nb("from dpo_grpo.exercises import check\nimport os\ncheck('04.4', 'b')",
-               f"open(os.environ['DPO_GRPO_ANSWERS'], 'a').write({big!r} + '\\n')", path=tmp_path / "big.ipynb")
+    big = '{"id": "04.1", "answer": {"kind": "float", "value": ' + "9" * 5000 + "}}"
+    path = _nb(
+        "from dpo_grpo.exercises import check\nimport os\ncheck('04.4', 'b')",
+        f"open(os.environ['DPO_GRPO_ANSWERS'], 'a').write({big!r} + '\\n')",
+        path=tmp_path / "big.ipynb",
+    )
     (g,) = grade_path(path, chapter="04", timeout=30)
-    assert g.verdicts["04.4"] == "correct" and g.verdicts["04.1"] == "not attempted", g.note
+    assert g.verdicts["04.4"] == "correct" and g.verdicts["04.1"] == "not attempted", (
+        g.note
+    )
     assert "grader error" not in g.note
 
 
 def test_chapter_is_chosen_by_notebooks_not_by_checks():
     ch03 = chapter_exercises("03")
     class_nb = _nb("check('04.4', 'b')")
-    other = _nb("\n".join(f"check({i!r}, None)" for i in ch03))  # one notebook, many checks
+    # one notebook, many checks
+    other = _nb("\n".join(f"check({i!r}, None)" for i in ch03))
     assert len(ch03) > 2
     assert chapter_of([class_nb, class_nb, other]) == "04"
     with pytest.raises(ValueError, match="--chapter"):

@@ -21,16 +21,24 @@ from dpo_grpo.exercises.sandbox import MAX_CAPTURE_BYTES, detect_mode, drain
 
 PROBE = "04.4"  # choice; "b" is right
 IDS = chapter_exercises("04")
-HEAD = "from dpo_grpo.exercises import check\nimport os, sys, json, subprocess, time, socket, signal\n" \
-       "def probe(ok, ex_id='04' + '.4'):\n    return check(ex_id, 'b' if ok else 'a')\n"
+HEAD = (
+    "from dpo_grpo.exercises import check\nimport os, sys, json, subprocess, time, socket, signal\n"
+    "def probe(ok, ex_id='04' + '.4'):\n    return check(ex_id, 'b' if ok else 'a')\n"
+)
 PKG = Path(dpo_grpo.__file__).resolve().parent
 ISOLATED = detect_mode() in ("root", "bwrap")
-needs_isolation = pytest.mark.skipif(not ISOLATED, reason="needs the root or bubblewrap sandbox (see teaching.md)")
+needs_isolation = pytest.mark.skipif(
+    not ISOLATED, reason="needs the root or bubblewrap sandbox (see teaching.md)"
+)
 
 
 def _nb(path, *sources):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell(s) for s in (HEAD,) + sources]
     nbformat.write(nb, path)
     return path
@@ -50,30 +58,51 @@ def batch(tmp_path_factory):
     sub, out, home = base / "submissions", base / "out", base / "instructor_home"
     sub.mkdir(), out.mkdir(), home.mkdir()
     (home / "secret.txt").write_text("instructor secret")
-    csv_path, md_path, marker = out / "grades.csv", out / "grades.md", base / "daemon_was_here"
+    csv_path, md_path, marker = (
+        out / "grades.csv",
+        out / "grades.md",
+        base / "daemon_was_here",
+    )
     S = repr(str(sub))
-    _nb(sub / "key_reader.ipynb",  # read the answer key from the installed package, or its source
+    _nb(
+        sub
+        / "key_reader.ipynb",  # read the answer key from the installed package, or its source
         "try:\n    from dpo_grpo.exercises import EXERCISES\n    a = EXERCISES['04.1'].solution()\n"
         "except Exception:\n    a = 0.0\ncheck('04.1', a)",
-        f"src = {str(PKG / 'exercises' / 'ch04.py')!r}\nprobe(os.path.exists(src))")
-    _nb(sub / "monkeypatcher.ipynb",  # patch the checkers and the registry the kernel can reach
+        f"src = {str(PKG / 'exercises' / 'ch04.py')!r}\nprobe(os.path.exists(src))",
+    )
+    _nb(
+        sub
+        / "monkeypatcher.ipynb",  # patch the checkers and the registry the kernel can reach
         "import dpo_grpo.exercises.core as c, dpo_grpo.exercises.selfcheck as s\n"
         "c.judge = lambda *a, **k: 'correct'\nc.close = lambda *a, **k: True\n"
         "s.matches = lambda *a, **k: True\nfor e in c.EXERCISES.values():\n    e.reference = 0.0",
-        "check('04.1', 0.0)", "check('04.2', [0.0, 0.0, 0.0, 0.0])")
-    _nb(sub / "log_forger.ipynb",  # write verdicts and forged answers into the file the grader reads
+        "check('04.1', 0.0)",
+        "check('04.2', [0.0, 0.0, 0.0, 0.0])",
+    )
+    _nb(
+        sub
+        / "log_forger.ipynb",  # write verdicts and forged answers into the file the grader reads
         "p = os.environ['DPO_GRPO_ANSWERS']\nwith open(p, 'a') as fh:\n"
         "    for i in ['04.1', '04.2', '04.3']:\n        fh.write(json.dumps({'id': i, 'status': 'correct'}) + '\\n')\n"
         "    fh.write(json.dumps({'id': '04.4', 'answer': {'kind': 'str', 'value': 'a'}, 'status': 'correct'})"
-        " + '\\n')\n    fh.write('{not json\\n')")
-    _nb(sub / "check_deleter.ipynb", "check('04.4', 'b')")  # deleted the hard exercises' check cells
-    _nb(sub / "package_overwriter.ipynb",  # overwrite the grader's package (the editable source) and the copy
+        " + '\\n')\n    fh.write('{not json\\n')",
+    )
+    # deleted the hard exercises' check cells
+    _nb(sub / "check_deleter.ipynb", "check('04.4', 'b')")
+    _nb(
+        sub
+        / "package_overwriter.ipynb",  # overwrite the grader's package (the editable source) and the copy
         f"hit = 0\nfor d in [{str(PKG)!r}, os.path.dirname(__import__('dpo_grpo').__file__)]:\n"
         "    for f in ['exercises/core.py', 'exercises/selfcheck.py', 'exercises/grade.py']:\n"
         "        try:\n            open(os.path.join(d, f), 'a').write('\\nHACKED = 1\\n'); hit += 1\n"
-        "        except OSError:\n            pass\nprobe(hit > 0)")
-    _nb(sub / "zz_classmate_empty.ipynb", "check('04.1', None)")  # graded after the overwriter
-    _nb(sub / "escaper.ipynb",  # read HOME, list and overwrite classmates, write outside, use the network
+        "        except OSError:\n            pass\nprobe(hit > 0)",
+    )
+    # graded after the overwriter
+    _nb(sub / "zz_classmate_empty.ipynb", "check('04.1', None)")
+    _nb(
+        sub
+        / "escaper.ipynb",  # read HOME, list and overwrite classmates, write outside, use the network
         f"found = []\ntry:\n    found.append(open({str(home / 'secret.txt')!r}).read())\nexcept OSError:\n    pass\n"
         f"try:\n    found += os.listdir({S})\nexcept OSError:\n    pass\n"
         f"try:\n    open(os.path.join({S}, 'a_victim.ipynb'), 'w').write('{{}}'); found.append('overwrote')\n"
@@ -86,34 +115,70 @@ def batch(tmp_path_factory):
         "cmdlines = []\nfor pid in os.listdir('/proc'):\n    try:\n"
         "        cmdlines.append(open(f'/proc/{pid}/cmdline', 'rb').read())\n    except (OSError, ValueError):\n"
         "        pass\nif any(b'pytest' in c for c in cmdlines):\n    found.append('grader cmdline')\n"
-        "probe(bool(found))")
+        "probe(bool(found))",
+    )
     _nb(sub / "a_victim.ipynb", "check('04.4', 'b')")
-    daemon = (f"import time\ntime.sleep(4)\nfor p in [{str(csv_path)!r}, {str(md_path)!r}]:\n"
-              f"    try:\n        open(p, 'w').write('hacked')\n    except OSError:\n        pass\n"
-              f"open({str(marker)!r}, 'w').write('x')\n")
-    _nb(sub / "daemon.ipynb",  # a detached process that rewrites the tables after the grader finished
+    daemon = (
+        f"import time\ntime.sleep(4)\nfor p in [{str(csv_path)!r}, {str(md_path)!r}]:\n"
+        f"    try:\n        open(p, 'w').write('hacked')\n    except OSError:\n        pass\n"
+        f"open({str(marker)!r}, 'w').write('x')\n"
+    )
+    _nb(
+        sub
+        / "daemon.ipynb",  # a detached process that rewrites the tables after the grader finished
         f"subprocess.Popen([sys.executable, '-c', {daemon!r}], start_new_session=True, stdout=subprocess.DEVNULL,\n"
-        "                 stderr=subprocess.DEVNULL)\ncheck('04.4', 'b')")
-    _nb(sub / "killer.ipynb", "check('04.4', 'b')",  # kill everything it can signal, the grader included
+        "                 stderr=subprocess.DEVNULL)\ncheck('04.4', 'b')",
+    )
+    _nb(
+        sub / "killer.ipynb",
+        "check('04.4', 'b')",  # kill everything it can signal, the grader included
         "for pid in os.listdir('/proc'):\n    if pid.isdigit() and int(pid) != os.getpid():\n"
         "        try:\n            os.kill(int(pid), signal.SIGKILL)\n        except OSError:\n            pass\n"
-        "os.kill(-1, signal.SIGKILL)")
-    _nb(sub / "flooder.ipynb", "check('04.4', 'b')",  # 256 MiB to the kernel's inherited stdout
-        "for _ in range(4):\n    os.write(1, b'x' * (1 << 26))")
-    _nb(sub / "memory_hog.ipynb",  # more memory than the limit allows
-        "try:\n    x = bytearray(12 << 30); ok = True\nexcept MemoryError:\n    ok = False\nprobe(ok)")
+        "os.kill(-1, signal.SIGKILL)",
+    )
+    _nb(
+        sub / "flooder.ipynb",
+        "check('04.4', 'b')",  # 256 MiB to the kernel's inherited stdout
+        "for _ in range(4):\n    os.write(1, b'x' * (1 << 26))",
+    )
+    _nb(
+        sub / "memory_hog.ipynb",  # more memory than the limit allows
+        "try:\n    x = bytearray(12 << 30); ok = True\nexcept MemoryError:\n    ok = False\nprobe(ok)",
+    )
     (sub / "not_json.ipynb").write_text("this is {not json")
     (sub / "bad_schema.ipynb").write_text('{"cells": 3, "nbformat": 4}')
     (sub / "link.ipynb").symlink_to("/etc/passwd")
     _nb(sub / "| 04.9 | correct |\n| x.ipynb", "check('04.4', 'a')")
     _nb(sub / "=HYPERLINK(1).ipynb", "check('04.4', 'a')")
-    before = {"submissions": _tree_digest(sub), "home": _tree_digest(home), "package": _tree_digest(PKG)}
+    before = {
+        "submissions": _tree_digest(sub),
+        "home": _tree_digest(home),
+        "package": _tree_digest(PKG),
+    }
     start = time.monotonic()
-    grades = {g.notebook: g for g in grade_path(sub, timeout=20, chapter="04", jobs=2, csv_path=csv_path,
-                                                  markdown_path=md_path)}
-    return {"grades": grades, "before": before, "sub": sub, "home": home, "base": base, "csv": csv_path,
-            "md": md_path, "marker": marker, "seconds": time.monotonic() - start,
-            "tables": (csv_path.read_text(), md_path.read_text())}
+    grades = {
+        g.notebook: g
+        for g in grade_path(
+            sub,
+            timeout=20,
+            chapter="04",
+            jobs=2,
+            csv_path=csv_path,
+            markdown_path=md_path,
+        )
+    }
+    return {
+        "grades": grades,
+        "before": before,
+        "sub": sub,
+        "home": home,
+        "base": base,
+        "csv": csv_path,
+        "md": md_path,
+        "marker": marker,
+        "seconds": time.monotonic() - start,
+        "tables": (csv_path.read_text(), md_path.read_text()),
+    }
 
 
 def _v(batch, name):
@@ -142,7 +207,11 @@ def test_forged_log_gives_no_marks(batch):
 
 def test_deleted_checks_count_as_not_attempted(batch):
     g = batch["grades"]["check_deleter.ipynb"]
-    assert g.verdicts[PROBE] == "correct" and g.correct == 1 and len(g.verdicts) == len(IDS) > 1
+    assert (
+        g.verdicts[PROBE] == "correct"
+        and g.correct == 1
+        and len(g.verdicts) == len(IDS) > 1
+    )
 
 
 def test_package_is_not_writable_and_classmates_are_unaffected(batch):
@@ -156,7 +225,10 @@ def test_nothing_outside_the_sandbox_is_visible_or_changed(batch):
     assert _v(batch, "escaper.ipynb")[PROBE] == "incorrect"
     assert _tree_digest(batch["sub"]) == batch["before"]["submissions"]
     assert _tree_digest(batch["home"]) == batch["before"]["home"]
-    assert not (batch["base"] / "outside.txt").exists() and not Path("/etc/outside.txt").exists()
+    assert (
+        not (batch["base"] / "outside.txt").exists()
+        and not Path("/etc/outside.txt").exists()
+    )
     assert _v(batch, "a_victim.ipynb")[PROBE] == "correct"
 
 
@@ -171,8 +243,12 @@ def test_detached_process_dies_with_the_sandbox(batch):
 
 def test_killer_loses_only_itself(batch):
     assert _v(batch, "killer.ipynb")[PROBE] == "correct"
-    assert batch["grades"]["killer.ipynb"].note.startswith("crashed") or batch["grades"]["killer.ipynb"].note == ""
-    assert _v(batch, "zz_classmate_empty.ipynb")  # graded after it (sorted order, two at a time)
+    assert (
+        batch["grades"]["killer.ipynb"].note.startswith("crashed")
+        or batch["grades"]["killer.ipynb"].note == ""
+    )
+    # graded after it (sorted order, two at a time)
+    assert _v(batch, "zz_classmate_empty.ipynb")
 
 
 def test_flood_and_memory_hog(batch):
@@ -183,7 +259,9 @@ def test_flood_and_memory_hog(batch):
 def test_invalid_files_get_a_verdict_and_the_batch_goes_on(batch):
     for name in ("not_json.ipynb", "bad_schema.ipynb", "link.ipynb"):
         g = batch["grades"][name]
-        assert set(g.verdicts.values()) == {"invalid notebook"} and g.note.startswith("invalid notebook"), name
+        assert set(g.verdicts.values()) == {"invalid notebook"} and g.note.startswith(
+            "invalid notebook"
+        ), name
         assert "root:" not in g.note
 
 
@@ -191,15 +269,27 @@ def test_file_names_cannot_forge_rows_or_formulas(batch):
     csv_text, md = batch["tables"]
     rows = md.splitlines()
     assert all(r.replace("\\|", "").count("|") == 5 for r in rows if r.startswith("|"))
-    assert sum(r.startswith("| ") for r in rows) == 1 + (len(IDS) + 1) * len(batch["grades"])
-    assert not [c for line in csv_text.splitlines() for c in line.split(",") if c.startswith(("=", "+", "@"))]
+    assert sum(r.startswith("| ") for r in rows) == 1 + (len(IDS) + 1) * len(
+        batch["grades"]
+    )
+    assert not [
+        c
+        for line in csv_text.splitlines()
+        for c in line.split(",")
+        if c.startswith(("=", "+", "@"))
+    ]
     assert "'=HYPERLINK(1).ipynb" in csv_text
 
 
 def test_output_capture_is_capped():
     sink, (r, w) = bytearray(), os.pipe()
     os.set_blocking(r, False)
-    writer = threading.Thread(target=lambda: (os.write(w, b"x" * (8 * MAX_CAPTURE_BYTES) + b"end"), os.close(w)))
+    writer = threading.Thread(
+        target=lambda: (
+            os.write(w, b"x" * (8 * MAX_CAPTURE_BYTES) + b"end"),
+            os.close(w),
+        )
+    )
     writer.start()
     assert drain(r, sink, MAX_CAPTURE_BYTES, time.monotonic() + 30)
     writer.join()

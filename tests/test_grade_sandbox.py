@@ -20,13 +20,19 @@ from dpo_grpo.exercises.grade import grade_path
 from dpo_grpo.exercises.sandbox import Limits, detect_mode, run_sandboxed
 
 MODE = detect_mode()
-HEAD = "from dpo_grpo.exercises import check\nimport os, sys, time, subprocess, ctypes\n" \
-       "def probe(ok):\n    return check('04' + '.4', 'b' if ok else 'a')\n"
-LIBC = "libc = ctypes.CDLL(None, use_errno=True)\nlibc.ptrace.restype = ctypes.c_long\n" \
-       "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+HEAD = (
+    "from dpo_grpo.exercises import check\nimport os, sys, time, subprocess, ctypes\n"
+    "def probe(ok):\n    return check('04' + '.4', 'b' if ok else 'a')\n"
+)
+LIBC = (
+    "libc = ctypes.CDLL(None, use_errno=True)\nlibc.ptrace.restype = ctypes.c_long\n"
+    "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+)
 X86_64 = sys.platform.startswith("linux") and platform.machine() == "x86_64"
 # The runner (the kernel's parent) is attached, made to call setpgid(0, 0) and left stopped: what `gdb -p 1` did.
-ESCAPE = LIBC + """class Regs(ctypes.Structure):
+ESCAPE = (
+    LIBC
+    + """class Regs(ctypes.Structure):
     _fields_ = [(n, ctypes.c_ulonglong) for n in ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi "
                                                    "orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()]
 pid = os.getppid()
@@ -46,11 +52,16 @@ probe(attached)
 while True:
     time.sleep(1)
 """
+)
 
 
 def _nb(path, *sources):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell(s) for s in (HEAD,) + sources]
     nbformat.write(nb, path)
     return path
@@ -67,27 +78,38 @@ def _processes_with(marker: bytes) -> list:
     return found
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ptrace and seccomp are Linux's")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="ptrace and seccomp are Linux's"
+)
 def test_kernel_cannot_ptrace_its_runner(tmp_path):
-    nb = _nb(tmp_path / "tracer.ipynb", LIBC + "pid = os.getppid()\nok = libc.ptrace(16, pid, None, None) == 0\n"
-             "if ok:\n    os.waitpid(pid, 0x40000000)\n    libc.ptrace(17, pid, None, None)\nprobe(ok)")
+    nb = _nb(
+        tmp_path / "tracer.ipynb",
+        LIBC + "pid = os.getppid()\nok = libc.ptrace(16, pid, None, None) == 0\n"
+        "if ok:\n    os.waitpid(pid, 0x40000000)\n    libc.ptrace(17, pid, None, None)\nprobe(ok)",
+    )
     (g,) = grade_path(nb, chapter="04", timeout=30)
     assert g.verdicts["04.4"] == "incorrect", g.note
 
 
-@pytest.mark.skipif(not X86_64, reason="the register-level attack is written for x86_64 Linux")
+@pytest.mark.skipif(
+    not X86_64, reason="the register-level attack is written for x86_64 Linux"
+)
 def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
     """The escape of issue #31, then an honest classmate: the batch ends in time with both rows."""
     sub = tmp_path / "sub"
     sub.mkdir()
     _nb(sub / "a_escape.ipynb", ESCAPE)
     _nb(sub / "b_honest.ipynb", "check('04.4', 'b')")
-    code = ("import sys\nfrom dpo_grpo.exercises.grade import grade_path\n"
-            f"for g in grade_path({str(sub)!r}, chapter='04', timeout=10):\n"
-            "    print(g.notebook, g.verdicts['04.4'], g.note)")
+    code = (
+        "import sys\nfrom dpo_grpo.exercises.grade import grade_path\n"
+        f"for g in grade_path({str(sub)!r}, chapter='04', timeout=10):\n"
+        "    print(g.notebook, g.verdicts['04.4'], g.note)"
+    )
     start = time.monotonic()
     try:  # in a child process, so that a grader which hangs fails this test instead of hanging the suite
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=150)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=150
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the batch did not finish in 150 s")
     assert out.returncode == 0, out.stderr[-2000:]
@@ -96,58 +118,81 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
     assert rows["b_honest.ipynb"].startswith("correct")
     assert rows["a_escape.ipynb"].startswith(("incorrect", "timeout", "not reached"))
     time.sleep(1)
-    assert not _processes_with(b"/sandbox/") and not _processes_with(b"dpo_grpo_grade_")  # runner, kernel
+    # runner, kernel
+    assert not _processes_with(b"/sandbox/") and not _processes_with(b"dpo_grpo_grade_")
 
 
 def test_process_holding_the_output_pipe_cannot_hang_the_grader(tmp_path):
     """Even with no PID namespace (``basic``), a detached process that keeps stdout open is not waited for."""
     marker = f"holder{os.getpid()}"
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "import subprocess, sys\n"  # ipykernel keeps a copy of the runner's stdout: the pipe to the grader
-        "out = getattr(sys.stdout, '_original_stdstream_copy', None) or 1\n"
-        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(90)', {marker!r}], "
-        "start_new_session=True, stdout=out, stderr=out)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import subprocess, sys\n"  # ipykernel keeps a copy of the runner's stdout: the pipe to the grader
+            "out = getattr(sys.stdout, '_original_stdstream_copy', None) or 1\n"
+            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(90)', {marker!r}], "
+            "start_new_session=True, stdout=out, stderr=out)"
+        )
+    ]
     start = time.monotonic()
     result = {}
-    worker = threading.Thread(target=lambda: result.update(r=run_sandboxed(nbformat.writes(nb), {}, 20,
-                                                                             mode="basic")), daemon=True)
+    worker = threading.Thread(
+        target=lambda: result.update(
+            r=run_sandboxed(nbformat.writes(nb), {}, 20, mode="basic")
+        ),
+        daemon=True,
+    )
     worker.start()
     worker.join(75)
     seconds = time.monotonic() - start
-    for pid in _processes_with(marker.encode()):  # basic mode does not kill it: documented
+    for pid in _processes_with(
+        marker.encode()
+    ):  # basic mode does not kill it: documented
         os.kill(pid, 9)
     assert not worker.is_alive(), "run_sandboxed still waits for the detached process"
     assert seconds < 20 + 30 + 15 and not result["r"].timed_out
 
 
-@pytest.mark.skipif(MODE != "root", reason="total memory, disk and file caps need the root sandbox (teaching.md)")
+@pytest.mark.skipif(
+    MODE != "root",
+    reason="total memory, disk and file caps need the root sandbox (teaching.md)",
+)
 class TestTotalCaps:
     def test_memory_spread_over_processes_is_capped(self, tmp_path):
-        nb = _nb(tmp_path / "spread.ipynb",
-                 "kids = [subprocess.Popen([sys.executable, '-c', 'b = bytearray(600 << 20); import time; "
-                 "time.sleep(30)']) for _ in range(3)]\ntime.sleep(5)\nprobe(all(k.poll() is None for k in kids))")
+        nb = _nb(
+            tmp_path / "spread.ipynb",
+            "kids = [subprocess.Popen([sys.executable, '-c', 'b = bytearray(600 << 20); import time; "
+            "time.sleep(30)']) for _ in range(3)]\ntime.sleep(5)\nprobe(all(k.poll() is None for k in kids))",
+        )
         (g,) = grade_path(nb, chapter="04", timeout=40, limits=Limits(memory_mb=1024))
         assert g.verdicts["04.4"] != "correct", g.note
 
     def test_disk_bytes_are_capped(self, tmp_path):
-        nb = _nb(tmp_path / "filler.ipynb",
-                 "n = 0\ntry:\n    for i in range(11):\n        with open(f'big{i}', 'wb') as fh:\n"
-                 "            fh.write(b'x' * (60 << 20))\n        n += 1\nexcept OSError:\n    pass\nprobe(n == 11)")
+        nb = _nb(
+            tmp_path / "filler.ipynb",
+            "n = 0\ntry:\n    for i in range(11):\n        with open(f'big{i}', 'wb') as fh:\n"
+            "            fh.write(b'x' * (60 << 20))\n        n += 1\nexcept OSError:\n    pass\nprobe(n == 11)",
+        )
         (g,) = grade_path(nb, chapter="04", timeout=60)
         assert g.verdicts["04.4"] == "incorrect", g.note
 
     def test_file_count_is_capped(self, tmp_path):
-        nb = _nb(tmp_path / "many.ipynb",
-                 "n = 0\ntry:\n    for i in range(30000):\n        open(f'f{i}', 'w').close()\n        n += 1\n"
-                 "except OSError:\n    pass\nprobe(n == 30000)")
+        nb = _nb(
+            tmp_path / "many.ipynb",
+            "n = 0\ntry:\n    for i in range(30000):\n        open(f'f{i}', 'w').close()\n        n += 1\n"
+            "except OSError:\n    pass\nprobe(n == 30000)",
+        )
         (g,) = grade_path(nb, chapter="04", timeout=60)
         assert g.verdicts["04.4"] == "incorrect", g.note
 
     def test_two_batches_never_share_a_uid(self):
         nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell("import os, time\nfrom dpo_grpo.exercises import check\n"
-                                              "check('04.1', float(os.getuid()))\ntime.sleep(3)")]
+        nb.cells = [
+            nbformat.v4.new_code_cell(
+                "import os, time\nfrom dpo_grpo.exercises import check\n"
+                "check('04.1', float(os.getuid()))\ntime.sleep(3)"
+            )
+        ]
         text, uids = nbformat.writes(nb), []
 
         def one():

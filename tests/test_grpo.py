@@ -13,12 +13,19 @@ from dpo_grpo.reference import examples as ex
 
 def test_article_example():
     out = dg.grpo_loss(**ex.grpo_token_example(), epsilon=0.2, beta=0.04)
-    np.testing.assert_array_equal(np.round(out.ratio[:, 0], 4), [1.2840, 1.1052, 0.7788, 0.9048])
+    np.testing.assert_array_equal(
+        np.round(out.ratio[:, 0], 4), [1.2840, 1.1052, 0.7788, 0.9048]
+    )
     assert round(out.per_token_kl.mean(), 6) == 0.018550
     assert round(out.loss, 4) == 0.1626
     # no answer of the example sits on a platform: 0 and 2 are wrong-direction, 1 and 3 inside
     regions = dg.clip_region(out.ratio[:, 0], ex.grpo_token_example()["advantages"])
-    assert regions.tolist() == ["wrong_direction", "inside", "wrong_direction", "inside"]
+    assert regions.tolist() == [
+        "wrong_direction",
+        "inside",
+        "wrong_direction",
+        "inside",
+    ]
     assert out.metrics["clip_ratio/region_mean"] == 0.0
 
 
@@ -27,17 +34,40 @@ def _batch(seed=0, b=5, t=6, adv_2d=False):
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
-OPTIONS = [dict(loss_type=lt, importance_sampling_level=lvl, beta=beta, use_bias_correction_kl=bc,
-                epsilon_high=eh)
-           for lt, lvl, beta, bc, eh in itertools.product(("grpo", "bnpo", "dr_grpo", "dapo"), ("token", "sequence"),
-                                                          (0.0, 0.04), (False, True), (None, 0.28))]
-OPTIONS += [dict(delta=1.3), dict(delta=1.3, importance_sampling_level="sequence"),
-            dict(loss_type="dr_grpo", max_completion_length=16), dict(gradient_accumulation_steps=2),
-            dict(loss_type="dapo", num_items_in_batch=40, gradient_accumulation_steps=2, steps_per_generation=2,
-                 num_processes=2)]
+OPTIONS = [
+    dict(
+        loss_type=lt,
+        importance_sampling_level=lvl,
+        beta=beta,
+        use_bias_correction_kl=bc,
+        epsilon_high=eh,
+    )
+    for lt, lvl, beta, bc, eh in itertools.product(
+        ("grpo", "bnpo", "dr_grpo", "dapo"),
+        ("token", "sequence"),
+        (0.0, 0.04),
+        (False, True),
+        (None, 0.28),
+    )
+]
+OPTIONS += [
+    dict(delta=1.3),
+    dict(delta=1.3, importance_sampling_level="sequence"),
+    dict(loss_type="dr_grpo", max_completion_length=16),
+    dict(gradient_accumulation_steps=2),
+    dict(
+        loss_type="dapo",
+        num_items_in_batch=40,
+        gradient_accumulation_steps=2,
+        steps_per_generation=2,
+        num_processes=2,
+    ),
+]
 
 
-@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize(
+    "opts", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items())
+)
 @pytest.mark.parametrize("adv_2d", [False, True])
 def test_gradient_matches_finite_differences(opts, adv_2d):
     new, old, ref, adv, mask = _batch(adv_2d=adv_2d)
@@ -61,24 +91,43 @@ def test_loss_types_on_a_ragged_batch():
         "dapo": per_tok.sum() / mask.sum(),
     }
     for lt, value in expect.items():
-        assert dg.grpo_loss(new, old, ref, adv, mask, loss_type=lt).loss == pytest.approx(value, rel=1e-13)
-    assert dg.grpo_loss(new, old, ref, adv, mask, loss_type="grpo", gradient_accumulation_steps=4).loss == \
-        pytest.approx(expect["grpo"] / 4, rel=1e-13)
+        assert dg.grpo_loss(
+            new, old, ref, adv, mask, loss_type=lt
+        ).loss == pytest.approx(value, rel=1e-13)
+    assert dg.grpo_loss(
+        new, old, ref, adv, mask, loss_type="grpo", gradient_accumulation_steps=4
+    ).loss == pytest.approx(expect["grpo"] / 4, rel=1e-13)
     # dr_grpo divides by B x max_completion_length (not the batch's width T)
-    assert dg.grpo_loss(new, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=10).loss == \
-        pytest.approx(per_tok.sum() / (b * 10), rel=1e-13)
+    assert dg.grpo_loss(
+        new, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=10
+    ).loss == pytest.approx(per_tok.sum() / (b * 10), rel=1e-13)
     # dapo divides by num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation
-    dapo = dict(loss_type="dapo", num_items_in_batch=40, num_processes=4, gradient_accumulation_steps=3,
-                steps_per_generation=2)
+    dapo = dict(
+        loss_type="dapo",
+        num_items_in_batch=40,
+        num_processes=4,
+        gradient_accumulation_steps=3,
+        steps_per_generation=2,
+    )
     assert dg.grpo_loss(new, old, ref, adv, mask, **dapo).loss == pytest.approx(
-        per_tok.sum() / (40 / 4 * 3 / 2), rel=1e-13)
+        per_tok.sum() / (40 / 4 * 3 / 2), rel=1e-13
+    )
 
 
 def test_sequence_level_ratio_is_geometric_mean():
     old = np.zeros((2, 2))
     new = np.log(np.array([[2.0, 0.5], [2.0, 2.0]]))
-    out = dg.grpo_loss(new, old, None, [1.0, 1.0], np.ones((2, 2)), beta=0.0, importance_sampling_level="sequence")
-    np.testing.assert_allclose(out.ratio, [[1.0, 1.0], [2.0, 2.0]])  # the sequence ratio of row 2 would be 4
+    out = dg.grpo_loss(
+        new,
+        old,
+        None,
+        [1.0, 1.0],
+        np.ones((2, 2)),
+        beta=0.0,
+        importance_sampling_level="sequence",
+    )
+    # the sequence ratio of row 2 would be 4
+    np.testing.assert_allclose(out.ratio, [[1.0, 1.0], [2.0, 2.0]])
 
 
 def test_padding_garbage_cannot_leak():
@@ -107,12 +156,24 @@ def test_full_softmax_surrogate_gradient():
 
     def loss(z):
         logp = dg.log_softmax(z)
-        return dg.grpo_loss(logp[acts, None], np.log(s["old_probs"])[acts, None], np.log(s["ref_probs"])[acts, None],
-                            s["advantages"], np.ones((4, 1)), beta=s["beta"]).loss
+        return dg.grpo_loss(
+            logp[acts, None],
+            np.log(s["old_probs"])[acts, None],
+            np.log(s["ref_probs"])[acts, None],
+            s["advantages"],
+            np.ones((4, 1)),
+            beta=s["beta"],
+        ).loss
 
     z = np.log(s["new_probs"])
-    out = dg.grpo_loss(np.log(s["new_probs"])[acts, None], np.log(s["old_probs"])[acts, None],
-                       np.log(s["ref_probs"])[acts, None], s["advantages"], np.ones((4, 1)), beta=s["beta"])
+    out = dg.grpo_loss(
+        np.log(s["new_probs"])[acts, None],
+        np.log(s["old_probs"])[acts, None],
+        np.log(s["ref_probs"])[acts, None],
+        s["advantages"],
+        np.ones((4, 1)),
+        beta=s["beta"],
+    )
     analytic = out.grad[:, 0] @ (np.eye(4)[acts] - s["new_probs"])
     assert dg.max_abs_error(analytic, dg.finite_difference(loss, z)) < 1e-9
     regions = dg.clip_region(s["new_probs"] / s["old_probs"], s["advantages"]).tolist()
@@ -120,7 +181,11 @@ def test_full_softmax_surrogate_gradient():
     assert regions == ["platform", "platform", "wrong_direction", "inside"]
 
 
-@given(st.floats(0.05, 3.0), st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3), st.floats(0.05, 0.5))
+@given(
+    st.floats(0.05, 3.0),
+    st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3),
+    st.floats(0.05, 0.5),
+)
 def test_clip_platforms_exactly_where_the_article_says(rho, a, eps):
     grad = dg.clipped_objective_grad(rho, a, epsilon=eps)
     on_platform = (a > 0 and rho > 1 + eps) or (a < 0 and rho < 1 - eps)
@@ -128,26 +193,39 @@ def test_clip_platforms_exactly_where_the_article_says(rho, a, eps):
     if not on_platform:
         assert grad == pytest.approx(a)
     # the GRPO loss gradient agrees: d loss / d log rho = -rho * d objective / d rho
-    out = dg.grpo_loss([[np.log(rho)]], [[0.0]], None, [a], [[1]], epsilon=eps, beta=0.0)
+    out = dg.grpo_loss(
+        [[np.log(rho)]], [[0.0]], None, [a], [[1]], epsilon=eps, beta=0.0
+    )
     assert out.grad[0, 0] == pytest.approx(-rho * grad, abs=1e-12)
 
 
 def test_clipped_objective_platform_values():
     eps = 0.2
     np.testing.assert_allclose(dg.clipped_objective([1.5, 2.0], 1.0, eps), [1.2, 1.2])
-    np.testing.assert_allclose(dg.clipped_objective([0.5, 0.1], -1.0, eps), [-0.8, -0.8])
-    np.testing.assert_allclose(dg.clipped_objective([1.5], -1.0, eps), [-1.5])  # wrong direction: not clipped
-    np.testing.assert_allclose(dg.clipped_objective([3.0], -1.0, eps, delta=2.0), [-2.0])  # two-sided cap
+    np.testing.assert_allclose(
+        dg.clipped_objective([0.5, 0.1], -1.0, eps), [-0.8, -0.8]
+    )
+    # wrong direction: not clipped
+    np.testing.assert_allclose(dg.clipped_objective([1.5], -1.0, eps), [-1.5])
+    # two-sided cap
+    np.testing.assert_allclose(
+        dg.clipped_objective([3.0], -1.0, eps, delta=2.0), [-2.0]
+    )
 
 
 def test_clipped_objective_grad_with_delta():
     # A < 0: the unclipped branch is min(rho, delta) A, flat (gradient 0) once rho > delta
     grad = dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2, delta=2.0)
-    np.testing.assert_array_equal(grad, [0.0, -1.0, 0.0])  # low platform, wrong-direction slope, capped
-    np.testing.assert_array_equal(dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2), [0.0, -1.0, -1.0])
+    # low platform, wrong-direction slope, capped
+    np.testing.assert_array_equal(grad, [0.0, -1.0, 0.0])
+    np.testing.assert_array_equal(
+        dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2), [0.0, -1.0, -1.0]
+    )
     # A > 0: the upper clip at 1 + eps acts before delta does
-    np.testing.assert_array_equal(dg.clipped_objective_grad([0.5, 1.1, 2.5], 2.0, epsilon=0.2, delta=2.0),
-                                  [2.0, 2.0, 0.0])
+    np.testing.assert_array_equal(
+        dg.clipped_objective_grad([0.5, 1.1, 2.5], 2.0, epsilon=0.2, delta=2.0),
+        [2.0, 2.0, 0.0],
+    )
 
 
 def test_metrics_count_clipped_tokens():
@@ -159,7 +237,9 @@ def test_metrics_count_clipped_tokens():
     assert m["clip_ratio/high_mean"] == pytest.approx(1 / 5)
     assert m["clip_ratio/low_mean"] == pytest.approx(1 / 5)
     assert m["clip_ratio/region_mean"] == pytest.approx(2 / 5)
-    assert m["clip_ratio/low_min"] == 0.0 and m["clip_ratio/high_max"] == pytest.approx(1 / 3)
+    assert m["clip_ratio/low_min"] == 0.0 and m["clip_ratio/high_max"] == pytest.approx(
+        1 / 3
+    )
     assert "kl" not in m
 
 
@@ -174,31 +254,41 @@ def _ok():
     return dict(new_logps=new, old_logps=old, ref_logps=ref, advantages=adv, mask=mask)
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(mask=np.zeros((5, 6))), "no valid token"),
-    (dict(mask=np.full((5, 6), 2.0)), "only 0 and 1"),
-    (dict(mask=np.ones((5, 5))), "mask must have shape"),
-    (dict(old_logps=np.zeros((5, 5))), "old_logps must have the same shape"),
-    (dict(advantages=np.zeros(4)), "advantages must have shape"),
-    (dict(advantages=np.array([np.nan, 0, 0, 0, 0])), "advantages must be finite"),
-    (dict(new_logps=np.full((5, 6), np.nan)), "new_logps must be finite"),
-    (dict(new_logps=np.zeros((0, 6))), "empty"),
-    (dict(new_logps=np.zeros(6)), "2-D"),
-    (dict(epsilon=0.0), "epsilon"),
-    (dict(epsilon=1.0), "epsilon"),
-    (dict(epsilon_high=-0.1), "epsilon_high"),
-    (dict(beta=-0.1), "beta"),
-    (dict(ref_logps=None), "ref_logps may be None only when beta == 0"),
-    (dict(loss_type="ppo"), "loss_type"),
-    (dict(importance_sampling_level="batch"), "importance_sampling_level"),
-    (dict(delta=0.9), "delta"),
-    (dict(max_completion_length=3), "max_completion_length"),
-    (dict(num_items_in_batch=0), "num_items_in_batch"),
-    (dict(gradient_accumulation_steps=0), "gradient_accumulation_steps"),
-    (dict(new_logps=np.full((5, 6), 800.0)), "overflow"),
-    (dict(new_logps=np.full((5, 6), 400.0), old_logps=np.zeros((5, 6)), ref_logps=np.full((5, 6), 800.0),
-          use_bias_correction_kl=True), "overflow"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(mask=np.zeros((5, 6))), "no valid token"),
+        (dict(mask=np.full((5, 6), 2.0)), "only 0 and 1"),
+        (dict(mask=np.ones((5, 5))), "mask must have shape"),
+        (dict(old_logps=np.zeros((5, 5))), "old_logps must have the same shape"),
+        (dict(advantages=np.zeros(4)), "advantages must have shape"),
+        (dict(advantages=np.array([np.nan, 0, 0, 0, 0])), "advantages must be finite"),
+        (dict(new_logps=np.full((5, 6), np.nan)), "new_logps must be finite"),
+        (dict(new_logps=np.zeros((0, 6))), "empty"),
+        (dict(new_logps=np.zeros(6)), "2-D"),
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=1.0), "epsilon"),
+        (dict(epsilon_high=-0.1), "epsilon_high"),
+        (dict(beta=-0.1), "beta"),
+        (dict(ref_logps=None), "ref_logps may be None only when beta == 0"),
+        (dict(loss_type="ppo"), "loss_type"),
+        (dict(importance_sampling_level="batch"), "importance_sampling_level"),
+        (dict(delta=0.9), "delta"),
+        (dict(max_completion_length=3), "max_completion_length"),
+        (dict(num_items_in_batch=0), "num_items_in_batch"),
+        (dict(gradient_accumulation_steps=0), "gradient_accumulation_steps"),
+        (dict(new_logps=np.full((5, 6), 800.0)), "overflow"),
+        (
+            dict(
+                new_logps=np.full((5, 6), 400.0),
+                old_logps=np.zeros((5, 6)),
+                ref_logps=np.full((5, 6), 800.0),
+                use_bias_correction_kl=True,
+            ),
+            "overflow",
+        ),
+    ],
+)
 def test_invalid_inputs(change, match):
     kwargs = _ok() | change
     with pytest.raises(ValueError, match=match):

@@ -36,11 +36,18 @@ MAX_LAG = 3.0  # seconds from the kernel's reply to nbclient returning the cell 
 
 def _live_widget_cells(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
-    return [c.source for c in nb.cells if c.cell_type == "code" and "skip-execution" in c.metadata.get("tags", [])
-            and "widget" in c.source]
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code"
+        and "skip-execution" in c.metadata.get("tags", [])
+        and "widget" in c.source
+    ]
 
 
-WIDGET_CHAPTERS = [p for p in sorted((ROOT / "book").glob("*.ipynb")) if _live_widget_cells(p)]
+WIDGET_CHAPTERS = [
+    p for p in sorted((ROOT / "book").glob("*.ipynb")) if _live_widget_cells(p)
+]
 
 
 def test_the_widget_chapters_are_found():
@@ -56,7 +63,9 @@ class _TimedClient(nbclient.NotebookClient):
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         cell = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
         if cell.cell_type == "code":
-            reply = datetime.fromisoformat(cell.metadata["execution"]["shell.execute_reply"].replace("Z", "+00:00"))
+            reply = datetime.fromisoformat(
+                cell.metadata["execution"]["shell.execute_reply"].replace("Z", "+00:00")
+            )
             self.lags.append(time.time() - reply.timestamp())
         return cell
 
@@ -69,24 +78,46 @@ def test_widget_cells_run_headless_repeatedly_without_a_stall(path, mode, monkey
     monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")
     monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", mode)  # the kernel inherits it
     cells = _live_widget_cells(path)
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
+    nb = nbformat.v4.new_notebook(
+        metadata={
+            "kernelspec": {
+                "name": "python3",
+                "display_name": "Python 3",
+                "language": "python",
+            }
+        }
+    )
     nb.cells = [nbformat.v4.new_code_cell(src) for _ in range(REPEATS) for src in cells]
-    client = _TimedClient(nb, timeout=TIMEOUT, kernel_name="python3", record_timing=True,
-                          resources={"metadata": {"path": str(ROOT)}})
+    client = _TimedClient(
+        nb,
+        timeout=TIMEOUT,
+        kernel_name="python3",
+        record_timing=True,
+        resources={"metadata": {"path": str(ROOT)}},
+    )
     client.lags = []
     start = time.monotonic()
     client.execute()
     assert len(client.lags) == REPEATS * len(cells)
     worst = max(client.lags)
-    assert worst < MAX_LAG, f"{path.name}: a cell returned {worst:.1f} s after the kernel replied (stall)"
+    assert worst < MAX_LAG, (
+        f"{path.name}: a cell returned {worst:.1f} s after the kernel replied (stall)"
+    )
     assert time.monotonic() - start < TIMEOUT * 2
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    if mode == "output":  # the widgets still show their figure: every Output holds one plotly display, set without capture
-        outputs = [m["state"]["outputs"] for m in state.values() if m["model_name"] == "OutputModel"]
+    if (
+        mode == "output"
+    ):  # the widgets still show their figure: every Output holds one plotly display, set without capture
+        outputs = [
+            m["state"]["outputs"]
+            for m in state.values()
+            if m["model_name"] == "OutputModel"
+        ]
         assert len(outputs) == REPEATS * len(cells)
         for out in outputs:
-            assert len(out) == 1 and "application/vnd.plotly.v1+json" in out[0]["data"], out
+            assert (
+                len(out) == 1 and "application/vnd.plotly.v1+json" in out[0]["data"]
+            ), out
     else:  # one FigureWidget per UI, holding the figure's traces
         figures = [m["state"] for m in state.values() if "_widget_data" in m["state"]]
         assert len(figures) == REPEATS * len(cells)

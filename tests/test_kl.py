@@ -12,10 +12,13 @@ K = ex.KL_EXAMPLE
 
 def test_article_kl_numbers():
     assert round(dg.exact_kl(K["p"], K["q"]), 6) == 0.634897
-    assert dg.k3_expectation(K["p"], K["q"]) == pytest.approx(dg.exact_kl(K["p"], K["q"]), abs=1e-15)
+    assert dg.k3_expectation(K["p"], K["q"]) == pytest.approx(
+        dg.exact_kl(K["p"], K["q"]), abs=1e-15
+    )
     assert round(dg.k3_expectation(K["p"], K["q"], K["old"]), 6) == 1.146128
-    assert dg.k3_expectation(K["p"], K["q"], K["old"], ratio_weighted=True) == pytest.approx(
-        dg.exact_kl(K["p"], K["q"]), abs=1e-15)
+    assert dg.k3_expectation(
+        K["p"], K["q"], K["old"], ratio_weighted=True
+    ) == pytest.approx(dg.exact_kl(K["p"], K["q"]), abs=1e-15)
 
 
 @given(st.floats(-30, 30))
@@ -35,12 +38,18 @@ def test_k1_unbiased_k2_k3_positive():
 def test_estimator_closed_forms():
     d = np.array([0.0, 1.0, -2.0, np.log(2.0)])
     np.testing.assert_array_equal(dg.k1(d), -d)
-    np.testing.assert_allclose(dg.k2(d), [0.0, 0.5, 2.0, 0.5 * np.log(2.0) ** 2], rtol=1e-15)
-    np.testing.assert_allclose(dg.k3(d), [0.0, np.e - 2, np.exp(-2.0) + 1, 1 - np.log(2.0)], rtol=1e-15)
+    np.testing.assert_allclose(
+        dg.k2(d), [0.0, 0.5, 2.0, 0.5 * np.log(2.0) ** 2], rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        dg.k3(d), [0.0, np.e - 2, np.exp(-2.0) + 1, 1 - np.log(2.0)], rtol=1e-15
+    )
     # on the article's example k2 is biased upwards: E_p[k2] = 0.695250 > KL = 0.634897
     p, q = K["p"], K["q"]
     assert round(float(np.sum(p * dg.k2(np.log(q) - np.log(p)))), 6) == 0.695250
-    np.testing.assert_allclose(dg.k3_per_action(p, q), q / p - np.log(q / p) - 1, rtol=1e-13)
+    np.testing.assert_allclose(
+        dg.k3_per_action(p, q), q / p - np.log(q / p) - 1, rtol=1e-13
+    )
 
 
 def test_fixed_sample_gradient_is_p_minus_q_not_the_kl_gradient():
@@ -48,7 +57,11 @@ def test_fixed_sample_gradient_is_p_minus_q_not_the_kl_gradient():
     surrogate = dg.k3_surrogate_grad_logits(z, K["q"])
     np.testing.assert_allclose(surrogate, K["p"] - K["q"], atol=1e-12)
     true = dg.kl_grad_logits(z, K["q"])
-    np.testing.assert_allclose(true, dg.finite_difference(lambda x: dg.exact_kl(dg.softmax(x), K["q"]), z), atol=1e-9)
+    np.testing.assert_allclose(
+        true,
+        dg.finite_difference(lambda x: dg.exact_kl(dg.softmax(x), K["q"]), z),
+        atol=1e-9,
+    )
     assert np.max(np.abs(surrogate - true)) > 0.05
 
 
@@ -56,8 +69,15 @@ def test_fixed_sample_gradient_matches_finite_differences():
     z, s = np.log(K["p"]), K["old"]
     for weighted in (False, True):
         fd = dg.finite_difference(
-            lambda x: float(np.sum(s * (dg.softmax(x) / s if weighted else 1.0) * dg.k3_per_action(dg.softmax(x),
-                                                                                                   K["q"]))), z)
+            lambda x: float(
+                np.sum(
+                    s
+                    * (dg.softmax(x) / s if weighted else 1.0)
+                    * dg.k3_per_action(dg.softmax(x), K["q"])
+                )
+            ),
+            z,
+        )
         got = dg.k3_surrogate_grad_logits(z, K["q"], s, ratio_weighted=weighted)
         assert dg.max_abs_error(got, fd) < 1e-9
 
@@ -67,7 +87,9 @@ def test_ratio_correction_recovers_true_gradient_only_if_not_detached():
     true = dg.kl_grad_logits(z, K["q"])
     corrected = dg.k3_surrogate_grad_logits(z, K["q"], K["old"], ratio_weighted=True)
     assert dg.max_abs_error(corrected, true) < 1e-12
-    detached = dg.k3_surrogate_grad_logits(z, K["q"], K["old"], ratio_weighted=True, detach_ratio=True)
+    detached = dg.k3_surrogate_grad_logits(
+        z, K["q"], K["old"], ratio_weighted=True, detach_ratio=True
+    )
     assert np.max(np.abs(detached - true)) > 0.05
 
 
@@ -84,6 +106,7 @@ def test_invalid_inputs():
 
 # --- the gradient view of k1, k2, k3 (section 3.5) -------------------------------------------------------------
 
+
 def test_gradient_view_numbers_of_the_article_example():
     views = dg.estimator_views(K["p"], K["q"])
     np.testing.assert_allclose(views["k3"].grad, [0.5, -0.1, -0.4], atol=1e-15)
@@ -91,9 +114,15 @@ def test_gradient_view_numbers_of_the_article_example():
     np.testing.assert_allclose(views["k1"].grad, 0.0, atol=1e-15)
     true = dg.kl_grad_logits(np.log(K["p"]), K["q"])
     np.testing.assert_allclose(views["k2"].grad, true, atol=1e-15)
-    np.testing.assert_allclose(views["k3"].grad, dg.forward_kl_grad_logits(np.log(K["p"]), K["q"]), atol=1e-15)
+    np.testing.assert_allclose(
+        views["k3"].grad, dg.forward_kl_grad_logits(np.log(K["p"]), K["q"]), atol=1e-15
+    )
     # the bare k3 gradient is the fixed-sample surrogate of the existing function
-    np.testing.assert_allclose(views["k3"].grad, dg.k3_surrogate_grad_logits(np.log(K["p"]), K["q"]), atol=1e-15)
+    np.testing.assert_allclose(
+        views["k3"].grad,
+        dg.k3_surrogate_grad_logits(np.log(K["p"]), K["q"]),
+        atol=1e-15,
+    )
 
 
 def test_forward_kl_gradient_matches_finite_differences():
@@ -111,7 +140,7 @@ def test_value_view_bias_and_variance_by_enumeration():
         k = fn(delta)
         assert views[name].mean == pytest.approx(p @ k, abs=1e-15)
         assert views[name].value_bias == pytest.approx(p @ k - kl, abs=1e-15)
-        assert views[name].variance == pytest.approx(p @ k ** 2 - (p @ k) ** 2, abs=1e-12)
+        assert views[name].variance == pytest.approx(p @ k**2 - (p @ k) ** 2, abs=1e-12)
     assert views["k1"].value_bias == pytest.approx(0, abs=1e-15)
     assert views["k3"].value_bias == pytest.approx(0, abs=1e-15)
     assert views["k2"].value_bias > 0.06

@@ -16,11 +16,16 @@ def test_data_at_the_article_example():
     np.testing.assert_allclose(d["policy"], ex.KL_EXAMPLE["p"], atol=1e-15)
     np.testing.assert_allclose(d["at"]["k3"].grad, [0.5, -0.1, -0.4], atol=1e-15)
     np.testing.assert_allclose(d["at"]["k2"].grad, d["true_grad"], atol=1e-15)
-    assert d["exact"] == pytest.approx(dg.exact_kl(ex.KL_EXAMPLE["p"], ex.KL_EXAMPLE["q"]))
+    assert d["exact"] == pytest.approx(
+        dg.exact_kl(ex.KL_EXAMPLE["p"], ex.KL_EXAMPLE["q"])
+    )
     # the curves: k1 and k3 unbiased everywhere, k2 biased (up or down) away from the reference, all zero at g = 0
     np.testing.assert_allclose(d["mean"]["k1"], d["kl"], atol=1e-12)
     np.testing.assert_allclose(d["mean"]["k3"], d["kl"], atol=1e-12)
-    assert d["mean"]["k2"][50] - d["kl"][50] > 0.06 and d["mean"]["k2"][-1] - d["kl"][-1] < -0.05
+    assert (
+        d["mean"]["k2"][50] - d["kl"][50] > 0.06
+        and d["mean"]["k2"][-1] - d["kl"][-1] < -0.05
+    )
     assert d["std"]["k3"][0] == 0 and d["std"]["k1"][0] == 0
 
 

@@ -20,19 +20,43 @@ def test_grpo_and_dpo_args_map_the_lab_config_onto_trl_names(tmp_path):
     cfg = LabConfig.preset("cpu")
     g = trl.GRPOConfig(**trl_scale.grpo_args(cfg, tmp_path, use_cpu=True, bf16=False))
     assert g.per_device_train_batch_size == cfg.prompts_per_step * cfg.num_generations
-    assert g.max_steps == cfg.grpo_steps * cfg.num_iterations and g.num_iterations == cfg.num_iterations
-    for lab_name, trl_name in [("epsilon", "epsilon"), ("beta", "beta"), ("loss_type", "loss_type"),
-                               ("scale_rewards", "scale_rewards"), ("temperature", "temperature"),
-                               ("max_completion_length", "max_completion_length"), ("grpo_lr", "learning_rate"),
-                               ("use_bias_correction_kl", "use_bias_correction_kl"), ("warmup_steps", "warmup_steps")]:
+    assert (
+        g.max_steps == cfg.grpo_steps * cfg.num_iterations
+        and g.num_iterations == cfg.num_iterations
+    )
+    for lab_name, trl_name in [
+        ("epsilon", "epsilon"),
+        ("beta", "beta"),
+        ("loss_type", "loss_type"),
+        ("scale_rewards", "scale_rewards"),
+        ("temperature", "temperature"),
+        ("max_completion_length", "max_completion_length"),
+        ("grpo_lr", "learning_rate"),
+        ("use_bias_correction_kl", "use_bias_correction_kl"),
+        ("warmup_steps", "warmup_steps"),
+    ]:
         assert getattr(g, trl_name) == getattr(cfg, lab_name), lab_name
     assert g.lr_scheduler_type == "constant_with_warmup" and not g.sync_ref_model
-    d = trl.DPOConfig(**trl_scale.dpo_args(cfg, tmp_path, "dpo+nll", use_cpu=True, bf16=False))
-    assert d.loss_type == ["sigmoid", "sft"] and d.loss_weights == [1.0, cfg.dpo_sft_weight]
+    d = trl.DPOConfig(
+        **trl_scale.dpo_args(cfg, tmp_path, "dpo+nll", use_cpu=True, bf16=False)
+    )
+    assert d.loss_type == ["sigmoid", "sft"] and d.loss_weights == [
+        1.0,
+        cfg.dpo_sft_weight,
+    ]
     assert d.beta == cfg.dpo_beta and d.max_steps == cfg.dpo_steps
-    assert trl.DPOConfig(**trl_scale.dpo_args(cfg, tmp_path, "dpo", use_cpu=True, bf16=False)).loss_type == ["sigmoid"]
+    assert trl.DPOConfig(
+        **trl_scale.dpo_args(cfg, tmp_path, "dpo", use_cpu=True, bf16=False)
+    ).loss_type == ["sigmoid"]
     names = {row[0] for row in trl_scale.GRPO_NAMES}
-    assert {"epsilon", "beta", "loss_type", "num_generations", "num_iterations", "grpo_lr"} <= names
+    assert {
+        "epsilon",
+        "beta",
+        "loss_type",
+        "num_generations",
+        "num_iterations",
+        "grpo_lr",
+    } <= names
     with pytest.raises(ValueError, match="algorithm"):
         trl_scale.dpo_args(cfg, tmp_path, "rft")
 
@@ -50,19 +74,49 @@ def test_grpo_trainer_logs_the_metrics_this_package_recomputes(checkpoint, tmp_p
     from transformers import AutoModelForCausalLM
 
     path, tok = checkpoint
-    cfg = hf.HFLabConfig.preset("tiny-random", n_terms=2, n_digits=1, n_heldout=10, grpo_steps=3, grpo_lr=1e-2,
-                                num_iterations=1, num_generations=8, prompts_per_step=2)
+    cfg = hf.HFLabConfig.preset(
+        "tiny-random",
+        n_terms=2,
+        n_digits=1,
+        n_heldout=10,
+        grpo_steps=3,
+        grpo_lr=1e-2,
+        num_iterations=1,
+        num_generations=8,
+        prompts_per_step=2,
+    )
 
-    def starts_with_digit(prompts, completions, **kwargs):  # earned by a random model now and then: mixed groups
+    def starts_with_digit(
+        prompts, completions, **kwargs
+    ):  # earned by a random model now and then: mixed groups
         return [1.0 if c[-1]["content"][:1].isdigit() else 0.0 for c in completions]
 
     weights = [1.0, 0.5]
-    rec = trl_scale.GRPORecorder(cfg, tok, [trl_scale.verifier_reward(tok.eos_token_id), starts_with_digit],
-                                 AutoModelForCausalLM.from_pretrained(path), reward_weights=weights)
-    args = trl.GRPOConfig(**trl_scale.grpo_args(cfg, tmp_path, use_cpu=True, bf16=False, reward_weights=weights,
-                                                seed=0, disable_tqdm=True))
-    trainer = trl.GRPOTrainer(model=str(path), reward_funcs=rec.funcs(), args=args,
-                              train_dataset=trl_scale.prompt_dataset(cfg, 16), processing_class=tok)
+    rec = trl_scale.GRPORecorder(
+        cfg,
+        tok,
+        [trl_scale.verifier_reward(tok.eos_token_id), starts_with_digit],
+        AutoModelForCausalLM.from_pretrained(path),
+        reward_weights=weights,
+    )
+    args = trl.GRPOConfig(
+        **trl_scale.grpo_args(
+            cfg,
+            tmp_path,
+            use_cpu=True,
+            bf16=False,
+            reward_weights=weights,
+            seed=0,
+            disable_tqdm=True,
+        )
+    )
+    trainer = trl.GRPOTrainer(
+        model=str(path),
+        reward_funcs=rec.funcs(),
+        args=args,
+        train_dataset=trl_scale.prompt_dataset(cfg, 16),
+        processing_class=tok,
+    )
     rec.trainer = trainer
     trainer.train()
     rows = rec.compare(trainer.state.log_history)
@@ -70,39 +124,72 @@ def test_grpo_trainer_logs_the_metrics_this_package_recomputes(checkpoint, tmp_p
     for row in rows:
         assert set(row) == set(trl_scale.GRPORecorder.METRICS)
         for name, (theirs, ours) in row.items():
-            assert math.isclose(theirs, ours, rel_tol=1e-4, abs_tol=1e-6), (name, theirs, ours)
+            assert math.isclose(theirs, ours, rel_tol=1e-4, abs_tol=1e-6), (
+                name,
+                theirs,
+                ours,
+            )
     assert rows[0]["kl"] == (0.0, 0.0)  # step 1: policy == reference
-    assert rows[-1]["kl"][0] > 0 and any(r["reward"][0] > 0 for r in rows)  # later: moved, and a non-trivial batch
+    # later: moved, and a non-trivial batch
+    assert rows[-1]["kl"][0] > 0 and any(r["reward"][0] > 0 for r in rows)
 
 
 def test_dpo_trainer_runs_on_the_labs_pairs_with_the_mapped_loss(checkpoint, tmp_path):
     path, tok = checkpoint
     cfg = LabConfig.preset("cpu", dpo_steps=2, dpo_batch_size=2, warmup_steps=0)
-    pairs = {"prompts": ["3+5=", "7+8=", "1+2=", "9+9="], "chosen": ["8", "15", "3", "18"],
-             "rejected": ["9", "5", "4", "8"]}
-    args = trl.DPOConfig(**trl_scale.dpo_args(cfg, tmp_path, "dpo", use_cpu=True, bf16=False, disable_tqdm=True))
-    trainer = trl.DPOTrainer(model=str(path), args=args, train_dataset=trl_scale.preference_dataset(cfg, pairs),
-                             processing_class=tok)
+    pairs = {
+        "prompts": ["3+5=", "7+8=", "1+2=", "9+9="],
+        "chosen": ["8", "15", "3", "18"],
+        "rejected": ["9", "5", "4", "8"],
+    }
+    args = trl.DPOConfig(
+        **trl_scale.dpo_args(
+            cfg, tmp_path, "dpo", use_cpu=True, bf16=False, disable_tqdm=True
+        )
+    )
+    trainer = trl.DPOTrainer(
+        model=str(path),
+        args=args,
+        train_dataset=trl_scale.preference_dataset(cfg, pairs),
+        processing_class=tok,
+    )
     trainer.train()
     logged = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logged) == 2
-    assert logged[0]["loss"] == pytest.approx(math.log(2), abs=1e-4)  # step 1: policy == reference, margin 0
+    # step 1: policy == reference, margin 0
+    assert logged[0]["loss"] == pytest.approx(math.log(2), abs=1e-4)
 
 
 def test_distributed_configs():
     one = yaml.safe_load(trl_scale.accelerate_config(1, 8, zero_stage=2))
-    assert one["distributed_type"] == "DEEPSPEED" and one["num_processes"] == 8 and "main_process_ip" not in one
-    two = yaml.safe_load(trl_scale.accelerate_config(2, 8, zero_stage=3, machine_rank=1))
-    assert two["num_processes"] == 16 and two["machine_rank"] == 1 and two["deepspeed_config"]["zero3_init_flag"]
+    assert (
+        one["distributed_type"] == "DEEPSPEED"
+        and one["num_processes"] == 8
+        and "main_process_ip" not in one
+    )
+    two = yaml.safe_load(
+        trl_scale.accelerate_config(2, 8, zero_stage=3, machine_rank=1)
+    )
+    assert (
+        two["num_processes"] == 16
+        and two["machine_rank"] == 1
+        and two["deepspeed_config"]["zero3_init_flag"]
+    )
     ds = trl_scale.deepspeed_config(3)
-    assert ds["zero_optimization"]["stage"] == 3 and ds["train_micro_batch_size_per_gpu"] == "auto"
+    assert (
+        ds["zero_optimization"]["stage"] == 3
+        and ds["train_micro_batch_size_per_gpu"] == "auto"
+    )
     with pytest.raises(ValueError, match="zero_stage"):
         trl_scale.deepspeed_config(4)
     with pytest.raises(ValueError, match="machine_rank"):
         trl_scale.accelerate_config(2, 8, machine_rank=2)
     cfg = hf.HFLabConfig.preset("qwen2.5-0.5b")
     args = trl_scale.scaled_grpo_args(cfg, "out", num_processes=8, vllm="server")
-    assert args["per_device_train_batch_size"] * 8 == cfg.prompts_per_step * cfg.num_generations
+    assert (
+        args["per_device_train_batch_size"] * 8
+        == cfg.prompts_per_step * cfg.num_generations
+    )
     assert args["use_vllm"] and args["vllm_mode"] == "server"
     with pytest.raises(ValueError, match="num_processes"):
         trl_scale.scaled_grpo_args(cfg, "out", num_processes=3)
@@ -116,7 +203,9 @@ def test_zero_memory_accounting_and_launch_files(tmp_path):
     assert trl_scale.zero_memory_per_gpu(n, 8, 3) == 16 / 8 * n
     with pytest.raises(ValueError, match="num_gpus"):
         trl_scale.zero_memory_per_gpu(n, 0, 3)
-    files = trl_scale.write_launch_files(tmp_path, num_machines=2, gpus_per_machine=4, zero_stage=3)
+    files = trl_scale.write_launch_files(
+        tmp_path, num_machines=2, gpus_per_machine=4, zero_stage=3
+    )
     assert set(files) == {"accelerate.yaml", "ds_config.json", "train_grpo.py"}
     script = files["train_grpo.py"].read_text()
     compile(script, "train_grpo.py", "exec")

@@ -34,10 +34,33 @@ ALLOWED = {
     "torch_ops": {"_validation", "reference", "trl_exact"},
     "data": {"_validation"},
     "lab": {"_validation", "reference", "trl_exact", "torch_ops"},
-    "chapters": {"_validation", "tables", "reference", "trl_exact", "torch_ops", "data"},
-    "interactive": {"_validation", "tables", "reference", "trl_exact", "data", "chapters"},
-    "exercises": {"_validation", "tables", "reference", "trl_exact", "torch_ops", "data", "lab", "chapters",
-                  "interactive"},
+    "chapters": {
+        "_validation",
+        "tables",
+        "reference",
+        "trl_exact",
+        "torch_ops",
+        "data",
+    },
+    "interactive": {
+        "_validation",
+        "tables",
+        "reference",
+        "trl_exact",
+        "data",
+        "chapters",
+    },
+    "exercises": {
+        "_validation",
+        "tables",
+        "reference",
+        "trl_exact",
+        "torch_ops",
+        "data",
+        "lab",
+        "chapters",
+        "interactive",
+    },
     "notebook": set(),
     "tables": {"_validation"},
     "__init__": {"_validation", "reference", "trl_exact", "chapters"},
@@ -83,19 +106,25 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 def test_every_module_belongs_to_a_known_layer():
     unknown = sorted({_layer(p) for p in SOURCES} - set(ALLOWED))
-    assert not unknown, f"new top-level modules/sub-packages need a rule in ALLOWED: {unknown}"
+    assert not unknown, (
+        f"new top-level modules/sub-packages need a rule in ALLOWED: {unknown}"
+    )
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_point_down_the_layers(path):
     layer = _layer(path)
     for name, line in _imports(path):
-        assert not name.split(".")[0] in TOOLING, f"{path.name}:{line} imports build/bench tooling {name}"
+        assert not name.split(".")[0] in TOOLING, (
+            f"{path.name}:{line} imports build/bench tooling {name}"
+        )
         target = _layer_of_module(name)
         if target is None or target == layer:
             continue
-        assert target in ALLOWED[layer], (f"{path.relative_to(PACKAGE)}:{line} imports {name}: layer {layer!r} "
-                                          f"may import only {sorted(ALLOWED[layer])}")
+        assert target in ALLOWED[layer], (
+            f"{path.relative_to(PACKAGE)}:{line} imports {name}: layer {layer!r} "
+            f"may import only {sorted(ALLOWED[layer])}"
+        )
 
 
 def test_the_import_check_catches_an_upward_import(tmp_path):
@@ -109,15 +138,26 @@ def test_the_import_check_catches_an_upward_import(tmp_path):
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_reads_files_outside_the_package(path):
     src = path.read_text(encoding="utf-8")
-    for needle in ("parents[2]", "parents[3]", '"tests"', '"bench"', "Path.cwd()", "os.getcwd()"):
-        assert needle not in src, f"{path.relative_to(PACKAGE)} looks outside the package ({needle})"
+    for needle in (
+        "parents[2]",
+        "parents[3]",
+        '"tests"',
+        '"bench"',
+        "Path.cwd()",
+        "os.getcwd()",
+    ):
+        assert needle not in src, (
+            f"{path.relative_to(PACKAGE)} looks outside the package ({needle})"
+        )
 
 
 def test_every_reference_module_names_its_sections():
     for path in sorted((PACKAGE / "reference").glob("*.py")):
         if path.stem != "__init__":
             doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-            assert "section" in doc.lower(), f"reference/{path.name}: its docstring names the section it implements"
+            assert "section" in doc.lower(), (
+                f"reference/{path.name}: its docstring names the section it implements"
+            )
 
 
 def test_reference_functions_name_their_section():
@@ -128,11 +168,21 @@ def test_reference_functions_name_their_section():
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or fn.__module__ != module.__name__:
                 continue
-            assert "section 3." in (fn.__doc__ or "") or "section 4." in (fn.__doc__ or "") \
-                or name in ("log_sigmoid", "sigmoid", "max_objective_identity_error", "objective_identity_gap"), name
+            assert (
+                "section 3." in (fn.__doc__ or "")
+                or "section 4." in (fn.__doc__ or "")
+                or name
+                in (
+                    "log_sigmoid",
+                    "sigmoid",
+                    "max_objective_identity_error",
+                    "objective_identity_gap",
+                )
+            ), name
 
 
 # --- The exact layers equal the reference layer at the paper's settings ---------------------------------------------
+
 
 def _ragged_batch(seed, bsz, width, spread):
     rng = np.random.default_rng(seed)
@@ -142,18 +192,35 @@ def _ragged_batch(seed, bsz, width, spread):
     old = new + rng.normal(0, spread, (bsz, width))  # ratios far enough from 1 to clip
     ref = new + rng.normal(0, spread, (bsz, width))
     pad = mask == 0
-    new[pad], old[pad], ref[pad] = np.nan, np.inf, -np.inf  # garbage on padding must not matter
+    # garbage on padding must not matter
+    new[pad], old[pad], ref[pad] = (
+        np.nan,
+        np.inf,
+        -np.inf,
+    )
     adv = rng.normal(0, 1, bsz)
     return new, old, ref, adv, mask
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 6), st.integers(1, 9), st.sampled_from([0.0, 0.1, 0.5]),
-       st.sampled_from([0.1, 0.2, 0.3]), st.sampled_from([0.0, 0.04, 0.3]))
-def test_trl_grpo_at_paper_settings_equals_reference(seed, bsz, width, spread, epsilon, beta):
+@given(
+    st.integers(0, 10_000),
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.sampled_from([0.0, 0.1, 0.5]),
+    st.sampled_from([0.1, 0.2, 0.3]),
+    st.sampled_from([0.0, 0.04, 0.3]),
+)
+def test_trl_grpo_at_paper_settings_equals_reference(
+    seed, bsz, width, spread, epsilon, beta
+):
     new, old, ref, adv, mask = _ragged_batch(seed, bsz, width, spread)
-    loss, grad = ref_grpo.grpo_loss(new, old, ref, adv, mask, epsilon=epsilon, beta=beta)
-    exact = trl_grpo.grpo_loss(new, old, ref, adv, mask, epsilon=epsilon, beta=beta, loss_type="grpo")
+    loss, grad = ref_grpo.grpo_loss(
+        new, old, ref, adv, mask, epsilon=epsilon, beta=beta
+    )
+    exact = trl_grpo.grpo_loss(
+        new, old, ref, adv, mask, epsilon=epsilon, beta=beta, loss_type="grpo"
+    )
     assert exact.loss == pytest.approx(loss, rel=1e-12, abs=1e-14)
     np.testing.assert_allclose(exact.grad, grad, rtol=1e-12, atol=1e-15)
 
@@ -162,7 +229,9 @@ def test_reference_grpo_gradient_matches_finite_differences():
     new, old, ref, adv, mask = _ragged_batch(3, 4, 6, 0.4)
     new, old, ref = (np.where(mask == 1, x, 0.0) for x in (new, old, ref))
     _, grad = ref_grpo.grpo_loss(new, old, ref, adv, mask)
-    numeric = dg.finite_difference(lambda x: ref_grpo.grpo_loss(x, old, ref, adv, mask)[0], new)
+    numeric = dg.finite_difference(
+        lambda x: ref_grpo.grpo_loss(x, old, ref, adv, mask)[0], new
+    )
     np.testing.assert_allclose(grad, numeric * mask, atol=1e-7)
 
 
@@ -170,7 +239,9 @@ def test_reference_grpo_clips_where_expected():
     # one answer, two tokens: A > 0, ratios 1.5 (above 1 + ε: clipped, no gradient) and 1.1 (inside)
     new = np.log([[1.5, 1.1]])
     old = np.zeros((1, 2))
-    loss, grad = ref_grpo.grpo_loss(new, old, old, [2.0], np.ones((1, 2)), epsilon=0.2, beta=0.0)
+    loss, grad = ref_grpo.grpo_loss(
+        new, old, old, [2.0], np.ones((1, 2)), epsilon=0.2, beta=0.0
+    )
     assert loss == pytest.approx(-(1.2 * 2 + 1.1 * 2) / 2)
     assert grad[0, 0] == 0.0 and grad[0, 1] == pytest.approx(-1.1 * 2 / 2)
 
@@ -179,10 +250,17 @@ def test_reference_grpo_clips_where_expected():
 @given(st.integers(0, 10_000), st.integers(1, 5), st.integers(2, 9))
 def test_trl_advantages_equal_reference_at_sample_std(seed, prompts, group):
     rewards = np.random.default_rng(seed).normal(size=(prompts, group))
-    exact = trl_adv.reward_advantages(rewards.reshape(-1, 1), group, scale_rewards="group")
-    np.testing.assert_allclose(exact.advantages, ref_adv.group_advantages(rewards, ddof=1).ravel(), rtol=1e-12,
-                               atol=1e-12)
-    assert dg.group_advantages is ref_adv.group_advantages  # the exported function is the one the book shows
+    exact = trl_adv.reward_advantages(
+        rewards.reshape(-1, 1), group, scale_rewards="group"
+    )
+    np.testing.assert_allclose(
+        exact.advantages,
+        ref_adv.group_advantages(rewards, ddof=1).ravel(),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    # the exported function is the one the book shows
+    assert dg.group_advantages is ref_adv.group_advantages
 
 
 @settings(max_examples=40, deadline=None)
@@ -194,19 +272,43 @@ def test_trl_dpo_sigmoid_equals_reference(seed, pairs, beta):
     assert exact.loss == pytest.approx(loss, rel=1e-13)
     np.testing.assert_allclose(exact.logits, logits, rtol=1e-13)
     # the gradient of the readable loss, by finite differences, is the exact layer's analytic one
-    numeric = dg.finite_difference(lambda pc: ref_dpo.dpo_loss(pc, *logps[1:], beta=beta)[0], logps[0])
+    numeric = dg.finite_difference(
+        lambda pc: ref_dpo.dpo_loss(pc, *logps[1:], beta=beta)[0], logps[0]
+    )
     np.testing.assert_allclose(exact.grad_policy_chosen, numeric, rtol=1e-5, atol=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(0.05, 3.0), min_size=1, max_size=8), st.floats(-2, 2), st.sampled_from([0.1, 0.2, 0.3]))
+@given(
+    st.lists(st.floats(0.05, 3.0), min_size=1, max_size=8),
+    st.floats(-2, 2),
+    st.sampled_from([0.1, 0.2, 0.3]),
+)
 def test_trl_clip_helpers_equal_reference_with_symmetric_clip(ratios, adv, epsilon):
-    np.testing.assert_array_equal(trl_grpo.clipped_objective(ratios, adv, epsilon),
-                                  ref_grpo.clipped_objective(ratios, adv, epsilon))
-    np.testing.assert_array_equal(trl_grpo.clip_region(ratios, adv, epsilon), ref_grpo.clip_region(ratios, adv, epsilon))
+    np.testing.assert_array_equal(
+        trl_grpo.clipped_objective(ratios, adv, epsilon),
+        ref_grpo.clipped_objective(ratios, adv, epsilon),
+    )
+    np.testing.assert_array_equal(
+        trl_grpo.clip_region(ratios, adv, epsilon),
+        ref_grpo.clip_region(ratios, adv, epsilon),
+    )
 
 
 def test_reference_layer_is_listed_in_its_package():
-    assert sorted(p.stem for p in Path(reference.__file__).parent.glob("*.py") if p.stem != "__init__") == [
-        "advantages", "bandit", "baselines", "dpo", "examples", "grpo", "kl", "memory", "softmax",
-        "zero_std"]
+    assert sorted(
+        p.stem
+        for p in Path(reference.__file__).parent.glob("*.py")
+        if p.stem != "__init__"
+    ) == [
+        "advantages",
+        "bandit",
+        "baselines",
+        "dpo",
+        "examples",
+        "grpo",
+        "kl",
+        "memory",
+        "softmax",
+        "zero_std",
+    ]

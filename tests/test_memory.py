@@ -15,13 +15,25 @@ def test_seven_billion_ledger():
 
 
 def test_variants():
-    assert dg.training_state_ledger(10, weight_dtype="fp32", grad_dtype="fp32").total_bytes == 10 * (4 + 4 + 8)
-    assert dg.training_state_ledger(10, optimizer="sgd", master_weights=False).total_bytes == 40
+    assert dg.training_state_ledger(
+        10, weight_dtype="fp32", grad_dtype="fp32"
+    ).total_bytes == 10 * (4 + 4 + 8)
+    assert (
+        dg.training_state_ledger(10, optimizer="sgd", master_weights=False).total_bytes
+        == 40
+    )
     # SGD with momentum keeps one fp32 state per parameter: bf16 weights 2 + grads 2 + master 4 + momentum 4
     momentum = dg.training_state_ledger(10, optimizer="sgd_momentum")
-    assert momentum.components == {"weights (bf16)": 20, "gradients (bf16)": 20, "master weights (fp32)": 40,
-                                   "sgd_momentum states (fp32)": 40}
-    assert dg.frozen_model_bytes(10, "fp32") == 40 and dg.frozen_model_bytes(10, "fp8") == 10
+    assert momentum.components == {
+        "weights (bf16)": 20,
+        "gradients (bf16)": 20,
+        "master weights (fp32)": 40,
+        "sgd_momentum states (fp32)": 40,
+    }
+    assert (
+        dg.frozen_model_bytes(10, "fp32") == 40
+        and dg.frozen_model_bytes(10, "fp8") == 10
+    )
     assert dg.frozen_model_bytes(10) == 20
 
 
@@ -36,9 +48,14 @@ def test_algorithms():
     # a critic of its own size; DPO never runs a reward model, even when one is named
     small_critic = dg.algorithm_ledger("ppo", n, critic_params=1_000_000_000)
     assert small_critic["critic (trainable)"] == 16 * dg.GB
-    assert dg.algorithm_ledger("dpo", n, reward_params=n) == {"policy (trainable)": 112 * dg.GB,
-                                                              "reference (frozen)": 14 * dg.GB}
-    assert dg.algorithm_ledger("grpo", n, reward_params=n)["reward model (frozen)"] == 14 * dg.GB
+    assert dg.algorithm_ledger("dpo", n, reward_params=n) == {
+        "policy (trainable)": 112 * dg.GB,
+        "reference (frozen)": 14 * dg.GB,
+    }
+    assert (
+        dg.algorithm_ledger("grpo", n, reward_params=n)["reward model (frozen)"]
+        == 14 * dg.GB
+    )
 
 
 def test_invalid():

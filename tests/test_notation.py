@@ -22,15 +22,37 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 PACKAGE = ROOT / "code" / "dpo_grpo"
 
-RESERVED = [r"$\epsilon$", r"$\varepsilon$", r"$\delta$", r"$\operatorname{std}$", r"$\mu$", r"$\tau$", r"$t$",
-            r"$g_i$", r"$u$", r"$z$", r"$\kappa$", r"$\lambda$", r"$\rho_{i,t}$", r"$\Delta$", r"$\beta$", r"$G$"]
+RESERVED = [
+    r"$\epsilon$",
+    r"$\varepsilon$",
+    r"$\delta$",
+    r"$\operatorname{std}$",
+    r"$\mu$",
+    r"$\tau$",
+    r"$t$",
+    r"$g_i$",
+    r"$u$",
+    r"$z$",
+    r"$\kappa$",
+    r"$\lambda$",
+    r"$\rho_{i,t}$",
+    r"$\Delta$",
+    r"$\beta$",
+    r"$G$",
+]
 
 #: (pattern, what is wrong) for the Markdown of every page
 MISUSES = [
-    (r"1\s*[-+]\s*\\epsilon(?![a-zA-Z_])", "a clip bound written with \\epsilon (the clip radius is \\varepsilon)"),
+    (
+        r"1\s*[-+]\s*\\epsilon(?![a-zA-Z_])",
+        "a clip bound written with \\epsilon (the clip radius is \\varepsilon)",
+    ),
     (r"\\mathrm\{clip\}\([^$]*\\epsilon(?![a-zA-Z_])", "a clip written with \\epsilon"),
     (r"(?<![\\\w])s_i(?![\w])", "s_i (the score of answer i is g_i)"),
-    (r"\$s\$|(?<![\w\\])s\s*\+\s*\\epsilon|\\,s\s*\+", "s as a standard deviation (write \\operatorname{std})"),
+    (
+        r"\$s\$|(?<![\w\\])s\s*\+\s*\\epsilon|\\,s\s*\+",
+        "s as a standard deviation (write \\operatorname{std})",
+    ),
     (r"(?<![\w\\])s\s*=\s*\(1\s*-", "s as a sampling distribution (write \\mu)"),
     (r"\$m\s*=|margin \$m\$|\\beta m\)", "m as DPO's margin (write u)"),
     (r"z\s*=\s*\\beta\s*u", "z as DPO's logit (z is a vector of logits)"),
@@ -38,8 +60,19 @@ MISUSES = [
 ]
 
 #: strings that must not appear in the interactive modules (figure and widget labels) or the KL docstrings
-LABEL_MISUSES = ["sampling s", "margin m", "β·m", "σ(β m)", "(1−t)", "E_s[", "p/s", "logit z", "``s = (1",
-                 "advantage d / (d + 2ε)", "std + ε"]
+LABEL_MISUSES = [
+    "sampling s",
+    "margin m",
+    "β·m",
+    "σ(β m)",
+    "(1−t)",
+    "E_s[",
+    "p/s",
+    "logit z",
+    "``s = (1",
+    "advantage d / (d + 2ε)",
+    "std + ε",
+]
 
 
 def _pages():
@@ -52,12 +85,19 @@ def _markdown(path):
     if path.suffix == ".md":
         return [("file", path.read_text(encoding="utf-8"))]
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return [(c.get("id"), "".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return [
+        (c.get("id"), "".join(c["source"]))
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+    ]
 
 
 def _symbols_of_notation():
-    rows = [line for line in (BOOK / "notation.md").read_text(encoding="utf-8").splitlines()
-            if line.startswith("| $")]
+    rows = [
+        line
+        for line in (BOOK / "notation.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| $")
+    ]
     symbols = []
     for row in rows:
         first = row.split(" | ")[0].lstrip("| ").strip()
@@ -80,7 +120,9 @@ def test_pages_use_reserved_symbols_for_their_meaning_only(path):
     for cell_id, text in _markdown(path):
         for pattern, what in MISUSES:
             for m in re.finditer(pattern, text):
-                problems.append(f"{cell_id}: {what}: ...{text[max(0, m.start() - 30):m.end() + 20]!r}")
+                problems.append(
+                    f"{cell_id}: {what}: ...{text[max(0, m.start() - 30) : m.end() + 20]!r}"
+                )
         if r"\delta" in text and "cap" not in text:
             problems.append(f"{cell_id}: \\delta outside the two-sided clip cap")
     assert not problems, "\n".join(problems)
@@ -88,17 +130,29 @@ def test_pages_use_reserved_symbols_for_their_meaning_only(path):
 
 def test_the_scan_finds_each_misuse():
     # the patterns are live: each catches the sentence it was written for
-    samples = [r"$\mathrm{clip}(\rho,1-\epsilon,1+\epsilon)$", r"write $s_i=\nabla\log\pi$",
-               r"$(r-\bar r)/(s+\epsilon/a)$", r"from $s=(1-t)\,\pi_\theta$", r"margin $m$", r"logit $z=\beta u$",
-               r"the slider $t$"]
+    samples = [
+        r"$\mathrm{clip}(\rho,1-\epsilon,1+\epsilon)$",
+        r"write $s_i=\nabla\log\pi$",
+        r"$(r-\bar r)/(s+\epsilon/a)$",
+        r"from $s=(1-t)\,\pi_\theta$",
+        r"margin $m$",
+        r"logit $z=\beta u$",
+        r"the slider $t$",
+    ]
     for sample in samples:
         assert any(re.search(p, sample) for p, _ in MISUSES), sample
 
 
 def test_labels_and_docstrings_use_the_reserved_symbols():
-    sources = list((PACKAGE / "interactive").glob("*.py")) + [PACKAGE / "reference" / "kl.py"]
-    problems = [f"{path.name}: {bad!r}" for path in sources for bad in LABEL_MISUSES
-                if bad in path.read_text(encoding="utf-8")]
+    sources = list((PACKAGE / "interactive").glob("*.py")) + [
+        PACKAGE / "reference" / "kl.py"
+    ]
+    problems = [
+        f"{path.name}: {bad!r}"
+        for path in sources
+        for bad in LABEL_MISUSES
+        if bad in path.read_text(encoding="utf-8")
+    ]
     assert not problems, problems
 
 
@@ -106,8 +160,14 @@ def test_widget_labels_tell_the_two_epsilons_apart():
     pytest.importorskip("ipywidgets")
     from dpo_grpo.interactive import token_level, widgets
 
-    guard = [widgets.zero_std_widget().controls["eps"], widgets.group_advantage_widget().controls["eps"]]
-    clip = [widgets.clip_platform_widget().controls["epsilon"], widgets.bandit_widget().controls["epsilon"],
-            token_level.token_level_widget().controls["epsilon"]]
+    guard = [
+        widgets.zero_std_widget().controls["eps"],
+        widgets.group_advantage_widget().controls["eps"],
+    ]
+    clip = [
+        widgets.clip_platform_widget().controls["epsilon"],
+        widgets.bandit_widget().controls["epsilon"],
+        token_level.token_level_widget().controls["epsilon"],
+    ]
     assert all("ϵ" in c.description and "ε" not in c.description for c in guard)
     assert all("ε" in c.description and "ϵ" not in c.description for c in clip)

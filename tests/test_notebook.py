@@ -21,7 +21,9 @@ def test_show_source_is_the_installed_source():
     listing = show_source(grpo.grpo_loss)
     assert listing.text == inspect.getsource(grpo.grpo_loss)
     md = listing._repr_markdown_()
-    assert md.startswith("`dpo_grpo.reference.grpo.grpo_loss` (dpo_grpo/reference/grpo.py, lines ")
+    assert md.startswith(
+        "`dpo_grpo.reference.grpo.grpo_loss` (dpo_grpo/reference/grpo.py, lines "
+    )
     assert "```python\ndef grpo_loss(" in md and md.rstrip().endswith("```")
     first, last = (int(x) for x in listing.where.split("lines ")[1].split("–"))
     assert last - first + 1 == len(listing.text.splitlines())
@@ -48,8 +50,15 @@ def _listings():
         code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
         for src in code:
             for node in ast.walk(ast.parse(src)) if "show_source(" in src else ():
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "show_source":
-                    yield path.name, ast.unparse(node.args[0]), [s for s in code if s is not src]
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", None) == "show_source"
+                ):
+                    yield (
+                        path.name,
+                        ast.unparse(node.args[0]),
+                        [s for s in code if s is not src],
+                    )
 
 
 LISTINGS = list(_listings())
@@ -57,7 +66,11 @@ LISTINGS = list(_listings())
 
 def test_chapters_3_to_5_show_their_code():
     shown = {(nb, expr) for nb, expr, _ in LISTINGS}
-    assert {nb for nb, _ in shown} >= {"03_derivations.ipynb", "04_code.ipynb", "05_production.ipynb"}
+    assert {nb for nb, _ in shown} >= {
+        "03_derivations.ipynb",
+        "04_code.ipynb",
+        "05_production.ipynb",
+    }
     assert len([1 for nb, _ in shown if nb == "04_code.ipynb"]) >= 5
 
 
@@ -72,8 +85,11 @@ def _reachable(chapter_code: str) -> set:
     def resolve(name, namespaces):
         return [ns[name] for ns in namespaces if name in ns]
 
-    roots = [vars(dg)] + [vars(m) for n, m in sys.modules.items()
-                          if n.startswith("dpo_grpo.reference.") or n == "dpo_grpo.torch_ops.readable"]
+    roots = [vars(dg)] + [
+        vars(m)
+        for n, m in sys.modules.items()
+        if n.startswith("dpo_grpo.reference.") or n == "dpo_grpo.torch_ops.readable"
+    ]
     seen, todo = set(), []
     for name in set(re.findall(r"[A-Za-z_]\w*", chapter_code)):
         todo += resolve(name, roots)
@@ -88,24 +104,36 @@ def _reachable(chapter_code: str) -> set:
         module_ns = vars(sys.modules[obj.__module__])
         names = set(re.findall(r"[A-Za-z_]\w*", inspect.getsource(obj)))
         todo += members + [x for n in names for x in resolve(n, [module_ns])]
-    assert reference  # the reference layer is imported, so its modules are in sys.modules
+    # the reference layer is imported, so its modules are in sys.modules
+    assert reference
     return seen
 
 
-@pytest.mark.parametrize("notebook, expr, others", LISTINGS, ids=[f"{n}:{e}" for n, e, _ in LISTINGS])
+@pytest.mark.parametrize(
+    "notebook, expr, others", LISTINGS, ids=[f"{n}:{e}" for n, e, _ in LISTINGS]
+)
 def test_every_listing_is_a_reference_function_the_chapter_runs(notebook, expr, others):
     from dpo_grpo.reference import bandit, dpo  # noqa: F401  (names the chapters use)
     from dpo_grpo.torch_ops import readable
 
-    fn = eval(expr, {"dg": dg, "grpo": grpo, "dpo": dpo, "bandit": bandit, "readable": readable})
+    fn = eval(
+        expr,
+        {"dg": dg, "grpo": grpo, "dpo": dpo, "bandit": bandit, "readable": readable},
+    )
     target = inspect.unwrap(fn)
     module = target.__module__
-    assert module.startswith("dpo_grpo.reference.") or module == "dpo_grpo.torch_ops.readable", (
-        f"{notebook} shows {expr} from {module}: listings show the readable layers")
+    assert (
+        module.startswith("dpo_grpo.reference.")
+        or module == "dpo_grpo.torch_ops.readable"
+    ), f"{notebook} shows {expr} from {module}: listings show the readable layers"
     # the function shown is the one that runs: the chapter's other code cells reach it
-    assert id(target) in _reachable("\n".join(others)), f"{notebook} shows {expr} but never runs it"
+    assert id(target) in _reachable("\n".join(others)), (
+        f"{notebook} shows {expr} but never runs it"
+    )
 
 
 def test_reachability_is_not_vacuous():
-    assert id(dg.reference.dpo.log_sigmoid) in _reachable("dg.reference.dpo.dpo_loss(a, b, c, d)")
+    assert id(dg.reference.dpo.log_sigmoid) in _reachable(
+        "dg.reference.dpo.dpo_loss(a, b, c, d)"
+    )
     assert id(dg.reference.dpo.log_sigmoid) not in _reachable("dg.group_advantages(r)")

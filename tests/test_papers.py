@@ -12,12 +12,15 @@ BIB = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 
 def test_the_four_papers_and_their_ids():
     assert [(p.short, p.arxiv, p.year) for p in pp.PAPERS] == [
-        ("PPO", "1707.06347", 2017), ("DPO", "2305.18290", 2023),
-        ("DeepSeekMath", "2402.03300", 2024), ("DeepSeek-R1", "2501.12948", 2025)]
+        ("PPO", "1707.06347", 2017),
+        ("DPO", "2305.18290", 2023),
+        ("DeepSeekMath", "2402.03300", 2024),
+        ("DeepSeek-R1", "2501.12948", 2025),
+    ]
     bib = BIB.read_text(encoding="utf-8")
     for p in pp.PAPERS:
-        entry = bib[bib.index("{" + p.key + ","):]
-        entry = entry[:entry.index("\n}")]
+        entry = bib[bib.index("{" + p.key + ",") :]
+        entry = entry[: entry.index("\n}")]
         assert p.arxiv in entry and f"year = {{{p.year}}}" in entry
 
 
@@ -43,13 +46,18 @@ def test_quoted_values_are_the_papers_numbers():
     assert quoted[("DeepSeekMath-Instruct 7B", "MATH", pp.CHAIN_OF_THOUGHT)] == 46.8
     assert quoted[("DeepSeekMath-RL 7B", "MATH", pp.CHAIN_OF_THOUGHT)] == 51.7
     assert quoted[("DeepSeekMath 7B", "MATH", pp.MAJORITY_64)] == 60.9
-    assert pp.DEEPSEEKMATH_RL_SETTINGS == {"samples_per_question": 64, "max_length": 1024,
-                                           "updates_per_exploration": 1}
+    assert pp.DEEPSEEKMATH_RL_SETTINGS == {
+        "samples_per_question": 64,
+        "max_length": 1024,
+        "updates_per_exploration": 1,
+    }
 
 
 def test_gains_are_computed():
     g = pp.rl_gains()
-    assert g["MATH"]["points"] == pytest.approx(4.9) and g["GSM8K"]["points"] == pytest.approx(5.3)
+    assert g["MATH"]["points"] == pytest.approx(4.9) and g["GSM8K"][
+        "points"
+    ] == pytest.approx(5.3)
     assert g["MATH"]["relative"] == pytest.approx(4.9 / 46.8)
     assert g["GSM8K"]["error_reduction"] == pytest.approx(5.3 / 17.1)
 
@@ -64,7 +72,10 @@ def test_comparability():
     ok, reason = pp.comparable(pp.result("DeepSeekMath-RL 7B", "GSM8K"), rl)
     assert not ok and "benchmark" in reason
     other = rl._replace(paper="deepseek2025r1")
-    assert pp.comparable(rl, other) == (False, "different papers, hence different models, data and settings")
+    assert pp.comparable(rl, other) == (
+        False,
+        "different papers, hence different models, data and settings",
+    )
     with pytest.raises(TypeError, match="a must be a Result"):
         pp.comparable((1, 2), rl)
     with pytest.raises(ValueError, match="no quoted result"):
@@ -94,13 +105,28 @@ def test_figures_draw_the_data():
     labels = {t.get_text() for t in fig2.axes[0].texts}
     for r in pp.RESULTS:
         assert f"{r.value:.1f}" in labels
-    assert re.search("not comparable", " ".join(t.get_text() for t in fig2.axes[0].get_legend().get_texts()))
+    assert re.search(
+        "not comparable",
+        " ".join(t.get_text() for t in fig2.axes[0].get_legend().get_texts()),
+    )
 
 
 def test_out_of_domain_gains_are_quoted_and_computed():
-    quoted = {(r.model, r.benchmark): r.value for r in pp.RESULTS if r.protocol == pp.CHAIN_OF_THOUGHT}
-    assert quoted[("DeepSeekMath-Instruct 7B", "MGSM-zh")] == 73.2 and quoted[("DeepSeekMath-RL 7B", "MGSM-zh")] == 79.6
-    assert quoted[("DeepSeekMath-Instruct 7B", "CMATH")] == 84.6 and quoted[("DeepSeekMath-RL 7B", "CMATH")] == 88.8
+    quoted = {
+        (r.model, r.benchmark): r.value
+        for r in pp.RESULTS
+        if r.protocol == pp.CHAIN_OF_THOUGHT
+    }
+    assert (
+        quoted[("DeepSeekMath-Instruct 7B", "MGSM-zh")] == 73.2
+        and quoted[("DeepSeekMath-RL 7B", "MGSM-zh")] == 79.6
+    )
+    assert (
+        quoted[("DeepSeekMath-Instruct 7B", "CMATH")] == 84.6
+        and quoted[("DeepSeekMath-RL 7B", "CMATH")] == 88.8
+    )
     g = pp.rl_gains(pp.BENCHMARK_ORDER)
-    assert g["MGSM-zh"]["points"] == pytest.approx(6.4) and g["CMATH"]["points"] == pytest.approx(4.2)
+    assert g["MGSM-zh"]["points"] == pytest.approx(6.4) and g["CMATH"][
+        "points"
+    ] == pytest.approx(4.2)
     assert set(pp.rl_gains()) == set(pp.RL_IN_DOMAIN) == {"GSM8K", "MATH"}

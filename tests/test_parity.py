@@ -16,27 +16,44 @@ def test_every_fixture_case_is_reproduced():
     rep = pa.parity_report(FX)
     assert [len(rep[k]) for k in ("grpo", "advantages", "dpo")] == [89, 40, 12]
     assert all(r["ok"] for rows in rep.values() for r in rows)
-    g = pa.summarize(rep["grpo"], ["loss_diff", "grad_diff", "kl_diff", "clip_metric_diff"])
-    assert g["loss_diff"] < 1e-12 and g["grad_diff"] < 1e-12 and g["clip_metric_diff"] < 1e-7
+    g = pa.summarize(
+        rep["grpo"], ["loss_diff", "grad_diff", "kl_diff", "clip_metric_diff"]
+    )
+    assert (
+        g["loss_diff"] < 1e-12
+        and g["grad_diff"] < 1e-12
+        and g["clip_metric_diff"] < 1e-7
+    )
     a = pa.summarize(rep["advantages"], ["adv_diff", "metric_diff"])
     assert a["all_ok"] and a["adv_diff"] < 1e-5
     d = pa.summarize(rep["dpo"], ["loss_diff", "grad_diff"])
     assert d["loss_diff"] < 1e-12
-    assert sum(r["ls_ignored_by_trl"] for r in rep["dpo"]) == 4  # sigmoid and hinge at label_smoothing 0.2
+    # sigmoid and hinge at label_smoothing 0.2
+    assert sum(r["ls_ignored_by_trl"] for r in rep["dpo"]) == 4
 
 
 def test_new_loss_types_are_in_the_report():
     rep = pa.parity_report(FX)
     assert [len(rep[k]) for k in ("grpo_loss_types", "dpo_loss_family")] == [52, 43]
-    assert {r["loss_type"] for r in rep["grpo_loss_types"]} == {"cispo", "sapo", "luspo", "vespo"}
+    assert {r["loss_type"] for r in rep["grpo_loss_types"]} == {
+        "cispo",
+        "sapo",
+        "luspo",
+        "vespo",
+    }
     family = {t for r in rep["dpo_loss_family"] for t in r["loss_type"].split("+")}
     assert len(family) == 15 and "exo_pair" in family
-    g = pa.summarize(rep["grpo_loss_types"], ["loss_diff", "grad_diff", "kl_diff", "clip_metric_diff"])
+    g = pa.summarize(
+        rep["grpo_loss_types"],
+        ["loss_diff", "grad_diff", "kl_diff", "clip_metric_diff"],
+    )
     assert g["all_ok"] and g["loss_diff"] < 1e-12 and g["grad_diff"] < 1e-12
     exo = [r for r in rep["dpo_loss_family"] if "exo_pair" in r["loss_type"]]
     assert exo and all(r["ok"] for r in exo)
     fx = copy.deepcopy(FX)
-    fx["dpo_loss_family"]["cases"][0]["loss"] += 1e-8  # flagged at the float64 tolerance (not an exo_pair case)
+    fx["dpo_loss_family"]["cases"][0]["loss"] += (
+        1e-8  # flagged at the float64 tolerance (not an exo_pair case)
+    )
     assert not pa.dpo_case_row(fx["dpo_loss_family"]["cases"][0])["ok"]
 
 
@@ -46,7 +63,9 @@ def test_a_tampered_fixture_is_flagged():
     fx["advantages"]["cases"][0]["advantages"][0] += 1e-3
     fx["dpo"]["cases"][0]["grad_policy_chosen"][0] += 1e-6
     rep = pa.parity_report(fx)
-    assert not rep["grpo"][0]["ok"] and rep["grpo"][0]["loss_diff"] == pytest.approx(1e-6, rel=1e-3)
+    assert not rep["grpo"][0]["ok"] and rep["grpo"][0]["loss_diff"] == pytest.approx(
+        1e-6, rel=1e-3
+    )
     assert not rep["advantages"][0]["ok"]
     assert not rep["dpo"][0]["ok"]
     assert all(r["ok"] for r in rep["grpo"][1:])
@@ -56,10 +75,15 @@ def test_group_rows_and_markdown():
     rows = pa.group_rows(pa.parity_report(FX)["grpo"], ("loss_type",), ["loss_diff"])
     assert {r["loss_type"] for r in rows} == {"grpo", "bnpo", "dr_grpo", "dapo"}
     assert sum(r["cases"] for r in rows) == 89
-    md = tables.markdown_table(rows, ["loss_type", "cases", "loss_diff", "all_ok"], {"loss_diff": ".1e"},
-                                 headers={"loss_diff": "max |Δ loss|"})
+    md = tables.markdown_table(
+        rows,
+        ["loss_type", "cases", "loss_diff", "all_ok"],
+        {"loss_diff": ".1e"},
+        headers={"loss_diff": "max |Δ loss|"},
+    )
     lines = md.splitlines()
-    assert lines[0] == "| loss_type | cases | max \\|Δ loss\\| | all_ok |"  # pipes inside a cell are escaped
+    # pipes inside a cell are escaped
+    assert lines[0] == "| loss_type | cases | max \\|Δ loss\\| | all_ok |"
     assert len(lines) == 2 + len(rows) and "yes" in md
     with pytest.raises(ValueError):
         tables.markdown_table([], ["a"])
@@ -69,7 +93,8 @@ def test_find_fixtures_errors(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="missing trl_"):
         pa.find_fixtures(tmp_path)
     assert pa.find_fixtures() == pa.find_fixtures(None)
-    assert pa.find_fixtures().is_relative_to(Path(pa.__file__).resolve().parents[1])  # shipped in the package
+    # shipped in the package
+    assert pa.find_fixtures().is_relative_to(Path(pa.__file__).resolve().parents[1])
     bad = tmp_path / "fx"
     bad.mkdir()
     for key, name in pa.FIXTURE_FILES.items():
@@ -81,7 +106,10 @@ def test_find_fixtures_errors(tmp_path, monkeypatch):
 
 
 def test_defaults_tables():
-    assert pa.TRL_GRPO_DEFAULTS["beta"] == 0.0 and pa.TRL_GRPO_DEFAULTS["loss_type"] == "dapo"
+    assert (
+        pa.TRL_GRPO_DEFAULTS["beta"] == 0.0
+        and pa.TRL_GRPO_DEFAULTS["loss_type"] == "dapo"
+    )
     assert pa.TRL_GRPO_DEFAULTS["use_bias_correction_kl"] is True
     assert pa.PAPER_GRPO["loss_type"] == "grpo" and pa.PAPER_GRPO["beta"] == 0.04
     assert set(pa.TRL_GRPO_DEFAULTS) == set(pa.PAPER_GRPO)
@@ -98,23 +126,43 @@ def test_defaults_match_trl_when_installed():
 
 
 def _bench_file():
-    return {"host": {"cpu_model": "Toy CPU", "cpu_count": 2, "torch_version": "2.13.0", "device": "cpu"},
-            "run_info": {"grpo_loss": {"wall_s": 1.0}},
-            "grpo_loss": {"shapes": {
-                "article/16x128": {"timing": {"numpy": {"median_s": 0.002, "q1_s": 0.0015, "q3_s": 0.0025},
-                                              "torch_eager": {"median_s": 0.001, "q1_s": 0.001, "q3_s": 0.001},
-                                              "probe_eager": {"median_s": 0.0005}},
-                                   "speedup_vs_trl": {"numpy": 0.5, "torch_eager": 1.0},
-                                   "multiple_of_probe_compiled": {"numpy": 8.0, "torch_eager": 4.0},
-                                   "agreement_vs_torch_eager": {"numpy": {"loss_abs_diff": 1e-9,
-                                                                          "grad_max_abs_diff": 2e-9}},
-                                   "peak_extra_bytes": {"numpy": 3_000_000, "torch_eager": 1_000_000}},
-                "article/512x4096": {"skipped": "too slow"}}}}
+    return {
+        "host": {
+            "cpu_model": "Toy CPU",
+            "cpu_count": 2,
+            "torch_version": "2.13.0",
+            "device": "cpu",
+        },
+        "run_info": {"grpo_loss": {"wall_s": 1.0}},
+        "grpo_loss": {
+            "shapes": {
+                "article/16x128": {
+                    "timing": {
+                        "numpy": {"median_s": 0.002, "q1_s": 0.0015, "q3_s": 0.0025},
+                        "torch_eager": {
+                            "median_s": 0.001,
+                            "q1_s": 0.001,
+                            "q3_s": 0.001,
+                        },
+                        "probe_eager": {"median_s": 0.0005},
+                    },
+                    "speedup_vs_trl": {"numpy": 0.5, "torch_eager": 1.0},
+                    "multiple_of_probe_compiled": {"numpy": 8.0, "torch_eager": 4.0},
+                    "agreement_vs_torch_eager": {
+                        "numpy": {"loss_abs_diff": 1e-9, "grad_max_abs_diff": 2e-9}
+                    },
+                    "peak_extra_bytes": {"numpy": 3_000_000, "torch_eager": 1_000_000},
+                },
+                "article/512x4096": {"skipped": "too slow"},
+            }
+        },
+    }
 
 
 def test_benchmark_reader(tmp_path):
     assert pa.load_benchmarks(tmp_path) == []
-    (tmp_path / "widgets.json").write_text(json.dumps({"host": "vm", "widgets": {}}))  # another benchmark
+    # another benchmark
+    (tmp_path / "widgets.json").write_text(json.dumps({"host": "vm", "widgets": {}}))
     assert pa.load_benchmarks(tmp_path) == []
     (tmp_path / "cpu-2core.json").write_text(json.dumps(_bench_file()))
     (tmp_path / "broken.json").write_text("{not json")
@@ -124,49 +172,114 @@ def test_benchmark_reader(tmp_path):
     assert pa.benchmark_sections(data) == ["grpo_loss"]
     rows = pa.benchmark_rows(data)
     assert [r["variant"] for r in rows] == ["numpy", "torch_eager", "(skipped)"]
-    assert rows[0]["median_ms"] == pytest.approx(2.0) and rows[0]["iqr_ms"] == pytest.approx(1.0)
-    assert rows[0]["peak_extra_mb"] == pytest.approx(3.0) and rows[0]["loss_diff"] == 1e-9
-    assert rows[1]["loss_diff"] is None and rows[0]["config"] == "article" and rows[0]["shape"] == "16x128"
-    assert pa.benchmark_hardware(data) == "Toy CPU, 2 CPU cores; torch 2.13.0; device cpu"
-    gpu = {"host": {"gpu_name": "NVIDIA H200", "gpu_memory_bytes": 150 * 2**30, "cuda_version": "12.8"}}
+    assert rows[0]["median_ms"] == pytest.approx(2.0) and rows[0][
+        "iqr_ms"
+    ] == pytest.approx(1.0)
+    assert (
+        rows[0]["peak_extra_mb"] == pytest.approx(3.0) and rows[0]["loss_diff"] == 1e-9
+    )
+    assert (
+        rows[1]["loss_diff"] is None
+        and rows[0]["config"] == "article"
+        and rows[0]["shape"] == "16x128"
+    )
+    assert (
+        pa.benchmark_hardware(data) == "Toy CPU, 2 CPU cores; torch 2.13.0; device cpu"
+    )
+    gpu = {
+        "host": {
+            "gpu_name": "NVIDIA H200",
+            "gpu_memory_bytes": 150 * 2**30,
+            "cuda_version": "12.8",
+        }
+    }
     assert pa.benchmark_hardware(gpu) == "NVIDIA H200 (150 GiB); CUDA 12.8"
     assert pa.benchmark_hardware([]) == "unknown hardware"
     with pytest.raises(ValueError, match="section"):
         pa.benchmark_rows(data, "selective_log_softmax")
     piv = pa.benchmark_pivot(rows)
-    assert piv == [{"config": "article", "shape": "16x128", "max loss diff": 1e-9, "max grad diff": 2e-9,
-                    "torch_eager ms": 1.0, "torch_eager x TRL": 1.0, "peak MB torch_eager": 1.0,
-                    "numpy ms": 2.0, "numpy x TRL": 0.5, "peak MB numpy": 3.0}]
+    assert piv == [
+        {
+            "config": "article",
+            "shape": "16x128",
+            "max loss diff": 1e-9,
+            "max grad diff": 2e-9,
+            "torch_eager ms": 1.0,
+            "torch_eager x TRL": 1.0,
+            "peak MB torch_eager": 1.0,
+            "numpy ms": 2.0,
+            "numpy x TRL": 0.5,
+            "peak MB numpy": 3.0,
+        }
+    ]
     assert rows[1]["x_probe"] == 4.0
-    assert pa.benchmark_matrix(rows) == [{"config": "article", "shape": "16x128", "torch_eager": 1.0}]
+    assert pa.benchmark_matrix(rows) == [
+        {"config": "article", "shape": "16x128", "torch_eager": 1.0}
+    ]
     assert pa.benchmark_matrix(rows, "x_probe", ("numpy", "torch_eager")) == [
-        {"config": "article", "shape": "16x128", "numpy": 8.0, "torch_eager": 4.0}]
+        {"config": "article", "shape": "16x128", "numpy": 8.0, "torch_eager": 4.0}
+    ]
     summary = pa.target_summary(rows)
-    assert summary == [{"variant": "torch_eager", "shapes": 1, "min x TRL": 1.0, "max x probe": 4.0,
-                        "meets x TRL >= 2": False, "meets x probe <= 4": True}]
+    assert summary == [
+        {
+            "variant": "torch_eager",
+            "shapes": 1,
+            "min x TRL": 1.0,
+            "max x probe": 4.0,
+            "meets x TRL >= 2": False,
+            "meets x probe <= 4": True,
+        }
+    ]
     md = tables.markdown_table(summary, list(summary[0]))
     assert "| torch_eager | 1 | 1.0 | 4.0 | **no** | yes |" in md
-    md = tables.markdown_table(rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"})
+    md = tables.markdown_table(
+        rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"}
+    )
     assert "| 16x128 | numpy | 2.000 |" in md and "—" in md
 
 
 def test_logprob_rows_and_shape_order(tmp_path):
     data = _bench_file()
-    data["grpo_loss"]["shapes"]["article/64x512"] = data["grpo_loss"]["shapes"]["article/16x128"]
-    assert [r["shape"] for r in pa.benchmark_rows(data)] == ["16x128", "16x128", "64x512", "64x512", "512x4096"]
-    data["logprobs"] = {"dtypes": {"float32": {
-        "timing": {"naive": {"median_s": 0.2}, "ours": {"median_s": 0.1}},
-        "memory": {"naive": {"peak_extra_bytes": 4e8, "peak_extra_beyond_grad_bytes": 3e8,
-                             "saved_for_backward_bytes": 2e8},
-                   "ours": {"peak_extra_bytes": 1e8, "peak_extra_beyond_grad_bytes": 4096,
-                            "saved_for_backward_bytes": 8192}},
-        "max_abs_err_vs_float64": {"naive": 1e-6, "ours": 1e-6}}}}
+    data["grpo_loss"]["shapes"]["article/64x512"] = data["grpo_loss"]["shapes"][
+        "article/16x128"
+    ]
+    assert [r["shape"] for r in pa.benchmark_rows(data)] == [
+        "16x128",
+        "16x128",
+        "64x512",
+        "64x512",
+        "512x4096",
+    ]
+    data["logprobs"] = {
+        "dtypes": {
+            "float32": {
+                "timing": {"naive": {"median_s": 0.2}, "ours": {"median_s": 0.1}},
+                "memory": {
+                    "naive": {
+                        "peak_extra_bytes": 4e8,
+                        "peak_extra_beyond_grad_bytes": 3e8,
+                        "saved_for_backward_bytes": 2e8,
+                    },
+                    "ours": {
+                        "peak_extra_bytes": 1e8,
+                        "peak_extra_beyond_grad_bytes": 4096,
+                        "saved_for_backward_bytes": 8192,
+                    },
+                },
+                "max_abs_err_vs_float64": {"naive": 1e-6, "ours": 1e-6},
+            }
+        }
+    }
     assert pa.benchmark_sections(data) == ["grpo_loss", "logprobs"]
     rows = pa.logprob_rows(data)
-    assert [(r["variant"], r["median_ms"], r["peak_extra_mb"]) for r in rows] == [("naive", 200.0, 400.0),
-                                                                                  ("ours", 100.0, 100.0)]
+    assert [(r["variant"], r["median_ms"], r["peak_extra_mb"]) for r in rows] == [
+        ("naive", 200.0, 400.0),
+        ("ours", 100.0, 100.0),
+    ]
     assert rows[1]["beyond_grad_mb"] == pytest.approx(0.004096)
     with pytest.raises(ValueError, match="per-dtype"):
         pa.logprob_rows(data, "grpo_loss")
-    (tmp_path / "only-logprobs.json").write_text(json.dumps({"host": {}, "logprobs": data["logprobs"]}))
+    (tmp_path / "only-logprobs.json").write_text(
+        json.dumps({"host": {}, "logprobs": data["logprobs"]})
+    )
     assert len(pa.load_benchmarks(tmp_path)) == 1

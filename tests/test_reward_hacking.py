@@ -28,7 +28,8 @@ def test_training_reward_rises_while_accuracy_falls(runs):
     assert r.reward[-1] > r.reward[0] + 0.2
     assert r.accuracy[-1] < r.accuracy[0] - 0.1
     assert r.length[-1] > 2 * r.length[0]
-    assert np.mean(r.batch_reward[-20:]) > np.mean(r.batch_reward[:20])  # what a training log would show
+    # what a training log would show
+    assert np.mean(r.batch_reward[-20:]) > np.mean(r.batch_reward[:20])
 
 
 def test_larger_kl_slows_but_does_not_reverse(runs):
@@ -49,33 +50,50 @@ def test_kl_optimum_moves_in_one_direction_for_every_beta():
     betas = np.geomspace(0.01, 100, 25)
     path = rh.kl_optimum_path(betas)
     ref = rh.policy_metrics(rh.ANSWER_TYPES.ref_probs)
-    assert np.all(path["accuracy"] < ref["accuracy"]) and np.all(path["length"] > ref["length"])
-    assert np.all(np.diff(path["accuracy"]) > 0) and np.all(np.diff(path["kl_to_ref"]) < 0)
+    assert np.all(path["accuracy"] < ref["accuracy"]) and np.all(
+        path["length"] > ref["length"]
+    )
+    assert np.all(np.diff(path["accuracy"]) > 0) and np.all(
+        np.diff(path["kl_to_ref"]) < 0
+    )
     cov = rh.first_order_quality_change()
     assert cov < 0
     big = 1e4
-    assert (rh.kl_optimum_path([big])["accuracy"][0] - ref["accuracy"]) * big == pytest.approx(cov, rel=1e-3)
-    np.testing.assert_allclose(path["probs"][3], optimal_policy(rh.ANSWER_TYPES.ref_probs, rh.expected_reward(),
-                                                                betas[3])[0])
+    assert (
+        rh.kl_optimum_path([big])["accuracy"][0] - ref["accuracy"]
+    ) * big == pytest.approx(cov, rel=1e-3)
+    np.testing.assert_allclose(
+        path["probs"][3],
+        optimal_policy(rh.ANSWER_TYPES.ref_probs, rh.expected_reward(), betas[3])[0],
+    )
 
 
 def test_the_first_order_sign_holds_only_for_large_beta():
     """A negative covariance does not fix the direction at every beta: a small beta goes to the reward's favourite."""
     half = np.array([0.5, 0.5, 0.5])
-    t = rh.AnswerTypes(names=("long right", "mid wrong", "short right"), length=np.array([1000.0, 750.0, 10.0]),
-                       p_correct=np.array([0.9, 0.5, 0.8]), p_valid=half, p_format=half,
-                       ref_probs=np.array([0.01, 0.5, 0.49]))
+    t = rh.AnswerTypes(
+        names=("long right", "mid wrong", "short right"),
+        length=np.array([1000.0, 750.0, 10.0]),
+        p_correct=np.array([0.9, 0.5, 0.8]),
+        p_valid=half,
+        p_format=half,
+        ref_probs=np.array([0.01, 0.5, 0.49]),
+    )
     rbar = rh.expected_reward(t)
-    assert np.argmax(rbar) == 0 and np.argmax(t.p_correct) == 0  # the favourite is also the most accurate
+    # the favourite is also the most accurate
+    assert np.argmax(rbar) == 0 and np.argmax(t.p_correct) == 0
     cov = rh.first_order_quality_change(t)
     ref = rh.policy_metrics(t.ref_probs, t)["accuracy"]
     assert cov < 0
     path = rh.kl_optimum_path([0.03, 0.1, 0.3, 1.0, 100.0], t)
-    assert np.all(path["accuracy"][2:] < ref)  # large beta: the drift has the covariance's sign
+    # large beta: the drift has the covariance's sign
+    assert np.all(path["accuracy"][2:] < ref)
     assert np.all(path["accuracy"][:2] > ref)  # small beta: the sign flips
     assert path["accuracy"][0] == pytest.approx(t.p_correct[0], abs=1e-3)
     big = 1e4
-    assert (rh.kl_optimum_path([big], t)["accuracy"][0] - ref) * big == pytest.approx(cov, rel=1e-3)
+    assert (rh.kl_optimum_path([big], t)["accuracy"][0] - ref) * big == pytest.approx(
+        cov, rel=1e-3
+    )
 
 
 def test_a_reward_without_the_length_bonus_is_not_hacked():
@@ -88,7 +106,10 @@ def test_held_out_evaluation_is_decoupled(runs):
     r = runs[0.04]
     before, after = rh.evaluate(r.probs[0], seed=3), rh.evaluate(r.probs[-1], seed=3)
     assert after["training_reward"] > before["training_reward"]
-    assert after["accuracy"] < before["accuracy"] and after["format_ok"] < before["format_ok"]
+    assert (
+        after["accuracy"] < before["accuracy"]
+        and after["format_ok"] < before["format_ok"]
+    )
     assert after["length"] > before["length"]
     exact = rh.policy_metrics(r.probs[-1])
     big = rh.evaluate(r.probs[-1], n_prompts=200_000, seed=5)

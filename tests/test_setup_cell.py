@@ -9,13 +9,16 @@ from unittest import mock
 
 import pytest
 
-pytest.importorskip("torch")  # imported here, not while the cell runs with find_spec faked
+# imported here, not while the cell runs with find_spec faked
+pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[1]
 import sync_colab_cells as sync  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
 
 
-def _run_cell(capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="04_code", env=None):
+def _run_cell(
+    capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="04_code", env=None
+):
     """Execute the rendered cell with the installed version, pip's result and torch's presence faked."""
     calls = []
     state = {"version": installed}
@@ -33,9 +36,18 @@ def _run_cell(capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="
         return SimpleNamespace(returncode=pip_rc, stdout="", stderr=pip_log)
 
     real_find_spec = importlib.util.find_spec
-    find_spec = lambda name, *a: (object() if has_torch else None) if name == "torch" else real_find_spec(name, *a)  # noqa: E731
-    with mock.patch.object(importlib.metadata, "version", version), mock.patch.object(subprocess, "run", run), \
-            mock.patch.object(importlib.util, "find_spec", find_spec), mock.patch.dict("os.environ", env or {}):
+    # noqa: E731
+    find_spec = lambda name, *a: (
+        (object() if has_torch else None)
+        if name == "torch"
+        else real_find_spec(name, *a)
+    )
+    with (
+        mock.patch.object(importlib.metadata, "version", version),
+        mock.patch.object(subprocess, "run", run),
+        mock.patch.object(importlib.util, "find_spec", find_spec),
+        mock.patch.dict("os.environ", env or {}),
+    ):
         exec(compile(sync.setup_cell_source(stem), "<set-up>", "exec"), {})
     return calls, capsys.readouterr().out
 
@@ -43,40 +55,70 @@ def _run_cell(capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="
 def test_installed_at_this_version_skips_pip_and_prints_the_runtime(capsys):
     calls, out = _run_cell(capsys, installed=sync.package_version())
     assert calls == [] and "Installing" not in out
-    assert "dpo_grpo on Python" in out and "torch" in out and ("CPU" in out or "GPU: cuda" in out)
+    assert (
+        "dpo_grpo on Python" in out
+        and "torch" in out
+        and ("CPU" in out or "GPU: cuda" in out)
+    )
 
 
 def test_missing_package_is_installed_with_the_right_extras_and_source(capsys):
     calls, out = _run_cell(capsys, installed=None, has_torch=True)
     url = sync.repository_url()
-    assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"  # Colab's torch/ipywidgets/plotly are kept
+    # Colab's torch/ipywidgets/plotly are kept
+    assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"
     assert "dpo_grpo on Python" in out
-    calls, _ = _run_cell(capsys, installed="0.0.1", has_torch=False, env={"DPO_GRPO_SOURCE": "file:///w/x.whl"},
-                         stem="lab_tiny_grpo")
-    assert calls[0][-1] == "dpo-grpo[notebooks,torch] @ file:///w/x.whl"  # torch only where it is missing and used
+    calls, _ = _run_cell(
+        capsys,
+        installed="0.0.1",
+        has_torch=False,
+        env={"DPO_GRPO_SOURCE": "file:///w/x.whl"},
+        stem="lab_tiny_grpo",
+    )
+    # torch only where it is missing and used
+    assert calls[0][-1] == "dpo-grpo[notebooks,torch] @ file:///w/x.whl"
     calls, _ = _run_cell(capsys, installed=None, has_torch=False, stem="04_code")
-    assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"  # a NumPy chapter does not pull in torch
+    # a NumPy chapter does not pull in torch
+    assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"
 
 
 def test_the_chapters_that_use_torch_are_found_from_their_cells():
-    torch_chapters = {p.stem for p in (ROOT / "book").glob("*.ipynb") if sync.needs_torch(p.stem)}
+    torch_chapters = {
+        p.stem for p in (ROOT / "book").glob("*.ipynb") if sync.needs_torch(p.stem)
+    }
     assert {"05_production", "lab_tiny_grpo", "lab_trl_scale_out"} <= torch_chapters
-    assert not torch_chapters & {"01_why", "02_minimal_understanding", "03_derivations", "04_code", "explorables"}
+    assert not torch_chapters & {
+        "01_why",
+        "02_minimal_understanding",
+        "03_derivations",
+        "04_code",
+        "explorables",
+    }
     assert sync.GPU_CHAPTERS <= torch_chapters
     with pytest.raises(ValueError, match="stem"):
         sync.needs_torch("no_such_chapter")
 
 
-@pytest.mark.parametrize("log, advice", [
-    ("fatal: could not read Username for 'https://github.com': No such device", "This is a fork? Set REPO_URL"),
-    ("remote: Repository not found.", "This is a fork? Set REPO_URL"),
-    ("fatal: unable to access: Could not resolve host: github.com", "no network"),
-    ("ERROR: No matching distribution found for torch", "Its last lines:\nERROR: No matching distribution"),
-])
+@pytest.mark.parametrize(
+    "log, advice",
+    [
+        (
+            "fatal: could not read Username for 'https://github.com': No such device",
+            "A fork? Set REPO_URL",
+        ),
+        ("remote: Repository not found.", "A fork? Set REPO_URL"),
+        ("fatal: unable to access: Could not resolve host: github.com", "no network"),
+        (
+            "ERROR: No matching distribution found for torch",
+            "Its last lines:\nERROR: No matching distribution",
+        ),
+    ],
+)
 def test_a_failed_install_says_what_to_do_not_a_traceback(capsys, log, advice):
     calls, out = _run_cell(capsys, installed=None, pip_rc=1, pip_log=log)
     assert len(calls) == 1 and advice in out and "Traceback" not in out
-    assert "dpo_grpo on Python" not in out  # nothing imported from a package that is not there
+    # nothing imported from a package that is not there
+    assert "dpo_grpo on Python" not in out
 
 
 def test_gpu_chapters_say_how_to_switch(capsys):

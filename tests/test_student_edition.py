@@ -10,15 +10,26 @@ from nbclient import NotebookClient
 from dpo_grpo.exercises.student import strip_solutions
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
-WITH_EXERCISES = [p for p in sorted(BOOK.glob("*.ipynb"))
-                  if any("solution" in c.metadata.get("tags", []) for c in nbformat.read(p, as_version=4).cells)]
+WITH_EXERCISES = [
+    p
+    for p in sorted(BOOK.glob("*.ipynb"))
+    if any(
+        "solution" in c.metadata.get("tags", [])
+        for c in nbformat.read(p, as_version=4).cells
+    )
+]
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_student_notebook_executes(path):
     student = strip_solutions(nbformat.read(path, as_version=4))
-    client = NotebookClient(student, timeout=300, kernel_name="python3", allow_errors=False,
-                            resources={"metadata": {"path": str(BOOK)}})
+    client = NotebookClient(
+        student,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(BOOK)}},
+    )
     client.execute()  # raises CellExecutionError on the first failing cell
     outputs = [o for c in student.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]
@@ -29,14 +40,22 @@ def test_check_loads_no_answer_key():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom dpo_grpo.exercises import check\n"
-            "print(check('04.1', 0.5).status, check('04.4', 'b').status)\n"
-            "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys\nfrom dpo_grpo.exercises import check\n"
+        "print(check('04.1', 0.5).status, check('04.4', 'b').status)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     status, modules = out.stdout.splitlines()
     assert status == "incorrect correct"
-    assert not [m for m in eval(modules) if m.rsplit(".", 1)[1].startswith(("ch", "labs", "grade"))]
+    assert not [
+        m
+        for m in eval(modules)
+        if m.rsplit(".", 1)[1].startswith(("ch", "labs", "grade"))
+    ]
 
 
 def test_hashed_key_matches_the_registry_and_holds_no_answer():
@@ -46,16 +65,25 @@ def test_hashed_key_matches_the_registry_and_holds_no_answer():
     from dpo_grpo.exercises import EXERCISES
     from dpo_grpo.exercises._selfcheck_key import KEY
 
-    assert sorted(KEY) == sorted(EXERCISES), "run: python -m dpo_grpo.exercises selfcheck-key"
+    assert sorted(KEY) == sorted(EXERCISES), (
+        "run: python -m dpo_grpo.exercises selfcheck-key"
+    )
     # the public test inputs of code exercises ("cases") are not answers: scan everything else
-    text = json.dumps({k: {f: x for f, x in entry.items() if f != "cases"} for k, entry in KEY.items()})
+    text = json.dumps(
+        {
+            k: {f: x for f, x in entry.items() if f != "cases"}
+            for k, entry in KEY.items()
+        }
+    )
     for ex_id, ex in EXERCISES.items():
         assert KEY[ex_id]["kind"] == ex.kind
         if ex.kind == "numeric":
             for v in np.atleast_1d(np.asarray(ex.solution(), dtype=float)):
                 shown = f"{v:.5g}"
                 significant = shown.lstrip("-").replace(".", "").lstrip("0")
-                if len(significant) >= 3:  # "0.4" appears in any hint; "0.47265" would be a leak
+                if (
+                    len(significant) >= 3
+                ):  # "0.4" appears in any hint; "0.47265" would be a leak
                     assert shown not in text, (ex_id, v)
         if ex.kind == "choice":
             assert f'"answer": "{ex.reference}"' not in json.dumps(KEY[ex_id])
@@ -93,23 +121,45 @@ def test_graded_edition_has_no_answer_oracle(tmp_path):
     from dpo_grpo.exercises.student import write_student_edition
 
     (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "04_code.ipynb").write_bytes((BOOK / "04_code.ipynb").read_bytes())
+    (tmp_path / "book" / "04_code.ipynb").write_bytes(
+        (BOOK / "04_code.ipynb").read_bytes()
+    )
     (out,) = write_student_edition(tmp_path / "book", tmp_path / "graded", graded=True)
-    sources = [c.source for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code"]
+    sources = [
+        c.source
+        for c in nbformat.read(out, as_version=4).cells
+        if c.cell_type == "code"
+    ]
     assert not [s for s in sources if "from dpo_grpo.exercises import check" in s]
     assert [s for s in sources if "from dpo_grpo.exercises.record import check" in s]
-    code = ("import sys\nfrom dpo_grpo.exercises.record import check\n"
-            "right, wrong = check('04.4', 'b'), check('04.4', 'a')\n"
-            "print(right.status, wrong.status, repr(right) == repr(wrong))\n"
-            "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys\nfrom dpo_grpo.exercises.record import check\n"
+        "right, wrong = check('04.4', 'b'), check('04.4', 'a')\n"
+        "print(right.status, wrong.status, repr(right) == repr(wrong))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dpo_grpo.exercises.')))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     replies, modules = run.stdout.splitlines()
     assert replies == "recorded recorded True"
-    assert not [m for m in eval(modules) if m.rsplit(".", 1)[1].startswith(("_selfcheck_key", "ch", "labs"))]
+    assert not [
+        m
+        for m in eval(modules)
+        if m.rsplit(".", 1)[1].startswith(("_selfcheck_key", "ch", "labs"))
+    ]
     graded = nbformat.v4.new_notebook()
-    graded.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    graded.cells = [nbformat.v4.new_code_cell("from dpo_grpo.exercises.record import check\ncheck('04.4', 'b')")]
+    graded.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    graded.cells = [
+        nbformat.v4.new_code_cell(
+            "from dpo_grpo.exercises.record import check\ncheck('04.4', 'b')"
+        )
+    ]
     nbformat.write(graded, tmp_path / "filled.ipynb")
     (g,) = grade_path(tmp_path / "filled.ipynb", chapter="04", timeout=60)
     assert g.verdicts["04.4"] == "correct", g.note

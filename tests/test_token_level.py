@@ -13,10 +13,14 @@ EX = tl.token_level_example()
 def test_log_probs_are_gathered_from_the_logits():
     for key in ("old", "new", "ref"):
         z = EX.logits[key][1, 2]  # answer 2, third token (id 0)
-        assert EX.logps[key][1, 2] == pytest.approx(z[0] - np.log(np.exp(z).sum()), abs=1e-12)
+        assert EX.logps[key][1, 2] == pytest.approx(
+            z[0] - np.log(np.exp(z).sum()), abs=1e-12
+        )
         assert np.all(EX.logps[key][EX.mask == 0] == 0)
     np.testing.assert_array_equal(EX.lengths, [5, 3, 7])
-    np.testing.assert_allclose(EX.advantages, [np.sqrt(2), -np.sqrt(0.5), -np.sqrt(0.5)], rtol=1e-3)
+    np.testing.assert_allclose(
+        EX.advantages, [np.sqrt(2), -np.sqrt(0.5), -np.sqrt(0.5)], rtol=1e-3
+    )
 
 
 def test_ratios_vary_within_each_answer_and_regions_are_mixed():
@@ -25,7 +29,9 @@ def test_ratios_vary_within_each_answer_and_regions_are_mixed():
         r = tab.ratio[i, :n]
         assert np.ptp(r) > 0.05
     valid = tab.region[EX.mask > 0]
-    counts = {k: int((valid == k).sum()) for k in ("inside", "platform", "wrong_direction")}
+    counts = {
+        k: int((valid == k).sum()) for k in ("inside", "platform", "wrong_direction")
+    }
     assert counts == {"inside": 9, "platform": 3, "wrong_direction": 3}
     # clipped tokens have exactly zero surrogate gradient: with beta = 0 their gradient is 0
     tab0 = tl.token_table(EX, beta=0.0)
@@ -37,7 +43,9 @@ def test_ratios_vary_within_each_answer_and_regions_are_mixed():
 def test_weights_and_gradient_match_finite_differences(loss_type):
     tab = tl.token_table(EX, loss_type=loss_type)
     # the loss is the weighted sum of per-token losses
-    assert tab.loss == pytest.approx(float((tab.weight * tab.per_token_loss).sum()), rel=1e-12)
+    assert tab.loss == pytest.approx(
+        float((tab.weight * tab.per_token_loss).sum()), rel=1e-12
+    )
     new = EX.logps["new"].copy()
     fd = np.zeros_like(new)
     h = 1e-6
@@ -45,8 +53,18 @@ def test_weights_and_gradient_match_finite_differences(loss_type):
         for sign in (1, -1):
             x = new.copy()
             x[i, t] += sign * h
-            fd[i, t] += sign * dg.grpo_loss(x, EX.logps["old"], EX.logps["ref"], EX.advantages, EX.mask,
-                                            loss_type=loss_type).loss / (2 * h)
+            fd[i, t] += (
+                sign
+                * dg.grpo_loss(
+                    x,
+                    EX.logps["old"],
+                    EX.logps["ref"],
+                    EX.advantages,
+                    EX.mask,
+                    loss_type=loss_type,
+                ).loss
+                / (2 * h)
+            )
     np.testing.assert_allclose(tab.grad, fd, atol=1e-7)
 
 
@@ -57,7 +75,9 @@ def test_loss_type_weights_closed_forms():
     np.testing.assert_allclose(tl.loss_type_weights(m, "dapo")[0, 0], 1 / 15)
     np.testing.assert_allclose(tl.loss_type_weights(m, "bnpo")[2, 6], 1 / 15)
     np.testing.assert_allclose(tl.loss_type_weights(m, "dr_grpo")[1, 0], 1 / (3 * 7))
-    np.testing.assert_allclose(tl.loss_type_weights(m, "dr_grpo", max_completion_length=100)[1, 0], 1 / 300)
+    np.testing.assert_allclose(
+        tl.loss_type_weights(m, "dr_grpo", max_completion_length=100)[1, 0], 1 / 300
+    )
     assert tl.loss_type_weights(m, "grpo")[1, 5] == 0
 
 

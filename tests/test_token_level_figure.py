@@ -42,6 +42,13 @@ def test_live_widget():
 def test_chapter_3_figures_fit_the_page_budget():
     from dpo_grpo.interactive import figures as F, kl_variance
 
-    figs = [F.dpo_figure(), F.group_advantage_figure(), F.zero_std_figure(), F.kl_estimator_figure(),
-            F.clip_platform_figure(), itl.token_level_figure(), kl_variance.kl_variance_figure()]
+    figs = [
+        F.dpo_figure(),
+        F.group_advantage_figure(),
+        F.zero_std_figure(),
+        F.kl_estimator_figure(),
+        F.clip_platform_figure(),
+        itl.token_level_figure(),
+        kl_variance.kl_variance_figure(),
+    ]
     assert sum(F.figure_html_size(f) for f in figs) < F.PAGE_BUDGET_BYTES

@@ -34,7 +34,9 @@ FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 F64 = torch.float64
 TIGHT = dict(rtol=1e-12, atol=1e-12)
 cuda = pytest.mark.cuda
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+needs_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU"
+)
 
 
 def _t(x, dtype=F64, device="cpu"):
@@ -49,6 +51,7 @@ def _np(x):
 # Import and device
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def test_dpo_grpo_imports_without_torch_and_torch_ops_explains_the_install():
     code = (
         "import sys\n"
@@ -62,7 +65,9 @@ def test_dpo_grpo_imports_without_torch_and_torch_ops_explains_the_install():
         "else:\n"
         "    raise SystemExit('torch_ops imported without torch')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert "pip install torch==2.13.0" in out.stdout and "Colab" in out.stdout
 
@@ -76,50 +81,125 @@ def test_default_device():
 # GRPO loss: float64 parity with NumPy on every option
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _batch(seed=0, b=5, t=6, adv_2d=False):
     """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
-GRID = [dict(loss_type=lt, importance_sampling_level=lvl, beta=beta, use_bias_correction_kl=bc, epsilon_high=eh)
-        for lt, lvl, beta, bc, eh in itertools.product(("grpo", "bnpo", "dr_grpo", "dapo"), ("token", "sequence"),
-                                                       (0.0, 0.04), (False, True), (None, 0.28))]
-EXTRA = [dict(delta=1.3), dict(delta=1.3, importance_sampling_level="sequence"), dict(delta=1.1, epsilon_high=0.28),
-         dict(delta=1.1, epsilon_high=0.28, importance_sampling_level="sequence", use_bias_correction_kl=True),
-         dict(loss_type="dr_grpo", max_completion_length=16), dict(gradient_accumulation_steps=2),
-         dict(loss_type="dapo", num_items_in_batch=40, gradient_accumulation_steps=2, steps_per_generation=2,
-              num_processes=2),
-         dict(loss_type="dapo", num_items_in_batch=7, importance_sampling_level="sequence", beta=0.1),
-         dict(loss_type="bnpo", gradient_accumulation_steps=3, epsilon=0.1, epsilon_high=0.0)]
+GRID = [
+    dict(
+        loss_type=lt,
+        importance_sampling_level=lvl,
+        beta=beta,
+        use_bias_correction_kl=bc,
+        epsilon_high=eh,
+    )
+    for lt, lvl, beta, bc, eh in itertools.product(
+        ("grpo", "bnpo", "dr_grpo", "dapo"),
+        ("token", "sequence"),
+        (0.0, 0.04),
+        (False, True),
+        (None, 0.28),
+    )
+]
+EXTRA = [
+    dict(delta=1.3),
+    dict(delta=1.3, importance_sampling_level="sequence"),
+    dict(delta=1.1, epsilon_high=0.28),
+    dict(
+        delta=1.1,
+        epsilon_high=0.28,
+        importance_sampling_level="sequence",
+        use_bias_correction_kl=True,
+    ),
+    dict(loss_type="dr_grpo", max_completion_length=16),
+    dict(gradient_accumulation_steps=2),
+    dict(
+        loss_type="dapo",
+        num_items_in_batch=40,
+        gradient_accumulation_steps=2,
+        steps_per_generation=2,
+        num_processes=2,
+    ),
+    dict(
+        loss_type="dapo",
+        num_items_in_batch=7,
+        importance_sampling_level="sequence",
+        beta=0.1,
+    ),
+    dict(
+        loss_type="bnpo", gradient_accumulation_steps=3, epsilon=0.1, epsilon_high=0.0
+    ),
+]
 
 
 def _ids(opts):
     return ",".join(f"{k}={v}" for k, v in opts.items()) or "defaults"
 
 
-def _check_against_numpy(opts, *, adv_2d=False, seed=0, fused=None, b=5, t=6, block_rows=None, per_token=True,
-                         compile=False):
+def _check_against_numpy(
+    opts,
+    *,
+    adv_2d=False,
+    seed=0,
+    fused=None,
+    b=5,
+    t=6,
+    block_rows=None,
+    per_token=True,
+    compile=False,
+):
     new, old, ref, adv, mask = _batch(seed, b, t, adv_2d)
-    ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref  # also exercise ref_logps=None
+    # also exercise ref_logps=None
+    ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref
     expected = dg.grpo_loss(new, old, ref_arg, adv, mask, **opts)
     new_t = _t(new).requires_grad_()
-    out = T.grpo_loss(new_t, _t(old), None if ref_arg is None else _t(ref_arg), _t(adv), _t(mask), fused=fused,
-                      per_token=per_token, compile=compile, _block_rows=block_rows, **opts)
+    out = T.grpo_loss(
+        new_t,
+        _t(old),
+        None if ref_arg is None else _t(ref_arg),
+        _t(adv),
+        _t(mask),
+        fused=fused,
+        per_token=per_token,
+        compile=compile,
+        _block_rows=block_rows,
+        **opts,
+    )
     out.loss.backward()
     assert out.loss.shape == () and out.loss.dtype == F64
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT, err_msg="loss")
-    np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT, err_msg="autograd vs analytic grad")
-    assert np.all(_np(new_t.grad)[mask == 0] == 0.0), "gradient must be exactly zero on padding"
+    np.testing.assert_allclose(
+        _np(new_t.grad), expected.grad, **TIGHT, err_msg="autograd vs analytic grad"
+    )
+    assert np.all(_np(new_t.grad)[mask == 0] == 0.0), (
+        "gradient must be exactly zero on padding"
+    )
     _check_metrics(out, expected)
     if not per_token:  # the training hot path: no per-token tensors, the same loss, gradient and metrics
-        assert out.ratio is None and out.per_token_loss is None and out.per_token_kl is None
+        assert (
+            out.ratio is None
+            and out.per_token_loss is None
+            and out.per_token_kl is None
+        )
         return out
     np.testing.assert_allclose(_np(out.ratio), expected.ratio, **TIGHT, err_msg="ratio")
-    np.testing.assert_allclose(_np(out.per_token_loss), expected.per_token_loss, **TIGHT, err_msg="per_token_loss")
+    np.testing.assert_allclose(
+        _np(out.per_token_loss),
+        expected.per_token_loss,
+        **TIGHT,
+        err_msg="per_token_loss",
+    )
     if expected.per_token_kl is None:
         assert out.per_token_kl is None
     else:
-        np.testing.assert_allclose(_np(out.per_token_kl), expected.per_token_kl, **TIGHT, err_msg="per_token_kl")
+        np.testing.assert_allclose(
+            _np(out.per_token_kl),
+            expected.per_token_kl,
+            **TIGHT,
+            err_msg="per_token_kl",
+        )
     return out
 
 
@@ -127,7 +207,9 @@ def _check_metrics(out, expected):
     assert set(out.metrics) == set(expected.metrics)
     for name, value in expected.metrics.items():
         assert out.metrics[name].shape == ()
-        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, err_msg=name)
+        np.testing.assert_allclose(
+            out.metrics[name].item(), value, **TIGHT, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("opts", GRID + EXTRA, ids=_ids)
@@ -135,32 +217,61 @@ def _check_metrics(out, expected):
 def test_grpo_matches_numpy_float64(opts, adv_2d):
     for fused in (True, False):
         _check_against_numpy(opts, adv_2d=adv_2d, fused=fused)
-    _check_against_numpy(opts, adv_2d=adv_2d, seed=1, fused=True, block_rows=2)  # several cache blocks
+    # several cache blocks
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=1, fused=True, block_rows=2)
     _check_against_numpy(opts, adv_2d=adv_2d, seed=2, per_token=False, block_rows=2)
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), b=st.integers(1, 6), t=st.integers(1, 9),
-       opts=st.sampled_from(GRID + EXTRA), adv_2d=st.booleans(), block_rows=st.sampled_from([None, 1, 2, 4]),
-       per_token=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    b=st.integers(1, 6),
+    t=st.integers(1, 9),
+    opts=st.sampled_from(GRID + EXTRA),
+    adv_2d=st.booleans(),
+    block_rows=st.sampled_from([None, 1, 2, 4]),
+    per_token=st.booleans(),
+)
 def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_token):
     if opts.get("loss_type") == "dr_grpo" and opts.get("max_completion_length", t) < t:
         opts = {k: v for k, v in opts.items() if k != "max_completion_length"}
-    _check_against_numpy(opts, adv_2d=adv_2d, seed=seed, b=b, t=t, block_rows=block_rows, per_token=per_token)
+    _check_against_numpy(
+        opts,
+        adv_2d=adv_2d,
+        seed=seed,
+        b=b,
+        t=t,
+        block_rows=block_rows,
+        per_token=per_token,
+    )
 
 
 def test_num_items_in_batch_as_tensor_and_on_policy_old():
     new, old, ref, adv, mask = _batch()
-    expected = dg.grpo_loss(new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40)
-    out = T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), _t(mask), loss_type="dapo",
-                      num_items_in_batch=torch.tensor(40))
+    expected = dg.grpo_loss(
+        new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40
+    )
+    out = T.grpo_loss(
+        _t(new),
+        _t(old),
+        _t(ref),
+        _t(adv),
+        _t(mask),
+        loss_type="dapo",
+        num_items_in_batch=torch.tensor(40),
+    )
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
     # old = new (TRL's on-policy shortcut): old is fixed data, so the gradient is still the policy gradient
     new_t = _t(new).requires_grad_()
     out = T.grpo_loss(new_t, new_t, _t(ref), _t(adv), _t(mask))
     out.loss.backward()
-    np.testing.assert_allclose(_np(new_t.grad), dg.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT)
-    assert torch.all(out.ratio == 1.0) and out.metrics["clip_ratio/region_mean"].item() == 0.0
+    np.testing.assert_allclose(
+        _np(new_t.grad), dg.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT
+    )
+    assert (
+        torch.all(out.ratio == 1.0)
+        and out.metrics["clip_ratio/region_mean"].item() == 0.0
+    )
 
 
 def test_no_grad_and_autograd_to_ref_and_advantages():
@@ -168,19 +279,28 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
     with torch.no_grad():
         out = T.grpo_loss(_t(new).requires_grad_(), _t(old), _t(ref), _t(adv), _t(mask))
     assert not out.loss.requires_grad
-    np.testing.assert_allclose(out.loss.item(), dg.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT)
+    np.testing.assert_allclose(
+        out.loss.item(), dg.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT
+    )
     # ref and advantages that require grad switch to the autograd path (gradients flow to them too)
     new_t, ref_t, adv_t = (_t(x).requires_grad_() for x in (new, ref, adv))
     T.grpo_loss(new_t, _t(old), ref_t, adv_t, _t(mask)).loss.backward()
-    np.testing.assert_allclose(_np(new_t.grad), dg.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT)
+    np.testing.assert_allclose(
+        _np(new_t.grad), dg.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT
+    )
     assert ref_t.grad is not None and adv_t.grad is not None
     h = 1e-6
     bumped = adv.copy()
     bumped[1] += h
-    fd = (dg.grpo_loss(new, old, ref, bumped, mask).loss - dg.grpo_loss(new, old, ref, adv, mask).loss) / h
+    fd = (
+        dg.grpo_loss(new, old, ref, bumped, mask).loss
+        - dg.grpo_loss(new, old, ref, adv, mask).loss
+    ) / h
     assert abs(adv_t.grad[1].item() - fd) < 1e-5
     # d loss / d ref comes from the k3 term only; checked against finite differences of the NumPy loss
-    fd_ref = dg.finite_difference(lambda x: dg.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6)
+    fd_ref = dg.finite_difference(
+        lambda x: dg.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6
+    )
     assert dg.max_abs_error(_np(ref_t.grad), fd_ref) < 1e-8
     assert np.all(_np(ref_t.grad)[mask == 0] == 0) and np.abs(fd_ref).max() > 1e-4
 
@@ -189,9 +309,18 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
 # GRPO loss: float32 / bfloat16, padding garbage
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
-                                  dict(loss_type="dapo", delta=1.5, epsilon_high=0.28), dict(beta=0.0)], ids=_ids)
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
+        dict(loss_type="dapo", delta=1.5, epsilon_high=0.28),
+        dict(beta=0.0),
+    ],
+    ids=_ids,
+)
 def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
     new, old, ref, adv, mask = _batch(3, b=16, t=64)
     tensors = [_t(x, dtype) for x in (new, old, ref, adv)]
@@ -203,33 +332,55 @@ def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
     assert out.loss.dtype == torch.float32 and new_t.grad.dtype == dtype
     np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-5, atol=1e-7)
     g, scale = _np(new_t.grad), np.abs(expected.grad).max()
-    rtol, atol = (1e-5, 1e-5 * scale) if dtype == torch.float32 else (2 ** -7, 1e-3 * scale)
+    rtol, atol = (
+        (1e-5, 1e-5 * scale) if dtype == torch.float32 else (2**-7, 1e-3 * scale)
+    )
     np.testing.assert_allclose(g, expected.grad, rtol=rtol, atol=atol)
     assert np.all(g[mask == 0] == 0)
     for name, value in expected.metrics.items():
-        np.testing.assert_allclose(out.metrics[name].item(), value, rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            out.metrics[name].item(), value, rtol=1e-5, atol=1e-6, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_padding_garbage_cannot_leak(fused, level):
     new, old, ref, adv, mask = _batch(adv_2d=True)
-    clean = T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), _t(mask), importance_sampling_level=level,
-                        use_bias_correction_kl=True)
+    clean = T.grpo_loss(
+        _t(new),
+        _t(old),
+        _t(ref),
+        _t(adv),
+        _t(mask),
+        importance_sampling_level=level,
+        use_bias_correction_kl=True,
+    )
     pad = mask == 0
     dirty = [x.copy() for x in (new, old, ref, adv)]
     for x, junk in zip(dirty, (np.nan, np.inf, -np.inf, np.nan)):
         x[pad] = junk
     dirty[0][pad & (np.arange(6) % 2 == 0)] = -np.inf
     new_t = _t(dirty[0]).requires_grad_()
-    out = T.grpo_loss(new_t, _t(dirty[1]), _t(dirty[2]), _t(dirty[3]), _t(mask), importance_sampling_level=level,
-                      use_bias_correction_kl=True, fused=fused)
+    out = T.grpo_loss(
+        new_t,
+        _t(dirty[1]),
+        _t(dirty[2]),
+        _t(dirty[3]),
+        _t(mask),
+        importance_sampling_level=level,
+        use_bias_correction_kl=True,
+        fused=fused,
+    )
     out.loss.backward()
     assert torch.isfinite(out.loss) and torch.isfinite(new_t.grad).all()
     assert torch.all(new_t.grad[torch.as_tensor(pad)] == 0)
     np.testing.assert_allclose(out.loss.item(), clean.loss.item(), **TIGHT)
-    for a, b in ((out.per_token_loss, clean.per_token_loss), (out.per_token_kl, clean.per_token_kl),
-                 (out.ratio, clean.ratio)):
+    for a, b in (
+        (out.per_token_loss, clean.per_token_loss),
+        (out.per_token_kl, clean.per_token_kl),
+        (out.ratio, clean.ratio),
+    ):
         assert torch.isfinite(a).all()
         np.testing.assert_allclose(_np(a), _np(b), **TIGHT)
 
@@ -238,13 +389,23 @@ def test_bool_and_int_masks_and_array_likes():
     new, old, ref, adv, mask = _batch()
     expected = dg.grpo_loss(new, old, ref, adv, mask).loss
     for m in (_t(mask) > 0, _t(mask).long(), mask.tolist()):
-        assert abs(T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), m).loss.item() - expected) < 1e-12
-    assert abs(T.grpo_loss(_t(new), old, ref.tolist(), adv, mask).loss.item() - expected) < 1e-12
+        assert (
+            abs(
+                T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), m).loss.item()
+                - expected
+            )
+            < 1e-12
+        )
+    assert (
+        abs(T.grpo_loss(_t(new), old, ref.tolist(), adv, mask).loss.item() - expected)
+        < 1e-12
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # GRPO loss: validation (the NumPy reference's list; torch raises the same errors)
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def _ok():
     new, old, ref, adv, mask = _batch()
@@ -295,7 +456,11 @@ TYPE_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("change, match", INVALID + TYPE_ERRORS, ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    "change, match",
+    INVALID + TYPE_ERRORS,
+    ids=lambda x: x if isinstance(x, str) else "",
+)
 def test_invalid_inputs_raise_like_numpy(change, match):
     kwargs = _ok() | change
     with pytest.raises((ValueError, TypeError), match=match) as numpy_error:
@@ -309,7 +474,9 @@ def test_torch_specific_validation():
     with pytest.raises(TypeError, match="new_logps must be a floating-point tensor"):
         T.grpo_loss(**(ok | dict(new_logps=ok["new_logps"].long())))
     with pytest.raises(ValueError, match="same device"):
-        T.grpo_loss(**(ok | dict(old_logps=torch.zeros(5, 6, dtype=F64, device="meta"))))
+        T.grpo_loss(
+            **(ok | dict(old_logps=torch.zeros(5, 6, dtype=F64, device="meta")))
+        )
     with pytest.raises(ValueError, match="num_items_in_batch"):
         T.grpo_loss(**ok, loss_type="dapo", num_items_in_batch=torch.tensor(0.0))
     with pytest.raises(TypeError, match="fused"):
@@ -323,13 +490,22 @@ def test_torch_specific_validation():
 # Advantages
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("ddof", [0, 1])
 def test_group_advantages_match_numpy(ddof):
     r = np.random.default_rng(0).normal(size=(4, 8))
     r[1] = 1.0  # zero-std group: advantages 0
-    np.testing.assert_allclose(_np(T.group_advantages(_t(r), ddof=ddof)), dg.group_advantages(r, ddof=ddof), **TIGHT)
-    for bad, err in ((np.zeros((3, 1)), ValueError), (np.zeros(4), ValueError), ("x", TypeError),
-                     (np.array([[1.0, np.nan]]), ValueError)):
+    np.testing.assert_allclose(
+        _np(T.group_advantages(_t(r), ddof=ddof)),
+        dg.group_advantages(r, ddof=ddof),
+        **TIGHT,
+    )
+    for bad, err in (
+        (np.zeros((3, 1)), ValueError),
+        (np.zeros(4), ValueError),
+        ("x", TypeError),
+        (np.array([[1.0, np.nan]]), ValueError),
+    ):
         with pytest.raises(err):
             dg.group_advantages(bad)
         with pytest.raises(err):
@@ -347,11 +523,18 @@ def _reward_tables():
     unscorable[2] = np.nan  # a row no function could score
     unscorable[6:8] = np.nan  # ... and a group with only 2 of 4 scorable
     one_valid = base.copy()
-    one_valid[8:11] = np.nan  # a group with a single scorable row (std NaN -> advantage 0)
+    # a group with a single scorable row (std NaN -> advantage 0)
+    one_valid[8:11] = np.nan
     constant = base.copy()
     constant[0:4] = 0.5  # zero-std group
-    return {"plain": base, "nan_entries": nan_entries, "unscorable": unscorable, "one_valid": one_valid,
-            "constant": constant, "single_func": base[:, :1]}
+    return {
+        "plain": base,
+        "nan_entries": nan_entries,
+        "unscorable": unscorable,
+        "one_valid": one_valid,
+        "constant": constant,
+        "single_func": base[:, :1],
+    }
 
 
 SCALES = ["group", "batch", "none", True, False]
@@ -363,44 +546,76 @@ SCALES = ["group", "batch", "none", True, False]
 def test_reward_advantages_match_numpy(table, aggregation, scale):
     rpf = _reward_tables()[table]
     weights = None if rpf.shape[1] == 1 else [1.0, 0.5, -2.0]
-    expected = dg.reward_advantages(rpf, 4, reward_weights=weights, scale_rewards=scale,
-                                    multi_objective_aggregation=aggregation)
-    out = T.reward_advantages(_t(rpf), 4, reward_weights=weights, scale_rewards=scale,
-                              multi_objective_aggregation=aggregation)
+    expected = dg.reward_advantages(
+        rpf,
+        4,
+        reward_weights=weights,
+        scale_rewards=scale,
+        multi_objective_aggregation=aggregation,
+    )
+    out = T.reward_advantages(
+        _t(rpf),
+        4,
+        reward_weights=weights,
+        scale_rewards=scale,
+        multi_objective_aggregation=aggregation,
+    )
     np.testing.assert_allclose(_np(out.advantages), expected.advantages, **TIGHT)
-    np.testing.assert_allclose(_np(out.rewards), expected.rewards, **TIGHT, equal_nan=True)
+    np.testing.assert_allclose(
+        _np(out.rewards), expected.rewards, **TIGHT, equal_nan=True
+    )
     assert set(out.metrics) == set(expected.metrics)
     for name, value in expected.metrics.items():
-        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, equal_nan=True, err_msg=name)
+        np.testing.assert_allclose(
+            out.metrics[name].item(), value, **TIGHT, equal_nan=True, err_msg=name
+        )
 
 
 @settings(max_examples=30, deadline=None)
-@given(groups=st.integers(1, 4), g=st.integers(2, 5), k=st.integers(1, 3), seed=st.integers(0, 10_000),
-       nan_frac=st.sampled_from([0.0, 0.2, 0.6]), scale=st.sampled_from(SCALES),
-       aggregation=st.sampled_from(["sum_then_normalize", "normalize_then_sum"]))
+@given(
+    groups=st.integers(1, 4),
+    g=st.integers(2, 5),
+    k=st.integers(1, 3),
+    seed=st.integers(0, 10_000),
+    nan_frac=st.sampled_from([0.0, 0.2, 0.6]),
+    scale=st.sampled_from(SCALES),
+    aggregation=st.sampled_from(["sum_then_normalize", "normalize_then_sum"]),
+)
 def test_reward_advantages_property(groups, g, k, seed, nan_frac, scale, aggregation):
     rng = np.random.default_rng(seed)
-    rpf = rng.integers(0, 3, (groups * g, k)).astype(float)  # small integers: ties and zero-std groups are common
+    # small integers: ties and zero-std groups are common
+    rpf = rng.integers(0, 3, (groups * g, k)).astype(float)
     rpf[rng.random(rpf.shape) < nan_frac] = np.nan
-    expected = dg.reward_advantages(rpf, g, scale_rewards=scale, multi_objective_aggregation=aggregation)
-    out = T.reward_advantages(_t(rpf), g, scale_rewards=scale, multi_objective_aggregation=aggregation)
-    np.testing.assert_allclose(_np(out.advantages), expected.advantages, rtol=1e-12, atol=1e-9)
+    expected = dg.reward_advantages(
+        rpf, g, scale_rewards=scale, multi_objective_aggregation=aggregation
+    )
+    out = T.reward_advantages(
+        _t(rpf), g, scale_rewards=scale, multi_objective_aggregation=aggregation
+    )
+    np.testing.assert_allclose(
+        _np(out.advantages), expected.advantages, rtol=1e-12, atol=1e-9
+    )
     for name, value in expected.metrics.items():
-        np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, equal_nan=True)
+        np.testing.assert_allclose(
+            out.metrics[name].item(), value, **TIGHT, equal_nan=True
+        )
 
 
-@pytest.mark.parametrize("kwargs, err", [
-    (dict(rewards_per_func=None), TypeError),
-    (dict(rewards_per_func=np.ones((6, 2)), num_generations=4), ValueError),
-    (dict(num_generations=1), ValueError),
-    (dict(num_generations=2.0), TypeError),
-    (dict(rewards_per_func=np.array([[np.inf, 1.0]] * 4)), ValueError),
-    (dict(reward_weights=[1.0]), ValueError),
-    (dict(scale_rewards="row"), ValueError),
-    (dict(multi_objective_aggregation="mean"), ValueError),
-    (dict(eps=0.0), ValueError),
-    (dict(rewards_per_func=np.ones((2, 2, 2))), ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, err",
+    [
+        (dict(rewards_per_func=None), TypeError),
+        (dict(rewards_per_func=np.ones((6, 2)), num_generations=4), ValueError),
+        (dict(num_generations=1), ValueError),
+        (dict(num_generations=2.0), TypeError),
+        (dict(rewards_per_func=np.array([[np.inf, 1.0]] * 4)), ValueError),
+        (dict(reward_weights=[1.0]), ValueError),
+        (dict(scale_rewards="row"), ValueError),
+        (dict(multi_objective_aggregation="mean"), ValueError),
+        (dict(eps=0.0), ValueError),
+        (dict(rewards_per_func=np.ones((2, 2, 2))), ValueError),
+    ],
+)
 def test_reward_advantages_invalid_like_numpy(kwargs, err):
     full = dict(rewards_per_func=np.ones((4, 2)), num_generations=2) | kwargs
     with pytest.raises(err):
@@ -414,38 +629,53 @@ def test_reward_advantages_invalid_like_numpy(kwargs, err):
 # DPO
 # ------------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("loss_type, s", [("sigmoid", 0.0), ("hinge", 0.0), ("robust", 0.0), ("robust", 0.2)])
+
+@pytest.mark.parametrize(
+    "loss_type, s", [("sigmoid", 0.0), ("hinge", 0.0), ("robust", 0.0), ("robust", 0.2)]
+)
 @pytest.mark.parametrize("beta", [0.1, 0.5, 2.0])
 def test_dpo_matches_numpy(loss_type, s, beta):
     rng = np.random.default_rng(2)
     pc, pr, rc, rr = (rng.normal(-20, 3, 9) for _ in range(4))
     expected = dg.dpo_loss(pc, pr, rc, rr, beta, loss_type=loss_type, label_smoothing=s)
     pc_t, pr_t = _t(pc).requires_grad_(), _t(pr).requires_grad_()
-    out = T.dpo_loss(pc_t, pr_t, _t(rc), _t(rr), beta, loss_type=loss_type, label_smoothing=s)
+    out = T.dpo_loss(
+        pc_t, pr_t, _t(rc), _t(rr), beta, loss_type=loss_type, label_smoothing=s
+    )
     assert out._fields[:2] == ("loss", "logits")
     out.loss.backward()
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
     np.testing.assert_allclose(_np(out.logits), expected.logits, **TIGHT)
     np.testing.assert_allclose(_np(pc_t.grad), expected.grad_policy_chosen, **TIGHT)
     np.testing.assert_allclose(_np(pr_t.grad), expected.grad_policy_rejected, **TIGHT)
-    np.testing.assert_allclose(_np(out.chosen_rewards), expected.chosen_rewards, **TIGHT)
-    np.testing.assert_allclose(_np(out.rejected_rewards), expected.rejected_rewards, **TIGHT)
+    np.testing.assert_allclose(
+        _np(out.chosen_rewards), expected.chosen_rewards, **TIGHT
+    )
+    np.testing.assert_allclose(
+        _np(out.rejected_rewards), expected.rejected_rewards, **TIGHT
+    )
     for name, value in expected.metrics.items():
         np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT)
 
 
 def test_dpo_invalid_like_numpy():
     ok = [np.zeros(3)] * 4
-    cases = [(dict(beta=0.0), ValueError), (dict(loss_type="ipo"), ValueError),
-             (dict(label_smoothing=0.1), ValueError), (dict(loss_type="robust", label_smoothing=0.5), ValueError),
-             (dict(beta="x"), TypeError)]
+    cases = [
+        (dict(beta=0.0), ValueError),
+        (dict(loss_type="ipo"), ValueError),
+        (dict(label_smoothing=0.1), ValueError),
+        (dict(loss_type="robust", label_smoothing=0.5), ValueError),
+        (dict(beta="x"), TypeError),
+    ]
     for kwargs, err in cases:
         with pytest.raises(err):
             dg.dpo_loss(*ok, **kwargs)
         with pytest.raises(err):
             T.dpo_loss(*map(_t, ok), **kwargs)
-    for bad, err in (([np.zeros(3)] * 3 + [np.zeros(4)], ValueError), ([np.zeros(3)] * 3 + [np.full(3, np.nan)],
-                                                                      ValueError)):
+    for bad, err in (
+        ([np.zeros(3)] * 3 + [np.zeros(4)], ValueError),
+        ([np.zeros(3)] * 3 + [np.full(3, np.nan)], ValueError),
+    ):
         with pytest.raises(err):
             dg.dpo_loss(*bad)
         with pytest.raises(err):
@@ -456,6 +686,7 @@ def test_dpo_invalid_like_numpy():
 # TRL 1.16.0 fixtures (produced by TRL's own trainer code; see tests/test_trl_parity.py)
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _fixture(name):
     path = FIXTURES / name
     if not path.exists():
@@ -465,8 +696,14 @@ def _fixture(name):
 
 
 def _nan_array(x):
-    return np.array(x if x is None else [[math.nan if v is None else v for v in row] for row in x] if
-                    isinstance(x[0], list) else [math.nan if v is None else v for v in x], dtype=np.float64)
+    return np.array(
+        x
+        if x is None
+        else [[math.nan if v is None else v for v in row] for row in x]
+        if isinstance(x[0], list)
+        else [math.nan if v is None else v for v in x],
+        dtype=np.float64,
+    )
 
 
 CLIP = set(T.CLIP_METRICS)
@@ -477,59 +714,119 @@ def test_grpo_matches_trl_fixtures(per_token):
     for case in _fixture("trl_grpo_loss.json"):
         o, x = case["options"], case["inputs"]
         new_t = _t(x["new_logps"]).requires_grad_()
-        old = new_t.detach() if x["old_logps"] is None else _t(_nan_array(x["old_logps"]))
+        old = (
+            new_t.detach() if x["old_logps"] is None else _t(_nan_array(x["old_logps"]))
+        )
         ref = None if x["ref_logps"] is None else _t(_nan_array(x["ref_logps"]))
-        out = T.grpo_loss(new_t, old, ref, _t(x["advantages"]), _t(x["mask"]), per_token=per_token, **o)
+        out = T.grpo_loss(
+            new_t,
+            old,
+            ref,
+            _t(x["advantages"]),
+            _t(x["mask"]),
+            per_token=per_token,
+            **o,
+        )
         out.loss.backward()
         name = case["name"]
-        np.testing.assert_allclose(out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=name)
-        np.testing.assert_allclose(_np(new_t.grad), np.array(case["grad_new_logps"]), rtol=0, atol=1e-10,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=name
+        )
+        np.testing.assert_allclose(
+            _np(new_t.grad),
+            np.array(case["grad_new_logps"]),
+            rtol=0,
+            atol=1e-10,
+            err_msg=name,
+        )
         assert set(out.metrics) == set(case["metrics"]), name
         for metric, value in case["metrics"].items():
-            atol = 1e-7 if metric in CLIP else 1e-10  # TRL computes the clip ratios in float32
-            np.testing.assert_allclose(out.metrics[metric].item(), value, rtol=0, atol=atol, err_msg=name)
+            # TRL computes the clip ratios in float32
+            atol = 1e-7 if metric in CLIP else 1e-10
+            np.testing.assert_allclose(
+                out.metrics[metric].item(), value, rtol=0, atol=atol, err_msg=name
+            )
 
 
 def test_advantages_match_trl_fixtures():
     for case in _fixture("trl_advantages.json"):
         o = case["options"]
-        out = T.reward_advantages(_t(_nan_array(case["inputs"]["rewards_per_func"])), o["num_generations"],
-                                  reward_weights=o["reward_weights"], scale_rewards=o["scale_rewards"],
-                                  multi_objective_aggregation=o["multi_objective_aggregation"])
+        out = T.reward_advantages(
+            _t(_nan_array(case["inputs"]["rewards_per_func"])),
+            o["num_generations"],
+            reward_weights=o["reward_weights"],
+            scale_rewards=o["scale_rewards"],
+            multi_objective_aggregation=o["multi_objective_aggregation"],
+        )
         # TRL's advantage pipeline is float32 end to end
-        np.testing.assert_allclose(_np(out.advantages), case["advantages"], rtol=1e-5, atol=1e-6, err_msg=case["name"])
+        np.testing.assert_allclose(
+            _np(out.advantages),
+            case["advantages"],
+            rtol=1e-5,
+            atol=1e-6,
+            err_msg=case["name"],
+        )
         for metric, value in case["metrics"].items():
-            np.testing.assert_allclose(out.metrics[metric].item(), value, rtol=1e-5, atol=1e-6, err_msg=case["name"])
+            np.testing.assert_allclose(
+                out.metrics[metric].item(),
+                value,
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=case["name"],
+            )
 
 
 def test_dpo_matches_trl_fixtures():
     for case in _fixture("trl_dpo_loss.json"):
         o, x = case["options"], case["inputs"]
-        s = o["label_smoothing"] if o["loss_type"] == "robust" else 0.0  # TRL ignores it for sigmoid and hinge
-        pc, pr = _t(x["policy_chosen"]).requires_grad_(), _t(x["policy_rejected"]).requires_grad_()
-        out = T.dpo_loss(pc, pr, _t(x["ref_chosen"]), _t(x["ref_rejected"]), o["beta"], loss_type=o["loss_type"],
-                         label_smoothing=s)
+        # TRL ignores it for sigmoid and hinge
+        s = o["label_smoothing"] if o["loss_type"] == "robust" else 0.0
+        pc, pr = (
+            _t(x["policy_chosen"]).requires_grad_(),
+            _t(x["policy_rejected"]).requires_grad_(),
+        )
+        out = T.dpo_loss(
+            pc,
+            pr,
+            _t(x["ref_chosen"]),
+            _t(x["ref_rejected"]),
+            o["beta"],
+            loss_type=o["loss_type"],
+            label_smoothing=s,
+        )
         out.loss.backward()
-        np.testing.assert_allclose(out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=case["name"])
-        np.testing.assert_allclose(_np(pc.grad), case["grad_policy_chosen"], rtol=0, atol=1e-10)
-        np.testing.assert_allclose(_np(pr.grad), case["grad_policy_rejected"], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=case["name"]
+        )
+        np.testing.assert_allclose(
+            _np(pc.grad), case["grad_policy_chosen"], rtol=0, atol=1e-10
+        )
+        np.testing.assert_allclose(
+            _np(pr.grad), case["grad_policy_rejected"], rtol=0, atol=1e-10
+        )
         for metric, value in out.metrics.items():
             atol = 1e-7 if metric == "rewards/accuracies" else 1e-10
-            np.testing.assert_allclose(value.item(), case["metrics"][metric], rtol=0, atol=atol)
+            np.testing.assert_allclose(
+                value.item(), case["metrics"][metric], rtol=0, atol=atol
+            )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # selective_log_softmax
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _naive(logits, ids):
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[..., None])[..., 0]
 
 
-def _compare_with_naive(logits, ids, chunk_size=None, weights=None, tol=TIGHT, inplace=False):
+def _compare_with_naive(
+    logits, ids, chunk_size=None, weights=None, tol=TIGHT, inplace=False
+):
     if weights is None:  # seeded: a failure reproduces
-        weights = torch.randn(ids.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+        weights = torch.randn(
+            ids.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+        )
     a = logits.detach().clone().requires_grad_()
     b = logits.detach().clone().requires_grad_()
     ours = T.selective_log_softmax(a, ids, chunk_size, inplace_backward=inplace)
@@ -548,7 +845,8 @@ def _compare_with_naive(logits, ids, chunk_size=None, weights=None, tol=TIGHT, i
 @pytest.mark.parametrize("chunk_size", [None, 1, 3, 7, 1000])
 def test_selective_log_softmax_matches_naive(chunk_size, inplace):
     g = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, 7, 37, generator=g, dtype=F64) * 4  # 21 rows: no chunk size in the list divides it
+    # 21 rows: no chunk size in the list divides it
+    logits = torch.randn(3, 7, 37, generator=g, dtype=F64) * 4
     ids = torch.randint(0, 37, (3, 7), generator=g)
     _compare_with_naive(logits, ids, chunk_size, inplace=inplace)
 
@@ -561,7 +859,10 @@ def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
     g = torch.Generator().manual_seed(5)
     hidden = torch.randn(2, 6, 8, generator=g, dtype=F64)
     weight = torch.randn(40, 8, generator=g, dtype=F64)
-    ids, w = torch.randint(0, 40, (2, 6), generator=g), torch.randn(2, 6, generator=g, dtype=F64)
+    ids, w = (
+        torch.randint(0, 40, (2, 6), generator=g),
+        torch.randn(2, 6, generator=g, dtype=F64),
+    )
 
     def grads(fn, extra=None):
         h, wt = hidden.to(dtype).requires_grad_(), weight.to(dtype).requires_grad_()
@@ -572,7 +873,7 @@ def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
         loss.backward()
         return _np(h.grad), _np(wt.grad)
 
-    tol = TIGHT if dtype == F64 else dict(rtol=2 ** -6, atol=2e-2)
+    tol = TIGHT if dtype == F64 else dict(rtol=2**-6, atol=2e-2)
     inplace = lambda x, i: T.selective_log_softmax(x, i, 5, inplace_backward=True)  # noqa: E731
     for got, want in zip(grads(inplace), grads(_naive)):
         np.testing.assert_allclose(got, want, **tol)
@@ -581,9 +882,12 @@ def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
         np.testing.assert_allclose(got, want, **tol)
     h = hidden.clone().requires_grad_()
     logits = h @ weight.T
-    earlier = (logits ** 2).sum()  # saved the logits before the log-probs were taken: its backward runs last
+    # saved the logits before the log-probs were taken: its backward runs last
+    earlier = (logits**2).sum()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        (earlier + T.selective_log_softmax(logits, ids, inplace_backward=True).sum()).backward()
+        (
+            earlier + T.selective_log_softmax(logits, ids, inplace_backward=True).sum()
+        ).backward()
 
 
 def test_selective_log_softmax_ragged_mask_noncontiguous_and_shapes():
@@ -592,14 +896,23 @@ def test_selective_log_softmax_ragged_mask_noncontiguous_and_shapes():
     ids = torch.randint(0, 50, (4, 8), generator=g)
     lengths = torch.tensor([8, 3, 1, 5])
     mask = (torch.arange(8)[None] < lengths[:, None]).to(F64)
-    sliced = full[:, :-1]  # the usual logits[:, :-1]: not viewable as (B*T, V), handled without a copy
+    # the usual logits[:, :-1]: not viewable as (B*T, V), handled without a copy
+    sliced = full[:, :-1]
     assert not sliced.is_contiguous()
-    _compare_with_naive(sliced, ids, chunk_size=3, weights=mask)  # padded positions get zero gradient
-    _compare_with_naive(full[0, :, :], torch.randint(0, 50, (9,), generator=g))  # 2-D logits
-    _compare_with_naive(full.reshape(2, 2, 9, 50), torch.randint(0, 50, (2, 2, 9), generator=g), chunk_size=5)
+    # padded positions get zero gradient
+    _compare_with_naive(sliced, ids, chunk_size=3, weights=mask)
+    # 2-D logits
+    _compare_with_naive(full[0, :, :], torch.randint(0, 50, (9,), generator=g))
+    _compare_with_naive(
+        full.reshape(2, 2, 9, 50),
+        torch.randint(0, 50, (2, 2, 9), generator=g),
+        chunk_size=5,
+    )
     extreme = full.clone()
     extreme[0, 0, 0] = 1e4  # logsumexp must not overflow
-    _compare_with_naive(extreme, torch.randint(0, 50, (4, 9), generator=g), chunk_size=4)
+    _compare_with_naive(
+        extreme, torch.randint(0, 50, (4, 9), generator=g), chunk_size=4
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -618,27 +931,37 @@ def test_selective_log_softmax_low_precision(dtype):
         T.selective_log_softmax(a, ids, 8).sum().backward()
         b = logits.double().requires_grad_()
         _naive(b, ids).sum().backward()
-        np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=2 ** -7, atol=1e-3)
+        np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=2**-7, atol=1e-3)
 
 
 def test_selective_log_softmax_saves_no_vocabulary_sized_tensor():
     """Autograd keeps only the logits themselves (the input) and O(B T) tensors, unlike log_softmax + gather."""
     logits = torch.randn(4, 16, 300, requires_grad=True)
     ids = torch.randint(0, 300, (4, 16))
-    full, ids_bytes = logits.numel() * logits.element_size(), ids.numel() * ids.element_size()
+    full, ids_bytes = (
+        logits.numel() * logits.element_size(),
+        ids.numel() * ids.element_size(),
+    )
     # naive: the log-softmax output, saved by log_softmax and again by gather (one storage), and the ids
     assert T.saved_tensor_bytes(_naive, logits, ids, exclude=logits) == full + ids_bytes
-    assert T.saved_tensor_bytes(T.selective_log_softmax, logits, ids, exclude=logits) == ids_bytes
+    assert (
+        T.saved_tensor_bytes(T.selective_log_softmax, logits, ids, exclude=logits)
+        == ids_bytes
+    )
     # log_softmax keeps its output, not its input; selective_log_softmax keeps its input, the logits
     assert T.saved_tensor_bytes(_naive, logits, ids) == full + ids_bytes
-    assert T.saved_tensor_bytes(T.selective_log_softmax, logits, ids) == full + ids_bytes
+    assert (
+        T.saved_tensor_bytes(T.selective_log_softmax, logits, ids) == full + ids_bytes
+    )
 
 
 def test_saved_tensor_bytes_counts_a_shared_storage_once_and_checks_its_arguments():
     x = torch.randn(1000, requires_grad=True)
-    assert T.saved_tensor_bytes(lambda t: (t * t).sum(), x) == x.numel() * 4  # mul saves x twice: one storage
+    # mul saves x twice: one storage
+    assert T.saved_tensor_bytes(lambda t: (t * t).sum(), x) == x.numel() * 4
     assert T.saved_tensor_bytes(lambda t: (t * t).sum(), x, exclude=[x]) == 0
-    assert T.saved_tensor_bytes(lambda t: t.exp(), x, exclude=x) == 4000  # exp saves its output
+    # exp saves its output
+    assert T.saved_tensor_bytes(lambda t: t.exp(), x, exclude=x) == 4000
     with pytest.raises(TypeError, match="fn"):
         T.saved_tensor_bytes(None, x)
     with pytest.raises(TypeError, match="exclude"):
@@ -659,12 +982,19 @@ def test_selective_log_softmax_validation():
         T.selective_log_softmax(logits, ids, chunk_size=0)
     with pytest.raises(TypeError, match="inplace_backward must be a bool"):
         T.selective_log_softmax(logits, ids, inplace_backward=1)
-    assert T.selective_log_softmax(torch.randn(0, 4, 5), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4)
+    assert T.selective_log_softmax(
+        torch.randn(0, 4, 5), torch.zeros(0, 4, dtype=torch.long)
+    ).shape == (0, 4)
 
 
 @settings(max_examples=25, deadline=None)
-@given(b=st.integers(1, 4), t=st.integers(1, 12), v=st.integers(1, 40), chunk=st.one_of(st.none(), st.integers(1, 9)),
-       seed=st.integers(0, 10_000))
+@given(
+    b=st.integers(1, 4),
+    t=st.integers(1, 12),
+    v=st.integers(1, 40),
+    chunk=st.one_of(st.none(), st.integers(1, 9)),
+    seed=st.integers(0, 10_000),
+)
 def test_selective_log_softmax_property(b, t, v, chunk, seed):
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(b, t, v, generator=g, dtype=F64) * 5
@@ -677,10 +1007,19 @@ def test_selective_log_softmax_property(b, t, v, chunk, seed):
 # CUDA (skipped without a GPU)
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @cuda
 @needs_cuda
-@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
-                                  dict(loss_type="dapo", delta=1.5), dict(loss_type="bnpo", beta=0.0)], ids=_ids)
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(importance_sampling_level="sequence", use_bias_correction_kl=True),
+        dict(loss_type="dapo", delta=1.5),
+        dict(loss_type="bnpo", beta=0.0),
+    ],
+    ids=_ids,
+)
 def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     new, old, ref, adv, mask = _batch(4, b=32, t=128)
     expected = dg.grpo_loss(new, old, ref, adv, mask, **opts)
@@ -698,7 +1037,9 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
         for fused in (True, False):
             out = T.grpo_loss(new_t, *args, validate=False, fused=fused, **opts)
             out.loss.backward()
-        T.grpo_loss(new_t, *args, validate=False, per_token=False, **opts).loss.backward()
+        T.grpo_loss(
+            new_t, *args, validate=False, per_token=False, **opts
+        ).loss.backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     # compile=True on the GPU: one Triton kernel, the same numbers
@@ -706,14 +1047,20 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
         new_t.grad = None
         out = T.grpo_loss(new_t, *args, compile=True, per_token=per_token, **opts)
         out.loss.backward()
-        np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12)
-        np.testing.assert_allclose(_np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(
+            out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            _np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
+        )
     # bfloat16 on the GPU, within the documented tolerance
     new_b = _t(new, torch.bfloat16, dev).requires_grad_()
     out = T.grpo_loss(new_b, *[x.to(torch.bfloat16) for x in args], **opts)
     out.loss.backward()
     rounded = [_np(_t(x, torch.bfloat16)) for x in (new, old, ref, adv)]
-    np.testing.assert_allclose(out.loss.item(), dg.grpo_loss(*rounded, mask, **opts).loss, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        out.loss.item(), dg.grpo_loss(*rounded, mask, **opts).loss, rtol=1e-5, atol=1e-7
+    )
 
 
 @cuda
@@ -721,15 +1068,26 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
 def test_cuda_advantages_dpo_and_selective_log_softmax():
     dev = "cuda"
     rpf = _reward_tables()["unscorable"]
-    out = T.reward_advantages(_t(rpf, device=dev), 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch")
-    np.testing.assert_allclose(_np(out.advantages), dg.reward_advantages(
-        rpf, 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch").advantages, **TIGHT)
+    out = T.reward_advantages(
+        _t(rpf, device=dev), 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch"
+    )
+    np.testing.assert_allclose(
+        _np(out.advantages),
+        dg.reward_advantages(
+            rpf, 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch"
+        ).advantages,
+        **TIGHT,
+    )
     x = [torch.randn(7, dtype=F64, device=dev) for _ in range(4)]
-    np.testing.assert_allclose(T.dpo_loss(*x).loss.item(), dg.dpo_loss(*map(_np, x)).loss, **TIGHT)
+    np.testing.assert_allclose(
+        T.dpo_loss(*x).loss.item(), dg.dpo_loss(*map(_np, x)).loss, **TIGHT
+    )
     g = torch.Generator(device=dev).manual_seed(0)
     logits = torch.randn(2, 65, 3001, generator=g, device=dev, dtype=F64)
     ids = torch.randint(0, 3001, (2, 65), generator=g, device=dev)
-    _compare_with_naive(logits, ids, chunk_size=16, weights=torch.randn(2, 65, dtype=F64, device=dev))
+    _compare_with_naive(
+        logits, ids, chunk_size=16, weights=torch.randn(2, 65, dtype=F64, device=dev)
+    )
 
 
 @cuda
@@ -748,7 +1106,11 @@ def test_cuda_selective_log_softmax_memory():
         torch.cuda.reset_peak_memory_stats()
         fn(logits, ids).sum().backward()
         torch.cuda.synchronize()
-        return torch.cuda.max_memory_allocated() - base - logits.grad.numel() * logits.grad.element_size()
+        return (
+            torch.cuda.max_memory_allocated()
+            - base
+            - logits.grad.numel() * logits.grad.element_size()
+        )
 
     naive, ours = peak_extra(_naive), peak_extra(T.selective_log_softmax)
     assert ours <= naive / 8, (ours, naive)
@@ -768,41 +1130,78 @@ def test_cuda_selective_log_softmax_memory():
 # torch.compile and overflow
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def test_traces_without_graph_breaks():
     """fullgraph=True fails on any graph break; backend="eager" only traces (no code generation: fast)."""
-    for opts, adv_2d, paths in ((dict(), False, (True, False)),
-                                (dict(importance_sampling_level="sequence", use_bias_correction_kl=True, delta=1.3,
-                                      loss_type="dapo"), True, (True,))):
+    for opts, adv_2d, paths in (
+        (dict(), False, (True, False)),
+        (
+            dict(
+                importance_sampling_level="sequence",
+                use_bias_correction_kl=True,
+                delta=1.3,
+                loss_type="dapo",
+            ),
+            True,
+            (True,),
+        ),
+    ):
         batch = _batch(adv_2d=adv_2d)
         expected = dg.grpo_loss(*batch, **opts)
         new, old, ref, adv, mask = (_t(x) for x in batch)
-        for fused in paths:  # under tracing the fused path takes its functional (out=-free) form
-            fn = torch.compile(lambda *a, f=fused: T.grpo_loss(*a, validate=False, fused=f, **opts), fullgraph=True,
-                               backend="eager")
+        for fused in (
+            paths
+        ):  # under tracing the fused path takes its functional (out=-free) form
+            fn = torch.compile(
+                lambda *a, f=fused: T.grpo_loss(*a, validate=False, fused=f, **opts),
+                fullgraph=True,
+                backend="eager",
+            )
             new_t = new.clone().requires_grad_()
             out = fn(new_t, old, ref, adv, mask)
             out.loss.backward()
             np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
             np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT)
-            np.testing.assert_allclose(_np(out.per_token_loss), expected.per_token_loss, **TIGHT)
+            np.testing.assert_allclose(
+                _np(out.per_token_loss), expected.per_token_loss, **TIGHT
+            )
             for name, value in expected.metrics.items():
-                np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT, err_msg=name)
+                np.testing.assert_allclose(
+                    out.metrics[name].item(), value, **TIGHT, err_msg=name
+                )
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(2, 3, 5, generator=g, dtype=F64, requires_grad=True)
     ids = torch.randint(0, 5, (2, 3), generator=g)
-    sls = torch.compile(lambda x, i: T.selective_log_softmax(x, i, 2, validate=False), fullgraph=True,
-                        backend="eager")
+    sls = torch.compile(
+        lambda x, i: T.selective_log_softmax(x, i, 2, validate=False),
+        fullgraph=True,
+        backend="eager",
+    )
     out = sls(logits, ids)
     out.sum().backward()
     np.testing.assert_allclose(_np(out), _np(_naive(logits, ids)), **TIGHT)
     # d sum_r log p_r(id_r) / d logits = onehot(id) - softmax(logits)
-    expected = torch.nn.functional.one_hot(ids, 5).to(F64) - torch.softmax(logits.detach(), -1)
+    expected = torch.nn.functional.one_hot(ids, 5).to(F64) - torch.softmax(
+        logits.detach(), -1
+    )
     np.testing.assert_allclose(_np(logits.grad), _np(expected), **TIGHT)
 
 
-@pytest.mark.parametrize("opts", [dict(), dict(importance_sampling_level="sequence", use_bias_correction_kl=True,
-                                                 delta=1.3, epsilon_high=0.28, loss_type="dapo",
-                                                 num_items_in_batch=40)], ids=_ids)
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(
+            importance_sampling_level="sequence",
+            use_bias_correction_kl=True,
+            delta=1.3,
+            epsilon_high=0.28,
+            loss_type="dapo",
+            num_items_in_batch=40,
+        ),
+    ],
+    ids=_ids,
+)
 def test_compiled_loss_matches_numpy(opts):
     """compile=True with inductor's real code generation (C++ on CPU): float64 parity with and without the
     per-token outputs, on a second shape (dynamic, no recompile error), with (B, T) advantages, and the autograd
@@ -811,24 +1210,45 @@ def test_compiled_loss_matches_numpy(opts):
 
     graphs = counters["stats"]["unique_graphs"]
     _check_against_numpy(opts, compile=True)
-    assert counters["stats"]["unique_graphs"] > graphs, "compile=True must run the loss through torch.compile"
-    for kw in (dict(per_token=False), dict(b=7, t=9, seed=1), dict(adv_2d=True, seed=2), dict(fused=False)):
+    assert counters["stats"]["unique_graphs"] > graphs, (
+        "compile=True must run the loss through torch.compile"
+    )
+    for kw in (
+        dict(per_token=False),
+        dict(b=7, t=9, seed=1),
+        dict(adv_2d=True, seed=2),
+        dict(fused=False),
+    ):
         _check_against_numpy(opts, compile=True, **kw)
 
 
 def test_compile_without_a_cxx_compiler_explains(tmp_path):
-    code = ("import torch, torch._inductor.config as ic\n"
-            "from dpo_grpo import torch_ops as T\n"
-            "ic.cpp.cxx = ('/nonexistent-compiler',)\n"
-            "z = torch.zeros(2, 3)\n"
-            "try:\n"
-            "    T.grpo_loss(z, z, z, torch.ones(2), torch.ones(2, 3), compile=True)\n"
-            "except RuntimeError as exc:\n"
-            "    print(exc)\n")
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-               PYTHONPATH=str(ROOT / "code"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert "needs a C++ compiler" in out.stdout and "compile=False" in out.stdout, out.stderr[-2000:]
+    code = (
+        "import torch, torch._inductor.config as ic\n"
+        "from dpo_grpo import torch_ops as T\n"
+        "ic.cpp.cxx = ('/nonexistent-compiler',)\n"
+        "z = torch.zeros(2, 3)\n"
+        "try:\n"
+        "    T.grpo_loss(z, z, z, torch.ones(2), torch.ones(2, 3), compile=True)\n"
+        "except RuntimeError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = dict(
+        os.environ,
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
+        TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+        PYTHONPATH=str(ROOT / "code"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert "needs a C++ compiler" in out.stdout and "compile=False" in out.stdout, (
+        out.stderr[-2000:]
+    )
 
 
 def test_per_token_and_compile_arguments():
@@ -840,7 +1260,13 @@ def test_per_token_and_compile_arguments():
     with pytest.raises(ValueError, match="per_token=False needs the fused path"):
         T.grpo_loss(new, old, ref, adv, mask, per_token=False, fused=False)
     # without the per-token tensors an overflow still raises (it shows in the gradient: 0 * inf = NaN)
-    args = [_t([[1000.0]]).requires_grad_(), _t([[0.0]]), _t([[0.0]]), _t([1.0]), _t([[1.0]])]
+    args = [
+        _t([[1000.0]]).requires_grad_(),
+        _t([[0.0]]),
+        _t([[0.0]]),
+        _t([1.0]),
+        _t([[1.0]]),
+    ]
     with pytest.raises(ValueError, match="overflow"):
         T.grpo_loss(*args, beta=0.0, per_token=False)
 

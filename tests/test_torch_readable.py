@@ -30,15 +30,30 @@ def _batch(seed):
 @pytest.mark.parametrize("epsilon, beta", [(0.2, 0.04), (0.1, 0.0), (0.3, 0.5)])
 def test_readable_grpo_equals_reference_and_fused(seed, epsilon, beta):
     new, old, ref, adv, mask = _batch(seed)
-    loss_np, grad_np = ref_grpo.grpo_loss(new, old, ref, adv, mask, epsilon=epsilon, beta=beta)
-    t = {k: torch.tensor(x) for k, x in dict(old=old, ref=ref, adv=adv, mask=mask).items()}
+    loss_np, grad_np = ref_grpo.grpo_loss(
+        new, old, ref, adv, mask, epsilon=epsilon, beta=beta
+    )
+    t = {
+        k: torch.tensor(x)
+        for k, x in dict(old=old, ref=ref, adv=adv, mask=mask).items()
+    }
     new_t = torch.tensor(new, requires_grad=True)
-    loss = readable.grpo_loss(new_t, t["old"], t["ref"], t["adv"], t["mask"], epsilon=epsilon, beta=beta)
+    loss = readable.grpo_loss(
+        new_t, t["old"], t["ref"], t["adv"], t["mask"], epsilon=epsilon, beta=beta
+    )
     loss.backward()
     assert loss.item() == pytest.approx(loss_np, rel=1e-12)
     np.testing.assert_allclose(new_t.grad.numpy(), grad_np, rtol=1e-10, atol=1e-14)
-    fused = torch_ops.grpo_loss(torch.tensor(new), t["old"], t["ref"], t["adv"], t["mask"], epsilon=epsilon,
-                                beta=beta, loss_type="grpo")
+    fused = torch_ops.grpo_loss(
+        torch.tensor(new),
+        t["old"],
+        t["ref"],
+        t["adv"],
+        t["mask"],
+        epsilon=epsilon,
+        beta=beta,
+        loss_type="grpo",
+    )
     assert fused.loss.item() == pytest.approx(loss.item(), rel=1e-12)
 
 
@@ -53,11 +68,19 @@ def test_readable_dpo_equals_reference_and_exact():
     assert exact.loss.item() == pytest.approx(loss_np, rel=1e-13)
     # d loss / d π_w = -β σ(-z) / P
     z = 0.1 * ((logps[0] - logps[1]) - (logps[2] - logps[3]))
-    np.testing.assert_allclose(pc.grad.numpy(), -0.1 * ref_dpo.sigmoid(-z) / 6, rtol=1e-12)
+    np.testing.assert_allclose(
+        pc.grad.numpy(), -0.1 * ref_dpo.sigmoid(-z) / 6, rtol=1e-12
+    )
 
 
 def test_readable_losses_reject_arrays_with_a_clear_message():
     with pytest.raises(TypeError, match="torch tensors"):
         readable.dpo_loss([1.0], [0.0], [0.0], [0.0])
     with pytest.raises(ValueError, match="first dimension"):
-        readable.grpo_loss(torch.zeros(2, 3), torch.zeros(3, 3), torch.zeros(2, 3), torch.zeros(2), torch.ones(2, 3))
+        readable.grpo_loss(
+            torch.zeros(2, 3),
+            torch.zeros(3, 3),
+            torch.zeros(2, 3),
+            torch.zeros(2),
+            torch.ones(2, 3),
+        )

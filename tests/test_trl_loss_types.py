@@ -23,17 +23,38 @@ import numpy as np
 import pytest
 
 from dpo_grpo import dpo_loss, grpo_loss
-from dpo_grpo.trl_exact.dpo import DPO_LOSS_TYPES, LABEL_SMOOTHING_LOSS_TYPES, dpo_options
+from dpo_grpo.trl_exact.dpo import (
+    DPO_LOSS_TYPES,
+    LABEL_SMOOTHING_LOSS_TYPES,
+    dpo_options,
+)
 from dpo_grpo.trl_exact.grpo import LOSS_TYPES, grpo_options
 
-FIXTURES = Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
+FIXTURES = (
+    Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
+)
 EXACT = dict(rtol=0.0, atol=1e-10)
 FLOAT32_RATIO = dict(rtol=0.0, atol=1e-7)
-EXO = dict(rtol=0.0, atol=1e-6)  # exo_pair: one float32 ulp of log(eps) (module docstring)
-FLOAT32_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "clip_ratio/low_min",
-                   "clip_ratio/high_max", "cispo_clip_ratio", "rewards/accuracies")
-NEW_OPTIONS = ("sapo_temperature_pos", "sapo_temperature_neg", "vespo_k_pos", "vespo_lambda_pos", "vespo_k_neg",
-               "vespo_lambda_neg")
+EXO = dict(
+    rtol=0.0, atol=1e-6
+)  # exo_pair: one float32 ulp of log(eps) (module docstring)
+FLOAT32_METRICS = (
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
+    "cispo_clip_ratio",
+    "rewards/accuracies",
+)
+NEW_OPTIONS = (
+    "sapo_temperature_pos",
+    "sapo_temperature_neg",
+    "vespo_k_pos",
+    "vespo_lambda_pos",
+    "vespo_k_neg",
+    "vespo_lambda_neg",
+)
 
 
 def _load(name):
@@ -52,22 +73,34 @@ def _ids(cases):
 def _grpo_args(case):
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
-    old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])  # on-policy: old = detach(new)
+    old = (
+        new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
+    )  # on-policy: old = detach(new)
     ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
-    kwargs = dict(epsilon=o["epsilon"], beta=o["beta"], loss_type=o["loss_type"],
-                  importance_sampling_level=o["importance_sampling_level"], epsilon_high=o["epsilon_high"],
-                  delta=o["delta"], use_bias_correction_kl=o["use_bias_correction_kl"],
-                  max_completion_length=o["max_completion_length"], num_items_in_batch=o["num_items_in_batch"],
-                  gradient_accumulation_steps=o["gradient_accumulation_steps"],
-                  steps_per_generation=o["steps_per_generation"], num_processes=o["num_processes"],
-                  **{k: o[k] for k in NEW_OPTIONS})
+    kwargs = dict(
+        epsilon=o["epsilon"],
+        beta=o["beta"],
+        loss_type=o["loss_type"],
+        importance_sampling_level=o["importance_sampling_level"],
+        epsilon_high=o["epsilon_high"],
+        delta=o["delta"],
+        use_bias_correction_kl=o["use_bias_correction_kl"],
+        max_completion_length=o["max_completion_length"],
+        num_items_in_batch=o["num_items_in_batch"],
+        gradient_accumulation_steps=o["gradient_accumulation_steps"],
+        steps_per_generation=o["steps_per_generation"],
+        num_processes=o["num_processes"],
+        **{k: o[k] for k in NEW_OPTIONS},
+    )
     return (new, old, ref, np.array(x["advantages"]), np.array(x["mask"])), kwargs
 
 
 def _check_grpo(loss, grad, metrics, case):
     np.testing.assert_allclose(loss, case["loss"], **EXACT, err_msg="loss")
     mask = np.array(case["inputs"]["mask"], dtype=bool)
-    np.testing.assert_allclose(grad, np.array(case["grad_new_logps"]), **EXACT, err_msg="d loss / d new_logps")
+    np.testing.assert_allclose(
+        grad, np.array(case["grad_new_logps"]), **EXACT, err_msg="d loss / d new_logps"
+    )
     assert np.all(grad[~mask] == 0.0), "gradient must be exactly zero on padding"
     assert set(metrics) == set(case["metrics"]), "metric names differ from TRL's"
     for name, trl_value in case["metrics"].items():
@@ -89,96 +122,203 @@ def test_torch_grpo_loss_types_match_trl(case):
 
     (new, old, ref, adv, mask), kwargs = _grpo_args(case)
     new_t = torch.tensor(new, dtype=torch.float64, requires_grad=True)
-    old_t = new_t.detach() if case["inputs"]["old_logps"] is None else torch.tensor(old, dtype=torch.float64)
+    old_t = (
+        new_t.detach()
+        if case["inputs"]["old_logps"] is None
+        else torch.tensor(old, dtype=torch.float64)
+    )
     ref_t = None if ref is None else torch.tensor(ref, dtype=torch.float64)
-    out = torch_ops.grpo_loss(new_t, old_t, ref_t, torch.tensor(adv, dtype=torch.float64), torch.tensor(mask),
-                              **kwargs)
+    out = torch_ops.grpo_loss(
+        new_t,
+        old_t,
+        ref_t,
+        torch.tensor(adv, dtype=torch.float64),
+        torch.tensor(mask),
+        **kwargs,
+    )
     out.loss.backward()
-    _check_grpo(out.loss.item(), new_t.grad.numpy(), {k: v.item() for k, v in out.metrics.items()}, case)
+    _check_grpo(
+        out.loss.item(),
+        new_t.grad.numpy(),
+        {k: v.item() for k, v in out.metrics.items()},
+        case,
+    )
 
 
 def test_grpo_fixture_covers_every_new_type_and_branch():
     cases = GRPO["cases"]
     for loss_type in ("cispo", "sapo", "luspo", "vespo"):
         mine = [c for c in cases if c["options"]["loss_type"] == loss_type]
-        grid = {(c["options"]["importance_sampling_level"], c["options"]["beta"] != 0,
-                 c["options"]["use_bias_correction_kl"], c["inputs"]["old_logps"] is None) for c in mine}
+        grid = {
+            (
+                c["options"]["importance_sampling_level"],
+                c["options"]["beta"] != 0,
+                c["options"]["use_bias_correction_kl"],
+                c["inputs"]["old_logps"] is None,
+            )
+            for c in mine
+        }
         for level in ("token", "sequence"):
-            assert {(level, False, False, False), (level, True, False, False), (level, True, True, False),
-                    (level, True, True, True)} <= grid, (loss_type, level)
+            assert {
+                (level, False, False, False),
+                (level, True, False, False),
+                (level, True, True, False),
+                (level, True, True, True),
+            } <= grid, (loss_type, level)
         assert any(np.ndim(c["inputs"]["advantages"]) == 2 for c in mine), loss_type
-        assert any(min(map(sum, c["inputs"]["mask"])) < len(c["inputs"]["mask"][0]) for c in mine)  # ragged
+        assert any(
+            min(map(sum, c["inputs"]["mask"])) < len(c["inputs"]["mask"][0])
+            for c in mine
+        )  # ragged
     # the caps and gates act: CISPO caps some positive-advantage ratios, VESPO weights far from 1 and 0 occur
-    cispo = [c["metrics"]["cispo_clip_ratio"] for c in cases if c["options"]["loss_type"] == "cispo"]
+    cispo = [
+        c["metrics"]["cispo_clip_ratio"]
+        for c in cases
+        if c["options"]["loss_type"] == "cispo"
+    ]
     assert max(cispo) > 0 and min(cispo) == 0
-    assert {c["options"]["epsilon_high"] for c in cases if c["options"]["loss_type"] == "cispo"} >= {0.2, 1.28, 5.0}
-    phi = [c["metrics"]["vespo/phi_seq_mean"] for c in cases if c["options"]["loss_type"] == "vespo"]
+    assert {
+        c["options"]["epsilon_high"]
+        for c in cases
+        if c["options"]["loss_type"] == "cispo"
+    } >= {0.2, 1.28, 5.0}
+    phi = [
+        c["metrics"]["vespo/phi_seq_mean"]
+        for c in cases
+        if c["options"]["loss_type"] == "vespo"
+    ]
     assert min(phi) < 0.5 and max(phi) > 0.5
-    assert any(c["options"]["sapo_temperature_neg"] != 1.05 for c in cases if c["options"]["loss_type"] == "sapo")
+    assert any(
+        c["options"]["sapo_temperature_neg"] != 1.05
+        for c in cases
+        if c["options"]["loss_type"] == "sapo"
+    )
 
 
 def test_float32_constants_matter_and_are_used():
     """SAPO's and VESPO's constants are float32 in TRL: the float64 1.05 gives a visibly different loss."""
     case = next(c for c in GRPO["cases"] if c["name"] == "far-sapo-token-beta0.04")
     args, kwargs = _grpo_args(case)
-    assert grpo_options(0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7).sapo_tau_neg == \
-        float(np.float32(1.05)) != 1.05
-    from dpo_grpo.trl_exact.grpo import _grpo_from_valid  # the math with an unrounded temperature
-    o = grpo_options(0.2, kwargs["beta"], "sapo", "token", None, None, kwargs["use_bias_correction_kl"], None, 1, 1,
-                     1, 7)._replace(sapo_tau_neg=1.05)
+    assert (
+        grpo_options(
+            0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7
+        ).sapo_tau_neg
+        == float(np.float32(1.05))
+        != 1.05
+    )
+    from dpo_grpo.trl_exact.grpo import (
+        _grpo_from_valid,
+    )  # the math with an unrounded temperature
+
+    o = grpo_options(
+        0.2,
+        kwargs["beta"],
+        "sapo",
+        "token",
+        None,
+        None,
+        kwargs["use_bias_correction_kl"],
+        None,
+        1,
+        1,
+        1,
+        7,
+    )._replace(sapo_tau_neg=1.05)
     new, old, ref, adv, mask = args
     m = mask.astype(float)
-    exact64 = _grpo_from_valid(new * m, old * m, ref * m, adv[:, None], m, eps_low=0.2, eps_high=0.2,
-                               beta=o.beta, loss_type="sapo", use_bias_correction_kl=o.bias_kl, options=o).loss
-    assert abs(exact64 - case["loss"]) > 1e-10  # float64 constants would fail the 1e-10 parity
+    exact64 = _grpo_from_valid(
+        new * m,
+        old * m,
+        ref * m,
+        adv[:, None],
+        m,
+        eps_low=0.2,
+        eps_high=0.2,
+        beta=o.beta,
+        loss_type="sapo",
+        use_bias_correction_kl=o.bias_kl,
+        options=o,
+    ).loss
+    assert (
+        abs(exact64 - case["loss"]) > 1e-10
+    )  # float64 constants would fail the 1e-10 parity
 
 
 def test_grpo_options_reject_bad_new_options():
     base = (0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7)
-    for name, bad in (("sapo_temperature_pos", 0.0), ("sapo_temperature_neg", -1.0), ("vespo_k_pos", -0.5),
-                      ("vespo_lambda_neg", 0.0)):
+    for name, bad in (
+        ("sapo_temperature_pos", 0.0),
+        ("sapo_temperature_neg", -1.0),
+        ("vespo_k_pos", -0.5),
+        ("vespo_lambda_neg", 0.0),
+    ):
         with pytest.raises(ValueError, match=name):
             grpo_options(*base, **{name: bad})
     with pytest.raises(TypeError, match="vespo_k_neg"):
         grpo_options(*base, vespo_k_neg="3")
-    assert set(LOSS_TYPES) == {"grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"}
+    assert set(LOSS_TYPES) == {
+        "grpo",
+        "bnpo",
+        "dr_grpo",
+        "dapo",
+        "cispo",
+        "sapo",
+        "luspo",
+        "vespo",
+    }
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # DPO loss family
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _dpo_args(case):
     o, x = case["options"], case["inputs"]
     types = o["loss_type"]
-    kwargs = dict(loss_type=types if len(types) > 1 else types[0], label_smoothing=o["label_smoothing"],
-                  loss_weights=o["loss_weights"], discopop_tau=o["discopop_tau"])
+    kwargs = dict(
+        loss_type=types if len(types) > 1 else types[0],
+        label_smoothing=o["label_smoothing"],
+        loss_weights=o["loss_weights"],
+        discopop_tau=o["discopop_tau"],
+    )
     if any(t in ("ipo", "sigmoid_norm", "sft") for t in types):
         kwargs["chosen_lengths"] = np.array(x["chosen_lengths"])
     if any(t in ("ipo", "sigmoid_norm") for t in types):
         kwargs["rejected_lengths"] = np.array(x["rejected_lengths"])
     if not any(t in LABEL_SMOOTHING_LOSS_TYPES for t in types):
         assert kwargs.pop("label_smoothing") == 0.0
-    arrays = [np.array(x[k]) for k in ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")]
+    arrays = [
+        np.array(x[k])
+        for k in ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")
+    ]
     return arrays, o["beta"], kwargs
 
 
 def _check_dpo(loss, gc, gr, metrics, case):
     tol = EXO if "exo_pair" in case["options"]["loss_type"] else EXACT
     np.testing.assert_allclose(loss, case["loss"], **tol, err_msg="loss")
-    np.testing.assert_allclose(gc, case["grad_policy_chosen"], **tol, err_msg="d loss / d policy_chosen")
-    np.testing.assert_allclose(gr, case["grad_policy_rejected"], **tol, err_msg="d loss / d policy_rejected")
+    np.testing.assert_allclose(
+        gc, case["grad_policy_chosen"], **tol, err_msg="d loss / d policy_chosen"
+    )
+    np.testing.assert_allclose(
+        gr, case["grad_policy_rejected"], **tol, err_msg="d loss / d policy_rejected"
+    )
     assert set(metrics) == set(case["metrics"]), "metric names differ from TRL's"
     for name, value in metrics.items():
         tol = FLOAT32_RATIO if name in FLOAT32_METRICS else EXACT
-        np.testing.assert_allclose(float(value), case["metrics"][name], **tol, err_msg=name)
+        np.testing.assert_allclose(
+            float(value), case["metrics"][name], **tol, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("case", DPO["cases"], ids=_ids(DPO["cases"]))
 def test_dpo_loss_family_matches_trl(case):
     arrays, beta, kwargs = _dpo_args(case)
     out = dpo_loss(*arrays, beta, **kwargs)
-    _check_dpo(out.loss, out.grad_policy_chosen, out.grad_policy_rejected, out.metrics, case)
+    _check_dpo(
+        out.loss, out.grad_policy_chosen, out.grad_policy_rejected, out.metrics, case
+    )
     np.testing.assert_allclose(out.losses.mean(), out.loss, rtol=0, atol=1e-15)
 
 
@@ -188,20 +328,32 @@ def test_torch_dpo_loss_family_matches_trl(case):
     from dpo_grpo import torch_ops
 
     arrays, beta, kwargs = _dpo_args(case)
-    pc, pr = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays[:2])
+    pc, pr = (
+        torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays[:2]
+    )
     rc, rr = (torch.tensor(a, dtype=torch.float64) for a in arrays[2:])
     out = torch_ops.dpo_loss(pc, pr, rc, rr, beta, **kwargs)
     out.loss.backward()
-    grads = [np.zeros(len(arrays[0])) if x.grad is None else x.grad.numpy() for x in (pc, pr)]  # sft: pr unused
-    _check_dpo(out.loss.item(), *grads, {k: v.item() for k, v in out.metrics.items()}, case)
+    grads = [
+        np.zeros(len(arrays[0])) if x.grad is None else x.grad.numpy() for x in (pc, pr)
+    ]  # sft: pr unused
+    _check_dpo(
+        out.loss.item(), *grads, {k: v.item() for k, v in out.metrics.items()}, case
+    )
 
 
 def test_dpo_fixture_covers_every_loss_type():
     seen = {t for c in DPO["cases"] for t in c["options"]["loss_type"]}
     assert seen == set(DPO_LOSS_TYPES)
-    assert any(len(c["options"]["loss_type"]) > 1 and c["options"]["loss_weights"] != [1.0] * 3
-               for c in DPO["cases"])
-    assert any(c["options"]["discopop_tau"] != 0.05 for c in DPO["cases"] if "discopop" in c["options"]["loss_type"])
+    assert any(
+        len(c["options"]["loss_type"]) > 1 and c["options"]["loss_weights"] != [1.0] * 3
+        for c in DPO["cases"]
+    )
+    assert any(
+        c["options"]["discopop_tau"] != 0.05
+        for c in DPO["cases"]
+        if "discopop" in c["options"]["loss_type"]
+    )
 
 
 def test_exo_pair_float32_logs_within_one_ulp_of_torchs():
@@ -219,7 +371,9 @@ def test_dpo_options_checks():
     with pytest.raises(ValueError, match="label_smoothing"):
         dpo_options(0.1, "exo_pair")  # TRL raises for exo_pair without smoothing
     with pytest.raises(ValueError, match="label_smoothing"):
-        dpo_options(0.1, ["sigmoid", "ipo"], label_smoothing=0.1)  # no reader: refused, not ignored
+        dpo_options(
+            0.1, ["sigmoid", "ipo"], label_smoothing=0.1
+        )  # no reader: refused, not ignored
     with pytest.raises(ValueError, match="loss_weights"):
         dpo_options(0.1, ["sigmoid", "ipo"], loss_weights=[1.0])
     with pytest.raises(ValueError, match="loss_type"):
@@ -234,7 +388,9 @@ def test_dpo_options_checks():
     with pytest.raises(ValueError, match="rejected_lengths"):
         dpo_loss(p, p, p, p, loss_type="sigmoid_norm", chosen_lengths=[1, 2])
     with pytest.raises(ValueError, match="rejected_lengths"):
-        dpo_loss(p, p, p, p, loss_type="sft", chosen_lengths=[1, 2], rejected_lengths=[1, 2])
+        dpo_loss(
+            p, p, p, p, loss_type="sft", chosen_lengths=[1, 2], rejected_lengths=[1, 2]
+        )
     with pytest.raises(ValueError, match="chosen_lengths"):
         dpo_loss(p, p, p, p, loss_type="sigmoid", chosen_lengths=[1, 2])
     with pytest.raises(ValueError, match="chosen_lengths"):
@@ -264,9 +420,15 @@ def test_dpo_gradients_match_finite_differences(loss_type):
         kw["rejected_lengths"] = rng.integers(1, 9, 6)
     out = dpo_loss(pc, pr, rc, rr, 0.3, loss_type=loss_type, **kw)
     x = np.concatenate([pc, pr])
-    fd = _fd(lambda z: dpo_loss(z[:6], z[6:], rc, rr, 0.3, loss_type=loss_type, **kw).loss, x)
-    np.testing.assert_allclose(np.concatenate([out.grad_policy_chosen, out.grad_policy_rejected]), fd,
-                               rtol=0, atol=1e-7)
+    fd = _fd(
+        lambda z: dpo_loss(z[:6], z[6:], rc, rr, 0.3, loss_type=loss_type, **kw).loss, x
+    )
+    np.testing.assert_allclose(
+        np.concatenate([out.grad_policy_chosen, out.grad_policy_rejected]),
+        fd,
+        rtol=0,
+        atol=1e-7,
+    )
     assert np.any(out.grad_policy_chosen != 0)
 
 
@@ -283,8 +445,16 @@ def test_grpo_gradients_match_finite_differences(loss_type, level):
     ref = np.log(rng.uniform(0.1, 0.9, (4, 5)))
     adv = np.array([1.0, -0.5, 0.8, -1.2])
     detached = loss_type in ("cispo", "vespo")
-    kw = dict(loss_type=loss_type, importance_sampling_level=level, beta=0.04, epsilon_high=1.3 if
-              loss_type == "cispo" else None, use_bias_correction_kl=not detached)
+    kw = dict(
+        loss_type=loss_type,
+        importance_sampling_level=level,
+        beta=0.04,
+        epsilon_high=1.3 if loss_type == "cispo" else None,
+        use_bias_correction_kl=not detached,
+    )
     out = grpo_loss(new, old, ref, adv, mask, **kw)
-    fd = _fd(lambda x: grpo_loss(x, old + (x - new) * detached, ref, adv, mask, **kw).loss, new)
+    fd = _fd(
+        lambda x: grpo_loss(x, old + (x - new) * detached, ref, adv, mask, **kw).loss,
+        new,
+    )
     np.testing.assert_allclose(out.grad, fd * mask, rtol=0, atol=1e-8)

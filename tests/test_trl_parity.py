@@ -43,11 +43,18 @@ FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
 NEW_FILES = ("trl_grpo_loss_types.json", "trl_dpo_loss_family.json")
 TRL_VERSION = "1.16.0"
 
-EXACT = dict(rtol=0.0, atol=1e-10)        # float64 on both sides
-FLOAT32_RATIO = dict(rtol=0.0, atol=1e-7)  # TRL's float32 ratios in [0, 1] (half an ulp is <= 3e-8)
-FLOAT32 = dict(rtol=1e-5, atol=1e-6)       # TRL's float32 advantage pipeline
-CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
-                "clip_ratio/low_min", "clip_ratio/high_max")
+EXACT = dict(rtol=0.0, atol=1e-10)  # float64 on both sides
+FLOAT32_RATIO = dict(
+    rtol=0.0, atol=1e-7
+)  # TRL's float32 ratios in [0, 1] (half an ulp is <= 3e-8)
+FLOAT32 = dict(rtol=1e-5, atol=1e-6)  # TRL's float32 advantage pipeline
+CLIP_METRICS = (
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
+)
 
 
 def _load(name):
@@ -65,12 +72,15 @@ def _ids(cases):
 
 
 def _nan(rows):
-    return np.array([[math.nan if x is None else x for x in row] for row in rows], dtype=np.float64)
+    return np.array(
+        [[math.nan if x is None else x for x in row] for row in rows], dtype=np.float64
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # GRPO loss
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def _run_grpo(case):
     o, x = case["options"], case["inputs"]
@@ -79,13 +89,23 @@ def _run_grpo(case):
     old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
     ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
     return grpo_loss(
-        new, old, ref, np.array(x["advantages"]), np.array(x["mask"]),
-        epsilon=o["epsilon"], beta=o["beta"], loss_type=o["loss_type"],
-        importance_sampling_level=o["importance_sampling_level"], epsilon_high=o["epsilon_high"],
-        delta=o["delta"], use_bias_correction_kl=o["use_bias_correction_kl"],
-        max_completion_length=o["max_completion_length"], num_items_in_batch=o["num_items_in_batch"],
+        new,
+        old,
+        ref,
+        np.array(x["advantages"]),
+        np.array(x["mask"]),
+        epsilon=o["epsilon"],
+        beta=o["beta"],
+        loss_type=o["loss_type"],
+        importance_sampling_level=o["importance_sampling_level"],
+        epsilon_high=o["epsilon_high"],
+        delta=o["delta"],
+        use_bias_correction_kl=o["use_bias_correction_kl"],
+        max_completion_length=o["max_completion_length"],
+        num_items_in_batch=o["num_items_in_batch"],
         gradient_accumulation_steps=o["gradient_accumulation_steps"],
-        steps_per_generation=o["steps_per_generation"], num_processes=o["num_processes"],
+        steps_per_generation=o["steps_per_generation"],
+        num_processes=o["num_processes"],
     )
 
 
@@ -95,7 +115,9 @@ def test_grpo_loss_matches_trl(case):
     np.testing.assert_allclose(out.loss, case["loss"], **EXACT, err_msg="loss")
     mask = np.array(case["inputs"]["mask"], dtype=bool)
     grad = np.asarray(out.grad)
-    np.testing.assert_allclose(grad, np.array(case["grad_new_logps"]), **EXACT, err_msg="d loss / d new_logps")
+    np.testing.assert_allclose(
+        grad, np.array(case["grad_new_logps"]), **EXACT, err_msg="d loss / d new_logps"
+    )
     assert np.all(grad[~mask] == 0.0), "gradient must be exactly zero on padding"
     assert set(out.metrics) == set(case["metrics"]), "metric names differ from TRL's"
     for name, trl_value in case["metrics"].items():
@@ -107,36 +129,65 @@ def test_grpo_loss_matches_trl(case):
 # Advantages
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", ADV["cases"], ids=_ids(ADV["cases"]))
 def test_reward_advantages_match_trl(case):
     o = case["options"]
-    out = reward_advantages(_nan(case["inputs"]["rewards_per_func"]), o["num_generations"],
-                            reward_weights=o["reward_weights"], scale_rewards=o["scale_rewards"],
-                            multi_objective_aggregation=o["multi_objective_aggregation"])
-    np.testing.assert_allclose(out.advantages, np.array(case["advantages"]), **FLOAT32, err_msg="advantages")
+    out = reward_advantages(
+        _nan(case["inputs"]["rewards_per_func"]),
+        o["num_generations"],
+        reward_weights=o["reward_weights"],
+        scale_rewards=o["scale_rewards"],
+        multi_objective_aggregation=o["multi_objective_aggregation"],
+    )
+    np.testing.assert_allclose(
+        out.advantages, np.array(case["advantages"]), **FLOAT32, err_msg="advantages"
+    )
     for name, trl_value in case["metrics"].items():
-        np.testing.assert_allclose(out.metrics[name], trl_value, **FLOAT32, err_msg=name)
+        np.testing.assert_allclose(
+            out.metrics[name], trl_value, **FLOAT32, err_msg=name
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # DPO
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _dpo(case, label_smoothing):
     o, x = case["options"], case["inputs"]
-    return dpo_loss(np.array(x["policy_chosen"]), np.array(x["policy_rejected"]), np.array(x["ref_chosen"]),
-                    np.array(x["ref_rejected"]), o["beta"], loss_type=o["loss_type"],
-                    label_smoothing=label_smoothing)
+    return dpo_loss(
+        np.array(x["policy_chosen"]),
+        np.array(x["policy_rejected"]),
+        np.array(x["ref_chosen"]),
+        np.array(x["ref_rejected"]),
+        o["beta"],
+        loss_type=o["loss_type"],
+        label_smoothing=label_smoothing,
+    )
 
 
 def _check_dpo(out, case):
     np.testing.assert_allclose(out.loss, case["loss"], **EXACT, err_msg="loss")
-    np.testing.assert_allclose(out.grad_policy_chosen, case["grad_policy_chosen"], **EXACT,
-                               err_msg="d loss / d policy_chosen")
-    np.testing.assert_allclose(out.grad_policy_rejected, case["grad_policy_rejected"], **EXACT,
-                               err_msg="d loss / d policy_rejected")
+    np.testing.assert_allclose(
+        out.grad_policy_chosen,
+        case["grad_policy_chosen"],
+        **EXACT,
+        err_msg="d loss / d policy_chosen",
+    )
+    np.testing.assert_allclose(
+        out.grad_policy_rejected,
+        case["grad_policy_rejected"],
+        **EXACT,
+        err_msg="d loss / d policy_rejected",
+    )
     # TRL does not log the logits; its rewards/margins is their mean (margins = beta * (chosen - rejected log-ratio)).
-    np.testing.assert_allclose(np.mean(out.logits), case["metrics"]["rewards/margins"], **EXACT, err_msg="logits")
+    np.testing.assert_allclose(
+        np.mean(out.logits),
+        case["metrics"]["rewards/margins"],
+        **EXACT,
+        err_msg="logits",
+    )
     ours = out.metrics
     assert set(ours) <= set(case["metrics"]), "metric names differ from TRL's"
     for name, value in ours.items():
@@ -162,27 +213,38 @@ def test_dpo_loss_matches_trl(case):
 def test_trl_ignores_label_smoothing_for_sigmoid_and_hinge():
     """The fixture pairs ls0.0/ls0.2 share their inputs: TRL gives identical results for sigmoid and hinge only."""
     by_name = {c["name"]: c for c in DPO["cases"]}
-    for loss_type, beta in itertools.product(("sigmoid", "hinge", "robust"), (0.1, 0.5)):
-        a, b = by_name[f"{loss_type}-beta{beta}-ls0.0"], by_name[f"{loss_type}-beta{beta}-ls0.2"]
+    for loss_type, beta in itertools.product(
+        ("sigmoid", "hinge", "robust"), (0.1, 0.5)
+    ):
+        a, b = (
+            by_name[f"{loss_type}-beta{beta}-ls0.0"],
+            by_name[f"{loss_type}-beta{beta}-ls0.2"],
+        )
         assert a["inputs"] == b["inputs"]
         if loss_type == "robust":
             assert a["loss"] != b["loss"]
         else:
-            assert (a["loss"], a["grad_policy_chosen"]) == (b["loss"], b["grad_policy_chosen"])
+            assert (a["loss"], a["grad_policy_chosen"]) == (
+                b["loss"],
+                b["grad_policy_chosen"],
+            )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # The fixture files cover the whole grid (a truncated or hand-edited file fails here)
 # ------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("data", [GRPO, ADV, DPO], ids=FILES)
 def test_fixture_headers(data):
     assert data["trl_version"] == TRL_VERSION
     assert data["generated_by"] == "scripts/make_trl_fixtures.py"
     assert data["torch_version"].startswith("2.13.0")
-    assert data["produced_by"].split(" ")[0] in {"GRPOTrainer._compute_loss",
-                                                  "GRPOTrainer._generate_and_score_completions",
-                                                  "DPOTrainer._compute_loss"}
+    assert data["produced_by"].split(" ")[0] in {
+        "GRPOTrainer._compute_loss",
+        "GRPOTrainer._generate_and_score_completions",
+        "DPOTrainer._compute_loss",
+    }
     names = _ids(data["cases"])
     assert len(names) == len(set(names)), "duplicate case names"
 
@@ -190,37 +252,78 @@ def test_fixture_headers(data):
 def _is_plain(case):
     """A case of the main 64-case grid: nothing but the five grid options departs from the defaults."""
     o, x = case["options"], case["inputs"]
-    return (o["delta"] is None and o["max_completion_length"] == len(x["mask"][0])
-            and o["gradient_accumulation_steps"] == 1 and o["steps_per_generation"] == 1
-            and o["num_items_in_batch"] == int(np.sum(x["mask"])) and x["old_logps"] is not None
-            and np.ndim(x["advantages"]) == 1 and o["num_processes"] == 1)
+    return (
+        o["delta"] is None
+        and o["max_completion_length"] == len(x["mask"][0])
+        and o["gradient_accumulation_steps"] == 1
+        and o["steps_per_generation"] == 1
+        and o["num_items_in_batch"] == int(np.sum(x["mask"]))
+        and x["old_logps"] is not None
+        and np.ndim(x["advantages"]) == 1
+        and o["num_processes"] == 1
+    )
 
 
 def test_grpo_fixture_covers_grid():
     cases = GRPO["cases"]
     assert len(cases) == 89
-    key = lambda c: (c["options"]["loss_type"], c["options"]["importance_sampling_level"], c["options"]["beta"],
-                     c["options"]["use_bias_correction_kl"], c["options"]["epsilon_high"])
+    key = lambda c: (
+        c["options"]["loss_type"],
+        c["options"]["importance_sampling_level"],
+        c["options"]["beta"],
+        c["options"]["use_bias_correction_kl"],
+        c["options"]["epsilon_high"],
+    )
     grid = sorted(key(c) for c in cases if _is_plain(c))
-    expected = sorted(itertools.product(("grpo", "bnpo", "dr_grpo", "dapo"), ("token", "sequence"), (0.0, 0.04),
-                                        (False, True), (0.2, 0.28)))
+    expected = sorted(
+        itertools.product(
+            ("grpo", "bnpo", "dr_grpo", "dapo"),
+            ("token", "sequence"),
+            (0.0, 0.04),
+            (False, True),
+            (0.2, 0.28),
+        )
+    )
     assert grid == expected
     assert all(c["options"]["epsilon"] == 0.2 for c in cases)
 
     extra = [c for c in cases if not _is_plain(c)]
     delta = [c for c in extra if c["options"]["delta"] is not None]
-    assert {c["options"]["loss_type"] for c in delta} == {"grpo", "bnpo", "dr_grpo", "dapo"}
+    assert {c["options"]["loss_type"] for c in delta} == {
+        "grpo",
+        "bnpo",
+        "dr_grpo",
+        "dapo",
+    }
     assert all(c["options"]["delta"] == 1.5 for c in delta)
-    assert any(c["options"]["loss_type"] == "dr_grpo" and c["options"]["max_completion_length"] > 7 for c in extra)
+    assert any(
+        c["options"]["loss_type"] == "dr_grpo"
+        and c["options"]["max_completion_length"] > 7
+        for c in extra
+    )
     on_policy = [c for c in extra if c["inputs"]["old_logps"] is None]
-    assert {c["options"]["loss_type"] for c in on_policy} == {"grpo", "bnpo", "dr_grpo", "dapo"}
+    assert {c["options"]["loss_type"] for c in on_policy} == {
+        "grpo",
+        "bnpo",
+        "dr_grpo",
+        "dapo",
+    }
     gas = [c for c in extra if c["options"]["gradient_accumulation_steps"] == 2]
     assert {"grpo", "dapo"} <= {c["options"]["loss_type"] for c in gas}
     dapo = [c for c in extra if c["options"]["loss_type"] == "dapo"]
-    assert any(c["options"]["steps_per_generation"] != c["options"]["gradient_accumulation_steps"] for c in dapo)
-    assert any(c["options"]["num_items_in_batch"] > np.sum(c["inputs"]["mask"]) for c in dapo)
+    assert any(
+        c["options"]["steps_per_generation"]
+        != c["options"]["gradient_accumulation_steps"]
+        for c in dapo
+    )
+    assert any(
+        c["options"]["num_items_in_batch"] > np.sum(c["inputs"]["mask"]) for c in dapo
+    )
     adv2d = [c for c in extra if np.ndim(c["inputs"]["advantages"]) == 2]
-    assert {c["options"]["importance_sampling_level"] for c in adv2d} == {"token", "sequence"}
+    assert {c["options"]["importance_sampling_level"] for c in adv2d} == {
+        "token",
+        "sequence",
+    }
     for c in cases:
         assert (c["inputs"]["ref_logps"] is None) == (c["options"]["beta"] == 0.0)
         assert ("kl" in c["metrics"]) == (c["options"]["beta"] != 0.0)
@@ -246,14 +349,18 @@ def test_grpo_fixture_inputs_exercise_every_branch():
         assert mask.shape == (6, 7) and mask.sum(1).min() >= 1
         assert mask.all(1).any() and (~mask.all(1)).any(), "needs full and short rows"
         new = np.array(x["new_logps"])
-        assert np.isfinite(new).all() and np.abs(new[~mask]).max() > 5.0, "padding must hold garbage"
+        assert np.isfinite(new).all() and np.abs(new[~mask]).max() > 5.0, (
+            "padding must hold garbage"
+        )
         adv = np.array(x["advantages"])
         assert (adv > 0).any() and (adv < 0).any()
         if x["old_logps"] is None:
             continue
         r, a = _ratios(c)
         lo, hi = r < 1 - o["epsilon"], r > 1 + o["epsilon_high"]
-        assert (lo & (a < 0)).any() and (hi & (a > 0)).any(), c["name"]  # both clip platforms are reached
+        assert (lo & (a < 0)).any() and (hi & (a > 0)).any(), c[
+            "name"
+        ]  # both clip platforms are reached
         if o["importance_sampling_level"] == "token":
             assert (lo & (a > 0)).any() and (hi & (a < 0)).any(), c["name"]
         if o["delta"] is not None:
@@ -267,10 +374,22 @@ def test_advantage_fixture_covers_grid():
     cases = ADV["cases"]
     assert len(cases) == 40
     scenarios = {"all_finite", "some_nan", "nan_rows", "zero_std_and_nan_group"}
-    combos = sorted((c["name"].split("-")[0], c["options"]["multi_objective_aggregation"],
-                     json.dumps(c["options"]["scale_rewards"])) for c in cases)
-    expected = sorted((s, agg, json.dumps(scale)) for s, agg, scale in itertools.product(
-        scenarios, ("sum_then_normalize", "normalize_then_sum"), ("group", "batch", "none", True, False)))
+    combos = sorted(
+        (
+            c["name"].split("-")[0],
+            c["options"]["multi_objective_aggregation"],
+            json.dumps(c["options"]["scale_rewards"]),
+        )
+        for c in cases
+    )
+    expected = sorted(
+        (s, agg, json.dumps(scale))
+        for s, agg, scale in itertools.product(
+            scenarios,
+            ("sum_then_normalize", "normalize_then_sum"),
+            ("group", "batch", "none", True, False),
+        )
+    )
     assert combos == expected
     weights = [c["options"]["reward_weights"] for c in cases]
     assert None in weights and any(w is not None and len(set(w)) > 1 for w in weights)
@@ -278,7 +397,9 @@ def test_advantage_fixture_covers_grid():
         assert c["options"]["num_generations"] == 4
         r = _nan(c["inputs"]["rewards_per_func"])
         assert r.shape == (16, 2)
-        assert np.array_equal(r[~np.isnan(r)].astype(np.float32).astype(np.float64), r[~np.isnan(r)])
+        assert np.array_equal(
+            r[~np.isnan(r)].astype(np.float32).astype(np.float64), r[~np.isnan(r)]
+        )
         nan, all_nan = np.isnan(r), np.isnan(r).all(1)
         valid_per_group = (~all_nan).reshape(-1, 4).sum(1)
         scenario = c["name"].split("-")[0]
@@ -292,27 +413,46 @@ def test_advantage_fixture_covers_grid():
             groups = r.reshape(-1, 4, 2)
             assert (valid_per_group == 0).any()
             assert any(np.all(g == g[0]) for g in groups if not np.isnan(g).any())
-            if c["options"]["multi_objective_aggregation"] == "sum_then_normalize" and \
-                    c["options"]["scale_rewards"] != "batch":
-                assert c["metrics"]["frac_reward_zero_std"] > 0  # per-group std is zero for one group
+            if (
+                c["options"]["multi_objective_aggregation"] == "sum_then_normalize"
+                and c["options"]["scale_rewards"] != "batch"
+            ):
+                assert (
+                    c["metrics"]["frac_reward_zero_std"] > 0
+                )  # per-group std is zero for one group
 
 
 def test_dpo_fixture_covers_grid():
     cases = DPO["cases"]
-    combos = sorted((c["options"]["loss_type"], c["options"]["beta"], c["options"]["label_smoothing"])
-                    for c in cases)
-    assert combos == sorted(itertools.product(("sigmoid", "hinge", "robust"), (0.1, 0.5), (0.0, 0.2)))
+    combos = sorted(
+        (
+            c["options"]["loss_type"],
+            c["options"]["beta"],
+            c["options"]["label_smoothing"],
+        )
+        for c in cases
+    )
+    assert combos == sorted(
+        itertools.product(("sigmoid", "hinge", "robust"), (0.1, 0.5), (0.0, 0.2))
+    )
     for c in cases:
         x = c["inputs"]
         assert all(max(v) < 0 for v in x.values()), "log-probs are negative"
-        logits = c["options"]["beta"] * ((np.array(x["policy_chosen"]) - x["ref_chosen"])
-                                         - (np.array(x["policy_rejected"]) - x["ref_rejected"]))
-        assert (logits < 0).any() and (logits > 1).any() and ((logits > 0) & (logits < 1)).any()
+        logits = c["options"]["beta"] * (
+            (np.array(x["policy_chosen"]) - x["ref_chosen"])
+            - (np.array(x["policy_rejected"]) - x["ref_rejected"])
+        )
+        assert (
+            (logits < 0).any()
+            and (logits > 1).any()
+            and ((logits > 0) & (logits < 1)).any()
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Regenerate with TRL (optional)
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def _trl_python():
     override = os.environ.get("DPO_GRPO_TRL_PYTHON")
@@ -321,7 +461,9 @@ def _trl_python():
     try:
         import trl  # noqa: F401
     except ImportError:
-        pytest.skip("trl is not installed (set DPO_GRPO_TRL_PYTHON to an interpreter that has TRL 1.16.0)")
+        pytest.skip(
+            "trl is not installed (set DPO_GRPO_TRL_PYTHON to an interpreter that has TRL 1.16.0)"
+        )
     return sys.executable
 
 
@@ -329,7 +471,12 @@ def _trl_python():
 def regenerated(tmp_path_factory):
     python = _trl_python()
     out = tmp_path_factory.mktemp("trl-fixtures")
-    proc = subprocess.run([python, str(SCRIPT), "--out", str(out)], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [python, str(SCRIPT), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -337,7 +484,9 @@ def regenerated(tmp_path_factory):
 def _assert_same(ours, theirs, path="$", rel_tol=1e-12, abs_tol=1e-13):
     if isinstance(theirs, float) or isinstance(ours, float):
         assert isinstance(ours, (int, float)) and isinstance(theirs, (int, float)), path
-        assert math.isclose(ours, theirs, rel_tol=rel_tol, abs_tol=abs_tol), f"{path}: {ours!r} != {theirs!r}"
+        assert math.isclose(ours, theirs, rel_tol=rel_tol, abs_tol=abs_tol), (
+            f"{path}: {ours!r} != {theirs!r}"
+        )
     elif isinstance(theirs, dict):
         assert isinstance(ours, dict) and ours.keys() == theirs.keys(), path
         for k in theirs:

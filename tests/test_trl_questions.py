@@ -18,14 +18,20 @@ def test_frac_reward_zero_std_counts_groups_only_under_group_and_none():
     assert rows["normalize_then_sum"]["frac_reward_zero_std"] == 0.0
     assert all(row["degenerate"] == 0.5 for row in rows.values())
     # reward_std is the batch std (ddof 1) of the 16 rewards in every setting
-    assert rows["scale_rewards='batch'"]["reward_std"] == pytest.approx(np.std(r, ddof=1))
+    assert rows["scale_rewards='batch'"]["reward_std"] == pytest.approx(
+        np.std(r, ddof=1)
+    )
     assert all(row["max_abs_advantage_in_degenerate"] < 1e-12 for row in rows.values())
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
 def test_zero_std_groups_shrink_the_informative_gradient(loss_type):
     rows = q.informative_gradient_share(n_prompts=8, group_size=4, loss_type=loss_type)
-    np.testing.assert_allclose([r["relative_to_filtered"] for r in rows], [1 - k / 8 for k in range(8)], rtol=1e-12)
+    np.testing.assert_allclose(
+        [r["relative_to_filtered"] for r in rows],
+        [1 - k / 8 for k in range(8)],
+        rtol=1e-12,
+    )
     assert rows[0]["grad_norm"] > rows[-1]["grad_norm"]
 
 
@@ -39,29 +45,53 @@ def test_two_sample_advantage_population_vs_sample_std():
 
 
 def test_soft_overlong_punishment_matches_trl_docstring_example():
-    np.testing.assert_allclose(q.soft_overlong_punishment([90, 80, 70, 100, 101], 100, 20), [-0.5, 0, 0, -1, -1])
+    np.testing.assert_allclose(
+        q.soft_overlong_punishment([90, 80, 70, 100, 101], 100, 20),
+        [-0.5, 0, 0, -1, -1],
+    )
     with pytest.raises(ValueError, match="soft_punish_cache"):
         q.soft_overlong_punishment([1], 10, 11)
 
 
 def test_every_completion_truncated_gives_zero_reward_loss_and_gradient():
-    out = q.truncation_step([300] * 8, [200] * 8, max_completion_length=256, num_generations=4)
+    out = q.truncation_step(
+        [300] * 8, [200] * 8, max_completion_length=256, num_generations=4
+    )
     assert out["completions/clipped_ratio"] == 1.0
     assert out["reward"] == 0.0 and out["frac_reward_zero_std"] == 1.0
-    assert out["loss"] == 0.0 and out["grad_norm"] == 0.0 and out["clip_ratio/region_mean"] == 0.0
+    assert (
+        out["loss"] == 0.0
+        and out["grad_norm"] == 0.0
+        and out["clip_ratio/region_mean"] == 0.0
+    )
 
 
 def test_mask_truncated_completions_removes_their_tokens_but_not_their_advantage():
     lengths = [300, 120, 200, 400, 90, 260, 150, 500]
     needed = [200, 100, 150, 150, 100, 100, 200, 100]
-    plain = q.truncation_step(lengths, needed, max_completion_length=256, num_generations=4)
-    masked = q.truncation_step(lengths, needed, max_completion_length=256, num_generations=4,
-                               mask_truncated_completions=True)
-    assert plain["completions/clipped_ratio"] == masked["completions/clipped_ratio"] == 0.5
+    plain = q.truncation_step(
+        lengths, needed, max_completion_length=256, num_generations=4
+    )
+    masked = q.truncation_step(
+        lengths,
+        needed,
+        max_completion_length=256,
+        num_generations=4,
+        mask_truncated_completions=True,
+    )
+    assert (
+        plain["completions/clipped_ratio"] == masked["completions/clipped_ratio"] == 0.5
+    )
     assert plain["trained_tokens"] == 4 * 256 + 120 + 200 + 90 + 150
     assert masked["trained_tokens"] == 120 + 200 + 90 + 150
     assert masked["reward"] == plain["reward"] == 0.25
-    shaped = q.truncation_step(lengths, needed, max_completion_length=256, num_generations=4, soft_punish_cache=64)
+    shaped = q.truncation_step(
+        lengths,
+        needed,
+        max_completion_length=256,
+        num_generations=4,
+        soft_punish_cache=64,
+    )
     assert shaped["frac_reward_zero_std"] == 0.0 < plain["frac_reward_zero_std"]
     # four truncated answers at -1, the 200-token answer at (192 - 200) / 64 inside the cache window
     assert shaped["reward"] == pytest.approx(0.25 + (-4 - 8 / 64) / 8)
@@ -71,10 +101,15 @@ def test_batch_plan_semantics_and_divisibility():
     p = q.batch_plan(8, 8, gradient_accumulation_steps=4)
     assert p["generation_batch_size"] == 32 and p["prompts_per_generation"] == 4
     assert p["optimizer_steps_per_generation"] == 1.0 and not p["old_logps_computed"]
-    assert q.batch_plan(8, 8, gradient_accumulation_steps=4, num_iterations=2)["old_logps_computed"]
-    assert q.batch_plan(8, 8, gradient_accumulation_steps=4, steps_per_generation=8)["old_logps_computed"]
-    assert q.batch_plan(8, 8, gradient_accumulation_steps=4, vllm_importance_sampling_correction=True)[
-        "old_logps_computed"]
+    assert q.batch_plan(8, 8, gradient_accumulation_steps=4, num_iterations=2)[
+        "old_logps_computed"
+    ]
+    assert q.batch_plan(8, 8, gradient_accumulation_steps=4, steps_per_generation=8)[
+        "old_logps_computed"
+    ]
+    assert q.batch_plan(
+        8, 8, gradient_accumulation_steps=4, vllm_importance_sampling_correction=True
+    )["old_logps_computed"]
     assert q.batch_plan(2, 8, num_processes=4)["prompts_per_generation"] == 1
     with pytest.raises(ValueError, match="divisible by num_generations"):
         q.batch_plan(1, 8, num_processes=3)
@@ -89,12 +124,18 @@ def test_per_function_std_can_be_nonzero_while_every_group_is_constant():
     # two functions that trade off exactly: each varies, their sum does not
     trade = np.array([[a, 1.0 - a] for a in (0.0, 1.0, 0.5, 0.2)])
     out = q.per_function_stds(trade, 4)
-    assert out["rewards/0/std"] > 0 and out["rewards/1/std"] > 0 and out["reward_std"] == pytest.approx(0.0)
+    assert (
+        out["rewards/0/std"] > 0
+        and out["rewards/1/std"] > 0
+        and out["reward_std"] == pytest.approx(0.0)
+    )
 
 
 def test_dpo_displacement_and_its_control():
     d = q.dpo_displacement(beta=0.1, similarity=0.9)
-    assert d["chosen"][0] == d["rejected"][0] == 0.0 and d["loss"][0] == pytest.approx(math.log(2))
+    assert d["chosen"][0] == d["rejected"][0] == 0.0 and d["loss"][0] == pytest.approx(
+        math.log(2)
+    )
     assert d["chosen"][-1] < 0 and d["margins"][-1] > 0 and d["accuracy"][-1] == 1.0
     assert np.all(np.diff(d["margins"]) > 0)
     control = q.dpo_displacement(beta=0.1, similarity=0.9, other_alignment=0.0)
@@ -107,14 +148,19 @@ def test_dpo_ln2_cases():
     rows = {r["case"].split(":")[0].split(" (")[0]: r for r in q.dpo_stuck_at_ln2()}
     assert rows["step 0"]["ln2_gap"] == 0.0 and rows["step 0"]["grad_norm"] > 0
     assert rows["no gradient reaches the policy"]["grad_norm"] == 0.0
-    assert rows["beta = 1e-8"]["ln2_gap"] < 1e-8 and rows["beta = 1e-8"]["grad_norm"] < 1e-8
+    assert (
+        rows["beta = 1e-8"]["ln2_gap"] < 1e-8
+        and rows["beta = 1e-8"]["grad_norm"] < 1e-8
+    )
 
 
 def test_cost_sensitivity_gives_ranges_that_contain_the_default():
     w = costs.Workload(n_params=7_000_000_000)
     s = costs.sensitivity(w)
     same = w.with_(ppo_samples=w.group_size)
-    times = {a: sum(costs.step_time(c).values()) for a, c in costs.compare(same).items()}
+    times = {
+        a: sum(costs.step_time(c).values()) for a, c in costs.compare(same).items()
+    }
     lo, hi = s["time_ratio"]
     assert lo < times["ppo"] / times["grpo"] < hi
     assert s["n_assumptions"] == 45 and len(s["crossovers"]) >= 2
@@ -132,7 +178,9 @@ def test_log_line_every_metric_has_a_meaning_and_agrees_with_its_second_computat
     assert m["completions/mean_length"] == inp["mask"].sum() / len(inp["lengths"])
     assert 0 < m["completions/clipped_ratio"] < 1 and 0 < m["frac_reward_zero_std"] < 1
     assert m["clip_ratio/low_mean"] > 0 and m["clip_ratio/high_mean"] > 0
-    assert m["clip_ratio/region_mean"] == pytest.approx(m["clip_ratio/low_mean"] + m["clip_ratio/high_mean"])
+    assert m["clip_ratio/region_mean"] == pytest.approx(
+        m["clip_ratio/low_mean"] + m["clip_ratio/high_mean"]
+    )
     assert "kl" not in q.log_line(beta=0.0)["metrics"]
 
 
@@ -142,10 +190,14 @@ def test_dpo_displacement_loss_and_rewards_are_trls_sigmoid_loss():
     d = q.dpo_displacement(beta=0.2, similarity=0.5, steps=20)
     ref = -math.log(8)
     for k in (0, 7, 20):
-        out = dpo_loss([d["logp_chosen"][k]], [d["logp_rejected"][k]], [ref], [ref], beta=0.2)
+        out = dpo_loss(
+            [d["logp_chosen"][k]], [d["logp_rejected"][k]], [ref], [ref], beta=0.2
+        )
         assert d["loss"][k] == pytest.approx(out.loss, rel=1e-12)
         assert d["chosen"][k] == pytest.approx(out.metrics["rewards/chosen"], abs=1e-12)
-        assert d["margins"][k] == pytest.approx(out.metrics["rewards/margins"], abs=1e-12)
+        assert d["margins"][k] == pytest.approx(
+            out.metrics["rewards/margins"], abs=1e-12
+        )
 
 
 def test_every_trl_issue_the_book_links_is_registered():
@@ -155,6 +207,11 @@ def test_every_trl_issue_the_book_links_is_registered():
     book = Path(__file__).resolve().parents[1] / "book"
     linked = set()
     for path in book.glob("*.ipynb"):
-        linked |= {int(n) for n in re.findall(r"github\.com/huggingface/trl/(?:issues|pull)/(\d+)", path.read_text())}
+        linked |= {
+            int(n)
+            for n in re.findall(
+                r"github\.com/huggingface/trl/(?:issues|pull)/(\d+)", path.read_text()
+            )
+        }
     assert linked, "the book links no TRL issue"
     assert linked <= set(q.TRL_ISSUES), sorted(linked - set(q.TRL_ISSUES))

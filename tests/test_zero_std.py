@@ -15,10 +15,18 @@ def test_formula(p, g):
 
 def test_formula_by_hand():
     assert dg.zero_std_probability(0.5, 4) == 0.125  # 2 / 16
-    assert dg.zero_std_probability(0.9, 2) == pytest.approx(0.82, rel=1e-15)  # 0.81 + 0.01
-    assert dg.zero_std_probability(0.0, 8) == 1.0 and dg.zero_std_probability(1.0, 8) == 1.0
-    np.testing.assert_allclose(dg.zero_std_probability(np.array([0.5, 0.9]), 2), [0.5, 0.82], rtol=1e-15)
-    assert dg.expected_zero_std_fraction([0.5, 1.0], 2) == pytest.approx(0.75, rel=1e-15)
+    # 0.81 + 0.01
+    assert dg.zero_std_probability(0.9, 2) == pytest.approx(0.82, rel=1e-15)
+    assert (
+        dg.zero_std_probability(0.0, 8) == 1.0
+        and dg.zero_std_probability(1.0, 8) == 1.0
+    )
+    np.testing.assert_allclose(
+        dg.zero_std_probability(np.array([0.5, 0.9]), 2), [0.5, 0.82], rtol=1e-15
+    )
+    assert dg.expected_zero_std_fraction([0.5, 1.0], 2) == pytest.approx(
+        0.75, rel=1e-15
+    )
 
 
 @pytest.mark.parametrize("p, g", [(0.5, 4), (0.9, 8), (0.1, 16), (0.97, 16)])

@@ -10,21 +10,69 @@ The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; RE
 """
 
 from .chapters.gradcheck import finite_difference, max_abs_error
-from .reference.advantages import centered_advantages, group_advantages, leave_one_out_advantages
-from .reference.bandit import BanditRun, bandit_seed_table, bandit_trajectory, train_group_bandit
-from .reference.baselines import enumerate_group_gradients, score_function_variance, true_gradient
-from .reference.dpo import (bradley_terry_probability, dpo_gradient_weight, implicit_reward,
-                            kl_regularised_objective, log_sigmoid, max_objective_identity_error,
-                            objective_identity_gap, optimal_policy, sigmoid)
-from .reference.kl import (estimator_views, exact_kl, forward_kl_grad_logits, k1, k2, k3, k3_expectation,
-                           k3_per_action, k3_surrogate_grad_logits, kl_grad_logits, policy_gap_family)
-from .reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
+from .reference.advantages import (
+    centered_advantages,
+    group_advantages,
+    leave_one_out_advantages,
+)
+from .reference.bandit import (
+    BanditRun,
+    bandit_seed_table,
+    bandit_trajectory,
+    train_group_bandit,
+)
+from .reference.baselines import (
+    enumerate_group_gradients,
+    score_function_variance,
+    true_gradient,
+)
+from .reference.dpo import (
+    bradley_terry_probability,
+    dpo_gradient_weight,
+    implicit_reward,
+    kl_regularised_objective,
+    log_sigmoid,
+    max_objective_identity_error,
+    objective_identity_gap,
+    optimal_policy,
+    sigmoid,
+)
+from .reference.kl import (
+    estimator_views,
+    exact_kl,
+    forward_kl_grad_logits,
+    k1,
+    k2,
+    k3,
+    k3_expectation,
+    k3_per_action,
+    k3_surrogate_grad_logits,
+    kl_grad_logits,
+    policy_gap_family,
+)
+from .reference.memory import (
+    GB,
+    GiB,
+    algorithm_ledger,
+    frozen_model_bytes,
+    training_state_ledger,
+)
 from .reference.softmax import log_softmax, softmax
-from .reference.zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
-                                 zero_std_monte_carlo, zero_std_probability)
+from .reference.zero_std import (
+    expected_zero_std_fraction,
+    simulate_zero_std_fraction,
+    two_sample_advantage,
+    zero_std_monte_carlo,
+    zero_std_probability,
+)
 from .trl_exact.advantages import reward_advantages
 from .trl_exact.dpo import dpo_loss
-from .trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad, grpo_loss
+from .trl_exact.grpo import (
+    clip_region,
+    clipped_objective,
+    clipped_objective_grad,
+    grpo_loss,
+)
 
 __version__ = "0.2.0"
 

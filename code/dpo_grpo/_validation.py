@@ -13,7 +13,9 @@ from typing import Iterable
 import numpy as np
 
 
-def as_float_array(x, name: str, *, ndim: int | Iterable[int] | None = None, finite: bool = True) -> np.ndarray:
+def as_float_array(
+    x, name: str, *, ndim: int | Iterable[int] | None = None, finite: bool = True
+) -> np.ndarray:
     """Return ``x`` as a non-empty float64 array; check its number of dimensions and (optionally) finiteness."""
     if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
@@ -33,7 +35,9 @@ def as_float_array(x, name: str, *, ndim: int | Iterable[int] | None = None, fin
     return arr
 
 
-def integer_array(x, name: str, *, ndim: int | None = None, allow_empty: bool = False) -> np.ndarray:
+def integer_array(
+    x, name: str, *, ndim: int | None = None, allow_empty: bool = False
+) -> np.ndarray:
     """``x`` as an int64 array (non-empty unless ``allow_empty``); floats must be whole numbers (no silent
     truncation)."""
     if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
@@ -52,7 +56,9 @@ def integer_array(x, name: str, *, ndim: int | None = None, allow_empty: bool = 
         if not np.issubdtype(arr.dtype, np.floating):
             raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
         if not np.all(np.isfinite(arr) & (arr == np.round(arr))):
-            raise ValueError(f"{name} must hold whole numbers (token ids / indices), got {arr.ravel()[:5].tolist()}")
+            raise ValueError(
+                f"{name} must hold whole numbers (token ids / indices), got {arr.ravel()[:5].tolist()}"
+            )
     return arr.astype(np.int64)
 
 
@@ -75,15 +81,24 @@ def arrays(**named) -> tuple[np.ndarray, ...]:
     return tuple(out.values())
 
 
-def scalar(x, name: str, *, positive: bool = False, nonnegative: bool = False,
-           open_unit: bool = False, allow_none: bool = False) -> float | None:
+def scalar(
+    x,
+    name: str,
+    *,
+    positive: bool = False,
+    nonnegative: bool = False,
+    open_unit: bool = False,
+    allow_none: bool = False,
+) -> float | None:
     """Return ``x`` as a finite float, checking the requested range."""
     if x is None and allow_none:
         return None
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
     value = float(x)
-    if not math.isfinite(value):  # math, not NumPy: torch_ops reuses this under torch.compile
+    if not math.isfinite(
+        value
+    ):  # math, not NumPy: torch_ops reuses this under torch.compile
         raise ValueError(f"{name} must be finite, got {value}")
     if positive and value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
@@ -140,7 +155,9 @@ def binary_mask(mask, name: str, shape: tuple[int, ...]) -> np.ndarray:
     if arr.ndim == 2:
         empty = np.flatnonzero(~active.any(axis=1))
         if empty.size:
-            raise ValueError(f"{name} has rows with no valid token (rows {empty.tolist()[:5]})")
+            raise ValueError(
+                f"{name} has rows with no valid token (rows {empty.tolist()[:5]})"
+            )
     return active
 
 
@@ -148,7 +165,9 @@ def probability_vector(p, name: str, *, strictly_positive: bool = True) -> np.nd
     """Return a 1-D probability vector (entries > 0 unless told otherwise, summing to 1 within 1e-9)."""
     arr = as_float_array(p, name, ndim=1)
     if strictly_positive and (arr <= 0).any():
-        raise ValueError(f"{name} must have strictly positive entries, got {arr.tolist()}")
+        raise ValueError(
+            f"{name} must have strictly positive entries, got {arr.tolist()}"
+        )
     if (arr < 0).any():
         raise ValueError(f"{name} must have non-negative entries, got {arr.tolist()}")
     if abs(arr.sum() - 1.0) > 1e-9:

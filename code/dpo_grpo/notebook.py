@@ -30,7 +30,9 @@ def glue(name: str, value, display: bool = False):
     value = _plain(value)
     try:
         from myst_nb import glue as _glue
-    except ImportError:  # pragma: no cover - myst-nb is installed with the book's requirements
+    except (
+        ImportError
+    ):  # pragma: no cover - myst-nb is installed with the book's requirements
         return value
     _glue(name, value, display=display)
     return value
@@ -53,14 +55,19 @@ def runtime_summary(suggest_gpu: bool = False) -> str:
         parts.append("torch not installed (the NumPy chapters do not need it)")
     else:
         cuda = torch.cuda.is_available()
-        device = "GPU: cuda (" + torch.cuda.get_device_name(0) + ")" if cuda else "CPU (no CUDA device)"
+        device = (
+            "GPU: cuda (" + torch.cuda.get_device_name(0) + ")"
+            if cuda
+            else "CPU (no CUDA device)"
+        )
         parts.append(f"torch {torch.__version__} on {device}")
     text = "; ".join(parts)
     if suggest_gpu and not cuda:
-        text += ("\nThis chapter's torch cells run faster on a GPU. In Colab: Runtime > Change runtime type > "
-                 "a GPU (e.g. T4), then run the notebook again from the top. On a CPU it still runs.")
+        text += (
+            "\nThis chapter's torch cells run faster on a GPU. In Colab: Runtime > Change runtime type > "
+            "a GPU (e.g. T4), then run the notebook again from the top. On a CPU it still runs."
+        )
     return text
-
 
 
 class SourceListing:
@@ -71,8 +78,14 @@ class SourceListing:
 
     def __init__(self, fn):
         target = inspect.unwrap(fn)
-        if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
-            raise TypeError(f"fn must be a function, method or class, got {type(fn).__name__}")
+        if not (
+            inspect.isfunction(target)
+            or inspect.isclass(target)
+            or inspect.ismethod(target)
+        ):
+            raise TypeError(
+                f"fn must be a function, method or class, got {type(fn).__name__}"
+            )
         self.text = inspect.getsource(target)
         lines, first = inspect.getsourcelines(target)
         package_root = Path(__file__).resolve().parent.parent

@@ -27,10 +27,20 @@ def markdown_cell(value, *, untrusted: bool = False) -> str:
 
 def markdown_row(cells, *, untrusted: bool = False) -> str:
     """``| a | b |`` for already formatted cells."""
-    return "| " + " | ".join(markdown_cell(c, untrusted=untrusted) for c in cells) + " |"
+    return (
+        "| " + " | ".join(markdown_cell(c, untrusted=untrusted) for c in cells) + " |"
+    )
 
 
-def markdown_table(rows, columns=None, formats=None, headers=None, *, float_format=None, untrusted=False) -> str:
+def markdown_table(
+    rows,
+    columns=None,
+    formats=None,
+    headers=None,
+    *,
+    float_format=None,
+    untrusted=False,
+) -> str:
     """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for rows and cells."""
     columns, _, body = _cells(rows, columns, formats, float_format)
     head = [(headers or {}).get(c, c) for c in columns]
@@ -39,23 +49,45 @@ def markdown_table(rows, columns=None, formats=None, headers=None, *, float_form
     return "\n".join(lines)
 
 
-def html_table(rows, columns=None, formats=None, headers=None, *, float_format=None, code_columns=()) -> str:
+def html_table(
+    rows,
+    columns=None,
+    formats=None,
+    headers=None,
+    *,
+    float_format=None,
+    code_columns=(),
+) -> str:
     """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab and the built book alike.
     Cells are escaped; numbers are right-aligned; ``code_columns`` (names or indices) are set in ``<code>``."""
     columns, values, body = _cells(rows, columns, formats, float_format)
-    code_columns = {columns[c] if isinstance(c, int) else c for c in v.sequence(code_columns, "code_columns")}
+    code_columns = {
+        columns[c] if isinstance(c, int) else c
+        for c in v.sequence(code_columns, "code_columns")
+    }
     pad = "padding:0.25em 0.75em;"
-    out = ['<table style="border-collapse:collapse;margin:0.5em 0">',
-           "<thead><tr>" + "".join(f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
-                                   f"{html.escape(str((headers or {}).get(c, c)))}</th>" for c in columns)
-           + "</tr></thead>", "<tbody>"]
+    out = [
+        '<table style="border-collapse:collapse;margin:0.5em 0">',
+        "<thead><tr>"
+        + "".join(
+            f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
+            f"{html.escape(str((headers or {}).get(c, c)))}</th>"
+            for c in columns
+        )
+        + "</tr></thead>",
+        "<tbody>",
+    ]
     for row_values, texts in zip(values, body):
         tds = []
         for c, value, text in zip(columns, row_values, texts):
-            numeric = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+            numeric = isinstance(value, numbers.Number) and not isinstance(
+                value, (bool, np.bool_)
+            )
             shown = html.escape(text) if text != "**no**" else "<strong>no</strong>"
             shown = f"<code>{shown}</code>" if c in code_columns else shown
-            tds.append(f'<td style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>')
+            tds.append(
+                f'<td style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>'
+            )
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
@@ -64,7 +96,9 @@ def html_table(rows, columns=None, formats=None, headers=None, *, float_format=N
 def human_number(x) -> str:
     """A number for a budget table: thousands separators for large values, 2 decimals, or 2 significant digits in
     e-notation below 0.01."""
-    if isinstance(x, (int, np.integer)) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
+    if isinstance(x, (int, np.integer)) or (
+        isinstance(x, float) and x.is_integer() and abs(x) >= 1000
+    ):
         return f"{int(x):,}"
     if x == 0:
         return "0"
@@ -76,6 +110,7 @@ def human_number(x) -> str:
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------
+
 
 def _rows(rows) -> list:
     rows = v.sequence(rows, "rows")
@@ -92,7 +127,9 @@ def _values(rows, columns) -> list:
         else:
             row = v.sequence(row, "rows[i]")
             if len(row) != len(columns):
-                raise ValueError(f"every row needs {len(columns)} cells, got {len(row)}")
+                raise ValueError(
+                    f"every row needs {len(columns)} cells, got {len(row)}"
+                )
             out.append(row)
     return out
 
@@ -109,9 +146,17 @@ def _cells(rows, columns, formats, float_format):
         raise ValueError("columns must name at least one column")
     formats = {} if formats is None else formats
     if not isinstance(formats, dict):
-        raise TypeError(f"formats must be a dict {{column: format}} or None, got {type(formats).__name__}")
+        raise TypeError(
+            f"formats must be a dict {{column: format}} or None, got {type(formats).__name__}"
+        )
     values = _values(rows, columns)
-    body = [[_cell(value, formats.get(c, float_format), c) for c, value in zip(columns, row)] for row in values]
+    body = [
+        [
+            _cell(value, formats.get(c, float_format), c)
+            for c, value in zip(columns, row)
+        ]
+        for row in values
+    ]
     return columns, values, body
 
 
@@ -126,5 +171,7 @@ def _cell(value, spec, column) -> str:
                 return str(spec(value))
             return spec.format(value) if "{" in spec else format(value, spec)
         except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise ValueError(f"the format of column {column!r} cannot format {value!r}: {exc}") from None
+            raise ValueError(
+                f"the format of column {column!r} cannot format {value!r}: {exc}"
+            ) from None
     return str(value)

@@ -73,7 +73,9 @@ def page():
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.set_content("<html><body style='margin:0'><div id='host'></div></body></html>")
+        pg.set_content(
+            "<html><body style='margin:0'><div id='host'></div></body></html>"
+        )
         pg.add_script_tag(content=PLOTLY_JS.read_text())
         yield pg
         browser.close()
@@ -81,8 +83,21 @@ def page():
 
 def test_every_explorable_module_is_scanned():
     names = {name.split(".")[1] for name in EXPLORABLES}
-    assert {"clip_platform", "zero_std", "group_advantage", "dpo", "kl_estimator", "bandit", "memory_ledger",
-            "length_norm", "difficulty", "dpo_dynamics", "clip_reuse", "kl_variance", "token_level"} <= names, names
+    assert {
+        "clip_platform",
+        "zero_std",
+        "group_advantage",
+        "dpo",
+        "kl_estimator",
+        "bandit",
+        "memory_ledger",
+        "length_norm",
+        "difficulty",
+        "dpo_dynamics",
+        "clip_reuse",
+        "kl_variance",
+        "token_level",
+    } <= names, names
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORABLES))
@@ -92,5 +107,9 @@ def test_the_figure_fits_its_margins_and_is_drawn_once(page, name):
         for width in WIDTHS:
             got = page.evaluate(DRAW, [figure, PLOTLY_CONFIG, width])
             if got["drawn"] != got["given"]:
-                widened.append(f"{what} at {width} px: margins (l, r, t, b) {got['given']} -> {got['drawn']}")
-    assert widened == [], f"{name}: plotly widened the margins and drew again:\n" + "\n".join(widened)
+                widened.append(
+                    f"{what} at {width} px: margins (l, r, t, b) {got['given']} -> {got['drawn']}"
+                )
+    assert widened == [], (
+        f"{name}: plotly widened the margins and drew again:\n" + "\n".join(widened)
+    )

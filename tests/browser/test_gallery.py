@@ -46,16 +46,24 @@ PAGE_BUDGET = 1_500_000
 # Build (if stale), serve, open
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _sources():
     for pattern in ("book/**/*", "code/dpo_grpo/**/*.py"):
-        yield from (p for p in ROOT.glob(pattern) if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+        yield from (
+            p
+            for p in ROOT.glob(pattern)
+            if p.is_file() and ".ipynb_checkpoints" not in p.parts
+        )
     for name in ("_config.yml", "_toc.yml", "package-lock.json"):
         yield ROOT / name
 
 
 def _stale() -> bool:
     page = HTML / PAGE
-    return not page.exists() or max(p.stat().st_mtime for p in _sources()) > page.stat().st_mtime
+    return (
+        not page.exists()
+        or max(p.stat().st_mtime for p in _sources()) > page.stat().st_mtime
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +72,15 @@ def site():
         run = subprocess.run(["make", "book"], cwd=ROOT, capture_output=True, text=True)
         if run.returncode != 0:
             if _stale():
-                pytest.fail("make book failed before writing the gallery page:\n" + run.stdout[-3000:] + run.stderr[-3000:])
-            warnings.warn("make book reported errors elsewhere in the book (the gallery page was written):\n"
-                          + (run.stdout + run.stderr)[-1500:])
+                pytest.fail(
+                    "make book failed before writing the gallery page:\n"
+                    + run.stdout[-3000:]
+                    + run.stderr[-3000:]
+                )
+            warnings.warn(
+                "make book reported errors elsewhere in the book (the gallery page was written):\n"
+                + (run.stdout + run.stderr)[-1500:]
+            )
     handler = functools.partial(_QuietHandler, directory=str(HTML))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -83,7 +97,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 class Gallery:
     def __init__(self, browser, page, console, blocked, open_page):
-        self.browser, self.page, self.console, self.blocked, self.open = browser, page, console, blocked, open_page
+        self.browser, self.page, self.console, self.blocked, self.open = (
+            browser,
+            page,
+            console,
+            blocked,
+            open_page,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -93,29 +113,44 @@ def gallery(site):
 
     def route(r):
         url = urlparse(r.request.url)
-        if url.scheme in ("data", "blob") or (url.hostname, url.port) == (host.hostname, host.port):
+        if url.scheme in ("data", "blob") or (url.hostname, url.port) == (
+            host.hostname,
+            host.port,
+        ):
             r.continue_()
         else:
             blocked.append(r.request.url)
             r.abort()
 
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
+        )
 
         def open_page(path):
             """A new tab on ``path`` with the same network block and console capture."""
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.on("console", lambda m: console.append(f"{path}: {m.text}") if m.type == "error" else None)
+            page.on(
+                "console",
+                lambda m: (
+                    console.append(f"{path}: {m.text}") if m.type == "error" else None
+                ),
+            )
             page.on("pageerror", lambda e: console.append(f"{path}: uncaught: {e}"))
             page.route("**/*", route)
             page.goto(f"{site}/{path}", wait_until="load", timeout=120_000)
             return page
 
         page = open_page(PAGE)
-        page.wait_for_function(f"() => [...document.querySelectorAll('.plotly-graph-div')].length === {N_FIGURES} && "
-                               "[...document.querySelectorAll('.plotly-graph-div')].every(g => g._fullData)",
-                               timeout=120_000)
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
+        page.wait_for_function(
+            f"() => [...document.querySelectorAll('.plotly-graph-div')].length === {N_FIGURES} && "
+            "[...document.querySelectorAll('.plotly-graph-div')].every(g => g._fullData)",
+            timeout=120_000,
+        )
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=60_000,
+        )
         page.evaluate("() => MathJax.startup.promise")
         page.wait_for_selector(".jupyter-widgets .widget-slider", timeout=60_000)
         yield Gallery(browser, page, console, blocked, open_page)
@@ -126,29 +161,48 @@ def gallery(site):
 # Expected values from the package's functions
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _close(got, want, what, rel=2e-3):
     got = np.asarray(got, dtype=float)
     want = np.asarray(want, dtype=float)
     assert got.shape == want.shape, what
-    assert np.allclose(got, want, rtol=rel, atol=1e-9), f"{what}: {got[:6]} != {want[:6]}"
+    assert np.allclose(got, want, rtol=rel, atol=1e-9), (
+        f"{what}: {got[:6]} != {want[:6]}"
+    )
 
 
 def _check_clip(p, data, layout):
     eps, eps_h, delta = p["epsilon"], p["epsilon_high"], p["delta"]
     kw = dict(epsilon=eps, epsilon_high=eps_h, delta=delta)
-    for i, (a, fn) in enumerate(((1, dg.clipped_objective), (-1, dg.clipped_objective), (-1, dg.clipped_objective),
-                                 (1, dg.clipped_objective_grad), (-1, dg.clipped_objective_grad),
-                                 (-1, dg.clipped_objective_grad))):
-        _close(data[i]["y"], fn(np.array(data[i]["x"]), a, **kw), f"clip trace {i} at {p}")
+    for i, (a, fn) in enumerate(
+        (
+            (1, dg.clipped_objective),
+            (-1, dg.clipped_objective),
+            (-1, dg.clipped_objective),
+            (1, dg.clipped_objective_grad),
+            (-1, dg.clipped_objective_grad),
+            (-1, dg.clipped_objective_grad),
+        )
+    ):
+        _close(
+            data[i]["y"], fn(np.array(data[i]["x"]), a, **kw), f"clip trace {i} at {p}"
+        )
     inputs = ex.grpo_token_example()
     ratio = np.exp(inputs["new_logps"] - inputs["old_logps"])[:, 0]
     for k in range(4):
-        _close(data[6 + k]["y"], [dg.clipped_objective(ratio[k], np.sign(inputs["advantages"][k]), **kw)],
-               f"answer {k} at {p}")
+        _close(
+            data[6 + k]["y"],
+            [dg.clipped_objective(ratio[k], np.sign(inputs["advantages"][k]), **kw)],
+            f"answer {k} at {p}",
+        )
     shapes = layout["shapes"]
     for row in (0, 6):
-        assert shapes[row]["x0"] == pytest.approx(1 + eps_h) and shapes[row + 4]["x0"] == pytest.approx(1 + eps_h)
-        assert shapes[row + 1]["x1"] == pytest.approx(1 - eps) and shapes[row + 3]["x1"] == pytest.approx(1 - eps)
+        assert shapes[row]["x0"] == pytest.approx(1 + eps_h) and shapes[row + 4][
+            "x0"
+        ] == pytest.approx(1 + eps_h)
+        assert shapes[row + 1]["x1"] == pytest.approx(1 - eps) and shapes[row + 3][
+            "x1"
+        ] == pytest.approx(1 - eps)
         if delta is None:
             assert shapes[row + 2]["x0"] > 2.2
         else:
@@ -157,15 +211,39 @@ def _check_clip(p, data, layout):
 
 def _check_zero_std(p, data, layout):
     g, q, eps = int(p["group_size"]), p["pass_rate"], p["eps"]
-    _close(data[0]["y"], dg.zero_std_probability(np.array(data[0]["x"]), g), f"exact vs p at {p}")
-    _close(data[1]["y"], [dg.zero_std_monte_carlo(x, g, 2000, 0) for x in data[1]["x"]], f"MC vs p at {p}")
-    _close(data[2]["y"], [dg.zero_std_probability(q, int(k)) for k in data[2]["x"]], f"exact vs G at {p}")
-    _close(data[3]["y"], [dg.zero_std_monte_carlo(q, int(k), 2000, 0) for k in data[3]["x"]], f"MC vs G at {p}")
+    _close(
+        data[0]["y"],
+        dg.zero_std_probability(np.array(data[0]["x"]), g),
+        f"exact vs p at {p}",
+    )
+    _close(
+        data[1]["y"],
+        [dg.zero_std_monte_carlo(x, g, 2000, 0) for x in data[1]["x"]],
+        f"MC vs p at {p}",
+    )
+    _close(
+        data[2]["y"],
+        [dg.zero_std_probability(q, int(k)) for k in data[2]["x"]],
+        f"exact vs G at {p}",
+    )
+    _close(
+        data[3]["y"],
+        [dg.zero_std_monte_carlo(q, int(k), 2000, 0) for k in data[3]["x"]],
+        f"MC vs G at {p}",
+    )
     batch = difficulty_spread(q, 256, 2.0, 0)
-    _close(data[4]["y"], [dg.expected_zero_std_fraction(batch, int(k)) for k in data[4]["x"]], f"batch at {p}")
+    _close(
+        data[4]["y"],
+        [dg.expected_zero_std_fraction(batch, int(k)) for k in data[4]["x"]],
+        f"batch at {p}",
+    )
     gap = np.array(data[7]["x"])
     _close(data[7]["y"], gap / (gap + 2 * eps), f"two-sample curve at {p}")
-    _close(data[8]["y"], [dg.two_sample_advantage(d, eps) for d in ex.TWO_SAMPLE_GAPS], f"article gaps at {p}")
+    _close(
+        data[8]["y"],
+        [dg.two_sample_advantage(d, eps) for d in ex.TWO_SAMPLE_GAPS],
+        f"article gaps at {p}",
+    )
     _close(data[9]["x"], [q, q], "p marker")
     _close(data[10]["x"], [g, g], "G marker")
 
@@ -174,8 +252,16 @@ def _check_group_advantage(p, data, layout):
     a, b = p["transform"]
     r = ex.REWARD_GROUPS[0] * a + b
     _close(data[0]["y"], r, f"rewards at {p}", rel=1e-5)
-    _close(data[2]["y"], dg.group_advantages(r[None], eps=1e-4, ddof=0)[0], f"ddof 0 at {p}")
-    _close(data[3]["y"], dg.group_advantages(r[None], eps=1e-4, ddof=1)[0], f"ddof 1 at {p}")
+    _close(
+        data[2]["y"],
+        dg.group_advantages(r[None], eps=1e-4, ddof=0)[0],
+        f"ddof 0 at {p}",
+    )
+    _close(
+        data[3]["y"],
+        dg.group_advantages(r[None], eps=1e-4, ddof=1)[0],
+        f"ddof 1 at {p}",
+    )
 
 
 def _check_kl(p, data, layout):
@@ -185,8 +271,10 @@ def _check_kl(p, data, layout):
     e = ex.KL_EXAMPLE
     s = (1 - t) * e["p"] + t * e["old"]
     _close(data[8]["y"], s, f"sampling at t={t}", rel=1e-3)
-    want = [dg.k3_expectation(e["p"], e["q"], s / s.sum()),
-            dg.k3_expectation(e["p"], e["q"], s / s.sum(), ratio_weighted=True)]
+    want = [
+        dg.k3_expectation(e["p"], e["q"], s / s.sum()),
+        dg.k3_expectation(e["p"], e["q"], s / s.sum(), ratio_weighted=True),
+    ]
     _close(data[12]["y"], want, f"expectations at t={t}")
 
 
@@ -198,7 +286,11 @@ def _check_bandit(p, data, layout):
     for k, name in enumerate(BANDIT_PARAMS):
         run = dg.bandit_trajectory(steps=80, **{**base, name: p[name]})
         for a in range(4):
-            _close(data[4 * k + a]["y"], run[:, a], f"bandit panel {name}={p[name]} action {a}")
+            _close(
+                data[4 * k + a]["y"],
+                run[:, a],
+                f"bandit panel {name}={p[name]} action {a}",
+            )
 
 
 def _check_length_norm(p, data, layout):
@@ -209,7 +301,11 @@ def _check_length_norm(p, data, layout):
     for key in ("push", "total"):
         for lt in LOSS_TYPES:
             for sign in (1, -1):
-                _close(data[k]["y"], d[key][lt][sign], f"length_norm {key} {lt} {sign} at {p}")
+                _close(
+                    data[k]["y"],
+                    d[key][lt][sign],
+                    f"length_norm {key} {lt} {sign} at {p}",
+                )
                 k += 1
     lens = np.array(data[0]["x"])
     _close(data[0]["y"], 1 / (4 * lens), f"grpo push = 1/(B |y|) at {p}")
@@ -220,7 +316,11 @@ def _check_difficulty(p, data, layout):
     ks = np.arange(g + 1)
     rewards = np.array([[1.0] * k + [0.0] * (g - k) for k in ks]).reshape(-1, 1)
     for j, scale in enumerate(("group", "batch", "none")):
-        w = np.abs(dg.reward_advantages(rewards, g, scale_rewards=scale).advantages.reshape(g + 1, g)).sum(axis=1)
+        w = np.abs(
+            dg.reward_advantages(rewards, g, scale_rewards=scale).advantages.reshape(
+                g + 1, g
+            )
+        ).sum(axis=1)
         _close(data[j]["y"], w, f"difficulty weight {scale} at {p}")
         _close(data[3 + j]["y"], w / w[g // 2], f"difficulty relative {scale} at {p}")
 
@@ -228,26 +328,41 @@ def _check_difficulty(p, data, layout):
 def _check_dpo_dynamics(p, data, layout):
     from dpo_grpo.chapters.displacement import dpo_displacement
 
-    runs = (dpo_displacement(beta=p["beta"], similarity=0.9, steps=150),
-            dpo_displacement(beta=0.1, similarity=p["similarity"], steps=150))
+    runs = (
+        dpo_displacement(beta=p["beta"], similarity=0.9, steps=150),
+        dpo_displacement(beta=0.1, similarity=p["similarity"], steps=150),
+    )
     for j, run in enumerate(runs):
         for i, key in enumerate(("chosen", "rejected", "margins")):
-            _close(data[3 * j + i]["y"], run[key], f"dpo dynamics {key} panel {j} at {p}")
+            _close(
+                data[3 * j + i]["y"], run[key], f"dpo dynamics {key} panel {j} at {p}"
+            )
 
 
 def _check_clip_reuse(p, data, layout):
     from dpo_grpo.interactive.clip_reuse import reuse_run
 
-    runs = (reuse_run(int(p["num_iterations"]), 1), reuse_run(1, int(p["steps_per_generation"])))
+    runs = (
+        reuse_run(int(p["num_iterations"]), 1),
+        reuse_run(1, int(p["steps_per_generation"])),
+    )
     for j, run in enumerate(runs):
         _close(data[2 * j]["y"], run["clip"], f"clip fraction row {j} at {p}")
         _close(data[2 * j + 1]["y"], run["spread"], f"ratio spread row {j} at {p}")
 
 
 # The gallery's nine figures (the DPO-loss and memory-ledger figures moved out: chapters 3 and 1 keep them)
-CHECKS = {"clip_platform": _check_clip, "zero_std": _check_zero_std, "group_advantage": _check_group_advantage,
-          "dpo_dynamics": _check_dpo_dynamics, "kl_estimator": _check_kl, "bandit": _check_bandit,
-          "length_norm": _check_length_norm, "difficulty": _check_difficulty, "clip_reuse": _check_clip_reuse}
+CHECKS = {
+    "clip_platform": _check_clip,
+    "zero_std": _check_zero_std,
+    "group_advantage": _check_group_advantage,
+    "dpo_dynamics": _check_dpo_dynamics,
+    "kl_estimator": _check_kl,
+    "bandit": _check_bandit,
+    "length_norm": _check_length_norm,
+    "difficulty": _check_difficulty,
+    "clip_reuse": _check_clip_reuse,
+}
 N_FIGURES = len(CHECKS)
 
 READ_GRAPH = """(gd) => ({
@@ -264,8 +379,14 @@ def _state(graph):
 
 
 def _params(state):
-    return {s["param"]: (tuple(s["values"][j]) if isinstance(s["values"][j], list) else s["values"][j])
-            for s, j in zip(state["meta"]["sliders"], state["active"])}
+    return {
+        s["param"]: (
+            tuple(s["values"][j])
+            if isinstance(s["values"][j], list)
+            else s["values"][j]
+        )
+        for s, j in zip(state["meta"]["sliders"], state["active"])
+    }
 
 
 def _move(page, graph, k, state):
@@ -276,8 +397,11 @@ def _move(page, graph, k, state):
     current = state["active"][k]
     target = 0.02 if current > (n - 1) / 2 else 0.98
     page.mouse.click(box["x"] + target * box["width"], box["y"] + box["height"] / 2)
-    page.wait_for_function("([gd, k, old]) => gd._fullLayout.sliders[k].active !== old", arg=[graph, k, current],
-                           timeout=10_000)
+    page.wait_for_function(
+        "([gd, k, old]) => gd._fullLayout.sliders[k].active !== old",
+        arg=[graph, k, current],
+        timeout=10_000,
+    )
     page.wait_for_timeout(150)
     return _state(graph)
 
@@ -286,6 +410,7 @@ def _move(page, graph, k, state):
 # Tests
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def test_pages_load_plotly_once_and_stay_under_budget(site):
     gallery_html = (HTML / PAGE).read_text(encoding="utf-8")
     assert gallery_html.count("vendor/plotly/plotly.min.js") == 1
@@ -293,32 +418,48 @@ def test_pages_load_plotly_once_and_stay_under_budget(site):
         text = page.read_text(encoding="utf-8", errors="replace")
         if "plotly-graph-div" in text:
             assert "plotly.js v" not in text, f"{page.name} inlines plotly.js"
-            assert text.count("vendor/plotly/plotly.min.js") == 1, f"{page.name} loads plotly.js more than once"
-            assert page.stat().st_size < PAGE_BUDGET, f"{page.name}: {page.stat().st_size} bytes"
-        assert "cdn.jsdelivr.net/npm/mathjax" not in text and "require.min.js" not in text, page.name
+            assert text.count("vendor/plotly/plotly.min.js") == 1, (
+                f"{page.name} loads plotly.js more than once"
+            )
+            assert page.stat().st_size < PAGE_BUDGET, (
+                f"{page.name}: {page.stat().st_size} bytes"
+            )
+        assert (
+            "cdn.jsdelivr.net/npm/mathjax" not in text and "require.min.js" not in text
+        ), page.name
 
 
 def test_math_is_typeset(gallery):
     page = gallery.page
     assert page.evaluate("document.querySelectorAll('mjx-container').length") > 20
-    raw = page.evaluate("[...document.querySelectorAll('article p')].filter(p => /\\\\varepsilon|\\$/.test("
-                        "p.textContent)).length")
+    raw = page.evaluate(
+        "[...document.querySelectorAll('article p')].filter(p => /\\\\varepsilon|\\$/.test("
+        "p.textContent)).length"
+    )
     assert raw == 0, "some paragraphs still show raw TeX"
 
 
 def test_embedded_widget_state_renders_and_links_in_the_browser(gallery):
     page = gallery.page
-    cell = page.locator(".jupyter-widgets").filter(has=page.locator(".widget-slider")).first
+    cell = (
+        page.locator(".jupyter-widgets")
+        .filter(has=page.locator(".widget-slider"))
+        .first
+    )
     cell.scroll_into_view_if_needed()
     assert page.locator(".widget-slider").count() >= 1
     box = page.locator(".jupyter-widgets input[type='number']").first
     box.fill("20")
     box.press("Enter")
-    page.wait_for_function("() => [...document.querySelectorAll('.widget-readout')].some(r => "
-                           "(r.textContent || r.value || '').trim() === '20')", timeout=10_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.widget-readout')].some(r => "
+        "(r.textContent || r.value || '').trim() === '20')",
+        timeout=10_000,
+    )
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".cell_output").filter(has=page.locator(".widget-slider")).first.screenshot(
-        path=str(SHOTS / "gallery-widget-state.png"))
+    page.locator(".cell_output").filter(
+        has=page.locator(".widget-slider")
+    ).first.screenshot(path=str(SHOTS / "gallery-widget-state.png"))
 
 
 def test_every_slider_moves_the_data_to_the_package_values(gallery):
@@ -333,13 +474,20 @@ def test_every_slider_moves_the_data_to_the_package_values(gallery):
         seen.add(name)
         check = CHECKS[name]
         check(_params(state), state["data"], state["layout"])  # defaults
-        assert len(graph.query_selector_all(".slider-rail-touch-rect")) == len(state["meta"]["sliders"])
+        assert len(graph.query_selector_all(".slider-rail-touch-rect")) == len(
+            state["meta"]["sliders"]
+        )
         for k in range(len(state["meta"]["sliders"])):
             before = state
             state = _move(page, graph, k, state)
             assert state["active"][k] != before["active"][k]
-            changed = any(a["y"] != b["y"] or a["visible"] != b["visible"] or a["x"] != b["x"]
-                          for a, b in zip(state["data"], before["data"])) or state["layout"] != before["layout"]
+            changed = (
+                any(
+                    a["y"] != b["y"] or a["visible"] != b["visible"] or a["x"] != b["x"]
+                    for a, b in zip(state["data"], before["data"])
+                )
+                or state["layout"] != before["layout"]
+            )
             assert changed, f"{name}: moving slider {k} changed nothing"
             # all sliders now sit at some combination: the plot must equal the package's values there
             check(_params(state), state["data"], state["layout"])
@@ -354,7 +502,8 @@ def test_a_plain_page_has_a_clean_console_too(gallery):
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(500)
     assert page.evaluate("document.documentElement.dataset.mode") == "light"
-    assert page.evaluate("typeof THEBE_JS_URL") == "string"  # declared once, so the script ran
+    # declared once, so the script ran
+    assert page.evaluate("typeof THEBE_JS_URL") == "string"
     page.close()
 
 
@@ -364,12 +513,24 @@ def test_the_page_also_works_opened_from_disk(gallery):
     page = gallery.browser.new_page(viewport={"width": 1280, "height": 1000})
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).scheme in ("file", "data", "blob")
-               else (outside.append(r.request.url), r.abort()))
+    page.route(
+        "**/*",
+        lambda r: (
+            r.continue_()
+            if urlparse(r.request.url).scheme in ("file", "data", "blob")
+            else (outside.append(r.request.url), r.abort())
+        ),
+    )
     page.goto((HTML / PAGE).as_uri(), wait_until="load", timeout=120_000)
-    page.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')].filter(g => g._fullData)"
-                           f".length === {N_FIGURES}", timeout=120_000)
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.plotly-graph-div')].filter(g => g._fullData)"
+        f".length === {N_FIGURES}",
+        timeout=120_000,
+    )
+    page.wait_for_function(
+        "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+        timeout=60_000,
+    )
     page.evaluate("() => MathJax.startup.promise")
     page.wait_for_selector(".jupyter-widgets .widget-slider", timeout=60_000)
     assert page.evaluate("document.querySelectorAll('mjx-container').length") > 20
@@ -379,5 +540,9 @@ def test_the_page_also_works_opened_from_disk(gallery):
 
 def test_no_request_left_the_machine_and_the_console_is_clean(gallery):
     assert gallery.blocked == [], gallery.blocked
-    errors = [m for m in gallery.console if not any(key in m for key in IGNORED_CONSOLE_ERRORS)]
+    errors = [
+        m
+        for m in gallery.console
+        if not any(key in m for key in IGNORED_CONSOLE_ERRORS)
+    ]
     assert errors == [], json.dumps(errors, indent=1)

@@ -61,21 +61,48 @@ TOKEN = "dpo-grpo-browser-test"
 #: frontend -> (the Jupyter application, whose kernel: "this" environment or the "colab" packages' venv, its options).
 #: No news, no update check, no PyPI extension manager (JupyterLab 3.6 has no such option: its manager is off until
 #: a user enables it): nothing leaves the machine.
-_LAB = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.expose_app_in_browser=True"]
+_LAB = [
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    "--LabApp.expose_app_in_browser=True",
+]
 #: name: (app, kernel, server options, how the kernel shows the live figure: widgets.live_figure_mode chooses it by
 #: itself, except in lab4-output, where DPO_GRPO_LIVE_FIGURE forces it)
-FRONTENDS = {"lab4": ("jupyterlab", "this", [*_LAB, "--LabApp.extension_manager=readonly"], "figurewidget"),
-             "lab4-output": ("jupyterlab", "this", [*_LAB, "--LabApp.extension_manager=readonly"], "output"),
-             "notebook7": ("notebook", "this", ["--JupyterNotebookApp.expose_app_in_browser=True"], "figurewidget"),
-             "lab3-colab-kernel": ("jupyterlab", "colab", _LAB, "output")}
+FRONTENDS = {
+    "lab4": (
+        "jupyterlab",
+        "this",
+        [*_LAB, "--LabApp.extension_manager=readonly"],
+        "figurewidget",
+    ),
+    "lab4-output": (
+        "jupyterlab",
+        "this",
+        [*_LAB, "--LabApp.extension_manager=readonly"],
+        "output",
+    ),
+    "notebook7": (
+        "notebook",
+        "this",
+        ["--JupyterNotebookApp.expose_app_in_browser=True"],
+        "figurewidget",
+    ),
+    "lab3-colab-kernel": ("jupyterlab", "colab", _LAB, "output"),
+}
 MAX_DRAW_MS_EACH = 2000  # a redraw that takes longer is a hang (a loaded 2-core machine measured 90-380 ms)
-DRAW_MS_OUT = Path(os.environ.get("DRAW_MS_OUT", ROOT / "artifacts" / "live_widgets_draw_ms.json"))
+DRAW_MS_OUT = Path(
+    os.environ.get("DRAW_MS_OUT", ROOT / "artifacts" / "live_widgets_draw_ms.json")
+)
 DRAW_MS: dict[str, dict[str, float]] = {}
 #: The gallery's sections whose live widget is one of widgets.WIDGETS (the newer explorables have their own
 #: modules and kernel tests, tests/test_new_explorables.py; the DPO and memory-ledger widgets live in chapters 3, 1).
-TITLES = {"clip_platform": "Clip platforms", "zero_std": "Zero-std groups", "group_advantage": "Group advantages",
-          "kl_estimator": "KL estimators", "bandit": "The group bandit"}
+TITLES = {
+    "clip_platform": "Clip platforms",
+    "zero_std": "Zero-std groups",
+    "group_advantage": "Group advantages",
+    "kl_estimator": "KL estimators",
+    "bandit": "The group bandit",
+}
 HANDLE = ".noUi-handle, .ui-slider-handle"  # ipywidgets 8 (noUiSlider), ipywidgets 7 (jQuery UI)
 TRACK = ".noUi-target, .ui-slider"
 
@@ -112,23 +139,34 @@ Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3})
 FIND_BOX = """(title) => [...document.querySelectorAll('.widget-vbox')].find(
     v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title))"""
 
-FIND_PLOT = """(title) => {
-  const box = (""" + FIND_BOX + """)(title);
+FIND_PLOT = (
+    """(title) => {
+  const box = ("""
+    + FIND_BOX
+    + """)(title);
   if (!box) return null;
   const plot = box.querySelector('.js-plotly-plot');
   return plot && plot._fullData ? plot._fullData.map(t => Array.from(t.y || [])) : null;
 }"""
+)
 
-IN_OUTPUT = """(title) => {
-  const box = (""" + FIND_BOX + """)(title);
+IN_OUTPUT = (
+    """(title) => {
+  const box = ("""
+    + FIND_BOX
+    + """)(title);
   return !!box.querySelector('.widget-output .js-plotly-plot');
 }"""
+)
 
 # Waits for the figure to change after the slider moved and then to settle (no new figure frame and no redraw for a
 # second: a drag may send more than one value); returns the last redraw's time and data.
-WAIT_SETTLED = """async ([title, before, framesBefore]) => {
+WAIT_SETTLED = (
+    """async ([title, before, framesBefore]) => {
   const start = performance.now();
-  const find = """ + FIND_PLOT + """;
+  const find = """
+    + FIND_PLOT
+    + """;
   let last = null;
   while (performance.now() - start < 60000) {
     const ys = find(title), now = performance.now(), text = JSON.stringify(ys);
@@ -141,6 +179,7 @@ WAIT_SETTLED = """async ([title, before, framesBefore]) => {
   }
   return null;
 }"""
+)
 
 
 def _free_port() -> int:
@@ -150,8 +189,11 @@ def _free_port() -> int:
 
 
 def _first_slider(ui):
-    return next((name, c) for name, c in ui.controls.items()
-                if isinstance(c, (W.IntSlider, W.FloatSlider, W.FloatLogSlider)))
+    return next(
+        (name, c)
+        for name, c in ui.controls.items()
+        if isinstance(c, (W.IntSlider, W.FloatSlider, W.FloatLogSlider))
+    )
 
 
 def _candidates(control, near):
@@ -160,13 +202,16 @@ def _candidates(control, near):
     n = int(round((control.max - control.min) / control.step))
     grid = [control.min + k * control.step for k in range(n + 1)]
     if isinstance(control, W.FloatLogSlider):
-        values = [control.base ** e for e in grid]
+        values = [control.base**e for e in grid]
     elif isinstance(control, W.IntSlider):
         values = [int(round(v)) for v in grid]
     else:
-        values = [round(v, 12) for v in grid]  # the frontend sends 0.55, not -3 + 71 * 0.05
-    return sorted((v for v in values if not np.isclose(v, control.value, rtol=1e-9, atol=0)),
-                  key=lambda v: abs(v - near))
+        # the frontend sends 0.55, not -3 + 71 * 0.05
+        values = [round(v, 12) for v in grid]
+    return sorted(
+        (v for v in values if not np.isclose(v, control.value, rtol=1e-9, atol=0)),
+        key=lambda v: abs(v - near),
+    )
 
 
 def _numeric(values):
@@ -187,7 +232,9 @@ def _mismatches(ys, figure) -> list[int]:
             continue
         # the figures round to 4 significant digits, and the frontend's slider value may differ from k*step in
         # the last bit, so a value at a rounding boundary can flip one unit of the 4th digit
-        if got_y.shape != want_y.shape or not np.allclose(got_y, want_y, rtol=1e-3, atol=1e-9, equal_nan=True):
+        if got_y.shape != want_y.shape or not np.allclose(
+            got_y, want_y, rtol=1e-3, atol=1e-9, equal_nan=True
+        ):
             bad.append(i)
     return bad
 
@@ -199,10 +246,19 @@ def notebook_dir(tmp_path_factory):
     # that these tests need no `make book` and run on any xdist worker, beside the built-book group
     reader_edition.build(out, None, execute=True, stems=["explorables"])
     # the control: what the frontend itself logs for a notebook of the same kinds of Markdown (math included)
-    control = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
-        "# A heading\n\nInline math $\\rho = \\pi_\\theta / \\pi_{old}$ and display math\n\n"
-        "$$\\mathbb{E}[\\min(\\rho A, \\operatorname{clip}(\\rho, 1-\\epsilon, 1+\\epsilon) A)]$$")])
-    control.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    control = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "# A heading\n\nInline math $\\rho = \\pi_\\theta / \\pi_{old}$ and display math\n\n"
+                "$$\\mathbb{E}[\\min(\\rho A, \\operatorname{clip}(\\rho, 1-\\epsilon, 1+\\epsilon) A)]$$"
+            )
+        ]
+    )
+    control.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(control, out / "control.ipynb")
     return out
 
@@ -217,15 +273,26 @@ def widgets7_python(fresh_venv):
 @pytest.fixture(scope="module")
 def colab_kernel_python(widgets7_python, package_wheel):
     """The widgets7 venv with the wheel of this checkout."""
-    run_checked([widgets7_python, "-m", "pip", "install", "-q", "--no-deps", package_wheel])
+    run_checked(
+        [widgets7_python, "-m", "pip", "install", "-q", "--no-deps", package_wheel]
+    )
     return widgets7_python
 
 
 @pytest.mark.builds_venv
 def test_the_widgets7_venv_has_colab_widgets_and_jupyterlab_3(widgets7_python):
-    pins = {**read_pins(ROOT / "tests" / "colab" / "requirements-colab.txt"), **read_pins(WIDGETS7_REQUIREMENTS)}
-    got = run_checked([widgets7_python, "-c", "import ipywidgets, plotly, jupyterlab; print(ipywidgets.__version__, "
-                                              "plotly.__version__, jupyterlab.__version__)"]).stdout.split()
+    pins = {
+        **read_pins(ROOT / "tests" / "colab" / "requirements-colab.txt"),
+        **read_pins(WIDGETS7_REQUIREMENTS),
+    }
+    got = run_checked(
+        [
+            widgets7_python,
+            "-c",
+            "import ipywidgets, plotly, jupyterlab; print(ipywidgets.__version__, "
+            "plotly.__version__, jupyterlab.__version__)",
+        ]
+    ).stdout.split()
     assert got == [pins["ipywidgets"], pins["plotly"], pins["jupyterlab"]], got
 
 
@@ -233,20 +300,39 @@ def test_the_widgets7_venv_has_colab_widgets_and_jupyterlab_3(widgets7_python):
 def server(request, notebook_dir, tmp_path_factory):
     frontend = request.param
     app, kernel, options, mode = FRONTENDS[frontend]
-    python = sys.executable if kernel == "this" else request.getfixturevalue("colab_kernel_python")
+    python = (
+        sys.executable
+        if kernel == "this"
+        else request.getfixturevalue("colab_kernel_python")
+    )
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PLOTLY_RENDERER"}  # the frontend's renderer, as a reader
-    if kernel == "colab":  # its own packages only (make test puts this checkout's wheel on PYTHONPATH)
+    # the frontend's renderer, as a reader
+    env = {k: v for k, v in os.environ.items() if k != "PLOTLY_RENDERER"}
+    if (
+        kernel == "colab"
+    ):  # its own packages only (make test puts this checkout's wheel on PYTHONPATH)
         env.pop("PYTHONPATH", None)
     env.pop("DPO_GRPO_LIVE_FIGURE", None)
     if frontend == "lab4-output":
         env["DPO_GRPO_LIVE_FIGURE"] = mode
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path_factory.mktemp("jupyter-config"))
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("jupyter-runtime"))
-    cmd = [str(python), "-m", app, "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebook_dir}", *options]
+    cmd = [
+        str(python),
+        "-m",
+        app,
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={notebook_dir}",
+        *options,
+    ]
     log = tmp_path_factory.mktemp("jupyter-log") / "server.log"
-    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -268,12 +354,16 @@ def server(request, notebook_dir, tmp_path_factory):
         proc.kill()
 
 
-KERNEL_IDLE = ("() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-               " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
-               " return !!k && k.status === 'idle'; }")
-ALL_RAN = ("() => { const w = window.jupyterapp.shell.currentWidget;"
-           " return w.content.widgets.filter(c => c.model.type === 'code').every(c => c.model.executionCount !== null)"
-           " && w.sessionContext.session.kernel.status === 'idle'; }")
+KERNEL_IDLE = (
+    "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+    " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
+    " return !!k && k.status === 'idle'; }"
+)
+ALL_RAN = (
+    "() => { const w = window.jupyterapp.shell.currentWidget;"
+    " return w.content.widgets.filter(c => c.model.type === 'code').every(c => c.model.executionCount !== null)"
+    " && w.sessionContext.session.kernel.status === 'idle'; }"
+)
 
 
 # What the widget managers write in an output they cannot render (ipywidgets 8 and 7), e.g. after a frontend's own
@@ -285,7 +375,11 @@ WIDGET_ERRORS = """() => [...document.querySelectorAll('.jp-OutputArea-output, .
 def _server_events(log) -> list[str]:
     """The lines of the Jupyter server's log that tell of a dropped websocket or a kernel that died or restarted."""
     keys = ("websocket", "restart", "died", "buffer", "disconnect", "error")
-    return [line for line in log.read_text().splitlines() if any(k in line.lower() for k in keys)][-20:]
+    return [
+        line
+        for line in log.read_text().splitlines()
+        if any(k in line.lower() for k in keys)
+    ][-20:]
 
 
 def _wait(pg, frontend, what, js, timeout_ms, log):
@@ -297,9 +391,11 @@ def _wait(pg, frontend, what, js, timeout_ms, log):
         shot = ROOT / "artifacts" / "browser" / f"{frontend}-{what}.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(shot))
-        pytest.fail(f"{frontend}: timed out waiting for {what} (screenshot {shot}); widget errors on the page: "
-                    f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; server log:\n"
-                    f"{log.read_text()[-2000:]}")
+        pytest.fail(
+            f"{frontend}: timed out waiting for {what} (screenshot {shot}); widget errors on the page: "
+            f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; server log:\n"
+            f"{log.read_text()[-2000:]}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -321,15 +417,26 @@ def page(server):
         context.route("**/*", route)
         context.add_init_script(INIT_SCRIPT)
         pg = context.new_page()
-        pg.on("console", lambda m: errors[phase[0]].append(m.text) if m.type == "error" else None)
+        pg.on(
+            "console",
+            lambda m: errors[phase[0]].append(m.text) if m.type == "error" else None,
+        )
         pg.on("pageerror", lambda e: errors[phase[0]].append(str(e)))
         for name in ("control", "explorables"):
-            phase[0] = name  # JupyterLab: a workspace per notebook, so that the second page does not reopen the first
-            path = f"lab/workspaces/{name}/tree" if FRONTENDS[frontend][0] == "jupyterlab" else "notebooks"
+            phase[0] = (
+                name  # JupyterLab: a workspace per notebook, so that the second page does not reopen the first
+            )
+            path = (
+                f"lab/workspaces/{name}/tree"
+                if FRONTENDS[frontend][0] == "jupyterlab"
+                else "notebooks"
+            )
             pg.goto(f"{base}/{path}/{name}.ipynb?token={TOKEN}")
             _wait(pg, frontend, f"{name}-kernel-idle", KERNEL_IDLE, 120_000, log)
             pg.wait_for_timeout(2000)
-        pg.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        pg.evaluate(
+            "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
+        )
         _wait(pg, frontend, "every-cell-run", ALL_RAN, 180_000, log)
         yield frontend, pg, errors, offsite, log
         context.close()
@@ -363,23 +470,47 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     title = TITLES[name]
     ui = widgets.WIDGETS[name]()
     control_name, control = _first_slider(ui)
-    box = pg.locator(".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")).first
-    _wait(pg, frontend, f"{name}-widget", f"() => ({FIND_BOX})({json.dumps(title)}) !== undefined", 60_000, log)
+    box = pg.locator(
+        ".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")
+    ).first
+    _wait(
+        pg,
+        frontend,
+        f"{name}-widget",
+        f"() => ({FIND_BOX})({json.dumps(title)}) !== undefined",
+        60_000,
+        log,
+    )
     # look at it, as a reader does: JupyterLab 4 lets the browser skip the layout of cells off screen
     # (content-visibility), and a figure there need not be drawn until it is scrolled to
     box.scroll_into_view_if_needed()
     # a FigureWidget's view may plot before its traces arrive: wait for all of them
-    _wait(pg, frontend, f"{name}-first-figure", f"() => {{ const ys = ({FIND_PLOT})({json.dumps(title)}); "
-          f"return ys !== null && ys.length === {len(ui.figure['data'])}; }}", 60_000, log)
+    _wait(
+        pg,
+        frontend,
+        f"{name}-first-figure",
+        f"() => {{ const ys = ({FIND_PLOT})({json.dumps(title)}); "
+        f"return ys !== null && ys.length === {len(ui.figure['data'])}; }}",
+        60_000,
+        log,
+    )
     before = pg.evaluate(FIND_PLOT, title)
-    assert _mismatches(before, ui.figure) == [], f"{name}: the first figure is not the package's"
+    assert _mismatches(before, ui.figure) == [], (
+        f"{name}: the first figure is not the package's"
+    )
     in_output = pg.evaluate(IN_OUTPUT, title)
-    assert in_output == (FRONTENDS[frontend][3] == "output"), (frontend, name, in_output)
+    assert in_output == (FRONTENDS[frontend][3] == "output"), (
+        frontend,
+        name,
+        in_output,
+    )
 
     frames_before = pg.evaluate("() => window.__figureFrames.length")
     _drag_first_slider(pg, box, control)
     changed = pg.evaluate(WAIT_SETTLED, [title, json.dumps(before), frames_before])
-    assert changed is not None, f"{name}: the figure did not change and settle after dragging {control_name}"
+    assert changed is not None, (
+        f"{name}: the figure did not change and settle after dragging {control_name}"
+    )
 
     # the package's figure at the value the frontend set: the readout's value on the slider's grid, and the
     # nearest grid value that reproduces the drawn data
@@ -390,20 +521,30 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
         if ui.error is None and not _mismatches(changed["ys"], ui.figure):
             found = value
             break
-    assert found is not None, (f"{name}: the drawn figure is not the package's figure for any {control_name} near "
-                               f"the readout {shown} (start {start})")
+    assert found is not None, (
+        f"{name}: the drawn figure is not the package's figure for any {control_name} near "
+        f"the readout {shown} (start {start})"
+    )
     if shown is not None:
-        assert np.isclose(found, shown, rtol=0.02, atol=control.step / 2), (name, found, shown)
+        assert np.isclose(found, shown, rtol=0.02, atol=control.step / 2), (
+            name,
+            found,
+            shown,
+        )
     frames = pg.evaluate("() => window.__figureFrames")[frames_before:]
     assert frames, f"{name}: no websocket frame carried the new figure"
     reply = max(t for t in frames if t <= changed["t"])
     DRAW_MS.setdefault(frontend, {})[name] = changed["t"] - reply
-    assert changed["t"] - reply < MAX_DRAW_MS_EACH, f"{name}: drawn {changed['t'] - reply:.0f} ms after the kernel's reply"
+    assert changed["t"] - reply < MAX_DRAW_MS_EACH, (
+        f"{name}: drawn {changed['t'] - reply:.0f} ms after the kernel's reply"
+    )
     control_errors = set(errors["control"])
     new_errors = [e for e in errors["explorables"] if e not in control_errors]
-    assert new_errors == [], (f"{frontend}: {len(new_errors)} console errors; widget errors on the page: "
-                              f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; first errors: "
-                              f"{new_errors[:3]}")
+    assert new_errors == [], (
+        f"{frontend}: {len(new_errors)} console errors; widget errors on the page: "
+        f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; first errors: "
+        f"{new_errors[:3]}"
+    )
     assert offsite == [], offsite
 
 

@@ -51,12 +51,36 @@ PLOTLY_JS_PRIORITY = 400
 
 #: (package folder in node_modules, files or folders to copy, destination below _static/vendor/)
 NODE_ASSETS = (
-    ("mathjax", ("es5/tex-mml-chtml.js", "es5/input", "es5/output/chtml", "es5/output/chtml.js", "es5/ui",
-                 "es5/a11y", "es5/adaptors", "LICENSE"), "mathjax"),
-    ("requirejs", ("require.js",), "requirejs"),  # its MIT licence is in the file header
+    (
+        "mathjax",
+        (
+            "es5/tex-mml-chtml.js",
+            "es5/input",
+            "es5/output/chtml",
+            "es5/output/chtml.js",
+            "es5/ui",
+            "es5/a11y",
+            "es5/adaptors",
+            "LICENSE",
+        ),
+        "mathjax",
+    ),
+    (
+        "requirejs",
+        ("require.js",),
+        "requirejs",
+    ),  # its MIT licence is in the file header
     # fonts: woff2/woff only (what every current browser picks first from the manager's @font-face rules)
-    ("@jupyter-widgets/html-manager", ("dist/embed-amd.js", "dist/*.woff2", "dist/*.woff",
-                                       "dist/embed.js.LICENSE.txt"), "html-manager"),
+    (
+        "@jupyter-widgets/html-manager",
+        (
+            "dist/embed-amd.js",
+            "dist/*.woff2",
+            "dist/*.woff",
+            "dist/embed.js.LICENSE.txt",
+        ),
+        "html-manager",
+    ),
 )
 
 
@@ -64,32 +88,54 @@ NODE_ASSETS = (
 # Plotly figure -> HTML fragment (also used by the tests to measure page sizes)
 # ----------------------------------------------------------------------------------------------------------------
 
+
 class PlotlyMimeRenderer:
     """myst-nb MIME renderer plugin: plotly figures in HTML builds of this book (see the module docstring)."""
 
-    mime_priority_overrides = [(name, PLOTLY_MIME, 5) for name in ("html", "dirhtml", "singlehtml")]
+    mime_priority_overrides = [
+        (name, PLOTLY_MIME, 5) for name in ("html", "dirhtml", "singlehtml")
+    ]
 
     @staticmethod
     def handle_mime(renderer, data, inline):
         if data.mime_type != PLOTLY_MIME:
             return None
         env = renderer.renderer.sphinx_env
-        app = None if env is None else (getattr(env, "_app", None) or getattr(env, "app", None))
-        if app is None or EXTENSION not in app.extensions or getattr(app.builder, "format", None) != "html":
+        app = (
+            None
+            if env is None
+            else (getattr(env, "_app", None) or getattr(env, "app", None))
+        )
+        if (
+            app is None
+            or EXTENSION not in app.extensions
+            or getattr(app.builder, "format", None) != "html"
+        ):
             return None  # another project, or not HTML: leave it to myst-nb
         from docutils import nodes
 
-        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
+        content = (
+            data.content if isinstance(data.content, dict) else json.loads(data.string)
+        )
         slug = "".join(ch if ch.isalnum() else "-" for ch in env.docname)
         div_id = f"plotly-{slug}-{data.cell_index}-{data.output_index}"
         html = plotly_fragment(content, div_id=div_id)
-        renderer.add_js_file("dpo_grpo_plotly", PLOTLY_JS, {"priority": PLOTLY_JS_PRIORITY})
-        return [nodes.raw(text=html, format="html", classes=["output", "text_html", "plotly-figure"])]
+        renderer.add_js_file(
+            "dpo_grpo_plotly", PLOTLY_JS, {"priority": PLOTLY_JS_PRIORITY}
+        )
+        return [
+            nodes.raw(
+                text=html,
+                format="html",
+                classes=["output", "text_html", "plotly-figure"],
+            )
+        ]
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Sphinx extension
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def _copy(src: Path, dst: Path) -> None:
     """Copy a file or a folder, skipping files whose size and mtime already match."""
@@ -98,7 +144,11 @@ def _copy(src: Path, dst: Path) -> None:
             if path.is_file() and path.suffix != ".map":
                 _copy(path, dst / path.relative_to(src))
         return
-    if dst.exists() and dst.stat().st_size == src.stat().st_size and int(dst.stat().st_mtime) == int(src.stat().st_mtime):
+    if (
+        dst.exists()
+        and dst.stat().st_size == src.stat().st_size
+        and int(dst.stat().st_mtime) == int(src.stat().st_mtime)
+    ):
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dst)
@@ -119,14 +169,21 @@ def vendor_assets(outdir, node_modules) -> Path:
         if not root.is_dir():
             raise ExtensionError(
                 f"{root} is missing: the book serves its JavaScript locally. Run `npm ci` in the repository root "
-                "(`make book` does it) to install package-lock.json's packages.")
+                "(`make book` does it) to install package-lock.json's packages."
+            )
         for member in members:
             matches = sorted(root.glob(member)) if "*" in member else [root / member]
             for src in matches:
                 if not src.exists():
-                    raise ExtensionError(f"{src} is missing from node_modules (re-run `npm ci`)")
+                    raise ExtensionError(
+                        f"{src} is missing from node_modules (re-run `npm ci`)"
+                    )
                 rel = src.relative_to(root)
-                rel = Path(*rel.parts[1:]) if rel.parts[0] in ("es5", "dist") and len(rel.parts) > 1 else rel
+                rel = (
+                    Path(*rel.parts[1:])
+                    if rel.parts[0] in ("es5", "dist") and len(rel.parts) > 1
+                    else rel
+                )
                 _copy(src, target / dest / rel)
     return target
 
@@ -135,10 +192,14 @@ def _check_local(app, url, what):
     from sphinx.errors import ExtensionError
 
     if "://" in url or url.startswith("//"):
-        raise ExtensionError(f"{what} = {url!r} loads from the network; the book must work offline. Point it at a "
-                             f"file below _static/{VENDOR}/ (see {EXTENSION}).")
+        raise ExtensionError(
+            f"{what} = {url!r} loads from the network; the book must work offline. Point it at a "
+            f"file below _static/{VENDOR}/ (see {EXTENSION})."
+        )
     if not (Path(app.outdir) / "_static" / url).is_file():
-        raise ExtensionError(f"{what} = {url!r}: _static/{url} does not exist after vendoring")
+        raise ExtensionError(
+            f"{what} = {url!r}: _static/{url} does not exist after vendoring"
+        )
 
 
 def _check_mime_renderer():
@@ -150,15 +211,19 @@ def _check_mime_renderer():
 
     values = [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
     if f"{__name__}:PlotlyMimeRenderer" not in values:
-        raise ExtensionError("the dpo_grpo plotly MIME renderer is not registered: reinstall the package "
-                             "(`pip install --no-deps -e .`; `make book` does it when pyproject.toml changes)")
+        raise ExtensionError(
+            "the dpo_grpo plotly MIME renderer is not registered: reinstall the package "
+            "(`pip install --no-deps -e .`; `make book` does it when pyproject.toml changes)"
+        )
 
 
 def _on_builder_inited(app):
     if getattr(app.builder, "format", None) != "html":
         return
     _check_mime_renderer()
-    node_modules = app.config.book_assets_node_modules or os.path.join(app.confdir, "node_modules")
+    node_modules = app.config.book_assets_node_modules or os.path.join(
+        app.confdir, "node_modules"
+    )
     vendor_assets(app.outdir, node_modules)
     _check_local(app, app.config.mathjax_path, "mathjax_path")
     for url in getattr(app.config, "nb_ipywidgets_js", {}) or {}:
@@ -185,7 +250,11 @@ MATHJAX2_HUB_SHIM = """window.MathJax = window.MathJax || {};
 
 def _script_key(js):
     attrs = getattr(js, "attributes", {}) or {}
-    return (getattr(js, "filename", js) or "", getattr(js, "priority", None), tuple(sorted(attrs.items())))
+    return (
+        getattr(js, "filename", js) or "",
+        getattr(js, "priority", None),
+        tuple(sorted(attrs.items())),
+    )
 
 
 def page_scripts(app, pagename, templatename, context, doctree):
@@ -198,8 +267,15 @@ def page_scripts(app, pagename, templatename, context, doctree):
         # RequireJS names the manager's module below the page ("./@jupyter-widgets/html-manager/dist/..."), and the
         # manager loads its fonts next to that name: map it to the vendored folder (read by require.js at load).
         folder = context["pathto"](f"_static/{VENDOR}/html-manager", 1)
-        app.builder.add_js_file(None, priority=499, body=(
-            "var require = {paths: {'@jupyter-widgets/html-manager/dist': " + json.dumps(folder) + "}};"))
+        app.builder.add_js_file(
+            None,
+            priority=499,
+            body=(
+                "var require = {paths: {'@jupyter-widgets/html-manager/dist': "
+                + json.dumps(folder)
+                + "}};"
+            ),
+        )
         if any(name.endswith(app.config.mathjax_path) for name in names):
             app.builder.add_js_file(None, priority=501, body=MATHJAX2_HUB_SHIM)
     dedupe_scripts(files)
@@ -223,10 +299,16 @@ def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) ->
     """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook; return how many changed."""
     import re
 
-    m = re.match(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repository_url or "")
+    m = re.match(
+        r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repository_url or ""
+    )
     if not m:
         return 0
-    owner_repo, name, changed = f"{m.group(1)}/{m.group(2)}", pagename.rsplit("/", 1)[-1], 0
+    owner_repo, name, changed = (
+        f"{m.group(1)}/{m.group(2)}",
+        pagename.rsplit("/", 1)[-1],
+        0,
+    )
     for group in header_buttons or []:
         if group.get("label") != "launch-buttons":
             continue
@@ -234,11 +316,15 @@ def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) ->
             url = button.get("url", "")
             if "/github/" in url and "colab" in url:
                 base = url.split("/github/", 1)[0]
-                button["url"] = f"{base}/github/{owner_repo}/blob/{READER_BRANCH}/{name}.ipynb"
+                button["url"] = (
+                    f"{base}/github/{owner_repo}/blob/{READER_BRANCH}/{name}.ipynb"
+                )
                 changed += 1
             elif "/v2/gh/" in url:
                 base = url.split("/v2/gh/", 1)[0]
-                button["url"] = f"{base}/v2/gh/{owner_repo}/{READER_BRANCH}?urlpath=lab/tree/{name}.ipynb"
+                button["url"] = (
+                    f"{base}/v2/gh/{owner_repo}/{READER_BRANCH}?urlpath=lab/tree/{name}.ipynb"
+                )
                 changed += 1
     return changed
 
@@ -252,5 +338,6 @@ def setup(app):
     app.add_config_value("book_assets_node_modules", "", "env", types=[str])
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", page_scripts, priority=900)
-    app.connect("html-page-context", _launch_buttons, priority=600)  # after sphinx-book-theme's (501)
+    # after sphinx-book-theme's (501)
+    app.connect("html-page-context", _launch_buttons, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

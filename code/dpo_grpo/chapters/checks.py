@@ -81,7 +81,8 @@ class CheckResult:
     name: str
     passed: bool
     value: float  #: the measured quantity, usually a max absolute error
-    threshold: float | None  #: what ``value`` is compared with (None when the criterion is not a threshold)
+    #: what ``value`` is compared with (None when the criterion is not a threshold)
+    threshold: float | None
     description: str
     details: dict = field(default_factory=dict)
 
@@ -102,6 +103,7 @@ def _result(name, value, threshold, description, details, passed=None):
 
 # --- DPO -------------------------------------------------------------------------------------------------------------
 
+
 def check_objective_identity(n_policies=200, seed=17) -> CheckResult:
     """``J(p) = p.r - beta KL(p||q)`` equals ``beta log Z - beta KL(p||pi*)`` for ``n_policies`` Dirichlet(1) policies.
 
@@ -110,20 +112,38 @@ def check_objective_identity(n_policies=200, seed=17) -> CheckResult:
     """
     n = v.integer(n_policies, "n_policies", minimum=1)
     seed = v.integer(seed, "seed", minimum=0)
-    q, r, beta = ex.OBJECTIVE_IDENTITY["ref_policy"], ex.OBJECTIVE_IDENTITY["rewards"], ex.OBJECTIVE_IDENTITY["beta"]
+    q, r, beta = (
+        ex.OBJECTIVE_IDENTITY["ref_policy"],
+        ex.OBJECTIVE_IDENTITY["rewards"],
+        ex.OBJECTIVE_IDENTITY["beta"],
+    )
     z = np.sum(q * np.exp(r / beta))
     optimum = q * np.exp(r / beta) / z
     policies = np.random.default_rng(seed).dirichlet(np.ones(q.size), size=n)
     objective = policies @ r - beta * np.sum(policies * np.log(policies / q), axis=1)
-    identity = beta * np.log(z) - beta * np.sum(policies * np.log(policies / optimum), axis=1)
+    identity = beta * np.log(z) - beta * np.sum(
+        policies * np.log(policies / optimum), axis=1
+    )
     errors = np.abs(objective - identity)
     package = max_objective_identity_error(q, r, beta, n_policies=n, seed=seed)
     best = float(objective.max())
-    details = dict(n_policies=n, optimum=optimum, beta_log_z=float(beta * np.log(z)), best_sampled_objective=best,
-                   package_max_error=package, article=ARTICLE_REPORTED["objective_identity_max_error"])
+    details = dict(
+        n_policies=n,
+        optimum=optimum,
+        beta_log_z=float(beta * np.log(z)),
+        best_sampled_objective=best,
+        package_max_error=package,
+        article=ARTICLE_REPORTED["objective_identity_max_error"],
+    )
     ok = errors.max() < EXACT_TOL and package < EXACT_TOL and best <= beta * np.log(z)
-    return _result("objective_identity", errors.max(), EXACT_TOL,
-                   f"J(p) = beta log Z - beta KL(p||pi*) over {n} random policies", details, ok)
+    return _result(
+        "objective_identity",
+        errors.max(),
+        EXACT_TOL,
+        f"J(p) = beta log Z - beta KL(p||pi*) over {n} random policies",
+        details,
+        ok,
+    )
 
 
 def check_dpo_gradient(h=1e-6) -> CheckResult:
@@ -135,18 +155,35 @@ def check_dpo_gradient(h=1e-6) -> CheckResult:
     p = ex.DPO_PAIRS
     x = np.column_stack([p["policy_chosen"], p["policy_rejected"]])  # (P, 2)
     errors = {}
-    for loss_type, kw in (("sigmoid", {}), ("hinge", {}), ("robust", {"label_smoothing": 0.1})):
+    for loss_type, kw in (
+        ("sigmoid", {}),
+        ("hinge", {}),
+        ("robust", {"label_smoothing": 0.1}),
+    ):
         out = dpo_loss(**p, beta=0.1, loss_type=loss_type, **kw)
 
         def f(a, loss_type=loss_type, kw=kw):
-            return dpo_loss(a[:, 0], a[:, 1], p["ref_chosen"], p["ref_rejected"], beta=0.1,
-                            loss_type=loss_type, **kw).loss
+            return dpo_loss(
+                a[:, 0],
+                a[:, 1],
+                p["ref_chosen"],
+                p["ref_rejected"],
+                beta=0.1,
+                loss_type=loss_type,
+                **kw,
+            ).loss
 
         analytic = np.column_stack([out.grad_policy_chosen, out.grad_policy_rejected])
         errors[loss_type] = max_abs_error(analytic, finite_difference(f, x, h=h))
     details = dict(errors=errors, article=ARTICLE_REPORTED["dpo_fd_max_error"])
-    return _result("dpo_gradient", errors["sigmoid"], FD_TOL, "DPO analytic gradient vs finite differences",
-                   details, max(errors.values()) < FD_TOL)
+    return _result(
+        "dpo_gradient",
+        errors["sigmoid"],
+        FD_TOL,
+        "DPO analytic gradient vs finite differences",
+        details,
+        max(errors.values()) < FD_TOL,
+    )
 
 
 def check_dpo_swap() -> CheckResult:
@@ -157,24 +194,55 @@ def check_dpo_swap() -> CheckResult:
     "swap implies negative logit" has to be checked rather than assumed. Value: the swapped loss.
     """
     p, beta = ex.DPO_PAIRS, 0.1
-    out = dpo_loss(p["policy_rejected"], p["policy_chosen"], p["ref_chosen"], p["ref_rejected"], beta=beta)
+    out = dpo_loss(
+        p["policy_rejected"],
+        p["policy_chosen"],
+        p["ref_chosen"],
+        p["ref_rejected"],
+        beta=beta,
+    )
     policy_gap = p["policy_chosen"] - p["policy_rejected"]
     ref_gap = p["ref_chosen"] - p["ref_rejected"]
     logits = -beta * (policy_gap + ref_gap)
     loss = float(np.mean(np.log1p(np.exp(-logits))))
-    both = dpo_loss(p["policy_rejected"], p["policy_chosen"], p["ref_rejected"], p["ref_chosen"], beta=beta)
+    both = dpo_loss(
+        p["policy_rejected"],
+        p["policy_chosen"],
+        p["ref_rejected"],
+        p["ref_chosen"],
+        beta=beta,
+    )
     original = dpo_loss(**p, beta=beta)
     # a pair where the reference prefers the rejected answer by 1.0 nat and the policy the chosen by 0.3
     stays = dpo_loss([-2.0], [-2.3], [-3.0], [-2.0], beta=beta)
     stays_swapped = dpo_loss([-2.3], [-2.0], [-3.0], [-2.0], beta=beta)
     err = max(max_abs_error(out.logits, logits), abs(out.loss - loss))
-    details = dict(logits=out.logits, loss=out.loss, original_logits=original.logits, original_loss=original.loss,
-                   swap_reference_too_logits=both.logits, counter_pair_logit=float(stays.logits[0]),
-                   counter_pair_swapped_logit=float(stays_swapped.logits[0]), closed_form_error=err,
-                   article_logits=ARTICLE_REPORTED["dpo_swap_logits"], article_loss=ARTICLE_REPORTED["dpo_swap_loss"])
-    ok = (err < EXACT_TOL and np.allclose(out.logits, ARTICLE_REPORTED["dpo_swap_logits"], atol=1e-12)
-          and round(out.loss, 6) == ARTICLE_REPORTED["dpo_swap_loss"] and stays_swapped.logits[0] > 0)
-    return _result("dpo_swap", out.loss, None, "swapped policy log-probs: logits and loss", details, ok)
+    details = dict(
+        logits=out.logits,
+        loss=out.loss,
+        original_logits=original.logits,
+        original_loss=original.loss,
+        swap_reference_too_logits=both.logits,
+        counter_pair_logit=float(stays.logits[0]),
+        counter_pair_swapped_logit=float(stays_swapped.logits[0]),
+        closed_form_error=err,
+        article_logits=ARTICLE_REPORTED["dpo_swap_logits"],
+        article_loss=ARTICLE_REPORTED["dpo_swap_loss"],
+    )
+    ok = (
+        err < EXACT_TOL
+        and np.allclose(out.logits, ARTICLE_REPORTED["dpo_swap_logits"], atol=1e-12)
+        and round(out.loss, 6) == ARTICLE_REPORTED["dpo_swap_loss"]
+        and stays_swapped.logits[0] > 0
+    )
+    return _result(
+        "dpo_swap",
+        out.loss,
+        None,
+        "swapped policy log-probs: logits and loss",
+        details,
+        ok,
+    )
 
 
 def check_chosen_probability_counterexample() -> CheckResult:
@@ -190,15 +258,27 @@ def check_chosen_probability_counterexample() -> CheckResult:
         return dpo_loss(lp[:1], lp[1:2], q[:1], q[1:2], beta=c["beta"]).loss
 
     before, after = loss(c["before"]), loss(c["after"])
-    details = dict(loss_before=before, loss_after=after, chosen_before=float(c["before"][0]),
-                   chosen_after=float(c["after"][0]), odds_before=float(c["before"][0] / c["before"][1]),
-                   odds_after=float(c["after"][0] / c["after"][1]))
+    details = dict(
+        loss_before=before,
+        loss_after=after,
+        chosen_before=float(c["before"][0]),
+        chosen_after=float(c["after"][0]),
+        odds_before=float(c["before"][0] / c["before"][1]),
+        odds_after=float(c["after"][0] / c["after"][1]),
+    )
     ok = after < before and c["after"][0] < c["before"][0]
-    return _result("dpo_chosen_probability_drop", before - after, None,
-                   "chosen probability falls, DPO loss falls", details, ok)
+    return _result(
+        "dpo_chosen_probability_drop",
+        before - after,
+        None,
+        "chosen probability falls, DPO loss falls",
+        details,
+        ok,
+    )
 
 
 # --- Group baselines -------------------------------------------------------------------------------------------------
+
 
 def check_group_enumeration(eps=1e-4) -> CheckResult:
     """All ``3**3 = 27`` ordered groups, enumerated here with a plain loop and compared with the package.
@@ -208,7 +288,11 @@ def check_group_enumeration(eps=1e-4) -> CheckResult:
     Value: the largest of the identity errors and the loop-vs-package errors.
     """
     eps = v.scalar(eps, "eps", positive=True)
-    p, r, g = ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], ex.ENUMERATION["group_size"]
+    p, r, g = (
+        ex.ENUMERATION["probs"],
+        ex.ENUMERATION["rewards"],
+        ex.ENUMERATION["group_size"],
+    )
     exact = p * (r - p @ r)
     centred, loo, standardised = np.zeros(3), np.zeros(3), np.zeros(3)
     count = 0
@@ -231,12 +315,25 @@ def check_group_enumeration(eps=1e-4) -> CheckResult:
         "loop_vs_package_standardised": max_abs_error(standardised, pkg.standardised),
     }
     ratios = standardised / exact
-    details = dict(n_groups=count, exact=exact, centred=centred, leave_one_out=loo, standardised=standardised,
-                   standardised_ratios=ratios, errors=errors)
+    details = dict(
+        n_groups=count,
+        exact=exact,
+        centred=centred,
+        leave_one_out=loo,
+        standardised=standardised,
+        standardised_ratios=ratios,
+        errors=errors,
+    )
     worst = max(errors.values())
-    ok = worst < EXACT_TOL and count == p.size ** g and np.ptp(ratios) > 0.01
-    return _result("group_enumeration", worst, EXACT_TOL, f"{count} groups: centred, leave-one-out, standardised",
-                   details, ok)
+    ok = worst < EXACT_TOL and count == p.size**g and np.ptp(ratios) > 0.01
+    return _result(
+        "group_enumeration",
+        worst,
+        EXACT_TOL,
+        f"{count} groups: centred, leave-one-out, standardised",
+        details,
+        ok,
+    )
 
 
 def two_sample_gap_table(gaps=ex.TWO_SAMPLE_GAPS, eps=1e-4) -> list:
@@ -251,8 +348,17 @@ def two_sample_gap_table(gaps=ex.TWO_SAMPLE_GAPS, eps=1e-4) -> list:
         d = v.scalar(d, "gaps", positive=True)
         adv = float(group_advantages([[0.0, d]], eps=eps)[0, 1])
         formula = d / (d + 2 * eps)
-        rows.append(dict(gap=d, advantage=adv, formula=formula, error=abs(adv - formula),
-                         advantage_ddof1=float(group_advantages([[0.0, d]], eps=eps, ddof=1)[0, 1])))
+        rows.append(
+            dict(
+                gap=d,
+                advantage=adv,
+                formula=formula,
+                error=abs(adv - formula),
+                advantage_ddof1=float(
+                    group_advantages([[0.0, d]], eps=eps, ddof=1)[0, 1]
+                ),
+            )
+        )
     return rows
 
 
@@ -262,10 +368,18 @@ def check_two_sample_gaps() -> CheckResult:
     err = max(row["error"] for row in rows)
     rounded = tuple(round(row["advantage"], 6) for row in rows)
     ok = err < EXACT_TOL and rounded == ARTICLE_REPORTED["two_sample_advantages"]
-    return _result("two_sample_gaps", err, EXACT_TOL, "[0, d]: advantage = d / (d + 2 eps)", dict(rows=rows), ok)
+    return _result(
+        "two_sample_gaps",
+        err,
+        EXACT_TOL,
+        "[0, d]: advantage = d / (d + 2 eps)",
+        dict(rows=rows),
+        ok,
+    )
 
 
 # --- KL ------------------------------------------------------------------------------------------------------------
+
 
 def _k3_sum(z, q, weights, ratio_to=None):
     """``sum_a weights_a * w_a * k3_a`` at logits z; ``w = softmax(z)/ratio_to`` (undetached) if given, else 1."""
@@ -289,39 +403,71 @@ def check_kl(h=1e-6) -> CheckResult:
     k = k3(np.log(q) - np.log(p))
     true_grad = kl_grad_logits(z, q)
     true_grad_fd = finite_difference(lambda x: exact_kl(softmax(x), q), z, h=h)
-    weighted_grad = finite_difference(lambda x: _k3_sum(x, q, old, ratio_to=old), z, h=h)
+    weighted_grad = finite_difference(
+        lambda x: _k3_sum(x, q, old, ratio_to=old), z, h=h
+    )
     # detached ratio: w = p/old evaluated at the current point and held fixed
     w_fixed = p / old
     detached_grad = finite_difference(lambda x: _k3_sum(x, q, old * w_fixed), z, h=h)
     self_grad = finite_difference(lambda x: _k3_sum(x, q, p), z, h=h)
     old_bare_grad = finite_difference(lambda x: _k3_sum(x, q, old), z, h=h)
-    values = dict(exact_kl=kl, reverse_kl=exact_kl(q, p), current_sample_expectation=float(p @ k),
-                  old_sample_expectation=float(old @ k), weighted_old_expectation=float(old @ (p / old * k)))
+    values = dict(
+        exact_kl=kl,
+        reverse_kl=exact_kl(q, p),
+        current_sample_expectation=float(p @ k),
+        old_sample_expectation=float(old @ k),
+        weighted_old_expectation=float(old @ (p / old * k)),
+    )
     errors = {
         "E_p[k3] - KL": abs(values["current_sample_expectation"] - kl),
         "E_old[(p/old) k3] - KL": abs(values["weighted_old_expectation"] - kl),
-        "corrected gradient (fd) - true gradient": max_abs_error(weighted_grad, true_grad),
+        "corrected gradient (fd) - true gradient": max_abs_error(
+            weighted_grad, true_grad
+        ),
         "true gradient: analytic - fd": max_abs_error(true_grad, true_grad_fd),
         "self-sampled bare gradient (fd) - (p - q)": max_abs_error(self_grad, p - q),
         "package undetached surrogate grad - fd": max_abs_error(
-            k3_surrogate_grad_logits(z, q, old, ratio_weighted=True), weighted_grad),
+            k3_surrogate_grad_logits(z, q, old, ratio_weighted=True), weighted_grad
+        ),
         "package detached surrogate grad - fd": max_abs_error(
-            k3_surrogate_grad_logits(z, q, old, ratio_weighted=True, detach_ratio=True), detached_grad),
-        "package bare surrogate grad - fd": max_abs_error(k3_surrogate_grad_logits(z, q), self_grad),
+            k3_surrogate_grad_logits(z, q, old, ratio_weighted=True, detach_ratio=True),
+            detached_grad,
+        ),
+        "package bare surrogate grad - fd": max_abs_error(
+            k3_surrogate_grad_logits(z, q), self_grad
+        ),
     }
-    gaps = {"detached - true gradient": max_abs_error(detached_grad, true_grad),
-            "bare (p - q) - true gradient": max_abs_error(self_grad, true_grad),
-            "old-sampled bare - true gradient": max_abs_error(old_bare_grad, true_grad)}
-    details = dict(values=values, errors=errors, must_differ=gaps, true_gradient=true_grad,
-                   bare_gradient=self_grad, detached_gradient=detached_grad,
-                   article=ARTICLE_REPORTED["kl_corrected_gradient_error"])
-    ok = (max(errors.values()) < FD_TOL and min(gaps.values()) > 0.05
-          and abs(values["old_sample_expectation"] - kl) > 0.1)
-    return _result("kl_value_and_gradient", errors["corrected gradient (fd) - true gradient"], FD_TOL,
-                   "k3: ratio-weighted value and gradient are exact, bare/detached are not", details, ok)
+    gaps = {
+        "detached - true gradient": max_abs_error(detached_grad, true_grad),
+        "bare (p - q) - true gradient": max_abs_error(self_grad, true_grad),
+        "old-sampled bare - true gradient": max_abs_error(old_bare_grad, true_grad),
+    }
+    details = dict(
+        values=values,
+        errors=errors,
+        must_differ=gaps,
+        true_gradient=true_grad,
+        bare_gradient=self_grad,
+        detached_gradient=detached_grad,
+        article=ARTICLE_REPORTED["kl_corrected_gradient_error"],
+    )
+    ok = (
+        max(errors.values()) < FD_TOL
+        and min(gaps.values()) > 0.05
+        and abs(values["old_sample_expectation"] - kl) > 0.1
+    )
+    return _result(
+        "kl_value_and_gradient",
+        errors["corrected gradient (fd) - true gradient"],
+        FD_TOL,
+        "k3: ratio-weighted value and gradient are exact, bare/detached are not",
+        details,
+        ok,
+    )
 
 
 # --- GRPO surrogate ----------------------------------------------------------------------------------------------
+
 
 def surrogate_gradient_error(example, epsilon=0.2, h=1e-6) -> dict:
     """Full-softmax check of the GRPO token loss for one sampled token per action (``example`` as in
@@ -334,19 +480,33 @@ def surrogate_gradient_error(example, epsilon=0.2, h=1e-6) -> dict:
     """
     keys = ("actions", "old_probs", "ref_probs", "new_probs", "advantages", "beta")
     if not isinstance(example, dict):
-        raise TypeError(f"example must be a dict like surrogate_gradient_example()'s, got {type(example).__name__}")
+        raise TypeError(
+            f"example must be a dict like surrogate_gradient_example()'s, got {type(example).__name__}"
+        )
     if any(k not in example for k in keys):
-        raise ValueError(f"example must have the keys {keys}, missing {[k for k in keys if k not in example]}")
+        raise ValueError(
+            f"example must have the keys {keys}, missing {[k for k in keys if k not in example]}"
+        )
     acts = np.asarray(example["actions"])
-    old, ref, new = (np.asarray(example[k], dtype=float) for k in ("old_probs", "ref_probs", "new_probs"))
+    old, ref, new = (
+        np.asarray(example[k], dtype=float)
+        for k in ("old_probs", "ref_probs", "new_probs")
+    )
     adv, beta = np.asarray(example["advantages"], dtype=float), float(example["beta"])
     n = acts.size
     ones = np.ones((n, 1))
 
     def call(z):
         lp = log_softmax(z)
-        return grpo_loss(lp[acts, None], np.log(old)[acts, None], np.log(ref)[acts, None], adv, ones,
-                         epsilon=epsilon, beta=beta)
+        return grpo_loss(
+            lp[acts, None],
+            np.log(old)[acts, None],
+            np.log(ref)[acts, None],
+            adv,
+            ones,
+            epsilon=epsilon,
+            beta=beta,
+        )
 
     z = np.log(new)
     fd = finite_difference(lambda x: call(x).loss, z, h=h)
@@ -357,8 +517,13 @@ def surrogate_gradient_error(example, epsilon=0.2, h=1e-6) -> dict:
     active = regions != "platform"
     coeff = -active.astype(float) * ratio * adv + beta * (1 - ref[acts] / new[acts])
     closed = (coeff[:, None] * jac).mean(axis=0)
-    return dict(package_error=max_abs_error(package, fd), closed_form_error=max_abs_error(closed, fd),
-                ratio=ratio, regions=regions.tolist(), gradient=fd)
+    return dict(
+        package_error=max_abs_error(package, fd),
+        closed_form_error=max_abs_error(closed, fd),
+        ratio=ratio,
+        regions=regions.tolist(),
+        gradient=fd,
+    )
 
 
 def check_surrogate_gradient() -> CheckResult:
@@ -368,23 +533,44 @@ def check_surrogate_gradient() -> CheckResult:
     and in both wrong-direction regions (high side: A < 0, rho > 1 + eps; low side: A > 0, rho < 1 - eps).
     Value: the largest error.
     """
-    runs = {"article": surrogate_gradient_error(ex.surrogate_gradient_example()),
-            "four_regions": surrogate_gradient_error(FOUR_REGION_EXAMPLE)}
+    runs = {
+        "article": surrogate_gradient_error(ex.surrogate_gradient_example()),
+        "four_regions": surrogate_gradient_error(FOUR_REGION_EXAMPLE),
+    }
     covered = set()
     for name, run in runs.items():
-        e = ex.surrogate_gradient_example() if name == "article" else FOUR_REGION_EXAMPLE
+        e = (
+            ex.surrogate_gradient_example()
+            if name == "article"
+            else FOUR_REGION_EXAMPLE
+        )
         for region, a, rho in zip(run["regions"], e["advantages"], run["ratio"]):
             side = "high" if rho > 1 else "low"
             covered.add(f"{region}/{side}" if region != "inside" else "inside")
-    need = {"platform/high", "platform/low", "wrong_direction/high", "wrong_direction/low"}
+    need = {
+        "platform/high",
+        "platform/low",
+        "wrong_direction/high",
+        "wrong_direction/low",
+    }
     worst = max(max(r["package_error"], r["closed_form_error"]) for r in runs.values())
-    details = dict(runs=runs, covered=sorted(covered), article=ARTICLE_REPORTED["surrogate_fd_max_error"])
-    return _result("surrogate_gradient", worst, FD_TOL,
-                   "full softmax surrogate gradient: both platforms, both wrong directions", details,
-                   worst < FD_TOL and need <= covered)
+    details = dict(
+        runs=runs,
+        covered=sorted(covered),
+        article=ARTICLE_REPORTED["surrogate_fd_max_error"],
+    )
+    return _result(
+        "surrogate_gradient",
+        worst,
+        FD_TOL,
+        "full softmax surrogate gradient: both platforms, both wrong directions",
+        details,
+        worst < FD_TOL and need <= covered,
+    )
 
 
 # --- Masks -----------------------------------------------------------------------------------------------------------
+
 
 def invalid_input_cases() -> list:
     """``[(description, zero-argument callable)]``: inputs every function must reject with ``ValueError``.
@@ -401,10 +587,22 @@ def invalid_input_cases() -> list:
         ("NaN reward", lambda: group_advantages([[1.0, np.nan]])),
         ("std guard eps = 0", lambda: group_advantages([[1.0, 2.0]], eps=0)),
         ("DPO beta = 0", lambda: dpo_loss([1.0], [2.0], [3.0], [4.0], beta=0)),
-        ("a sequence with no valid token", lambda: grpo_loss(old, old, old, adv, np.zeros_like(mask))),
-        ("mask entries other than 0/1", lambda: grpo_loss(old, old, old, adv, np.full_like(mask, 2))),
-        ("NaN log-prob at a valid position", lambda: grpo_loss(nan_valid, old, old, adv, mask)),
-        ("exp overflow at a valid position", lambda: grpo_loss(old + 800.0, old, old, adv, mask)),
+        (
+            "a sequence with no valid token",
+            lambda: grpo_loss(old, old, old, adv, np.zeros_like(mask)),
+        ),
+        (
+            "mask entries other than 0/1",
+            lambda: grpo_loss(old, old, old, adv, np.full_like(mask, 2)),
+        ),
+        (
+            "NaN log-prob at a valid position",
+            lambda: grpo_loss(nan_valid, old, old, adv, mask),
+        ),
+        (
+            "exp overflow at a valid position",
+            lambda: grpo_loss(old + 800.0, old, old, adv, mask),
+        ),
         ("one advantage too few", lambda: grpo_loss(old, old, old, adv[:1], mask)),
     ]
 
@@ -437,11 +635,26 @@ def check_masks() -> CheckResult:
     for x, junk in zip(dirty, (np.nan, np.inf, -np.inf)):
         x[ragged == 0] = junk
     polluted = grpo_loss(*dirty, a, ragged)
-    alone = np.mean([grpo_loss(nw[i:i + 1, :n], o[i:i + 1, :n], rf[i:i + 1, :n], a[i:i + 1],
-                               np.ones((1, n))).loss for i, n in enumerate(lengths)])
-    loss_err = max(abs(equal_loss), abs(polluted.loss - clean.loss), abs(polluted.loss - alone))
-    grad_ok = bool(np.array_equal(polluted.grad, clean.grad) and np.all(polluted.grad[ragged == 0] == 0)
-                   and np.isfinite(polluted.grad).all())
+    alone = np.mean(
+        [
+            grpo_loss(
+                nw[i : i + 1, :n],
+                o[i : i + 1, :n],
+                rf[i : i + 1, :n],
+                a[i : i + 1],
+                np.ones((1, n)),
+            ).loss
+            for i, n in enumerate(lengths)
+        ]
+    )
+    loss_err = max(
+        abs(equal_loss), abs(polluted.loss - clean.loss), abs(polluted.loss - alone)
+    )
+    grad_ok = bool(
+        np.array_equal(polluted.grad, clean.grad)
+        and np.all(polluted.grad[ragged == 0] == 0)
+        and np.isfinite(polluted.grad).all()
+    )
 
     messages, rejected = {}, 0
     cases = invalid_input_cases()
@@ -453,15 +666,30 @@ def check_masks() -> CheckResult:
             rejected += 1
         else:
             messages[desc] = "NOT REJECTED"
-    details = dict(equal_sequence_loss=equal_loss, ragged_clean_loss=clean.loss, ragged_polluted_loss=polluted.loss,
-                   ragged_alone_loss=float(alone), gradient_unchanged=grad_ok, rejected=rejected, n_cases=len(cases),
-                   messages=messages, article_rejected=ARTICLE_REPORTED["invalid_inputs_rejected"])
+    details = dict(
+        equal_sequence_loss=equal_loss,
+        ragged_clean_loss=clean.loss,
+        ragged_polluted_loss=polluted.loss,
+        ragged_alone_loss=float(alone),
+        gradient_unchanged=grad_ok,
+        rejected=rejected,
+        n_cases=len(cases),
+        messages=messages,
+        article_rejected=ARTICLE_REPORTED["invalid_inputs_rejected"],
+    )
     ok = loss_err < EXACT_TOL and grad_ok and rejected == len(cases)
-    return _result("masks", loss_err, EXACT_TOL, f"padding NaN/inf ignored; {rejected}/{len(cases)} invalid inputs "
-                   "rejected", details, ok)
+    return _result(
+        "masks",
+        loss_err,
+        EXACT_TOL,
+        f"padding NaN/inf ignored; {rejected}/{len(cases)} invalid inputs rejected",
+        details,
+        ok,
+    )
 
 
 # --- Bandit ----------------------------------------------------------------------------------------------------------
+
 
 def check_bandit_table(seeds=range(10)) -> CheckResult:
     """The five configurations x seeds table of final P(best action) (80 steps, two inner updates, lr 0.18).
@@ -471,15 +699,31 @@ def check_bandit_table(seeds=range(10)) -> CheckResult:
     """
     seeds = v.sequence(seeds, "seeds")
     table = bandit_seed_table(ex.BANDIT_CONFIGS, seeds=seeds)
-    diffs = [abs(table[name][key] - ref) for name, refs in ARTICLE_REPORTED["bandit"].items()
-             for key, ref in zip(("mean", "min", "max"), refs)]
-    matches = all(tuple(round(table[n][k], 6) for k in ("mean", "min", "max")) == refs
-                  for n, refs in ARTICLE_REPORTED["bandit"].items())
-    ok = (seeds != list(range(10)) or matches) and table["all rewards 1"]["values"] == [0.25] * len(seeds)
-    return _result("bandit_table", max(diffs), 5e-7, f"5 configurations x {len(seeds)} seeds", dict(table=table), ok)
+    diffs = [
+        abs(table[name][key] - ref)
+        for name, refs in ARTICLE_REPORTED["bandit"].items()
+        for key, ref in zip(("mean", "min", "max"), refs)
+    ]
+    matches = all(
+        tuple(round(table[n][k], 6) for k in ("mean", "min", "max")) == refs
+        for n, refs in ARTICLE_REPORTED["bandit"].items()
+    )
+    ok = (seeds != list(range(10)) or matches) and table["all rewards 1"]["values"] == [
+        0.25
+    ] * len(seeds)
+    return _result(
+        "bandit_table",
+        max(diffs),
+        5e-7,
+        f"5 configurations x {len(seeds)} seeds",
+        dict(table=table),
+        ok,
+    )
 
 
-def bandit_clip_activity(steps=80, group_size=32, seed=7, beta=0.02, lr=0.18, epsilon=0.2, inner_steps=2) -> dict:
+def bandit_clip_activity(
+    steps=80, group_size=32, seed=7, beta=0.02, lr=0.18, epsilon=0.2, inner_steps=2
+) -> dict:
     """Replay the bandit of :func:`~dpo_grpo.reference.bandit.bandit_trajectory` and record every ratio its updates see.
 
     Same protocol and random stream as the package's run (``trajectory`` is compared with it in ``max_error``), but
@@ -505,23 +749,52 @@ def bandit_clip_activity(steps=80, group_size=32, seed=7, beta=0.02, lr=0.18, ep
         adv = group_advantages(r[acts][None, :])[0]
         for _ in range(inner):
             lp = log_softmax(z)
-            out = grpo_loss(lp[acts, None], np.log(old)[acts, None], ref_logp[acts, None], adv, ones,
-                            epsilon=eps_clip, beta=beta)
+            out = grpo_loss(
+                lp[acts, None],
+                np.log(old)[acts, None],
+                ref_logp[acts, None],
+                adv,
+                ones,
+                epsilon=eps_clip,
+                beta=beta,
+            )
             rho = out.ratio[:, 0]
             ratios.append(rho)
-            n_platform += int(np.sum(clip_region(rho, adv, epsilon=eps_clip) == "platform"))
+            n_platform += int(
+                np.sum(clip_region(rho, adv, epsilon=eps_clip) == "platform")
+            )
             z = z - lr * (out.grad[:, 0] @ (np.eye(r.size)[acts] - np.exp(lp)))
         history.append(softmax(z))
     ratios = np.concatenate(ratios)
     trajectory = np.array(history)
-    package = bandit_trajectory(steps=steps, group_size=g, seed=seed, beta=beta, lr=lr, epsilon=eps_clip,
-                                inner_steps=inner)
-    return dict(ratio_min=float(ratios.min()), ratio_max=float(ratios.max()), n_token_updates=int(ratios.size),
-                n_platform=n_platform, n_outside=int(np.sum(np.abs(ratios - 1.0) > eps_clip)),
-                trajectory=trajectory, max_error=max_abs_error(trajectory, package))
+    package = bandit_trajectory(
+        steps=steps,
+        group_size=g,
+        seed=seed,
+        beta=beta,
+        lr=lr,
+        epsilon=eps_clip,
+        inner_steps=inner,
+    )
+    return dict(
+        ratio_min=float(ratios.min()),
+        ratio_max=float(ratios.max()),
+        n_token_updates=int(ratios.size),
+        n_platform=n_platform,
+        n_outside=int(np.sum(np.abs(ratios - 1.0) > eps_clip)),
+        trajectory=trajectory,
+        max_error=max_abs_error(trajectory, package),
+    )
 
 
-def kl_pull_back(start_logits=(2.0, 0.0, 0.0, 0.0), steps=40, group_size=32, beta=0.5, lr=0.18, seed=0) -> np.ndarray:
+def kl_pull_back(
+    start_logits=(2.0, 0.0, 0.0, 0.0),
+    steps=40,
+    group_size=32,
+    beta=0.5,
+    lr=0.18,
+    seed=0,
+) -> np.ndarray:
     """All-equal rewards (zero advantages) from a policy that is *not* the uniform reference: only the sampled k3
     term acts, and it pulls the policy back. Returns the probabilities after each step, shape ``(steps + 1, A)``.
     """
@@ -535,14 +808,21 @@ def kl_pull_back(start_logits=(2.0, 0.0, 0.0, 0.0), steps=40, group_size=32, bet
     for _ in range(steps):
         lp = log_softmax(z)
         acts = rng.choice(z.size, size=g, p=np.exp(lp))
-        out = grpo_loss(lp[acts, None], lp[acts, None], ref_logp[acts, None], np.zeros(g), np.ones((g, 1)),
-                        beta=beta)
+        out = grpo_loss(
+            lp[acts, None],
+            lp[acts, None],
+            ref_logp[acts, None],
+            np.zeros(g),
+            np.ones((g, 1)),
+            beta=beta,
+        )
         z = z - lr * (out.grad[:, 0] @ (np.eye(z.size)[acts] - np.exp(lp)))
         history.append(softmax(z))
     return np.array(history)
 
 
 # --- Chapter 8: counter-examples to common misconceptions --------------------------------------------------------
+
 
 def sampled_group_gradient(logits, reward_table, group_size, seed, beta=0.0):
     """One on-policy GRPO gradient w.r.t. the logits of a one-step softmax policy, from one sampled group.
@@ -558,12 +838,20 @@ def sampled_group_gradient(logits, reward_table, group_size, seed, beta=0.0):
     lp = log_softmax(z)
     acts = rng.choice(z.size, size=g, p=np.exp(lp))
     adv = group_advantages(r[acts][None, :])[0]
-    out = grpo_loss(lp[acts, None], lp[acts, None], lp[acts, None], adv, np.ones((g, 1)), beta=beta)
+    out = grpo_loss(
+        lp[acts, None], lp[acts, None], lp[acts, None], adv, np.ones((g, 1)), beta=beta
+    )
     return out.grad[:, 0] @ (np.eye(z.size)[acts] - np.exp(lp)), acts
 
 
-def group_mean_spread(logits, reward_table, group_sizes=(2, 4, 16, 64), temperatures=(0.5, 1.0, 2.0),
-                      n_groups=4000, seed=0) -> list:
+def group_mean_spread(
+    logits,
+    reward_table,
+    group_sizes=(2, 4, 16, 64),
+    temperatures=(0.5, 1.0, 2.0),
+    n_groups=4000,
+    seed=0,
+) -> list:
     """The group mean as a Monte-Carlo baseline: its mean and spread over ``n_groups`` groups per (G, T).
 
     Sampling at temperature T draws from ``softmax(logits / T)``, whose value is ``V_T = softmax(logits/T) . r``.
@@ -582,8 +870,17 @@ def group_mean_spread(logits, reward_table, group_sizes=(2, 4, 16, 64), temperat
         for g in group_sizes:
             g = v.integer(g, "group_sizes", minimum=1)
             means = r[rng.choice(z.size, size=(n, g), p=p)].mean(axis=1)
-            rows.append(dict(G=g, T=t, V_T=float(p @ r), mean=float(means.mean()), std=float(means.std()),
-                             min=float(means.min()), max=float(means.max())))
+            rows.append(
+                dict(
+                    G=g,
+                    T=t,
+                    V_T=float(p @ r),
+                    mean=float(means.mean()),
+                    std=float(means.std()),
+                    min=float(means.min()),
+                    max=float(means.max()),
+                )
+            )
     return rows
 
 
@@ -599,7 +896,9 @@ def scale_effects(rewards=(0.2, 0.8, 1.4, 0.6), eps=1e-4) -> dict:
     base = group_advantages(r[None, :], eps=eps)[0]
     scale = {}
     for a in (10.0, 1.0e-2, 1.0e-3, 1.0e-4):
-        scale[a] = float(np.max(np.abs(group_advantages(a * r[None, :], eps=eps)[0] - base)))
+        scale[a] = float(
+            np.max(np.abs(group_advantages(a * r[None, :], eps=eps)[0] - base))
+        )
     swapped = r.copy()
     i, j = int(np.argmax(r)), int(np.argsort(r)[-2])
     swapped[[i, j]] = swapped[[j, i]]
@@ -609,7 +908,9 @@ def scale_effects(rewards=(0.2, 0.8, 1.4, 0.6), eps=1e-4) -> dict:
     outlier[int(np.argmin(r))] = -10.0
     return dict(
         base=base,
-        shift=float(np.max(np.abs(group_advantages(r[None, :] + 100.0, eps=eps)[0] - base))),
+        shift=float(
+            np.max(np.abs(group_advantages(r[None, :] + 100.0, eps=eps)[0] - base))
+        ),
         scale=scale,
         rank_error=group_advantages(swapped[None, :], eps=eps)[0],
         ties=group_advantages(tied[None, :], eps=eps)[0],
@@ -619,7 +920,9 @@ def scale_effects(rewards=(0.2, 0.8, 1.4, 0.6), eps=1e-4) -> dict:
     )
 
 
-def clip_kl_toy(shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epochs=2000, epsilon=0.2) -> dict:
+def clip_kl_toy(
+    shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epochs=2000, epsilon=0.2
+) -> dict:
     """A softmax over 4 tokens where the clip sees only the sampled tokens while the whole distribution moves.
 
     Tokens 0 and 1 (probabilities 0.4 and 0.4 of the head, then 0.2 for token 2) are sampled twice each, with rewards
@@ -631,7 +934,9 @@ def clip_kl_toy(shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epoc
     ``kl`` (exact KL(pi || pi_old) over all tokens), ``sampled_k3`` (the k3 estimate on the sampled tokens, what a
     trainer logs), ``probs`` (epochs, 4), and ``first_clip`` (the epoch index, or None).
     """
-    head = np.array([0.4, 0.4, 0.2]) * (1 - v.scalar(rare_prob, "rare_prob", open_unit=True))
+    head = np.array([0.4, 0.4, 0.2]) * (
+        1 - v.scalar(rare_prob, "rare_prob", open_unit=True)
+    )
     p_old = np.append(head, rare_prob)
     shared = v.boolean(shared, "shared")
     rare_scale = v.scalar(rare_scale, "rare_scale")
@@ -652,7 +957,9 @@ def clip_kl_toy(shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epoc
     for epoch in range(max_epochs):
         p = softmax(emb @ state + bias)
         lp = np.log(p)
-        out = grpo_loss(lp[acts, None], old_lp, None, adv, ones, epsilon=epsilon, beta=0.0)
+        out = grpo_loss(
+            lp[acts, None], old_lp, None, adv, ones, epsilon=epsilon, beta=0.0
+        )
         state = state - lr * (out.grad[:, 0] @ (emb[acts] - p @ emb))
         p = softmax(emb @ state + bias)
         rho = p[[0, 1]] / p_old[[0, 1]]
@@ -663,8 +970,14 @@ def clip_kl_toy(shared=True, rare_scale=30.0, rare_prob=1e-4, lr=0.005, max_epoc
         if (clip_region(rho, adv[[0, 2]], epsilon=epsilon) == "platform").any():
             first_clip = epoch
             break
-    return dict(ratios=np.array(ratios), kl=np.array(kls), sampled_k3=np.array(k3s), probs=np.array(probs),
-                p_old=p_old, first_clip=first_clip)
+    return dict(
+        ratios=np.array(ratios),
+        kl=np.array(kls),
+        sampled_k3=np.array(k3s),
+        probs=np.array(probs),
+        p_old=p_old,
+        first_clip=first_clip,
+    )
 
 
 def check_clip_does_not_bound_kl() -> CheckResult:
@@ -672,17 +985,43 @@ def check_clip_does_not_bound_kl() -> CheckResult:
     ten times what the same update gives with per-token logits. Value: the shared model's KL at the first clip."""
     shared, separate = clip_kl_toy(shared=True), clip_kl_toy(shared=False)
     kl_s, kl_i = float(shared["kl"][-1]), float(separate["kl"][-1])
-    inside_before = bool(np.all((shared["ratios"][:-1] >= 0.8) & (shared["ratios"][:-1] <= 1.2)))
-    ok = shared["first_clip"] is not None and kl_s > 0.3 and kl_s > 10 * kl_i and inside_before
-    details = dict(shared_kl=kl_s, per_token_kl=kl_i, shared_epochs=shared["first_clip"],
-                   rare_before=float(shared["p_old"][3]), rare_after=float(shared["probs"][-1, 3]),
-                   shared_sampled_k3=float(shared["sampled_k3"][-1]))
-    return _result("clip_does_not_bound_kl", kl_s, None, "KL at the first clip: shared vs per-token logits",
-                   details, ok)
+    inside_before = bool(
+        np.all((shared["ratios"][:-1] >= 0.8) & (shared["ratios"][:-1] <= 1.2))
+    )
+    ok = (
+        shared["first_clip"] is not None
+        and kl_s > 0.3
+        and kl_s > 10 * kl_i
+        and inside_before
+    )
+    details = dict(
+        shared_kl=kl_s,
+        per_token_kl=kl_i,
+        shared_epochs=shared["first_clip"],
+        rare_before=float(shared["p_old"][3]),
+        rare_after=float(shared["probs"][-1, 3]),
+        shared_sampled_k3=float(shared["sampled_k3"][-1]),
+    )
+    return _result(
+        "clip_does_not_bound_kl",
+        kl_s,
+        None,
+        "KL at the first clip: shared vs per-token logits",
+        details,
+        ok,
+    )
 
 
-def trl_step_log(steps=25, group_size=16, beta=0.04, num_iterations=1, lr=0.1, seed=0, loss_type="grpo",
-                 reward_table=DEFAULT_REWARDS):
+def trl_step_log(
+    steps=25,
+    group_size=16,
+    beta=0.04,
+    num_iterations=1,
+    lr=0.1,
+    seed=0,
+    loss_type="grpo",
+    reward_table=DEFAULT_REWARDS,
+):
     """What a GRPO trainer logs on the four-action bandit: per optimisation step ``loss``, ``kl``, ``clip_ratio`` and
     the gradient norm, with ``num_iterations`` updates per rollout (TRL's name) and a reference = initial policy.
 
@@ -704,37 +1043,70 @@ def trl_step_log(steps=25, group_size=16, beta=0.04, num_iterations=1, lr=0.1, s
         adv = group_advantages(r[acts][None, :])[0]
         for it in range(iters):
             lp = log_softmax(z)
-            out = grpo_loss(lp[acts, None], old_lp[acts, None], ref_logp[acts, None], adv, ones, beta=beta,
-                            loss_type=loss_type)
+            out = grpo_loss(
+                lp[acts, None],
+                old_lp[acts, None],
+                ref_logp[acts, None],
+                adv,
+                ones,
+                beta=beta,
+                loss_type=loss_type,
+            )
             grad = out.grad[:, 0] @ (np.eye(r.size)[acts] - np.exp(lp))
-            log.append(dict(step=step, iteration=it, loss=out.loss, kl=out.metrics.get("kl", 0.0),
-                            clip_ratio=out.metrics["clip_ratio/region_mean"], grad_norm=float(np.linalg.norm(grad))))
+            log.append(
+                dict(
+                    step=step,
+                    iteration=it,
+                    loss=out.loss,
+                    kl=out.metrics.get("kl", 0.0),
+                    clip_ratio=out.metrics["clip_ratio/region_mean"],
+                    grad_norm=float(np.linalg.norm(grad)),
+                )
+            )
             z = z - lr * grad
     return log
 
 
-def length_weights(lengths=(2, 8), advantages=(1.0, 1.0), max_completion_length=None) -> dict:
+def length_weights(
+    lengths=(2, 8), advantages=(1.0, 1.0), max_completion_length=None
+) -> dict:
     """Gradient weight per token, ``|d loss / d log pi(y_t)|``, and per answer for each TRL loss type, on-policy.
 
     ``{loss_type: {"per_token": [..], "per_answer": [..]}}`` for answers of the given ``lengths`` (one row each).
     ``grpo`` gives each answer the same total weight (short answers' tokens weigh more); ``bnpo``/``dapo`` give each
     token the same weight (long answers weigh more); ``dr_grpo`` divides by the constant ``B * max_len``.
     """
-    lengths = [v.integer(n, "lengths", minimum=1) for n in v.sequence(lengths, "lengths")]
+    lengths = [
+        v.integer(n, "lengths", minimum=1) for n in v.sequence(lengths, "lengths")
+    ]
     if not lengths:
         raise ValueError("lengths must not be empty")
     adv = v.as_float_array(advantages, "advantages", ndim=1)
     if adv.size != len(lengths):
-        raise ValueError(f"advantages must have one entry per length ({len(lengths)}), got {adv.size}")
+        raise ValueError(
+            f"advantages must have one entry per length ({len(lengths)}), got {adv.size}"
+        )
     width = max(lengths)
     mask = (np.arange(width)[None, :] < np.array(lengths)[:, None]).astype(float)
     lp = np.log(np.full(mask.shape, 0.5))
     out = {}
     for lt in ("grpo", "bnpo", "dr_grpo", "dapo"):
-        res = grpo_loss(lp, lp, None, adv, mask, beta=0.0, loss_type=lt, max_completion_length=max_completion_length)
+        res = grpo_loss(
+            lp,
+            lp,
+            None,
+            adv,
+            mask,
+            beta=0.0,
+            loss_type=lt,
+            max_completion_length=max_completion_length,
+        )
         g = np.abs(res.grad)
-        out[lt] = dict(per_token=[float(g[i, 0]) for i in range(len(lengths))],
-                       per_answer=[float(g[i].sum()) for i in range(len(lengths))], loss=res.loss)
+        out[lt] = dict(
+            per_token=[float(g[i, 0]) for i in range(len(lengths))],
+            per_answer=[float(g[i].sum()) for i in range(len(lengths))],
+            loss=res.loss,
+        )
     return out
 
 
@@ -748,20 +1120,44 @@ def prompt_weight_by_pass_count(group_size=8) -> list:
     rows = []
     for k in range(g + 1):
         rewards = np.array([1.0] * k + [0.0] * (g - k))[:, None]
-        grp = float(np.abs(reward_advantages(rewards, g, scale_rewards="group").advantages).sum())
-        none = float(np.abs(reward_advantages(rewards, g, scale_rewards="none").advantages).sum())
-        rows.append(dict(k=k, pass_rate=k / g, group=grp, none=none, ratio=grp / none if none else float("nan")))
+        grp = float(
+            np.abs(
+                reward_advantages(rewards, g, scale_rewards="group").advantages
+            ).sum()
+        )
+        none = float(
+            np.abs(reward_advantages(rewards, g, scale_rewards="none").advantages).sum()
+        )
+        rows.append(
+            dict(
+                k=k,
+                pass_rate=k / g,
+                group=grp,
+                none=none,
+                ratio=grp / none if none else float("nan"),
+            )
+        )
     return rows
 
 
 # --- The suite -------------------------------------------------------------------------------------------------------
 
+
 def run_all_checks(*, bandit=True) -> dict:
     """Run every check; return ``{name: CheckResult}`` in report order. ``bandit=False`` skips the 50 bandit runs
     (about 5 s); the returned dict then has no ``bandit_table`` entry."""
-    checks = [check_objective_identity, check_dpo_gradient, check_dpo_swap, check_chosen_probability_counterexample,
-              check_group_enumeration, check_two_sample_gaps, check_kl, check_surrogate_gradient, check_masks,
-              check_clip_does_not_bound_kl]
+    checks = [
+        check_objective_identity,
+        check_dpo_gradient,
+        check_dpo_swap,
+        check_chosen_probability_counterexample,
+        check_group_enumeration,
+        check_two_sample_gaps,
+        check_kl,
+        check_surrogate_gradient,
+        check_masks,
+        check_clip_does_not_bound_kl,
+    ]
     if bandit:
         checks.append(check_bandit_table)
     results = {}
@@ -773,19 +1169,25 @@ def run_all_checks(*, bandit=True) -> dict:
 
 def report(results) -> str:
     """A plain-text report of :func:`run_all_checks`'s results, one line per check plus a summary line."""
-    if not isinstance(results, dict) or not all(isinstance(r, CheckResult) for r in results.values()):
+    if not isinstance(results, dict) or not all(
+        isinstance(r, CheckResult) for r in results.values()
+    ):
         raise TypeError("results must be the dict returned by run_all_checks()")
     lines = [r.line() for r in results.values()]
     n_pass = sum(r.passed for r in results.values())
-    lines.append(f"{n_pass}/{len(results)} checks passed (finite actions and synthetic losses; "
-                 f"NumPy {np.__version__})")
+    lines.append(
+        f"{n_pass}/{len(results)} checks passed (finite actions and synthetic losses; "
+        f"NumPy {np.__version__})"
+    )
     return "\n".join(lines)
 
 
 def _jsonable(x):
     if isinstance(x, CheckResult):
-        return {k: _jsonable(getattr(x, k)) for k in ("name", "passed", "value", "threshold", "description",
-                                                      "details")}
+        return {
+            k: _jsonable(getattr(x, k))
+            for k in ("name", "passed", "value", "threshold", "description", "details")
+        }
     if isinstance(x, dict):
         return {str(k): _jsonable(val) for k, val in x.items()}
     if isinstance(x, (list, tuple)):
@@ -802,9 +1204,15 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m dpo_grpo.chapters.checks", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the full results as JSON")
-    parser.add_argument("--fast", action="store_true", help="skip the bandit table (50 training runs)")
+    parser = argparse.ArgumentParser(
+        prog="python -m dpo_grpo.chapters.checks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the full results as JSON"
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="skip the bandit table (50 training runs)"
+    )
     args = parser.parse_args(argv)
     results = run_all_checks(bandit=not args.fast)
     print(json.dumps(_jsonable(results), indent=2) if args.json else report(results))

@@ -35,12 +35,20 @@ import numpy as np
 
 from .. import _validation as v
 from ..tables import html_table, human_number
-from ..reference.memory import GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
+from ..reference.memory import (
+    GB,
+    GiB,
+    algorithm_ledger,
+    frozen_model_bytes,
+    training_state_ledger,
+)
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
 LABELS = {"ppo": "PPO", "grpo": "GRPO", "dpo": "DPO"}
 FORWARD_FLOPS = 2  #: FLOPs per parameter per token, forward
-BACKWARD_FLOPS = 4  #: FLOPs per parameter per token, full backward (activation + weight gradients)
+BACKWARD_FLOPS = (
+    4  #: FLOPs per parameter per token, full backward (activation + weight gradients)
+)
 TOKEN_ID_BYTES = 4  #: int32 token id
 FLOAT_BYTES = 4  #: fp32 scalar (log-prob, value, reward, advantage)
 MASK_BYTES = 1
@@ -48,7 +56,12 @@ GRAD_BYTES = 2  #: bf16 gradients (the memory ledger's default)
 WEIGHT_BYTES = 2  #: bf16 weights
 PHASES = ("generation", "scoring", "training", "waiting")
 #: token counts of the forward passes without a backward (see :attr:`StepCost.frozen_forward_tokens`)
-NO_GRAD_PASSES = ("reference forward", "reward-model forward", "old-logprob forward", "critic value forward")
+NO_GRAD_PASSES = (
+    "reference forward",
+    "reward-model forward",
+    "old-logprob forward",
+    "critic value forward",
+)
 #: (layers, model width) of the grouped-query-attention 8B model behind ``Workload.kv_bytes_per_token``'s default
 ATTENTION_SHAPE = (32, 4096)
 
@@ -104,10 +117,17 @@ class Workload:
             raise ValueError(f"trainable_fraction must lie in (0, 1], got {f}")
         v.integer(self.n_gpus, "n_gpus", minimum=1)
         v.integer(self.kv_bytes_per_token, "kv_bytes_per_token", minimum=0)
-        for name in ("precomputed_reference", "shard_states", "separate_generation", "critic_remote",
-                     "reward_remote"):
+        for name in (
+            "precomputed_reference",
+            "shard_states",
+            "separate_generation",
+            "critic_remote",
+            "reward_remote",
+        ):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {type(getattr(self, name)).__name__}")
+                raise TypeError(
+                    f"{name} must be True or False, got {type(getattr(self, name)).__name__}"
+                )
 
     @property
     def seq_len(self) -> int:
@@ -187,8 +207,15 @@ def _backward_per_token(n: int, fraction: float) -> float:
 def _memory(alg: str, w: Workload) -> dict:
     critic = w.n_params if w.critic_params is None else w.critic_params
     if not w.lora:
-        mem = dict(algorithm_ledger(alg, w.n_params, critic_params=critic, reward_params=w.reward_params,
-                                    precomputed_reference=w.precomputed_reference))
+        mem = dict(
+            algorithm_ledger(
+                alg,
+                w.n_params,
+                critic_params=critic,
+                reward_params=w.reward_params,
+                precomputed_reference=w.precomputed_reference,
+            )
+        )
     else:
         mem = {"policy (trainable)": _trainable_state(w.n_params, w.trainable_fraction)}
         if alg == "ppo":
@@ -214,7 +241,11 @@ def step_cost(algorithm: str, workload: Workload) -> StepCost:
     n, f, e = w.n_params, w.trainable_fraction, w.inner_epochs
     critic = w.n_params if w.critic_params is None else w.critic_params
     online = algorithm != "dpo"
-    seqs = {"ppo": w.prompts * w.ppo_samples, "grpo": w.prompts * w.group_size, "dpo": 2 * w.prompts}[algorithm]
+    seqs = {
+        "ppo": w.prompts * w.ppo_samples,
+        "grpo": w.prompts * w.group_size,
+        "dpo": 2 * w.prompts,
+    }[algorithm]
     seq_tokens = seqs * w.seq_len
     epochs = e if online else 1
 
@@ -222,7 +253,9 @@ def step_cost(algorithm: str, workload: Workload) -> StepCost:
     if online:
         tokens["generated"] = seqs * w.answer_len
         tokens["prefill"] = w.prompts * w.prompt_len
-        flops["generation"] = FORWARD_FLOPS * n * (tokens["generated"] + tokens["prefill"])
+        flops["generation"] = (
+            FORWARD_FLOPS * n * (tokens["generated"] + tokens["prefill"])
+        )
         if w.reward_params is not None:
             tokens["reward-model forward"] = seq_tokens
             flops["reward model"] = FORWARD_FLOPS * w.reward_params * seq_tokens
@@ -233,32 +266,57 @@ def step_cost(algorithm: str, workload: Workload) -> StepCost:
     flops["reference forward"] = FORWARD_FLOPS * n * tokens.get("reference forward", 0)
     if online and e > 1:
         tokens["old-logprob forward"] = seq_tokens
-    flops["old-logprob forward"] = FORWARD_FLOPS * n * tokens.get("old-logprob forward", 0)
+    flops["old-logprob forward"] = (
+        FORWARD_FLOPS * n * tokens.get("old-logprob forward", 0)
+    )
     tokens["policy forward+backward"] = seq_tokens * epochs
-    flops["policy update"] = (FORWARD_FLOPS * n + _backward_per_token(n, f)) * tokens["policy forward+backward"]
+    flops["policy update"] = (FORWARD_FLOPS * n + _backward_per_token(n, f)) * tokens[
+        "policy forward+backward"
+    ]
     if algorithm == "ppo":
         tokens["critic value forward"] = seq_tokens
         tokens["critic forward+backward"] = seq_tokens * epochs
-        flops["critic"] = (FORWARD_FLOPS * critic * seq_tokens
-                           + (FORWARD_FLOPS * critic + _backward_per_token(critic, f)) * seq_tokens * epochs)
+        flops["critic"] = (
+            FORWARD_FLOPS * critic * seq_tokens
+            + (FORWARD_FLOPS * critic + _backward_per_token(critic, f))
+            * seq_tokens
+            * epochs
+        )
 
     comm = {}
     k = w.n_gpus
     trained = [n] + ([critic] if algorithm == "ppo" else [])
-    grad_bytes = sum(GRAD_BYTES * (max(1, round(f * m)) if w.lora else m) for m in trained)
+    grad_bytes = sum(
+        GRAD_BYTES * (max(1, round(f * m)) if w.lora else m) for m in trained
+    )
     comm["gradient all-reduce (per GPU)"] = 2 * (k - 1) / k * grad_bytes
     if online and w.separate_generation:
-        comm["weight sync to generation engine"] = WEIGHT_BYTES * (max(1, round(f * n)) if w.lora else n)
-        comm["rollouts to trainer"] = seq_tokens * TOKEN_ID_BYTES + tokens["generated"] * FLOAT_BYTES
+        comm["weight sync to generation engine"] = WEIGHT_BYTES * (
+            max(1, round(f * n)) if w.lora else n
+        )
+        comm["rollouts to trainer"] = (
+            seq_tokens * TOKEN_ID_BYTES + tokens["generated"] * FLOAT_BYTES
+        )
     if algorithm == "ppo" and w.critic_remote:
         # token ids + mask out, one value per token back, one return per token out for the critic update
-        comm["remote critic"] = seq_tokens * (TOKEN_ID_BYTES + MASK_BYTES + 2 * FLOAT_BYTES)
+        comm["remote critic"] = seq_tokens * (
+            TOKEN_ID_BYTES + MASK_BYTES + 2 * FLOAT_BYTES
+        )
     if online and w.reward_remote:
         comm["remote reward scorer"] = seqs * (w.seq_len * TOKEN_ID_BYTES + FLOAT_BYTES)
     if algorithm == "grpo":
-        comm["group statistics"] = seqs * FLOAT_BYTES  # all-gather one scalar reward per answer
-    return StepCost(algorithm, w, seqs, _memory(algorithm, w), tokens, flops,
-                    seqs if online else 0, comm)
+        # all-gather one scalar reward per answer
+        comm["group statistics"] = seqs * FLOAT_BYTES
+    return StepCost(
+        algorithm,
+        w,
+        seqs,
+        _memory(algorithm, w),
+        tokens,
+        flops,
+        seqs if online else 0,
+        comm,
+    )
 
 
 def compare(workload: Workload) -> dict:
@@ -302,7 +360,9 @@ class Throughput:
             raise TypeError("overlap_gradients must be True or False")
 
 
-def generation_seconds(workload: Workload, sequences: int, throughput: Throughput | None = None) -> float:
+def generation_seconds(
+    workload: Workload, sequences: int, throughput: Throughput | None = None
+) -> float:
     """Roofline estimate of the time to prefill and decode ``sequences`` answers spread over the GPUs.
 
     Each GPU holds a full replica and ``b = sequences / n_gpus`` sequences; decode step ``t`` (context
@@ -320,8 +380,16 @@ def generation_seconds(workload: Workload, sequences: int, throughput: Throughpu
     b = sequences / w.n_gpus
     contexts = w.prompt_len + np.arange(w.answer_len, dtype=np.float64)
     compute = b * FORWARD_FLOPS * w.n_params / (t.peak_flops * t.decode_efficiency)
-    memory = (WEIGHT_BYTES * w.n_params + b * contexts * w.kv_bytes_per_token) / t.hbm_bandwidth
-    prefill = FORWARD_FLOPS * w.n_params * w.prompts * w.prompt_len / (w.n_gpus * t.peak_flops * t.train_mfu)
+    memory = (
+        WEIGHT_BYTES * w.n_params + b * contexts * w.kv_bytes_per_token
+    ) / t.hbm_bandwidth
+    prefill = (
+        FORWARD_FLOPS
+        * w.n_params
+        * w.prompts
+        * w.prompt_len
+        / (w.n_gpus * t.peak_flops * t.train_mfu)
+    )
     return float(np.maximum(compute, memory).sum() + prefill)
 
 
@@ -346,8 +414,13 @@ def kv_cache_bytes(workload: Workload, sequences: int) -> float:
 
 def _attention_shape(attention) -> tuple:
     if not isinstance(attention, (tuple, list)) or len(attention) != 2:
-        raise TypeError(f"attention must be a pair (n_layers, d_model), got {attention!r}")
-    return (v.integer(attention[0], "n_layers", minimum=1), v.integer(attention[1], "d_model", minimum=1))
+        raise TypeError(
+            f"attention must be a pair (n_layers, d_model), got {attention!r}"
+        )
+    return (
+        v.integer(attention[0], "n_layers", minimum=1),
+        v.integer(attention[1], "d_model", minimum=1),
+    )
 
 
 def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
@@ -367,15 +440,21 @@ def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
     n_layers, d_model = _attention_shape(attention)
     fwd = 2.0 * n_layers * d_model * cost.workload.seq_len  # per token, forward
     tok = cost.tokens
-    extra = {"policy update": 3 * fwd * tok["policy forward+backward"],
-             "reference forward": fwd * tok.get("reference forward", 0),
-             "old-logprob forward": fwd * tok.get("old-logprob forward", 0)}
+    extra = {
+        "policy update": 3 * fwd * tok["policy forward+backward"],
+        "reference forward": fwd * tok.get("reference forward", 0),
+        "old-logprob forward": fwd * tok.get("old-logprob forward", 0),
+    }
     if cost.algorithm == "ppo":
-        extra["critic"] = fwd * tok["critic value forward"] + 3 * fwd * tok["critic forward+backward"]
+        extra["critic"] = (
+            fwd * tok["critic value forward"] + 3 * fwd * tok["critic forward+backward"]
+        )
     return extra
 
 
-def step_time(cost: StepCost, throughput: Throughput | None = None, *, attention=None) -> dict:
+def step_time(
+    cost: StepCost, throughput: Throughput | None = None, *, attention=None
+) -> dict:
     """Estimated seconds per step split into the four phases of section 6.11: generation, scoring, training, waiting.
 
     ``generation`` uses :func:`generation_seconds`; ``training`` holds the policy update, the critic (value pass +
@@ -395,11 +474,20 @@ def step_time(cost: StepCost, throughput: Throughput | None = None, *, attention
         for k, x in attention_flops(cost, attention).items():
             fl[k] = fl.get(k, 0.0) + x
     online = cost.algorithm != "dpo"
-    scoring = (fl.get("reward model", 0.0) / (rate * t.scoring_mfu) if w.reward_params is not None
-               else cost.reward_calls * t.rule_seconds)
-    training = sum(fl.get(k, 0.0) for k in ("policy update", "critic", "reference forward", "old-logprob forward"))
-    comm = sum(b for k, b in cost.communication.items()
-               if not (t.overlap_gradients and k.startswith("gradient all-reduce")))
+    scoring = (
+        fl.get("reward model", 0.0) / (rate * t.scoring_mfu)
+        if w.reward_params is not None
+        else cost.reward_calls * t.rule_seconds
+    )
+    training = sum(
+        fl.get(k, 0.0)
+        for k in ("policy update", "critic", "reference forward", "old-logprob forward")
+    )
+    comm = sum(
+        b
+        for k, b in cost.communication.items()
+        if not (t.overlap_gradients and k.startswith("gradient all-reduce"))
+    )
     return {
         "generation": generation_seconds(w, cost.sequences, t) if online else 0.0,
         "scoring": scoring if online else 0.0,
@@ -408,7 +496,9 @@ def step_time(cost: StepCost, throughput: Throughput | None = None, *, attention
     }
 
 
-def critic_cost(workload: Workload, throughput: Throughput | None = None, *, attention=None) -> dict:
+def critic_cost(
+    workload: Workload, throughput: Throughput | None = None, *, attention=None
+) -> dict:
     """What the critic costs in one PPO step: its state per GPU (bytes), FLOPs, seconds (training phase).
 
     This is exactly what GRPO saves when it samples the same answers as PPO (``ppo_samples == group_size``).
@@ -416,13 +506,23 @@ def critic_cost(workload: Workload, throughput: Throughput | None = None, *, att
     """
     c = step_cost("ppo", workload)
     t = _throughput(throughput)
-    flops = c.flops["critic"] + (attention_flops(c, attention)["critic"] if attention is not None else 0.0)
-    return {"state_bytes": c.memory["critic (trainable)"], "flops": flops,
-            "seconds": flops / (workload.n_gpus * t.peak_flops * t.train_mfu)}
+    flops = c.flops["critic"] + (
+        attention_flops(c, attention)["critic"] if attention is not None else 0.0
+    )
+    return {
+        "state_bytes": c.memory["critic (trainable)"],
+        "flops": flops,
+        "seconds": flops / (workload.n_gpus * t.peak_flops * t.train_mfu),
+    }
 
 
-def critic_vs_rollout(workload: Workload, answer_lens, throughput: Throughput | None = None, *,
-                      attention=ATTENTION_SHAPE) -> list:
+def critic_vs_rollout(
+    workload: Workload,
+    answer_lens,
+    throughput: Throughput | None = None,
+    *,
+    attention=ATTENTION_SHAPE,
+) -> list:
     """PPO's critic against GRPO's rollout at the same rollout (``ppo_samples = group_size``), per answer length.
 
     One dict per length in ``answer_lens``: ``answer_len``; ``rollout``, GRPO's generation + scoring seconds;
@@ -438,12 +538,17 @@ def critic_vs_rollout(workload: Workload, answer_lens, throughput: Throughput | 
         w = base.with_(answer_len=v.integer(length, "answer_lens", minimum=1))
         ppo = step_cost("ppo", w)
         grpo = step_time(step_cost("grpo", w), throughput)
-        row = {"answer_len": w.answer_len, "rollout": grpo["generation"] + grpo["scoring"],
-               "critic": critic_cost(w, throughput)["seconds"],
-               "critic_att": critic_cost(w, throughput, attention=attention)["seconds"],
-               "kv_gb": kv_cache_bytes(w, ppo.sequences) / GB}
+        row = {
+            "answer_len": w.answer_len,
+            "rollout": grpo["generation"] + grpo["scoring"],
+            "critic": critic_cost(w, throughput)["seconds"],
+            "critic_att": critic_cost(w, throughput, attention=attention)["seconds"],
+            "kv_gb": kv_cache_bytes(w, ppo.sequences) / GB,
+        }
         row["share"] = row["critic"] / sum(step_time(ppo, throughput).values())
-        row["share_att"] = row["critic_att"] / sum(step_time(ppo, throughput, attention=attention).values())
+        row["share_att"] = row["critic_att"] / sum(
+            step_time(ppo, throughput, attention=attention).values()
+        )
         rows.append(row)
     return rows
 
@@ -455,9 +560,13 @@ def rollout_crossover(rows, critic_key: str = "critic"):
     v.choice(critic_key, "critic_key", ("critic", "critic_att"))
     rows = v.sequence(rows, "rows")
     for r in rows:
-        if not isinstance(r, dict) or not {"answer_len", "rollout", critic_key} <= set(r):
-            raise ValueError(f"rows must be the dicts returned by critic_vs_rollout (with 'answer_len', 'rollout' and "
-                             f"{critic_key!r}), got {r!r}")
+        if not isinstance(r, dict) or not {"answer_len", "rollout", critic_key} <= set(
+            r
+        ):
+            raise ValueError(
+                f"rows must be the dicts returned by critic_vs_rollout (with 'answer_len', 'rollout' and "
+                f"{critic_key!r}), got {r!r}"
+            )
     for i, r in enumerate(rows):
         if r["rollout"] > r[critic_key]:
             return (rows[i - 1]["answer_len"] if i else None), r["answer_len"]
@@ -469,12 +578,32 @@ def budget_rows(workload: Workload, throughput: Throughput | None = None) -> lis
     costs = compare(workload)
     times = {a: step_time(c, throughput) for a, c in costs.items()}
     rows = [
-        ("trainable state per GPU", "GB", {a: c.trainable_bytes / GB for a, c in costs.items()}),
-        ("frozen weights per GPU", "GB", {a: c.frozen_bytes / GB for a, c in costs.items()}),
-        ("frozen / no-grad forward tokens", "tokens", {a: c.frozen_forward_tokens for a, c in costs.items()}),
-        ("generated tokens", "tokens", {a: c.generated_tokens for a, c in costs.items()}),
+        (
+            "trainable state per GPU",
+            "GB",
+            {a: c.trainable_bytes / GB for a, c in costs.items()},
+        ),
+        (
+            "frozen weights per GPU",
+            "GB",
+            {a: c.frozen_bytes / GB for a, c in costs.items()},
+        ),
+        (
+            "frozen / no-grad forward tokens",
+            "tokens",
+            {a: c.frozen_forward_tokens for a, c in costs.items()},
+        ),
+        (
+            "generated tokens",
+            "tokens",
+            {a: c.generated_tokens for a, c in costs.items()},
+        ),
         ("reward evaluations", "calls", {a: c.reward_calls for a, c in costs.items()}),
-        ("communication", "GB", {a: c.communication_bytes / GB for a, c in costs.items()}),
+        (
+            "communication",
+            "GB",
+            {a: c.communication_bytes / GB for a, c in costs.items()},
+        ),
         ("compute", "PFLOP", {a: c.total_flops / 1e15 for a, c in costs.items()}),
     ]
     for phase in PHASES:
@@ -489,14 +618,24 @@ def format_rows(rows) -> str:
     if not rows:
         raise ValueError("rows must not be empty")
     for row in rows:
-        if not (isinstance(row, (tuple, list)) and len(row) == 3 and isinstance(row[2], dict)):
-            raise ValueError(f"rows must be (item, unit, {{algorithm: value}}) triples, got {row!r}")
+        if not (
+            isinstance(row, (tuple, list))
+            and len(row) == 3
+            and isinstance(row[2], dict)
+        ):
+            raise ValueError(
+                f"rows must be (item, unit, {{algorithm: value}}) triples, got {row!r}"
+            )
     algs = list(rows[0][2])
-    cells = [[item, unit, *(human_number(vals[a]) for a in algs)] for item, unit, vals in rows]
+    cells = [
+        [item, unit, *(human_number(vals[a]) for a in algs)]
+        for item, unit, vals in rows
+    ]
     return html_table(cells, ["item", "unit", *(LABELS.get(a, a) for a in algs)])
 
 
 # --- measuring instead of estimating ------------------------------------------------------------------------------
+
 
 class PhaseTimer:
     """Wall-clock time per phase of a training step, accumulated over steps.
@@ -539,10 +678,20 @@ class PhaseTimer:
 DEFAULT_MODEL_SIZES = (1.5e9, 7e9, 32e9)
 DEFAULT_ANSWER_LENS = (256, 1024, 4096, 16384)
 DEFAULT_GROUP_SIZES = (2, 4, 8, 16, 32, 64)
-_COLORS = {"ppo": "#b91c1c", "ppo_same": "#f97316", "grpo": "#1d4ed8", "dpo": "#15803d", "critic": "#b91c1c",
-           "rollout": "#1d4ed8"}
-_MEM_COLORS = {"policy (trainable)": "#fca5a5", "critic (trainable)": "#b91c1c", "reference (frozen)": "#93c5fd",
-               "reward model (frozen)": "#fcd34d"}
+_COLORS = {
+    "ppo": "#b91c1c",
+    "ppo_same": "#f97316",
+    "grpo": "#1d4ed8",
+    "dpo": "#15803d",
+    "critic": "#b91c1c",
+    "rollout": "#1d4ed8",
+}
+_MEM_COLORS = {
+    "policy (trainable)": "#fca5a5",
+    "critic (trainable)": "#b91c1c",
+    "reference (frozen)": "#93c5fd",
+    "reward model (frozen)": "#fcd34d",
+}
 
 
 def _r4(ys):
@@ -569,7 +718,9 @@ def _curves(w: Workload, group_sizes, t):
         "GRPO": [sum(d.values()) for d in grpo],
         "DPO (pairs, no sampling)": [_total_time("dpo", x, t) for x in ws],
         "GRPO generation + scoring": [d["generation"] + d["scoring"] for d in grpo],
-        "PPO critic (G answers per prompt)": [critic_cost(x, t)["seconds"] for x in same],
+        "PPO critic (G answers per prompt)": [
+            critic_cost(x, t)["seconds"] for x in same
+        ],
     }
 
 
@@ -583,8 +734,15 @@ _LINE_STYLE = {
 }
 
 
-def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS, group_sizes=DEFAULT_GROUP_SIZES,
-                *, base: Workload | None = None, throughput: Throughput | None = None, reward_model_size="same"):
+def cost_figure(
+    model_sizes=DEFAULT_MODEL_SIZES,
+    answer_lens=DEFAULT_ANSWER_LENS,
+    group_sizes=DEFAULT_GROUP_SIZES,
+    *,
+    base: Workload | None = None,
+    throughput: Throughput | None = None,
+    reward_model_size="same",
+):
     """A plotly figure that works in static HTML: step time vs G (left) and memory per GPU (right).
 
     Right panel: the logical state of :func:`step_cost` (per GPU when ``base.shard_states``). A dropdown picks the
@@ -596,9 +754,18 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    sizes = [int(v.scalar(s, "model_sizes", positive=True)) for s in v.sequence(model_sizes, "model_sizes")]
-    lens = [v.integer(x, "answer_lens", minimum=1) for x in v.sequence(answer_lens, "answer_lens")]
-    gs = [v.integer(g, "group_sizes", minimum=2) for g in v.sequence(group_sizes, "group_sizes")]
+    sizes = [
+        int(v.scalar(s, "model_sizes", positive=True))
+        for s in v.sequence(model_sizes, "model_sizes")
+    ]
+    lens = [
+        v.integer(x, "answer_lens", minimum=1)
+        for x in v.sequence(answer_lens, "answer_lens")
+    ]
+    gs = [
+        v.integer(g, "group_sizes", minimum=2)
+        for g in v.sequence(group_sizes, "group_sizes")
+    ]
     if not sizes or not lens or not gs:
         raise ValueError("model_sizes, answer_lens and group_sizes must not be empty")
     base = Workload(n_params=int(7e9)) if base is None else base
@@ -606,13 +773,23 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
         raise TypeError(f"base must be a Workload, got {type(base).__name__}")
     t = _throughput(throughput)
     if not (isinstance(reward_model_size, str) and reward_model_size == "same"):
-        reward_model_size = int(v.scalar(reward_model_size, "reward_model_size", positive=True))
+        reward_model_size = int(
+            v.scalar(reward_model_size, "reward_model_size", positive=True)
+        )
     rewards = [("rule checker", None), ("reward model", reward_model_size)]
 
-    mem_title = (f"logical state per GPU (GB, sharded over {base.n_gpus})" if base.shard_states
-                 else "logical state (GB, unsharded)")
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.1,
-                        subplot_titles=("estimated seconds per step", mem_title))
+    mem_title = (
+        f"logical state per GPU (GB, sharded over {base.n_gpus})"
+        if base.shard_states
+        else "logical state (GB, unsharded)"
+    )
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.62, 0.38],
+        horizontal_spacing=0.1,
+        subplot_titles=("estimated seconds per step", mem_title),
+    )
     scenarios = []  # (label, [trace indices per answer length], memory trace indices)
     for n in sizes:
         for rlabel, rsize in rewards:
@@ -623,11 +800,20 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
                 w = base.with_(n_params=n, answer_len=L, reward_params=rparams)
                 idx = []
                 for name, ys in _curves(w, gs, t).items():
-                    fig.add_trace(go.Scatter(x=gs, y=_r4(ys), name=name, mode="lines+markers",
-                                             line=dict(width=2, **_LINE_STYLE[name]), visible=False,
-                                             legendgroup=name,
-                                             hovertemplate=f"{name}<br>G=%{{x}}<br>%{{y:.3g}} s<extra></extra>"),
-                                  row=1, col=1)
+                    fig.add_trace(
+                        go.Scatter(
+                            x=gs,
+                            y=_r4(ys),
+                            name=name,
+                            mode="lines+markers",
+                            line=dict(width=2, **_LINE_STYLE[name]),
+                            visible=False,
+                            legendgroup=name,
+                            hovertemplate=f"{name}<br>G=%{{x}}<br>%{{y:.3g}} s<extra></extra>",
+                        ),
+                        row=1,
+                        col=1,
+                    )
                     idx.append(len(fig.data) - 1)
                 per_len.append(idx)
             w = base.with_(n_params=n, reward_params=rparams)
@@ -635,9 +821,20 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
             mem_idx = []
             for comp, color in _MEM_COLORS.items():
                 ys = [costs[a].memory.get(comp, 0.0) / GB for a in ALGORITHMS]
-                fig.add_trace(go.Bar(x=[LABELS[a] for a in ALGORITHMS], y=_r4(ys), name=comp, marker_color=color,
-                                     visible=False, legendgroup=comp, showlegend=True,
-                                     hovertemplate=f"{comp}<br>%{{y:.1f}} GB<extra></extra>"), row=1, col=2)
+                fig.add_trace(
+                    go.Bar(
+                        x=[LABELS[a] for a in ALGORITHMS],
+                        y=_r4(ys),
+                        name=comp,
+                        marker_color=color,
+                        visible=False,
+                        legendgroup=comp,
+                        showlegend=True,
+                        hovertemplate=f"{comp}<br>%{{y:.1f}} GB<extra></extra>",
+                    ),
+                    row=1,
+                    col=2,
+                )
                 mem_idx.append(len(fig.data) - 1)
             scenarios.append((label, per_len, mem_idx))
 
@@ -654,27 +851,77 @@ def cost_figure(model_sizes=DEFAULT_MODEL_SIZES, answer_lens=DEFAULT_ANSWER_LENS
     first = next((2 * i for i, n in enumerate(sizes) if n == base.n_params), 0)
     sliders = []
     for s, (label, per_len, _) in enumerate(scenarios):
-        steps = [dict(method="restyle", label=str(L), args=[{"visible": visible(s, li)}]) for li, L in enumerate(lens)]
-        sliders.append(dict(active=default_len, steps=steps, visible=(s == first), x=0.0, len=0.62, y=-0.1,
-                            yanchor="top", currentvalue=dict(prefix="answer length (tokens): ", font=dict(size=12)),
-                            pad=dict(t=30, b=0)))
+        steps = [
+            dict(method="restyle", label=str(L), args=[{"visible": visible(s, li)}])
+            for li, L in enumerate(lens)
+        ]
+        sliders.append(
+            dict(
+                active=default_len,
+                steps=steps,
+                visible=(s == first),
+                x=0.0,
+                len=0.62,
+                y=-0.1,
+                yanchor="top",
+                currentvalue=dict(
+                    prefix="answer length (tokens): ", font=dict(size=12)
+                ),
+                pad=dict(t=30, b=0),
+            )
+        )
     buttons = []
     for s, (label, _, _) in enumerate(scenarios):
         layout = {f"sliders[{j}].visible": (j == s) for j in range(len(scenarios))}
-        layout.update({f"sliders[{j}].active": default_len for j in range(len(scenarios))})
-        buttons.append(dict(method="update", label=label, args=[{"visible": visible(s, default_len)}, layout]))
+        layout.update(
+            {f"sliders[{j}].active": default_len for j in range(len(scenarios))}
+        )
+        buttons.append(
+            dict(
+                method="update",
+                label=label,
+                args=[{"visible": visible(s, default_len)}, layout],
+            )
+        )
     for i, on in enumerate(visible(first, default_len)):
         fig.data[i].visible = on
     fig.update_layout(
         sliders=sliders,
-        updatemenus=[dict(buttons=buttons, direction="down", x=0.0, xanchor="left", y=1.13, yanchor="bottom",
-                          showactive=True, active=first, pad=dict(t=0, b=0))],
-        barmode="stack", height=720, template="plotly_white", margin=dict(t=120, b=230, l=60, r=20),
+        updatemenus=[
+            dict(
+                buttons=buttons,
+                direction="down",
+                x=0.0,
+                xanchor="left",
+                y=1.13,
+                yanchor="bottom",
+                showactive=True,
+                active=first,
+                pad=dict(t=0, b=0),
+            )
+        ],
+        barmode="stack",
+        height=720,
+        template="plotly_white",
+        margin=dict(t=120, b=230, l=60, r=20),
         legend=dict(orientation="h", y=-0.5, yanchor="top", x=0.0, font=dict(size=11)),
-        title=dict(text=f"One step: {base.prompts} prompts of {base.prompt_len} tokens on {base.n_gpus} GPUs "
-                        f"(illustrative throughputs)", x=0.0, xanchor="left", y=0.985, font=dict(size=13)),
+        title=dict(
+            text=f"One step: {base.prompts} prompts of {base.prompt_len} tokens on {base.n_gpus} GPUs "
+            f"(illustrative throughputs)",
+            x=0.0,
+            xanchor="left",
+            y=0.985,
+            font=dict(size=13),
+        ),
     )
-    fig.update_xaxes(type="log", title_text="group size G", tickvals=gs, ticktext=[str(g) for g in gs], row=1, col=1)
+    fig.update_xaxes(
+        type="log",
+        title_text="group size G",
+        tickvals=gs,
+        ticktext=[str(g) for g in gs],
+        row=1,
+        col=1,
+    )
     fig.update_yaxes(type="log", dtick=1, title_text="seconds", row=1, col=1)
     return fig
 
@@ -692,30 +939,107 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
     style = {"description_width": "150px"}
     lay = W.Layout(width="420px")
     c = {
-        "n_params": W.FloatLogSlider(value=base.n_params, base=10, min=8.5, max=11, step=0.05,
-                                     description="policy parameters", style=style, layout=lay, readout_format=".3g"),
-        "group_size": W.IntSlider(value=base.group_size, min=2, max=128, description="G (GRPO)", style=style,
-                                  layout=lay),
-        "ppo_samples": W.IntSlider(value=base.ppo_samples, min=1, max=128, description="PPO answers/prompt",
-                                   style=style, layout=lay),
-        "prompts": W.IntSlider(value=base.prompts, min=1, max=1024, description="prompts per step", style=style,
-                               layout=lay),
-        "prompt_len": W.IntSlider(value=base.prompt_len, min=16, max=8192, step=16, description="prompt tokens",
-                                  style=style, layout=lay),
-        "answer_len": W.IntSlider(value=base.answer_len, min=16, max=32768, step=16, description="answer tokens",
-                                  style=style, layout=lay),
-        "reward": W.Dropdown(options=[("rule checker (no model)", 0.0), ("reward model, 1.5B", 1.5e9),
-                                      ("reward model, 7B", 7e9), ("reward model, 70B", 70e9)],
-                             value=0.0, description="reward", style=style, layout=lay),
-        "inner_epochs": W.IntSlider(value=base.inner_epochs, min=1, max=8, description="updates per rollout",
-                                    style=style, layout=lay),
-        "trainable_fraction": W.FloatLogSlider(value=base.trainable_fraction, base=10, min=-4, max=0, step=0.25,
-                                               description="trainable fraction", style=style, layout=lay,
-                                               readout_format=".2g"),
-        "n_gpus": W.IntSlider(value=base.n_gpus, min=1, max=256, description="GPUs", style=style, layout=lay),
-        "shard_states": W.Checkbox(value=base.shard_states, description="shard states (ZeRO-3/FSDP)"),
-        "critic_remote": W.Checkbox(value=base.critic_remote, description="critic in a separate service"),
-        "reward_remote": W.Checkbox(value=base.reward_remote, description="reward scorer remote"),
+        "n_params": W.FloatLogSlider(
+            value=base.n_params,
+            base=10,
+            min=8.5,
+            max=11,
+            step=0.05,
+            description="policy parameters",
+            style=style,
+            layout=lay,
+            readout_format=".3g",
+        ),
+        "group_size": W.IntSlider(
+            value=base.group_size,
+            min=2,
+            max=128,
+            description="G (GRPO)",
+            style=style,
+            layout=lay,
+        ),
+        "ppo_samples": W.IntSlider(
+            value=base.ppo_samples,
+            min=1,
+            max=128,
+            description="PPO answers/prompt",
+            style=style,
+            layout=lay,
+        ),
+        "prompts": W.IntSlider(
+            value=base.prompts,
+            min=1,
+            max=1024,
+            description="prompts per step",
+            style=style,
+            layout=lay,
+        ),
+        "prompt_len": W.IntSlider(
+            value=base.prompt_len,
+            min=16,
+            max=8192,
+            step=16,
+            description="prompt tokens",
+            style=style,
+            layout=lay,
+        ),
+        "answer_len": W.IntSlider(
+            value=base.answer_len,
+            min=16,
+            max=32768,
+            step=16,
+            description="answer tokens",
+            style=style,
+            layout=lay,
+        ),
+        "reward": W.Dropdown(
+            options=[
+                ("rule checker (no model)", 0.0),
+                ("reward model, 1.5B", 1.5e9),
+                ("reward model, 7B", 7e9),
+                ("reward model, 70B", 70e9),
+            ],
+            value=0.0,
+            description="reward",
+            style=style,
+            layout=lay,
+        ),
+        "inner_epochs": W.IntSlider(
+            value=base.inner_epochs,
+            min=1,
+            max=8,
+            description="updates per rollout",
+            style=style,
+            layout=lay,
+        ),
+        "trainable_fraction": W.FloatLogSlider(
+            value=base.trainable_fraction,
+            base=10,
+            min=-4,
+            max=0,
+            step=0.25,
+            description="trainable fraction",
+            style=style,
+            layout=lay,
+            readout_format=".2g",
+        ),
+        "n_gpus": W.IntSlider(
+            value=base.n_gpus,
+            min=1,
+            max=256,
+            description="GPUs",
+            style=style,
+            layout=lay,
+        ),
+        "shard_states": W.Checkbox(
+            value=base.shard_states, description="shard states (ZeRO-3/FSDP)"
+        ),
+        "critic_remote": W.Checkbox(
+            value=base.critic_remote, description="critic in a separate service"
+        ),
+        "reward_remote": W.Checkbox(
+            value=base.reward_remote, description="reward scorer remote"
+        ),
     }
     out = W.Output()
     state = {}
@@ -729,25 +1053,38 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
         grpo = step_time(step_cost("grpo", w), t)
         state["workload"] = w
         state["text"] = format_rows(budget_rows(w, t))
-        state["note"] = (f"critic of PPO at the same rollout: {crit['state_bytes'] / GB:.1f} GB state per GPU, "
-                         f"{crit['seconds']:.3g} s per step; GRPO generation + scoring: "
-                         f"{grpo['generation'] + grpo['scoring']:.3g} s per step")
+        state["note"] = (
+            f"critic of PPO at the same rollout: {crit['state_bytes'] / GB:.1f} GB state per GPU, "
+            f"{crit['seconds']:.3g} s per step; GRPO generation + scoring: "
+            f"{grpo['generation'] + grpo['scoring']:.3g} s per step"
+        )
         if not _in_kernel():
             return
         # the outputs are set, not captured with `with out:` (see dpo_grpo.interactive.widgets.display_data)
-        out.outputs = ({"output_type": "display_data", "metadata": {},
-                        "data": {"text/html": state["text"], "text/plain": state["note"]}},
-                       {"output_type": "stream", "name": "stdout", "text": state["note"] + "\n"})
+        out.outputs = (
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"text/html": state["text"], "text/plain": state["note"]},
+            },
+            {"output_type": "stream", "name": "stdout", "text": state["note"] + "\n"},
+        )
 
     for w in c.values():
         if hasattr(w, "continuous_update"):
             w.continuous_update = False  # recompute when a slider is released
         w.observe(render, names="value")
     render()
-    note = W.HTML("<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
-                  "measure your own with <code>PhaseTimer</code>.</small>")
+    note = W.HTML(
+        "<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
+        "measure your own with <code>PhaseTimer</code>.</small>"
+    )
     ui = W.HBox([W.VBox(list(c.values()) + [note]), out])
-    ui.controls, ui.state = c, state  # for programmatic use: ui.controls["group_size"].value = 16
+    # for programmatic use: ui.controls["group_size"].value = 16
+    ui.controls, ui.state = (
+        c,
+        state,
+    )
     return ui
 
 
@@ -764,16 +1101,26 @@ def memory_saving(workload: Workload) -> dict:
     """Bytes per GPU that removing the critic saves (PPO minus GRPO memory) and its share of PPO's memory."""
     ppo, grpo = step_cost("ppo", workload), step_cost("grpo", workload)
     saved = ppo.memory_bytes - grpo.memory_bytes
-    return {"bytes": saved, "gb": saved / GB, "gib": saved / GiB, "fraction": saved / ppo.memory_bytes}
+    return {
+        "bytes": saved,
+        "gb": saved / GB,
+        "gib": saved / GiB,
+        "fraction": saved / ppo.memory_bytes,
+    }
 
 
 #: The assumptions :func:`sensitivity` varies: decode efficiency (fraction of peak FLOP/s a decode step reaches
 #: when compute-bound), training MFU and HBM bandwidth, each from a pessimistic to an optimistic value.
-SENSITIVITY_GRID = {"decode_efficiency": (0.2, 0.35, 0.5, 0.75, 1.0), "train_mfu": (0.25, 0.4, 0.55),
-                    "hbm_bandwidth": (2.0e12, 3.35e12, 4.8e12)}
+SENSITIVITY_GRID = {
+    "decode_efficiency": (0.2, 0.35, 0.5, 0.75, 1.0),
+    "train_mfu": (0.25, 0.4, 0.55),
+    "hbm_bandwidth": (2.0e12, 3.35e12, 4.8e12),
+}
 
 
-def sensitivity(workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=None) -> dict:
+def sensitivity(
+    workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=None
+) -> dict:
     """The chapter-6 estimates over every combination of the assumptions in ``grid`` (default
     :data:`SENSITIVITY_GRID`), as ranges ``(min, max)`` instead of single numbers from guessed constants.
 
@@ -787,7 +1134,13 @@ def sensitivity(workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=N
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
     grid = dict(SENSITIVITY_GRID if grid is None else grid)
-    unknown = set(grid) - {"decode_efficiency", "train_mfu", "hbm_bandwidth", "peak_flops", "scoring_mfu"}
+    unknown = set(grid) - {
+        "decode_efficiency",
+        "train_mfu",
+        "hbm_bandwidth",
+        "peak_flops",
+        "scoring_mfu",
+    }
     if unknown:
         raise ValueError(f"grid: unknown assumption(s) {sorted(unknown)}")
     lens = v.sequence(answer_lens, "answer_lens")
@@ -795,7 +1148,9 @@ def sensitivity(workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=N
         raise ValueError("answer_lens must hold at least two lengths")
     same = workload.with_(ppo_samples=workload.group_size)
     names = list(grid)
-    combos = np.array(np.meshgrid(*[np.asarray(grid[k], dtype=float) for k in names], indexing="ij"))
+    combos = np.array(
+        np.meshgrid(*[np.asarray(grid[k], dtype=float) for k in names], indexing="ij")
+    )
     combos = combos.reshape(len(names), -1).T
     share_s, share_l, ratio, t_grpo, cross = [], [], [], [], set()
     for values in combos:
@@ -808,6 +1163,12 @@ def sensitivity(workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=N
         t_grpo.append(times["grpo"])
         cross.add(rollout_crossover(rows))
     span = lambda xs: (float(min(xs)), float(max(xs)))  # noqa: E731
-    return {"share_short": span(share_s), "share_long": span(share_l), "time_ratio": span(ratio),
-            "t_grpo": span(t_grpo), "crossovers": sorted(cross, key=lambda c: (c is None, c)),
-            "n_assumptions": len(combos), "answer_lens": tuple(int(x) for x in lens)}
+    return {
+        "share_short": span(share_s),
+        "share_long": span(share_l),
+        "time_ratio": span(ratio),
+        "t_grpo": span(t_grpo),
+        "crossovers": sorted(cross, key=lambda c: (c is None, c)),
+        "n_assumptions": len(combos),
+        "answer_lens": tuple(int(x) for x in lens),
+    }

@@ -32,7 +32,8 @@ PREFIX_EXAMPLE = {
 class BaselineMoments(NamedTuple):
     """Exact moments of the one-sample score-function estimator with a constant baseline."""
 
-    mean: np.ndarray  #: E[(r_a - b)(e_a - p)], shape (A,); equals p * (r - p.r) for every b
+    #: E[(r_a - b)(e_a - p)], shape (A,); equals p * (r - p.r) for every b
+    mean: np.ndarray
     variance: float  #: total variance E|g - mean|^2 (sum over the A logit components)
 
 
@@ -74,14 +75,18 @@ class PrefixShiftKL(NamedTuple):
     exact: float  #: the true sequence KL(p || q)
     bare: float  #: E_old[k3_1 + k3_2], no importance weight
     token_ratio: float  #: E_old[w_1 k3_1 + w_2 k3_2], w_t = p_t / old_t (one token's ratio; what GRPO/TRL use)
-    prefix_ratio: float  #: E_old[w_1 k3_1 + w_1 w_2 k3_2], the ratio of the whole prefix up to t
+    prefix_ratio: (
+        float  #: E_old[w_1 k3_1 + w_1 w_2 k3_2], the ratio of the whole prefix up to t
+    )
     token_ratio_formula: float  #: KL(p1||q1) + sum_a old1_a KL(p2[a]||q2[a]): the prefix is weighted by old
 
 
 def _conditionals(x, name, size):
     arr = v.as_float_array(x, name, ndim=2)
     if arr.shape != (size, size):
-        raise ValueError(f"{name} must have shape ({size}, {size}) (one row per first token), got {arr.shape}")
+        raise ValueError(
+            f"{name} must have shape ({size}, {size}) (one row per first token), got {arr.shape}"
+        )
     for row in arr:
         v.probability_vector(row, name)
     return arr

@@ -26,7 +26,14 @@ from .. import _validation as v
 from ..reference.softmax import log_softmax, softmax
 from ..reference.dpo import sigmoid
 
-__all__ = ["FEATURES", "Trajectory", "displacement_run", "dpo_displacement", "ld_sequence_logps", "ipo_loss"]
+__all__ = [
+    "FEATURES",
+    "Trajectory",
+    "displacement_run",
+    "dpo_displacement",
+    "ld_sequence_logps",
+    "ipo_loss",
+]
 
 #: Rows: chosen, rejected, a third answer. The chosen and rejected answers share the first feature; the third
 #: answer is further along their difference direction (0, 0.5) than the chosen one.
@@ -49,24 +56,47 @@ class Trajectory(NamedTuple):
     grad_norm: np.ndarray  #: norm of d loss / d theta at each step
 
 
-def displacement_run(loss_type=("sigmoid",), loss_weights=None, *, beta=0.1, lr=1.0, steps=200,
-                     features=None) -> Trajectory:
+def displacement_run(
+    loss_type=("sigmoid",),
+    loss_weights=None,
+    *,
+    beta=0.1,
+    lr=1.0,
+    steps=200,
+    features=None,
+) -> Trajectory:
     """Gradient descent on a weighted sum of ``"sigmoid"`` (DPO), ``"ipo"`` and ``"sft"`` (-log pi(y_w)) losses,
     TRL's list form of ``loss_type`` (a single name is allowed). Returns the trajectory of the log-probs."""
-    names = [loss_type] if isinstance(loss_type, str) else v.sequence(loss_type, "loss_type")
+    names = (
+        [loss_type]
+        if isinstance(loss_type, str)
+        else v.sequence(loss_type, "loss_type")
+    )
     for name in names:
         v.choice(name, "loss_type", ("sigmoid", "ipo", "sft"))
-    weights = [1.0] * len(names) if loss_weights is None else [
-        v.scalar(w, "loss_weights", nonnegative=True) for w in v.sequence(loss_weights, "loss_weights")]
+    weights = (
+        [1.0] * len(names)
+        if loss_weights is None
+        else [
+            v.scalar(w, "loss_weights", nonnegative=True)
+            for w in v.sequence(loss_weights, "loss_weights")
+        ]
+    )
     if len(weights) != len(names):
-        raise ValueError(f"loss_weights must have one weight per loss type ({len(names)}), got {len(weights)}")
+        raise ValueError(
+            f"loss_weights must have one weight per loss type ({len(names)}), got {len(weights)}"
+        )
     beta = v.scalar(beta, "beta", positive=True)
     lr = v.scalar(lr, "lr", positive=True)
     steps = v.integer(steps, "steps", minimum=1)
-    phi = FEATURES if features is None else v.as_float_array(features, "features", ndim=2)
+    phi = (
+        FEATURES if features is None else v.as_float_array(features, "features", ndim=2)
+    )
     if phi.shape[0] < 2:
-        raise ValueError(f"features must have a row for the chosen and one for the rejected answer (then any "
-                         f"others), got shape {phi.shape}")
+        raise ValueError(
+            f"features must have a row for the chosen and one for the rejected answer (then any "
+            f"others), got shape {phi.shape}"
+        )
     diff = phi[0] - phi[1]
     theta = np.zeros(phi.shape[1])
     rows = []
@@ -84,7 +114,16 @@ def displacement_run(loss_type=("sigmoid",), loss_weights=None, *, beta=0.1, lr=
             else:  # sft: -log pi(y_w), gradient -(phi_w - E_pi[phi])
                 loss += w * -float(logp[0])
                 grad += w * -(phi[0] - softmax(phi @ theta) @ phi)
-        rows.append((logp[0], logp[1], u, float(np.exp(logp[2:]).sum()), loss, float(np.linalg.norm(grad))))
+        rows.append(
+            (
+                logp[0],
+                logp[1],
+                u,
+                float(np.exp(logp[2:]).sum()),
+                loss,
+                float(np.linalg.norm(grad)),
+            )
+        )
         if k == steps:
             break
         theta = theta - lr * grad
@@ -106,8 +145,15 @@ def ld_sequence_logps(chosen_token_logps, rejected_token_logps, ld_alpha):
     return float(wc @ c), float(wr @ r), wc, wr
 
 
-def dpo_displacement(beta: float = 0.1, similarity: float = 0.9, *, steps: int = 200, lr: float = 5.0,
-                     other_alignment: float = 1.0, n_other: int = 6) -> dict:
+def dpo_displacement(
+    beta: float = 0.1,
+    similarity: float = 0.9,
+    *,
+    steps: int = 200,
+    lr: float = 5.0,
+    other_alignment: float = 1.0,
+    n_other: int = 6,
+) -> dict:
     """:func:`displacement_run` (DPO's sigmoid loss) on a pair whose answers share most of their representation.
 
     Embeddings (2-d): chosen and rejected are unit vectors with cosine ``similarity``; ``n_other`` other answers
@@ -125,12 +171,32 @@ def dpo_displacement(beta: float = 0.1, similarity: float = 0.9, *, steps: int =
     c = v.scalar(other_alignment, "other_alignment", nonnegative=True)
     n_other = v.integer(n_other, "n_other", minimum=0)
     half = math.acos(s) / 2
-    emb = np.vstack([[math.cos(half), math.sin(half)], [math.cos(half), -math.sin(half)]] + [[0.0, c]] * n_other)
+    emb = np.vstack(
+        [[math.cos(half), math.sin(half)], [math.cos(half), -math.sin(half)]]
+        + [[0.0, c]] * n_other
+    )
     run = displacement_run("sigmoid", beta=beta, lr=lr, steps=steps, features=emb)
     log_ref = -math.log(emb.shape[0])  # theta = 0: the uniform reference
-    chosen, rejected = beta * (run.logp_chosen - log_ref), beta * (run.logp_rejected - log_ref)
-    return {"chosen": chosen, "rejected": rejected, "margins": chosen - rejected, "loss": run.loss,
-            "accuracy": (chosen > rejected).astype(float), "logp_chosen": run.logp_chosen,
-            "logp_rejected": run.logp_rejected, "p_other": run.p_other, "grad_norm": run.grad_norm,
-            "params": {"beta": beta, "similarity": s, "steps": int(steps), "lr": float(lr), "other_alignment": c,
-                       "n_other": n_other}}
+    chosen, rejected = (
+        beta * (run.logp_chosen - log_ref),
+        beta * (run.logp_rejected - log_ref),
+    )
+    return {
+        "chosen": chosen,
+        "rejected": rejected,
+        "margins": chosen - rejected,
+        "loss": run.loss,
+        "accuracy": (chosen > rejected).astype(float),
+        "logp_chosen": run.logp_chosen,
+        "logp_rejected": run.logp_rejected,
+        "p_other": run.p_other,
+        "grad_norm": run.grad_norm,
+        "params": {
+            "beta": beta,
+            "similarity": s,
+            "steps": int(steps),
+            "lr": float(lr),
+            "other_alignment": c,
+            "n_other": n_other,
+        },
+    }

@@ -19,7 +19,14 @@ import numpy as np
 from .. import _validation as v
 from ..reference.dpo import sigmoid
 
-__all__ = ["MARGINS", "pair_weights", "margin_model", "optimise", "BetaComparison", "beta_under_optimisers"]
+__all__ = [
+    "MARGINS",
+    "pair_weights",
+    "margin_model",
+    "optimise",
+    "BetaComparison",
+    "beta_under_optimisers",
+]
 
 #: Margins of four pairs, from barely separated (the pair of section 3.7) to well separated.
 MARGINS = (0.2, 2.0, 5.0, 20.0)
@@ -45,8 +52,17 @@ def _grad(x, theta, beta, scale):
     return scale * (x.T @ (-beta * sigmoid(-beta * u))) / u.size
 
 
-def optimise(margins, beta, *, optimizer="adam", lr=0.01, steps=50, loss_scale=1.0, adam_betas=(0.9, 0.999),
-             adam_eps=1e-8):
+def optimise(
+    margins,
+    beta,
+    *,
+    optimizer="adam",
+    lr=0.01,
+    steps=50,
+    loss_scale=1.0,
+    adam_betas=(0.9, 0.999),
+    adam_eps=1e-8,
+):
     """Run ``steps`` steps of SGD or Adam on ``loss_scale * mean_j -log sigmoid(beta u_j)``; returns the parameter
     trajectory, shape ``(steps + 1, n + 1)``."""
     x, theta = margin_model(margins)
@@ -67,22 +83,30 @@ def optimise(margins, beta, *, optimizer="adam", lr=0.01, steps=50, loss_scale=1
         else:
             m = b1 * m + (1 - b1) * g
             s = b2 * s + (1 - b2) * g * g
-            theta = theta - lr * (m / (1 - b1 ** k)) / (np.sqrt(s / (1 - b2 ** k)) + adam_eps)
+            theta = theta - lr * (m / (1 - b1**k)) / (
+                np.sqrt(s / (1 - b2**k)) + adam_eps
+            )
         path.append(theta.copy())
     return np.array(path)
 
 
 class BetaComparison(NamedTuple):
     betas: tuple
-    sgd_first_step: dict  #: beta -> |change of the first pair's margin| after one SGD step
+    sgd_first_step: (
+        dict  #: beta -> |change of the first pair's margin| after one SGD step
+    )
     adam_first_step: dict  #: beta -> the same after one Adam step
-    sgd_gain: dict  #: beta -> margin gain of every pair after ``steps`` SGD steps, shape (n,)
+    sgd_gain: (
+        dict  #: beta -> margin gain of every pair after ``steps`` SGD steps, shape (n,)
+    )
     adam_gain: dict  #: beta -> the same under Adam
     weights: dict  #: beta -> relative pair weights at the start
     adam_scale_error: float  #: max |theta(loss) - theta(10 * loss)| over the Adam run (beta = betas[0])
 
 
-def beta_under_optimisers(margins=MARGINS, betas=(0.1, 1.0), *, lr=0.01, steps=50) -> BetaComparison:
+def beta_under_optimisers(
+    margins=MARGINS, betas=(0.1, 1.0), *, lr=0.01, steps=50
+) -> BetaComparison:
     """SGD vs Adam for each beta on :func:`margin_model` (same learning rate for both optimisers)."""
     u0 = v.as_float_array(margins, "margins", ndim=1)
     betas = tuple(v.scalar(b, "betas", positive=True) for b in betas)
@@ -97,5 +121,12 @@ def beta_under_optimisers(margins=MARGINS, betas=(0.1, 1.0), *, lr=0.01, steps=5
         out["w"][b] = pair_weights(u0, b)
     base = optimise(u0, betas[0], lr=lr, steps=steps)
     scaled = optimise(u0, betas[0], lr=lr, steps=steps, loss_scale=10.0)
-    return BetaComparison(betas, out["sgd1"], out["adam1"], out["sgd"], out["adam"], out["w"],
-                          float(np.abs(base - scaled).max()))
+    return BetaComparison(
+        betas,
+        out["sgd1"],
+        out["adam1"],
+        out["sgd"],
+        out["adam"],
+        out["w"],
+        float(np.abs(base - scaled).max()),
+    )

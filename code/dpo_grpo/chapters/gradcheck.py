@@ -25,11 +25,15 @@ def finite_difference(fn, x, h=1e-6):
 def _value(y) -> float:
     """``fn``'s result as a finite float."""
     if isinstance(y, (bool, np.bool_)) or np.ndim(y) != 0:
-        raise TypeError(f"fn must return one real number, got {type(y).__name__} of shape {np.shape(y)}")
+        raise TypeError(
+            f"fn must return one real number, got {type(y).__name__} of shape {np.shape(y)}"
+        )
     try:
         y = float(y)
     except (TypeError, ValueError):
-        raise TypeError(f"fn must return one real number, got {type(y).__name__}") from None
+        raise TypeError(
+            f"fn must return one real number, got {type(y).__name__}"
+        ) from None
     if not np.isfinite(y):
         raise ValueError(f"fn returned a non-finite value ({y}) near x")
     return y

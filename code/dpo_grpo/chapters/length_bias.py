@@ -21,22 +21,37 @@ from .. import _validation as v
 from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
 
-__all__ = ["LENGTH_GROUP", "TRL_GRPO_DEFAULTS", "length_group", "Push", "per_token_push"]
+__all__ = [
+    "LENGTH_GROUP",
+    "TRL_GRPO_DEFAULTS",
+    "length_group",
+    "Push",
+    "per_token_push",
+]
 
 #: TRL 1.16.0's ``GRPOConfig`` defaults that decide how a ragged batch is averaged (quoted from TRL, not computed).
 TRL_GRPO_DEFAULTS = {"loss_type": "dapo", "max_completion_length": 512, "beta": 0.0}
 
 #: Four answers: right and short, right and long, wrong and short, wrong and long (token counts).
-LENGTH_GROUP = {"rewards": (1.0, 1.0, 0.0, 0.0), "lengths": (20, 80, 20, 80),
-                "labels": ("right, short", "right, long", "wrong, short", "wrong, long")}
+LENGTH_GROUP = {
+    "rewards": (1.0, 1.0, 0.0, 0.0),
+    "lengths": (20, 80, 20, 80),
+    "labels": ("right, short", "right, long", "wrong, short", "wrong, long"),
+}
 
 
 def length_group(rewards=None, lengths=None):
     """``(advantages, mask)`` of one group (defaults: :data:`LENGTH_GROUP`), population std, eps = 1e-4."""
-    r = v.as_float_array(LENGTH_GROUP["rewards"] if rewards is None else rewards, "rewards", ndim=1)
-    n = v.integer_array(LENGTH_GROUP["lengths"] if lengths is None else lengths, "lengths", ndim=1)
+    r = v.as_float_array(
+        LENGTH_GROUP["rewards"] if rewards is None else rewards, "rewards", ndim=1
+    )
+    n = v.integer_array(
+        LENGTH_GROUP["lengths"] if lengths is None else lengths, "lengths", ndim=1
+    )
     if r.shape != n.shape:
-        raise ValueError(f"rewards and lengths must have the same shape, got {r.shape} and {n.shape}")
+        raise ValueError(
+            f"rewards and lengths must have the same shape, got {r.shape} and {n.shape}"
+        )
     if (n < 1).any():
         raise ValueError("lengths must be >= 1")
     mask = (np.arange(n.max())[None, :] < n[:, None]).astype(float)
@@ -44,15 +59,27 @@ def length_group(rewards=None, lengths=None):
 
 
 class Push(NamedTuple):
-    per_token: np.ndarray  #: (G,) d loss / d log pi(token), the same for every token of an answer
-    per_answer: np.ndarray  #: (G,) the sum over the answer's tokens: d loss / d log pi(y_i)
+    #: (G,) d loss / d log pi(token), the same for every token of an answer
+    per_token: np.ndarray
+    #: (G,) the sum over the answer's tokens: d loss / d log pi(y_i)
+    per_answer: np.ndarray
 
 
-def per_token_push(loss_type="grpo", rewards=None, lengths=None, *, max_completion_length=None) -> Push:
+def per_token_push(
+    loss_type="grpo", rewards=None, lengths=None, *, max_completion_length=None
+) -> Push:
     """On-policy gradient of the GRPO loss (ratio 1, beta = 0) with respect to each token's log-prob."""
     v.choice(loss_type, "loss_type", LOSS_TYPES)
     adv, mask = length_group(rewards, lengths)
     zeros = np.zeros_like(mask)
-    out = grpo_loss(zeros, zeros, None, adv, mask, beta=0.0, loss_type=loss_type,
-                    max_completion_length=max_completion_length)
+    out = grpo_loss(
+        zeros,
+        zeros,
+        None,
+        adv,
+        mask,
+        beta=0.0,
+        loss_type=loss_type,
+        max_completion_length=max_completion_length,
+    )
     return Push(out.grad[:, 0].copy(), out.grad.sum(axis=1))

@@ -36,21 +36,42 @@ class Result(NamedTuple):
 
 
 PAPERS = (
-    Paper("schulman2017ppo", "PPO", "Proximal Policy Optimization Algorithms", "1707.06347", 2017,
-          "a clipped surrogate objective that lets several epochs of updates reuse one batch of rollouts",
-          "the direct source of GRPO's probability ratio and clip"),
-    Paper("rafailov2023dpo", "DPO", "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
-          "2305.18290", 2023,
-          "the closed-form optimum of KL-regularised RLHF turns preference learning into binary classification",
-          "trains from offline pairs, with no online RL loop and no explicit reward model"),
-    Paper("shao2024deepseekmath", "DeepSeekMath",
-          "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models", "2402.03300", 2024,
-          "GRPO: the scores of a group of answers to the same question replace the value model",
-          "keeps PPO's online sampling and clip, drops the critic"),
-    Paper("deepseek2025r1", "DeepSeek-R1",
-          "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement Learning", "2501.12948", 2025,
-          "large-scale GRPO for long chains of reasoning with verifiable rewards",
-          "made group-relative optimisation a standard baseline for training reasoning models"),
+    Paper(
+        "schulman2017ppo",
+        "PPO",
+        "Proximal Policy Optimization Algorithms",
+        "1707.06347",
+        2017,
+        "a clipped surrogate objective that lets several epochs of updates reuse one batch of rollouts",
+        "the direct source of GRPO's probability ratio and clip",
+    ),
+    Paper(
+        "rafailov2023dpo",
+        "DPO",
+        "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
+        "2305.18290",
+        2023,
+        "the closed-form optimum of KL-regularised RLHF turns preference learning into binary classification",
+        "trains from offline pairs, with no online RL loop and no explicit reward model",
+    ),
+    Paper(
+        "shao2024deepseekmath",
+        "DeepSeekMath",
+        "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models",
+        "2402.03300",
+        2024,
+        "GRPO: the scores of a group of answers to the same question replace the value model",
+        "keeps PPO's online sampling and clip, drops the critic",
+    ),
+    Paper(
+        "deepseek2025r1",
+        "DeepSeek-R1",
+        "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement Learning",
+        "2501.12948",
+        2025,
+        "large-scale GRPO for long chains of reasoning with verifiable rewards",
+        "made group-relative optimisation a standard baseline for training reasoning models",
+    ),
 )
 
 #: the protocols of the quoted results
@@ -58,15 +79,73 @@ CHAIN_OF_THOUGHT = "chain-of-thought, one answer per problem"
 MAJORITY_64 = "self-consistency: majority vote over 64 sampled answers"
 
 RESULTS = (
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "GSM8K", CHAIN_OF_THOUGHT, 82.9),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "GSM8K", CHAIN_OF_THOUGHT, 88.2),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "MATH", CHAIN_OF_THOUGHT, 46.8),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "MATH", CHAIN_OF_THOUGHT, 51.7),
-    Result("shao2024deepseekmath", "abstract", "DeepSeekMath 7B", "MATH", MAJORITY_64, 60.9),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "MGSM-zh", CHAIN_OF_THOUGHT, 73.2),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "MGSM-zh", CHAIN_OF_THOUGHT, 79.6),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-Instruct 7B", "CMATH", CHAIN_OF_THOUGHT, 84.6),
-    Result("shao2024deepseekmath", "Table 5", "DeepSeekMath-RL 7B", "CMATH", CHAIN_OF_THOUGHT, 88.8),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-Instruct 7B",
+        "GSM8K",
+        CHAIN_OF_THOUGHT,
+        82.9,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-RL 7B",
+        "GSM8K",
+        CHAIN_OF_THOUGHT,
+        88.2,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-Instruct 7B",
+        "MATH",
+        CHAIN_OF_THOUGHT,
+        46.8,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-RL 7B",
+        "MATH",
+        CHAIN_OF_THOUGHT,
+        51.7,
+    ),
+    Result(
+        "shao2024deepseekmath", "abstract", "DeepSeekMath 7B", "MATH", MAJORITY_64, 60.9
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-Instruct 7B",
+        "MGSM-zh",
+        CHAIN_OF_THOUGHT,
+        73.2,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-RL 7B",
+        "MGSM-zh",
+        CHAIN_OF_THOUGHT,
+        79.6,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-Instruct 7B",
+        "CMATH",
+        CHAIN_OF_THOUGHT,
+        84.6,
+    ),
+    Result(
+        "shao2024deepseekmath",
+        "Table 5",
+        "DeepSeekMath-RL 7B",
+        "CMATH",
+        CHAIN_OF_THOUGHT,
+        88.8,
+    ),
 )
 
 #: the benchmarks whose training questions DeepSeekMath's RL stage used (its section 4.2: chain-of-thought questions
@@ -75,12 +154,20 @@ RL_IN_DOMAIN = ("GSM8K", "MATH")
 BENCHMARK_ORDER = ("GSM8K", "MATH", "MGSM-zh", "CMATH")
 
 #: training settings of DeepSeekMath's GRPO run (its section 4.2), also quotations
-DEEPSEEKMATH_RL_SETTINGS = {"samples_per_question": 64, "max_length": 1024, "updates_per_exploration": 1}
+DEEPSEEKMATH_RL_SETTINGS = {
+    "samples_per_question": 64,
+    "max_length": 1024,
+    "updates_per_exploration": 1,
+}
 
 #: who built on whom: (from, to, what was inherited)
 LINEAGE = (
     ("schulman2017ppo", "shao2024deepseekmath", "ratio + clip"),
-    ("schulman2017ppo", "rafailov2023dpo", "PPO-RLHF's objective, solved in closed form"),
+    (
+        "schulman2017ppo",
+        "rafailov2023dpo",
+        "PPO-RLHF's objective, solved in closed form",
+    ),
     ("shao2024deepseekmath", "deepseek2025r1", "GRPO at scale"),
 )
 
@@ -105,7 +192,9 @@ def paper(key_or_short: str) -> Paper:
     for p in PAPERS:
         if key_or_short in (p.key, p.short):
             return p
-    raise ValueError(f"unknown paper {key_or_short!r}; known: {[p.short for p in PAPERS]}")
+    raise ValueError(
+        f"unknown paper {key_or_short!r}; known: {[p.short for p in PAPERS]}"
+    )
 
 
 def result(model: str, benchmark: str, protocol: str = CHAIN_OF_THOUGHT) -> Result:
@@ -113,7 +202,9 @@ def result(model: str, benchmark: str, protocol: str = CHAIN_OF_THOUGHT) -> Resu
     for r in RESULTS:
         if (r.model, r.benchmark, r.protocol) == (model, benchmark, protocol):
             return r
-    raise ValueError(f"no quoted result for {model!r} on {benchmark!r} under {protocol!r}")
+    raise ValueError(
+        f"no quoted result for {model!r} on {benchmark!r} under {protocol!r}"
+    )
 
 
 def comparable(a: Result, b: Result) -> tuple:
@@ -137,22 +228,38 @@ def gain(before: Result, after: Result) -> dict:
     if not ok:
         raise ValueError(f"these results are not comparable: {reason}")
     for x, name in ((before, "before"), (after, "after")):
-        if isinstance(x.value, bool) or not isinstance(x.value, (int, float)) or not 0 <= x.value <= 100:
-            raise ValueError(f"{name}.value must be a percentage in [0, 100], got {x.value!r}")
+        if (
+            isinstance(x.value, bool)
+            or not isinstance(x.value, (int, float))
+            or not 0 <= x.value <= 100
+        ):
+            raise ValueError(
+                f"{name}.value must be a percentage in [0, 100], got {x.value!r}"
+            )
     if not 0 < before.value < 100:
-        raise ValueError(f"before.value must lie strictly between 0 and 100 (it divides the relative gain and the "
-                         f"error-rate reduction), got {before.value!r}")
+        raise ValueError(
+            f"before.value must lie strictly between 0 and 100 (it divides the relative gain and the "
+            f"error-rate reduction), got {before.value!r}"
+        )
     points = after.value - before.value
-    return {"points": points, "relative": points / before.value,
-            "error_reduction": (after.value - before.value) / (100.0 - before.value)}
+    return {
+        "points": points,
+        "relative": points / before.value,
+        "error_reduction": (after.value - before.value) / (100.0 - before.value),
+    }
 
 
 def rl_gains(benchmarks=RL_IN_DOMAIN) -> dict:
     """DeepSeekMath Table 5: Instruct -> RL gains (chain-of-thought) on ``benchmarks`` (default: the in-domain
     GSM8K and MATH; ``BENCHMARK_ORDER`` adds the out-of-domain MGSM-zh and CMATH)."""
     benchmarks = v.sequence(benchmarks, "benchmarks")
-    return {bench: gain(result("DeepSeekMath-Instruct 7B", bench), result("DeepSeekMath-RL 7B", bench))
-            for bench in benchmarks}
+    return {
+        bench: gain(
+            result("DeepSeekMath-Instruct 7B", bench),
+            result("DeepSeekMath-RL 7B", bench),
+        )
+        for bench in benchmarks
+    }
 
 
 def timeline_figure(ax=None):
@@ -170,24 +277,46 @@ def timeline_figure(ax=None):
         year, month = arxiv_month(p.arxiv)
         xs[p.key] = year + (month - 0.5) / 12
     lo, hi = min(xs.values()) - 0.9, max(xs.values()) + 0.9
-    colors = {"schulman2017ppo": "#b91c1c", "rafailov2023dpo": "#15803d", "shao2024deepseekmath": "#1d4ed8",
-              "deepseek2025r1": "#7c3aed"}
+    colors = {
+        "schulman2017ppo": "#b91c1c",
+        "rafailov2023dpo": "#15803d",
+        "shao2024deepseekmath": "#1d4ed8",
+        "deepseek2025r1": "#7c3aed",
+    }
     ax.axhline(0, color="#334155", lw=1.2, zorder=1)
     for year in range(int(lo) + 1, int(hi) + 1):
         ax.plot([year, year], [-0.05, 0.05], color="#334155", lw=1)
-        ax.text(year, -0.09, str(year), ha="center", va="top", fontsize=9, color="#475569")
+        ax.text(
+            year, -0.09, str(year), ha="center", va="top", fontsize=9, color="#475569"
+        )
     # lineage arcs above the axis, labelled at their peak
-    order = sorted(range(len(LINEAGE)), key=lambda i: abs(xs[LINEAGE[i][1]] - xs[LINEAGE[i][0]]))
+    order = sorted(
+        range(len(LINEAGE)), key=lambda i: abs(xs[LINEAGE[i][1]] - xs[LINEAGE[i][0]])
+    )
     heights = {i: 0.25 + 0.3 * rank for rank, i in enumerate(order)}
     for i, (src, dst, label) in enumerate(LINEAGE):
         x0, x1 = xs[src], xs[dst]
         h = heights[i]
         t = np.linspace(0, 1, 60)
-        ax.plot(x0 + (x1 - x0) * t, 4 * h * t * (1 - t), color="#64748b", lw=1, zorder=1)
-        ax.annotate("", xy=(x1, 0.02), xytext=(x1 - 0.02 * (x1 - x0), 4 * h * 0.02 * 0.98),
-                    arrowprops=dict(arrowstyle="-|>", color="#64748b", lw=1))
-        ax.text((x0 + x1) / 2, h + 0.02, _wrap(label, 60), ha="center", va="bottom", fontsize=8.5,
-                color="#475569", style="italic")
+        ax.plot(
+            x0 + (x1 - x0) * t, 4 * h * t * (1 - t), color="#64748b", lw=1, zorder=1
+        )
+        ax.annotate(
+            "",
+            xy=(x1, 0.02),
+            xytext=(x1 - 0.02 * (x1 - x0), 4 * h * 0.02 * 0.98),
+            arrowprops=dict(arrowstyle="-|>", color="#64748b", lw=1),
+        )
+        ax.text(
+            (x0 + x1) / 2,
+            h + 0.02,
+            _wrap(label, 60),
+            ha="center",
+            va="bottom",
+            fontsize=8.5,
+            color="#475569",
+            style="italic",
+        )
     # paper labels below the axis, evenly spread, with leader lines
     label_x = np.linspace(lo + 0.9, hi - 0.9, len(PAPERS))
     for p, lx in zip(PAPERS, label_x):
@@ -195,13 +324,25 @@ def timeline_figure(ax=None):
         year, month = arxiv_month(p.arxiv)
         ax.plot([x, lx], [0, -0.55], color=colors[p.key], lw=1.2, zorder=2)
         ax.scatter([x], [0], s=60, color=colors[p.key], zorder=3)
-        text = f"{p.short}\narXiv:{p.arxiv} ({year}-{month:02d})\n" + _wrap(p.introduced, 26)
-        ax.text(lx, -0.58, text, ha="center", va="top", fontsize=9,
-                bbox=dict(boxstyle="round,pad=0.35", fc="white", ec=colors[p.key]))
+        text = f"{p.short}\narXiv:{p.arxiv} ({year}-{month:02d})\n" + _wrap(
+            p.introduced, 26
+        )
+        ax.text(
+            lx,
+            -0.58,
+            text,
+            ha="center",
+            va="top",
+            fontsize=9,
+            bbox=dict(boxstyle="round,pad=0.35", fc="white", ec=colors[p.key]),
+        )
     ax.set_xlim(lo, hi)
     ax.set_ylim(-1.6, 1.05)
     ax.axis("off")
-    ax.set_title("The lineage in four papers (date = arXiv month; arcs: what was inherited)", fontsize=11)
+    ax.set_title(
+        "The lineage in four papers (date = arXiv month; arcs: what was inherited)",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -219,21 +360,43 @@ def results_figure(ax=None):
     other = [r for r in RESULTS if r.protocol != CHAIN_OF_THOUGHT]
     benches = sorted({r.benchmark for r in cot}, key=BENCHMARK_ORDER.index)
     width = 0.36
-    for j, (model, color) in enumerate((("DeepSeekMath-Instruct 7B", "#93c5fd"), ("DeepSeekMath-RL 7B", "#1d4ed8"))):
+    for j, (model, color) in enumerate(
+        (("DeepSeekMath-Instruct 7B", "#93c5fd"), ("DeepSeekMath-RL 7B", "#1d4ed8"))
+    ):
         vals = [result(model, b).value for b in benches]
-        bars = ax.bar([i + (j - 0.5) * width for i in range(len(benches))], vals, width, color=color,
-                      label=f"{model} ({CHAIN_OF_THOUGHT})")
+        bars = ax.bar(
+            [i + (j - 0.5) * width for i in range(len(benches))],
+            vals,
+            width,
+            color=color,
+            label=f"{model} ({CHAIN_OF_THOUGHT})",
+        )
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
     for k, r in enumerate(other):
         x = len(benches) + 0.3 + k
-        bar = ax.bar([x], [r.value], width, color="white", edgecolor="#b91c1c", hatch="//",
-                     label=f"{r.model}, {r.benchmark}: {r.protocol} (not comparable)")
+        bar = ax.bar(
+            [x],
+            [r.value],
+            width,
+            color="white",
+            edgecolor="#b91c1c",
+            hatch="//",
+            label=f"{r.model}, {r.benchmark}: {r.protocol} (not comparable)",
+        )
         ax.bar_label(bar, fmt="%.1f", fontsize=8)
-    ax.set_xticks(list(range(len(benches))) + [len(benches) + 0.3 + k for k in range(len(other))],
-                  benches + [f"{r.benchmark}\n(maj@64)" for r in other])
+    ax.set_xticks(
+        list(range(len(benches))) + [len(benches) + 0.3 + k for k in range(len(other))],
+        benches + [f"{r.benchmark}\n(maj@64)" for r in other],
+    )
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=7.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    ax.legend(
+        fontsize=7.5,
+        frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncol=1,
+    )
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title("DeepSeekMath, as quoted: Table 5 and the abstract", fontsize=10)
     fig.tight_layout()

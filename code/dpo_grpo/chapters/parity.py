@@ -24,45 +24,87 @@ from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
 from ..data import TRL_FIXTURES
 from ..data.bench_results import load_results
-from ..trl_exact.dpo import LABEL_SMOOTHING_LOSS_TYPES, LENGTH_NORMALISED_LOSS_TYPES, dpo_loss
+from ..trl_exact.dpo import (
+    LABEL_SMOOTHING_LOSS_TYPES,
+    LENGTH_NORMALISED_LOSS_TYPES,
+    dpo_loss,
+)
 from ..trl_exact.grpo import CLIP_METRICS, grpo_loss
 
 TRL_VERSION = "1.16.0"
-FIXTURE_FILES = {"grpo": "trl_grpo_loss.json", "advantages": "trl_advantages.json", "dpo": "trl_dpo_loss.json",
-                 "grpo_loss_types": "trl_grpo_loss_types.json", "dpo_loss_family": "trl_dpo_loss_family.json"}
+FIXTURE_FILES = {
+    "grpo": "trl_grpo_loss.json",
+    "advantages": "trl_advantages.json",
+    "dpo": "trl_dpo_loss.json",
+    "grpo_loss_types": "trl_grpo_loss_types.json",
+    "dpo_loss_family": "trl_dpo_loss_family.json",
+}
 #: (rtol, atol) as in tests/test_trl_parity.py and tests/test_trl_loss_types.py ("float32_log": exo_pair, whose
 #: log(eps) and log1p(-eps) are float32 in TRL and may differ from ours by one float32 ulp)
-TOLERANCES = {"float64": (0.0, 1e-10), "float32_ratio": (0.0, 1e-7), "float32": (1e-5, 1e-6),
-              "float32_log": (0.0, 1e-6)}
+TOLERANCES = {
+    "float64": (0.0, 1e-10),
+    "float32_ratio": (0.0, 1e-7),
+    "float32": (1e-5, 1e-6),
+    "float32_log": (0.0, 1e-6),
+}
 #: metrics TRL computes in float32 (bool.float()) in the GRPO loss fixtures
 FLOAT32_GRPO_METRICS = (*CLIP_METRICS, "cispo_clip_ratio")
 #: the SAPO/VESPO options recorded in trl_grpo_loss_types.json
-NEW_GRPO_OPTIONS = ("sapo_temperature_pos", "sapo_temperature_neg", "vespo_k_pos", "vespo_lambda_pos",
-                    "vespo_k_neg", "vespo_lambda_neg")
+NEW_GRPO_OPTIONS = (
+    "sapo_temperature_pos",
+    "sapo_temperature_neg",
+    "vespo_k_pos",
+    "vespo_lambda_pos",
+    "vespo_k_neg",
+    "vespo_lambda_neg",
+)
 
 #: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to) DeepSeekMath's GRPO.
-TRL_GRPO_DEFAULTS = {"beta": 0.0, "loss_type": "dapo", "use_bias_correction_kl": True, "scale_rewards": "group",
-                     "epsilon": 0.2, "epsilon_high": None, "importance_sampling_level": "token",
-                     "num_generations": 8, "num_iterations": 1, "std_ddof": 1}
+TRL_GRPO_DEFAULTS = {
+    "beta": 0.0,
+    "loss_type": "dapo",
+    "use_bias_correction_kl": True,
+    "scale_rewards": "group",
+    "epsilon": 0.2,
+    "epsilon_high": None,
+    "importance_sampling_level": "token",
+    "num_generations": 8,
+    "num_iterations": 1,
+    "std_ddof": 1,
+}
 #: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting; the std is unspecified).
-PAPER_GRPO = {"beta": 0.04, "loss_type": "grpo", "use_bias_correction_kl": False, "scale_rewards": "group",
-              "epsilon": 0.2, "epsilon_high": None, "importance_sampling_level": "token",
-              "num_generations": 64, "num_iterations": 1, "std_ddof": None}
+PAPER_GRPO = {
+    "beta": 0.04,
+    "loss_type": "grpo",
+    "use_bias_correction_kl": False,
+    "scale_rewards": "group",
+    "epsilon": 0.2,
+    "epsilon_high": None,
+    "importance_sampling_level": "token",
+    "num_generations": 64,
+    "num_iterations": 1,
+    "std_ddof": None,
+}
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Locating and loading the fixtures
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def find_fixtures(directory=None) -> Path:
     """The folder holding ``trl_*.json``: ``directory`` if given, else the copy shipped inside the package
     (:data:`dpo_grpo.data.TRL_FIXTURES`)."""
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}")
+        raise TypeError(
+            f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}"
+        )
     folder = TRL_FIXTURES if directory is None else Path(directory)
     missing = [f for f in FIXTURE_FILES.values() if not (folder / f).is_file()]
     if missing:
-        raise FileNotFoundError(f"TRL fixtures not found in {folder} (missing {', '.join(missing)})")
+        raise FileNotFoundError(
+            f"TRL fixtures not found in {folder} (missing {', '.join(missing)})"
+        )
     return folder
 
 
@@ -79,13 +121,17 @@ def load_fixtures(directory=None, expected_version=TRL_VERSION) -> dict:
         with open(root / name, encoding="utf-8") as fh:
             data = json.load(fh)
         if expected_version is not None and data.get("trl_version") != expected_version:
-            raise ValueError(f"{name} was produced by TRL {data.get('trl_version')!r}, expected {expected_version}")
+            raise ValueError(
+                f"{name} was produced by TRL {data.get('trl_version')!r}, expected {expected_version}"
+            )
         out[key] = data
     return out
 
 
 def _nan_rows(rows):
-    return np.array([[math.nan if x is None else x for x in row] for row in rows], dtype=np.float64)
+    return np.array(
+        [[math.nan if x is None else x for x in row] for row in rows], dtype=np.float64
+    )
 
 
 def _maxdiff(a, b) -> float:
@@ -104,10 +150,13 @@ def _within(diff, kind):
 # One row per case
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def _case(case, keys):
     """A fixture case: a dict holding ``keys`` (a ``ValueError`` names the first missing one)."""
     if not isinstance(case, dict):
-        raise TypeError(f"case must be a dict from the fixture file, got {type(case).__name__}")
+        raise TypeError(
+            f"case must be a dict from the fixture file, got {type(case).__name__}"
+        )
     missing = [k for k in keys if k not in case]
     if missing:
         raise ValueError(f"case is not a fixture case: missing keys {missing}")
@@ -120,31 +169,61 @@ def grpo_case_row(case) -> dict:
     _case(case, ("name", "options", "inputs", "loss", "grad_new_logps", "metrics"))
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
-    old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])  # null = on-policy (TRL: detach)
+    # null = on-policy (TRL: detach)
+    old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
     ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
-    out = grpo_loss(new, old, ref, np.array(x["advantages"]), np.array(x["mask"]),
-                    epsilon=o["epsilon"], beta=o["beta"], loss_type=o["loss_type"],
-                    importance_sampling_level=o["importance_sampling_level"], epsilon_high=o["epsilon_high"],
-                    delta=o["delta"], use_bias_correction_kl=o["use_bias_correction_kl"],
-                    max_completion_length=o["max_completion_length"], num_items_in_batch=o["num_items_in_batch"],
-                    gradient_accumulation_steps=o["gradient_accumulation_steps"],
-                    steps_per_generation=o["steps_per_generation"], num_processes=o["num_processes"],
-                    **{k: o[k] for k in NEW_GRPO_OPTIONS if k in o})
+    out = grpo_loss(
+        new,
+        old,
+        ref,
+        np.array(x["advantages"]),
+        np.array(x["mask"]),
+        epsilon=o["epsilon"],
+        beta=o["beta"],
+        loss_type=o["loss_type"],
+        importance_sampling_level=o["importance_sampling_level"],
+        epsilon_high=o["epsilon_high"],
+        delta=o["delta"],
+        use_bias_correction_kl=o["use_bias_correction_kl"],
+        max_completion_length=o["max_completion_length"],
+        num_items_in_batch=o["num_items_in_batch"],
+        gradient_accumulation_steps=o["gradient_accumulation_steps"],
+        steps_per_generation=o["steps_per_generation"],
+        num_processes=o["num_processes"],
+        **{k: o[k] for k in NEW_GRPO_OPTIONS if k in o},
+    )
     if set(out.metrics) != set(case["metrics"]):
         raise ValueError(f"{case['name']}: metric names differ from TRL's")
-    f64 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k not in FLOAT32_GRPO_METRICS]
-    f32 = [abs(out.metrics[k] - case["metrics"][k]) for k in case["metrics"] if k in FLOAT32_GRPO_METRICS]
+    f64 = [
+        abs(out.metrics[k] - case["metrics"][k])
+        for k in case["metrics"]
+        if k not in FLOAT32_GRPO_METRICS
+    ]
+    f32 = [
+        abs(out.metrics[k] - case["metrics"][k])
+        for k in case["metrics"]
+        if k in FLOAT32_GRPO_METRICS
+    ]
     row = {
-        "case": case["name"], "loss_type": o["loss_type"], "is_level": o["importance_sampling_level"],
-        "beta": o["beta"], "bias_kl": o["use_bias_correction_kl"], "epsilon_high": o["epsilon_high"],
-        "loss_ours": out.loss, "loss_trl": case["loss"],
+        "case": case["name"],
+        "loss_type": o["loss_type"],
+        "is_level": o["importance_sampling_level"],
+        "beta": o["beta"],
+        "bias_kl": o["use_bias_correction_kl"],
+        "epsilon_high": o["epsilon_high"],
+        "loss_ours": out.loss,
+        "loss_trl": case["loss"],
         "loss_diff": abs(out.loss - case["loss"]),
         "grad_diff": _maxdiff(out.grad, case["grad_new_logps"]),
         "kl_diff": max(f64) if f64 else 0.0,
         "clip_metric_diff": max(f32) if f32 else 0.0,
     }
-    row["ok"] = (_within(row["loss_diff"], "float64") and _within(row["grad_diff"], "float64")
-                 and _within(row["kl_diff"], "float64") and _within(row["clip_metric_diff"], "float32_ratio"))
+    row["ok"] = (
+        _within(row["loss_diff"], "float64")
+        and _within(row["grad_diff"], "float64")
+        and _within(row["kl_diff"], "float64")
+        and _within(row["clip_metric_diff"], "float32_ratio")
+    )
     return row
 
 
@@ -153,19 +232,32 @@ def advantage_case_row(case) -> dict:
     _case(case, ("name", "options", "inputs", "advantages", "metrics"))
     o = case["options"]
     rpf = _nan_rows(case["inputs"]["rewards_per_func"])
-    out = reward_advantages(rpf, o["num_generations"], reward_weights=o["reward_weights"],
-                            scale_rewards=o["scale_rewards"],
-                            multi_objective_aggregation=o["multi_objective_aggregation"])
+    out = reward_advantages(
+        rpf,
+        o["num_generations"],
+        reward_weights=o["reward_weights"],
+        scale_rewards=o["scale_rewards"],
+        multi_objective_aggregation=o["multi_objective_aggregation"],
+    )
     trl_adv = np.array(case["advantages"])
     rtol, atol = TOLERANCES["float32"]
-    adv_ok = bool(np.all(np.abs(out.advantages - trl_adv) <= atol + rtol * np.abs(trl_adv)))
+    adv_ok = bool(
+        np.all(np.abs(out.advantages - trl_adv) <= atol + rtol * np.abs(trl_adv))
+    )
     mdiff = max(abs(out.metrics[k] - v) for k, v in case["metrics"].items())
-    m_ok = all(abs(out.metrics[k] - v) <= atol + rtol * abs(v) for k, v in case["metrics"].items())
+    m_ok = all(
+        abs(out.metrics[k] - v) <= atol + rtol * abs(v)
+        for k, v in case["metrics"].items()
+    )
     return {
-        "case": case["name"], "scenario": case["name"].split("-")[0],
-        "aggregation": o["multi_objective_aggregation"], "scale_rewards": o["scale_rewards"],
+        "case": case["name"],
+        "scenario": case["name"].split("-")[0],
+        "aggregation": o["multi_objective_aggregation"],
+        "scale_rewards": o["scale_rewards"],
         "unscorable_rows": int(np.isnan(rpf).all(axis=1).sum()),
-        "adv_diff": _maxdiff(out.advantages, trl_adv), "metric_diff": float(mdiff), "ok": adv_ok and m_ok,
+        "adv_diff": _maxdiff(out.advantages, trl_adv),
+        "metric_diff": float(mdiff),
+        "ok": adv_ok and m_ok,
     }
 
 
@@ -177,31 +269,73 @@ def dpo_case_row(case) -> dict:
     In the loss-family file ``loss_type`` is a list (combined with ``loss_weights``) and the token counts are
     given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is compared at the ``float32_log`` tolerance.
     """
-    _case(case, ("name", "options", "inputs", "loss", "grad_policy_chosen", "grad_policy_rejected", "metrics"))
+    _case(
+        case,
+        (
+            "name",
+            "options",
+            "inputs",
+            "loss",
+            "grad_policy_chosen",
+            "grad_policy_rejected",
+            "metrics",
+        ),
+    )
     o, x = case["options"], case["inputs"]
-    types = [o["loss_type"]] if isinstance(o["loss_type"], str) else list(o["loss_type"])
-    ignored = o["label_smoothing"] != 0.0 and not any(t in LABEL_SMOOTHING_LOSS_TYPES for t in types)
-    kw = {"loss_weights": o.get("loss_weights"), "discopop_tau": o.get("discopop_tau", 0.05)}
+    types = (
+        [o["loss_type"]] if isinstance(o["loss_type"], str) else list(o["loss_type"])
+    )
+    ignored = o["label_smoothing"] != 0.0 and not any(
+        t in LABEL_SMOOTHING_LOSS_TYPES for t in types
+    )
+    kw = {
+        "loss_weights": o.get("loss_weights"),
+        "discopop_tau": o.get("discopop_tau", 0.05),
+    }
     if any(t in LENGTH_NORMALISED_LOSS_TYPES for t in types):
         kw["chosen_lengths"] = np.array(x["chosen_lengths"])
     if any(t in ("ipo", "sigmoid_norm") for t in types):
         kw["rejected_lengths"] = np.array(x["rejected_lengths"])
-    out = dpo_loss(np.array(x["policy_chosen"]), np.array(x["policy_rejected"]), np.array(x["ref_chosen"]),
-                   np.array(x["ref_rejected"]), o["beta"], loss_type=types[0] if len(types) == 1 else types,
-                   label_smoothing=0.0 if ignored else o["label_smoothing"], **kw)
-    mdiff = max(abs(v - case["metrics"][k]) for k, v in out.metrics.items() if k != "rewards/accuracies")
+    out = dpo_loss(
+        np.array(x["policy_chosen"]),
+        np.array(x["policy_rejected"]),
+        np.array(x["ref_chosen"]),
+        np.array(x["ref_rejected"]),
+        o["beta"],
+        loss_type=types[0] if len(types) == 1 else types,
+        label_smoothing=0.0 if ignored else o["label_smoothing"],
+        **kw,
+    )
+    mdiff = max(
+        abs(v - case["metrics"][k])
+        for k, v in out.metrics.items()
+        if k != "rewards/accuracies"
+    )
     row = {
-        "case": case["name"], "loss_type": "+".join(types), "beta": o["beta"],
-        "label_smoothing": o["label_smoothing"], "ls_ignored_by_trl": ignored,
-        "loss_ours": out.loss, "loss_trl": case["loss"], "loss_diff": abs(out.loss - case["loss"]),
-        "grad_diff": max(_maxdiff(out.grad_policy_chosen, case["grad_policy_chosen"]),
-                         _maxdiff(out.grad_policy_rejected, case["grad_policy_rejected"])),
+        "case": case["name"],
+        "loss_type": "+".join(types),
+        "beta": o["beta"],
+        "label_smoothing": o["label_smoothing"],
+        "ls_ignored_by_trl": ignored,
+        "loss_ours": out.loss,
+        "loss_trl": case["loss"],
+        "loss_diff": abs(out.loss - case["loss"]),
+        "grad_diff": max(
+            _maxdiff(out.grad_policy_chosen, case["grad_policy_chosen"]),
+            _maxdiff(out.grad_policy_rejected, case["grad_policy_rejected"]),
+        ),
         "metric_diff": float(mdiff),
-        "accuracy_diff": abs(out.metrics["rewards/accuracies"] - case["metrics"]["rewards/accuracies"]),
+        "accuracy_diff": abs(
+            out.metrics["rewards/accuracies"] - case["metrics"]["rewards/accuracies"]
+        ),
     }
     kind = "float32_log" if "exo_pair" in types else "float64"
-    row["ok"] = (_within(row["loss_diff"], kind) and _within(row["grad_diff"], kind)
-                 and _within(row["metric_diff"], "float64") and _within(row["accuracy_diff"], "float32_ratio"))
+    row["ok"] = (
+        _within(row["loss_diff"], kind)
+        and _within(row["grad_diff"], kind)
+        and _within(row["metric_diff"], "float64")
+        and _within(row["accuracy_diff"], "float32_ratio")
+    )
     return row
 
 
@@ -209,11 +343,13 @@ def parity_report(fixtures=None) -> dict:
     """``{"grpo": rows, "advantages": rows, "dpo": rows, "grpo_loss_types": rows, "dpo_loss_family": rows}`` for
     every fixture case (``fixtures`` from :func:`load_fixtures`; loaded when None)."""
     fx = load_fixtures() if fixtures is None else fixtures
-    return {"grpo": [grpo_case_row(c) for c in fx["grpo"]["cases"]],
-            "advantages": [advantage_case_row(c) for c in fx["advantages"]["cases"]],
-            "dpo": [dpo_case_row(c) for c in fx["dpo"]["cases"]],
-            "grpo_loss_types": [grpo_case_row(c) for c in fx["grpo_loss_types"]["cases"]],
-            "dpo_loss_family": [dpo_case_row(c) for c in fx["dpo_loss_family"]["cases"]]}
+    return {
+        "grpo": [grpo_case_row(c) for c in fx["grpo"]["cases"]],
+        "advantages": [advantage_case_row(c) for c in fx["advantages"]["cases"]],
+        "dpo": [dpo_case_row(c) for c in fx["dpo"]["cases"]],
+        "grpo_loss_types": [grpo_case_row(c) for c in fx["grpo_loss_types"]["cases"]],
+        "dpo_loss_family": [dpo_case_row(c) for c in fx["dpo_loss_family"]["cases"]],
+    }
 
 
 def _rows(rows) -> list:
@@ -226,7 +362,9 @@ def _rows(rows) -> list:
 def _columns(columns, name) -> list:
     columns = v.sequence(columns, name)
     if not all(isinstance(c, str) for c in columns):
-        raise TypeError(f"{name} must be a sequence of column names (strings), got {columns!r}")
+        raise TypeError(
+            f"{name} must be a sequence of column names (strings), got {columns!r}"
+        )
     return columns
 
 
@@ -275,11 +413,16 @@ def group_rows(rows, by, diff_columns) -> list:
 # "speedup_vs_trl": {variant: x}, "agreement_vs_torch_eager": {variant: {"loss_abs_diff", "grad_max_abs_diff"}},
 # "peak_extra_bytes": {variant: bytes}, ...}}, ...}}. Files without such a section (other benchmarks) are ignored.
 
+
 def _benchmark_sections(data) -> list:
     if not isinstance(data, dict):
         return []
-    return [k for k, v in data.items() if isinstance(v, dict)
-            and (isinstance(v.get("shapes"), dict) or isinstance(v.get("dtypes"), dict))]
+    return [
+        k
+        for k, v in data.items()
+        if isinstance(v, dict)
+        and (isinstance(v.get("shapes"), dict) or isinstance(v.get("dtypes"), dict))
+    ]
 
 
 def load_benchmarks(directory=None) -> list:
@@ -309,35 +452,60 @@ def benchmark_rows(data, section="grpo_loss") -> list:
     Rows are ordered by config, then by B x T; missing fields are None; a skipped shape gives one row with
     ``variant="(skipped)"``. Probe variants (bandwidth references, not losses) are left out.
     """
-    if section not in _benchmark_sections(data) or not isinstance(data[section].get("shapes"), dict):
-        raise ValueError(f"no per-shape section {section!r}; the file has {_benchmark_sections(data)}")
+    if section not in _benchmark_sections(data) or not isinstance(
+        data[section].get("shapes"), dict
+    ):
+        raise ValueError(
+            f"no per-shape section {section!r}; the file has {_benchmark_sections(data)}"
+        )
     rows = []
-    keys = sorted(data[section]["shapes"], key=lambda k: (k.rpartition("/")[0], _numel(k.rpartition("/")[2])))
+    keys = sorted(
+        data[section]["shapes"],
+        key=lambda k: (k.rpartition("/")[0], _numel(k.rpartition("/")[2])),
+    )
     for key in keys:
         entry = data[section]["shapes"][key]
         config, _, shape = key.rpartition("/")
         if not isinstance(entry, dict) or "skipped" in entry:
-            rows.append({"config": config, "shape": shape, "variant": "(skipped)", "median_ms": None})
+            rows.append(
+                {
+                    "config": config,
+                    "shape": shape,
+                    "variant": "(skipped)",
+                    "median_ms": None,
+                }
+            )
             continue
         timing = entry.get("timing", {})
-        variants = [v for v in timing if not v.startswith("probe")] or list(entry.get("peak_extra_bytes", {}))
+        variants = [v for v in timing if not v.startswith("probe")] or list(
+            entry.get("peak_extra_bytes", {})
+        )
         for var in variants:
             t = timing.get(var, {})
             agree = entry.get("agreement_vs_torch_eager", {}).get(var, {})
             peak = entry.get("peak_extra_bytes", {}).get(var)
-            rows.append({
-                "config": config, "shape": shape, "variant": var,
-                "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
-                "iqr_ms": None if "q1_s" not in t or "q3_s" not in t else 1e3 * (t["q3_s"] - t["q1_s"]),
-                "speedup_vs_trl": entry.get("speedup_vs_trl", {}).get(var),
-                "x_probe": entry.get("multiple_of_probe_compiled", {}).get(var),
-                "loss_diff": agree.get("loss_abs_diff"), "grad_diff": agree.get("grad_max_abs_diff"),
-                "peak_extra_mb": None if peak is None else peak / 1e6,
-            })
+            rows.append(
+                {
+                    "config": config,
+                    "shape": shape,
+                    "variant": var,
+                    "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
+                    "iqr_ms": None
+                    if "q1_s" not in t or "q3_s" not in t
+                    else 1e3 * (t["q3_s"] - t["q1_s"]),
+                    "speedup_vs_trl": entry.get("speedup_vs_trl", {}).get(var),
+                    "x_probe": entry.get("multiple_of_probe_compiled", {}).get(var),
+                    "loss_diff": agree.get("loss_abs_diff"),
+                    "grad_diff": agree.get("grad_max_abs_diff"),
+                    "peak_extra_mb": None if peak is None else peak / 1e6,
+                }
+            )
     return rows
 
 
-def benchmark_pivot(rows, variants=("trl", "torch_eager", "torch_compile", "numpy")) -> list:
+def benchmark_pivot(
+    rows, variants=("trl", "torch_eager", "torch_compile", "numpy")
+) -> list:
     """One row per (config, shape) from :func:`benchmark_rows`: ``<variant> ms`` and ``<variant> x TRL`` for the
     given variants (those present), ``peak MB <variant>``, and the largest loss/gradient difference of any variant
     against torch eager."""
@@ -345,22 +513,37 @@ def benchmark_pivot(rows, variants=("trl", "torch_eager", "torch_compile", "nump
     for r in rows:
         if r.get("median_ms") is None:
             continue
-        row = out.setdefault((r["config"], r["shape"]), {"config": r["config"], "shape": r["shape"],
-                                                         "max loss diff": 0.0, "max grad diff": 0.0})
+        row = out.setdefault(
+            (r["config"], r["shape"]),
+            {
+                "config": r["config"],
+                "shape": r["shape"],
+                "max loss diff": 0.0,
+                "max grad diff": 0.0,
+            },
+        )
         if r["variant"] in variants:
             row[f"{r['variant']} ms"] = r["median_ms"]
             if r["variant"] != "trl" and r.get("speedup_vs_trl") is not None:
                 row[f"{r['variant']} x TRL"] = r["speedup_vs_trl"]
             if r.get("peak_extra_mb") is not None:
                 row[f"peak MB {r['variant']}"] = r["peak_extra_mb"]
-        for src, dst in (("loss_diff", "max loss diff"), ("grad_diff", "max grad diff")):
+        for src, dst in (
+            ("loss_diff", "max loss diff"),
+            ("grad_diff", "max grad diff"),
+        ):
             if r.get(src) is not None:
                 row[dst] = max(row[dst], r[src])
     return list(out.values())
 
 
 #: The torch variants the chapters tabulate: eager and compiled, with and without the per-token outputs.
-TORCH_VARIANTS = ("torch_eager", "torch_eager_lean", "torch_compile", "torch_compile_lean")
+TORCH_VARIANTS = (
+    "torch_eager",
+    "torch_eager_lean",
+    "torch_compile",
+    "torch_compile_lean",
+)
 
 
 def benchmark_matrix(rows, value="speedup_vs_trl", variants=TORCH_VARIANTS) -> list:
@@ -370,26 +553,44 @@ def benchmark_matrix(rows, value="speedup_vs_trl", variants=TORCH_VARIANTS) -> l
     for r in rows:
         if r.get("median_ms") is None:
             continue
-        row = out.setdefault((r["config"], r["shape"]), {"config": r["config"], "shape": r["shape"]})
+        row = out.setdefault(
+            (r["config"], r["shape"]), {"config": r["config"], "shape": r["shape"]}
+        )
         if r["variant"] in variants and r.get(value) is not None:
             row[r["variant"]] = r[value]
     return list(out.values())
 
 
-def target_summary(rows, variants=TORCH_VARIANTS, min_speedup=2.0, max_probe=4.0) -> list:
+def target_summary(
+    rows, variants=TORCH_VARIANTS, min_speedup=2.0, max_probe=4.0
+) -> list:
     """Per variant: the smallest speed-up over TRL and the largest multiple of the probe over all shapes and
     configs, and whether each meets its target (``>= min_speedup``, ``<= max_probe``; None without data)."""
     out = []
     for var in variants:
-        mine = [r for r in rows if r["variant"] == var and r.get("median_ms") is not None]
+        mine = [
+            r for r in rows if r["variant"] == var and r.get("median_ms") is not None
+        ]
         if not mine:
             continue
-        speed = [r["speedup_vs_trl"] for r in mine if r.get("speedup_vs_trl") is not None]
+        speed = [
+            r["speedup_vs_trl"] for r in mine if r.get("speedup_vs_trl") is not None
+        ]
         probe = [r["x_probe"] for r in mine if r.get("x_probe") is not None]
-        out.append({"variant": var, "shapes": len(mine),
-                    "min x TRL": min(speed) if speed else None, "max x probe": max(probe) if probe else None,
-                    f"meets x TRL >= {min_speedup:g}": None if not speed else min(speed) >= min_speedup,
-                    f"meets x probe <= {max_probe:g}": None if not probe else max(probe) <= max_probe})
+        out.append(
+            {
+                "variant": var,
+                "shapes": len(mine),
+                "min x TRL": min(speed) if speed else None,
+                "max x probe": max(probe) if probe else None,
+                f"meets x TRL >= {min_speedup:g}": None
+                if not speed
+                else min(speed) >= min_speedup,
+                f"meets x probe <= {max_probe:g}": None
+                if not probe
+                else max(probe) <= max_probe,
+            }
+        )
     return out
 
 
@@ -397,8 +598,12 @@ def logprob_rows(data, section="logprobs") -> list:
     """One row per (dtype, variant) of a per-dtype section (``bench/bench_logprobs.py``): ``dtype``, ``variant``,
     ``median_ms``, ``peak_extra_mb``, ``beyond_grad_mb`` (peak minus the logits' gradient every method must
     allocate), ``saved_mb`` (saved for backward) and ``max_abs_err`` (vs float64)."""
-    if section not in _benchmark_sections(data) or not isinstance(data[section].get("dtypes"), dict):
-        raise ValueError(f"no per-dtype section {section!r}; the file has {_benchmark_sections(data)}")
+    if section not in _benchmark_sections(data) or not isinstance(
+        data[section].get("dtypes"), dict
+    ):
+        raise ValueError(
+            f"no per-dtype section {section!r}; the file has {_benchmark_sections(data)}"
+        )
     rows = []
     for dtype, entry in data[section]["dtypes"].items():
         timing, memory = entry.get("timing", {}), entry.get("memory", {})
@@ -406,10 +611,17 @@ def logprob_rows(data, section="logprobs") -> list:
         for var in dict.fromkeys([*memory, *timing]):
             t, m = timing.get(var, {}), memory.get(var, {})
             mb = lambda k: None if m.get(k) is None else m[k] / 1e6  # noqa: E731
-            rows.append({"dtype": dtype, "variant": var,
-                         "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
-                         "peak_extra_mb": mb("peak_extra_bytes"), "beyond_grad_mb": mb("peak_extra_beyond_grad_bytes"),
-                         "saved_mb": mb("saved_for_backward_bytes"), "max_abs_err": err.get(var)})
+            rows.append(
+                {
+                    "dtype": dtype,
+                    "variant": var,
+                    "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
+                    "peak_extra_mb": mb("peak_extra_bytes"),
+                    "beyond_grad_mb": mb("peak_extra_beyond_grad_bytes"),
+                    "saved_mb": mb("saved_for_backward_bytes"),
+                    "max_abs_err": err.get(var),
+                }
+            )
     return rows
 
 
@@ -425,7 +637,11 @@ def benchmark_hardware(data) -> str:
     if host.get("cpu_model"):
         n = host.get("cpu_count")
         parts.append(host["cpu_model"] + (f", {n} CPU cores" if n else ""))
-    for key, label in (("torch_version", "torch"), ("cuda_version", "CUDA"), ("device", "device")):
+    for key, label in (
+        ("torch_version", "torch"),
+        ("cuda_version", "CUDA"),
+        ("device", "device"),
+    ):
         if host.get(key):
             parts.append(f"{label} {host[key]}")
     return "; ".join(parts) or "unknown hardware"

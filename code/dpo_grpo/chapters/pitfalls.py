@@ -40,7 +40,9 @@ def _ids(prompt_ids, n, name="prompt_ids"):
     if ids.dtype.kind == "f" and not np.isfinite(ids).all():
         raise ValueError(f"{name} must not contain NaN or inf")
     if ids.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},) (one per reward), got {ids.shape}")
+        raise ValueError(
+            f"{name} must have shape ({n},) (one per reward), got {ids.shape}"
+        )
     return ids
 
 
@@ -48,13 +50,15 @@ def _ids(prompt_ids, n, name="prompt_ids"):
 # 0. The input contract: mask before exp
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
     """BUGGY: exponentiate first, mask afterwards: ``sum(-exp(new - old) A m) / sum(m)`` (unclipped, token mean).
 
     Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan`` and ``0 * nan = nan``.
     :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the exponential instead.
     """
-    new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)  # NaN/inf padding is the point here
+    # NaN/inf padding is the point here
+    new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
     m = v.binary_mask(mask, "mask", new.shape).astype(np.float64)
@@ -63,7 +67,9 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
         raise ValueError(f"advantages must have shape ({new.shape[0]},), got {a.shape}")
     a = a[:, None]
     if not (np.isfinite(new[m > 0]).all() and np.isfinite(old[m > 0]).all()):
-        raise ValueError("new_logps and old_logps must be finite at every valid (mask == 1) position")
+        raise ValueError(
+            "new_logps and old_logps must be finite at every valid (mask == 1) position"
+        )
     with np.errstate(all="ignore"):
         return float((-np.exp(new - old) * a * m).sum() / m.sum())
 
@@ -71,6 +77,7 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
 # ------------------------------------------------------------------------------------------------------------------
 # 1. Group boundaries shuffled before view(-1, G)
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def advantages_by_view_buggy(rewards, group_size, eps=1e-4):
     """BUGGY: ``rewards.view(-1, G)`` then standardise rows. Correct only if rows are already grouped by prompt;
@@ -107,6 +114,7 @@ def assert_group_blocks(prompt_ids, group_size):
 # 2. Mixing population and sample standard deviations
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def advantages_torch_std_buggy(rewards, eps=1e-4):
     """BUGGY when the spec says population std: ``(r - mean) / (r.std() + eps)`` with ``torch.std``'s default
     (``unbiased=True``, divide by G - 1). Rewards (P, G) -> (P, G); magnitudes shrink by ``sqrt((G - 1) / G)``."""
@@ -126,9 +134,11 @@ def infer_std_ddof(advantages, tol=1e-2):
     """
     a = v.as_float_array(advantages, "advantages", ndim=2)
     g = a.shape[1]
-    ss = (a ** 2).sum(axis=1)
+    ss = (a**2).sum(axis=1)
     tol = v.scalar(tol, "tol", positive=True)
-    return np.where(np.abs(ss - g) <= tol * g, 0, np.where(np.abs(ss - (g - 1)) <= tol * g, 1, -1))
+    return np.where(
+        np.abs(ss - g) <= tol * g, 0, np.where(np.abs(ss - (g - 1)) <= tol * g, 1, -1)
+    )
 
 
 def assert_std_convention(advantages, ddof, tol=1e-2):
@@ -137,12 +147,15 @@ def assert_std_convention(advantages, ddof, tol=1e-2):
     found = infer_std_ddof(advantages, tol)
     bad = np.flatnonzero((found != ddof) & (found != -1))
     if bad.size:
-        raise ValueError(f"rows {bad.tolist()[:5]} were standardised with ddof={1 - ddof}, the spec says ddof={ddof}")
+        raise ValueError(
+            f"rows {bad.tolist()[:5]} were standardised with ddof={1 - ddof}, the spec says ddof={ddof}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # 3. Per-GPU normalisation before gathering
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def shard_rows(n_rows, n_shards, layout="contiguous"):
     """Which shard (GPU) holds each row, shape (n_rows,): ``"contiguous"`` blocks or ``"round_robin"``."""
@@ -198,8 +211,10 @@ def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
         uniq, counts = np.unique(local, return_counts=True)
         if (counts != g).any():
             p = uniq[counts != g][0]
-            raise ValueError(f"shard {s} holds {counts[counts != g][0]} of the {g} rows of prompt {p}: gather the "
-                             "whole group before computing its mean and std")
+            raise ValueError(
+                f"shard {s} holds {counts[counts != g][0]} of the {g} rows of prompt {p}: gather the "
+                "whole group before computing its mean and std"
+            )
 
 
 def sharding_discrepancy(fn, rewards, prompt_ids, shardings, **kwargs):
@@ -219,6 +234,7 @@ def sharding_discrepancy(fn, rewards, prompt_ids, shardings, **kwargs):
 # 4. Generated text vs training tokens
 # ------------------------------------------------------------------------------------------------------------------
 
+
 class ToyTokenizer:
     """A greedy longest-match tokenizer over a tiny vocabulary, with special tokens.
 
@@ -232,7 +248,9 @@ class ToyTokenizer:
 
     def __init__(self, vocab=DEFAULT_VOCAB, special=SPECIAL):
         self.vocab = v.sequence(vocab, "vocab")
-        if len(set(self.vocab)) != len(self.vocab) or not all(isinstance(t, str) and t for t in self.vocab):
+        if len(set(self.vocab)) != len(self.vocab) or not all(
+            isinstance(t, str) and t for t in self.vocab
+        ):
             raise ValueError("vocab must be distinct non-empty strings")
         self.special = set(v.sequence(special, "special"))
         self.id_of = {t: i for i, t in enumerate(self.vocab)}
@@ -257,7 +275,9 @@ class ToyTokenizer:
         skip_special_tokens = v.boolean(skip_special_tokens, "skip_special_tokens")
         for i in v.integer_array(ids, "ids", ndim=1, allow_empty=True).tolist():
             if not 0 <= i < len(self.vocab):
-                raise ValueError(f"token id {i} is outside the vocabulary (size {len(self.vocab)})")
+                raise ValueError(
+                    f"token id {i} is outside the vocabulary (size {len(self.vocab)})"
+                )
             tok = self.vocab[i]
             if skip_special_tokens and tok in self.special:
                 continue
@@ -267,7 +287,9 @@ class ToyTokenizer:
 
 def _tokenizer(tokenizer):
     if not isinstance(tokenizer, ToyTokenizer):
-        raise TypeError(f"tokenizer must be a ToyTokenizer, got {type(tokenizer).__name__}")
+        raise TypeError(
+            f"tokenizer must be a ToyTokenizer, got {type(tokenizer).__name__}"
+        )
 
 
 def serve_text(ids, tokenizer: ToyTokenizer):
@@ -297,8 +319,10 @@ def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
     ids = v.integer_array(ids, "ids", allow_empty=True)
     again = tokenizer.encode(text)
     if again.shape != ids.shape or not np.array_equal(again, ids):
-        raise ValueError(f"text does not round-trip to the sampled tokens: {ids.size} sampled ids "
-                         f"{ids.tolist()} vs {again.size} re-encoded ids {again.tolist()}")
+        raise ValueError(
+            f"text does not round-trip to the sampled tokens: {ids.size} sampled ids "
+            f"{ids.tolist()} vs {again.size} re-encoded ids {again.tolist()}"
+        )
 
 
 def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
@@ -310,11 +334,15 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
     active = v.binary_mask(mask, "mask", new.shape)
     atol = v.scalar(atol, "atol", nonnegative=True)
     if not (np.isfinite(new[active]).all() and np.isfinite(old[active]).all()):
-        raise ValueError("new_logps and old_logps must be finite at every valid (mask == 1) position")
+        raise ValueError(
+            "new_logps and old_logps must be finite at every valid (mask == 1) position"
+        )
     gap = np.abs(np.where(active, new - old, 0.0))
     if gap.max() > atol:
-        raise ValueError(f"on-policy log-ratio is not 0 (max |new - old| = {np.nanmax(gap):.3g} > {atol:g}): the "
-                         "trainer's tokens differ from the sampled ones")
+        raise ValueError(
+            f"on-policy log-ratio is not 0 (max |new - old| = {np.nanmax(gap):.3g} > {atol:g}): the "
+            "trainer's tokens differ from the sampled ones"
+        )
 
 
 def position_logps(table, ids):
@@ -322,16 +350,21 @@ def position_logps(table, ids):
     tab = v.as_float_array(table, "table", ndim=2)
     ids = v.integer_array(ids, "ids", ndim=1, allow_empty=True)
     if ids.size > tab.shape[0]:
-        raise ValueError(f"{ids.size} tokens exceed the table's {tab.shape[0]} positions")
+        raise ValueError(
+            f"{ids.size} tokens exceed the table's {tab.shape[0]} positions"
+        )
     if ids.size and (ids.min() < 0 or ids.max() >= tab.shape[1]):
-        raise ValueError(f"ids must lie in [0, {tab.shape[1]}) (the table's vocabulary), got range "
-                         f"[{ids.min()}, {ids.max()}]")
+        raise ValueError(
+            f"ids must lie in [0, {tab.shape[1]}) (the table's vocabulary), got range "
+            f"[{ids.min()}, {ids.max()}]"
+        )
     return tab[np.arange(ids.size), ids]
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # 5. Length normalisation silently changing preferences
 # ------------------------------------------------------------------------------------------------------------------
+
 
 def per_token_mean_loss_buggy(per_token_loss, mask):
     """BUGGY when the objective is DeepSeekMath's ``1/G sum_i 1/|y_i| sum_t``: ``(l * m).sum() / m.sum()``.
@@ -359,7 +392,16 @@ def sequence_weights(mask, loss_type="grpo", **grpo_options):
     m = v.as_float_array(mask, "mask", ndim=2)
     m = v.binary_mask(m, "mask", m.shape).astype(np.float64)
     zeros = np.zeros(m.shape)
-    out = grpo_loss(zeros, zeros, None, -np.ones(m.shape[0]), m, beta=0.0, loss_type=loss_type, **grpo_options)
+    out = grpo_loss(
+        zeros,
+        zeros,
+        None,
+        -np.ones(m.shape[0]),
+        m,
+        beta=0.0,
+        loss_type=loss_type,
+        **grpo_options,
+    )
     return out.grad.sum(axis=1)
 
 
@@ -384,7 +426,9 @@ def push_by_length(advantages, lengths, weights, n_buckets=4):
     lengths = v.as_float_array(lengths, "lengths", ndim=1)
     w = v.as_float_array(weights, "weights", ndim=1)
     if not a.shape == lengths.shape == w.shape:
-        raise ValueError(f"advantages, lengths and weights must share one shape: {a.shape}, {lengths.shape}, {w.shape}")
+        raise ValueError(
+            f"advantages, lengths and weights must share one shape: {a.shape}, {lengths.shape}, {w.shape}"
+        )
     edges, idx = length_buckets(lengths, n_buckets)
     return edges, np.bincount(idx, weights=w * a, minlength=edges.size - 1)
 
@@ -414,17 +458,32 @@ def reward_length_report(rewards, lengths, n_buckets=4, threshold=0.5):
     passes = np.bincount(idx, weights=(r >= threshold).astype(float), minlength=nb)
     total = np.bincount(idx, weights=r, minlength=nb)
     with np.errstate(invalid="ignore"):
-        corr = float(np.corrcoef(r, lengths)[0, 1]) if r.std() > 0 and lengths.std() > 0 else 0.0
-        return LengthReport(corr, edges, passes / np.maximum(count, 1), total / np.maximum(count, 1), count)
+        corr = (
+            float(np.corrcoef(r, lengths)[0, 1])
+            if r.std() > 0 and lengths.std() > 0
+            else 0.0
+        )
+        return LengthReport(
+            corr,
+            edges,
+            passes / np.maximum(count, 1),
+            total / np.maximum(count, 1),
+            count,
+        )
 
 
-def simulate_length_correlated_rewards(n_prompts=64, group_size=8, max_len=16, step_success=0.08, seed=0):
+def simulate_length_correlated_rewards(
+    n_prompts=64, group_size=8, max_len=16, step_success=0.08, seed=0
+):
     """Groups whose reward is 1 if any of ``L`` reasoning steps succeeds: ``P(r = 1 | L) = 1 - (1 - q)^L``.
 
     Returns ``(prompt_ids, lengths, rewards)``, each (n_prompts x group_size,), lengths uniform on 1..max_len.
     """
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-    n, g = v.integer(n_prompts, "n_prompts", minimum=1), v.integer(group_size, "group_size", minimum=2)
+    n, g = (
+        v.integer(n_prompts, "n_prompts", minimum=1),
+        v.integer(group_size, "group_size", minimum=2),
+    )
     q = v.scalar(step_success, "step_success", open_unit=True)
     lengths = rng.integers(1, v.integer(max_len, "max_len", minimum=1) + 1, size=n * g)
     rewards = (rng.random(n * g) < 1 - (1 - q) ** lengths).astype(float)
@@ -435,6 +494,7 @@ def simulate_length_correlated_rewards(n_prompts=64, group_size=8, max_len=16, s
 # 6. Reward model drifting with the policy
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def rank_agreement(scores_a, scores_b):
     """DETECTOR: fraction of pairs ``(i, j)`` that two reward models order the same way (ties in either skipped).
 
@@ -443,7 +503,9 @@ def rank_agreement(scores_a, scores_b):
     a = _rewards_1d(scores_a, "scores_a")
     b = _rewards_1d(scores_b, "scores_b")
     if a.shape != b.shape or a.size < 2:
-        raise ValueError(f"scores_a and scores_b need one shared shape with >= 2 entries, got {a.shape}, {b.shape}")
+        raise ValueError(
+            f"scores_a and scores_b need one shared shape with >= 2 entries, got {a.shape}, {b.shape}"
+        )
     i, j = np.triu_indices(a.size, k=1)
     da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
     keep = (da != 0) & (db != 0)
@@ -457,12 +519,16 @@ def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
     calib_old = _rewards_1d(calib_old, "calib_old")
     calib_new = _rewards_1d(calib_new, "calib_new")
     if calib_old.shape != calib_new.shape or calib_old.size < 2:
-        raise ValueError(f"calib_old and calib_new need one shared shape with >= 2 entries, got {calib_old.shape}, "
-                         f"{calib_new.shape}")
+        raise ValueError(
+            f"calib_old and calib_new need one shared shape with >= 2 entries, got {calib_old.shape}, "
+            f"{calib_new.shape}"
+        )
     agree = rank_agreement(calib_old, calib_new)
     lo = v.scalar(min_agreement, "min_agreement")
     if agree < lo:
-        raise ValueError(f"reward models disagree on the calibration set: rank agreement {agree:.3f} < {lo:g}")
+        raise ValueError(
+            f"reward models disagree on the calibration set: rank agreement {agree:.3f} < {lo:g}"
+        )
     return agree
 
 
@@ -478,20 +544,32 @@ def progress_under_live_reward_buggy(samples_by_step, reward_models):
         raise ValueError("need one reward model per step")
     if not all(callable(rm) for rm in reward_models):
         raise TypeError("reward_models must be a sequence of callables")
-    return _progress([rm(s) for s, rm in zip(samples_by_step, reward_models)], "reward_models")
+    return _progress(
+        [rm(s) for s, rm in zip(samples_by_step, reward_models)], "reward_models"
+    )
 
 
 def progress_under_frozen_reward(samples_by_step, frozen_model):
     """FIXED: the same answers scored by one frozen reward model (and an independent evaluation set)."""
     if not callable(frozen_model):
         raise TypeError("frozen_model must be callable")
-    return _progress([frozen_model(s) for s in v.sequence(samples_by_step, "samples_by_step")], "frozen_model")
+    return _progress(
+        [frozen_model(s) for s in v.sequence(samples_by_step, "samples_by_step")],
+        "frozen_model",
+    )
 
 
 def _progress(scores, name):
     """Mean score per step; every score must be a finite number."""
-    out = np.array([float(np.mean(v.as_float_array(x, f"the scores of {name}", finite=False))) for x in scores])
+    out = np.array(
+        [
+            float(np.mean(v.as_float_array(x, f"the scores of {name}", finite=False)))
+            for x in scores
+        ]
+    )
     if not np.isfinite(out).all():
-        raise ValueError(f"the scores of {name} must be finite (found NaN or inf at steps "
-                         f"{np.flatnonzero(~np.isfinite(out)).tolist()[:5]})")
+        raise ValueError(
+            f"the scores of {name} must be finite (found NaN or inf at steps "
+            f"{np.flatnonzero(~np.isfinite(out)).tolist()[:5]})"
+        )
     return out

@@ -62,13 +62,21 @@ def _types(types) -> AnswerTypes:
     t = ANSWER_TYPES if types is None else types
     if not isinstance(t, AnswerTypes):
         raise TypeError(f"types must be an AnswerTypes, got {type(t).__name__}")
-    if not isinstance(t.names, (tuple, list)) or not t.names or not all(isinstance(n, str) for n in t.names):
-        raise TypeError(f"types.names must be a non-empty tuple of strings, got {t.names!r}")
+    if (
+        not isinstance(t.names, (tuple, list))
+        or not t.names
+        or not all(isinstance(n, str) for n in t.names)
+    ):
+        raise TypeError(
+            f"types.names must be a non-empty tuple of strings, got {t.names!r}"
+        )
     k = len(t.names)
     for name in ("length", "p_correct", "p_valid", "p_format"):
         arr = v.as_float_array(getattr(t, name), f"types.{name}", ndim=1)
         if arr.shape != (k,):
-            raise ValueError(f"types.{name} must have one entry per answer type ({k}), got {arr.shape}")
+            raise ValueError(
+                f"types.{name} must have one entry per answer type ({k}), got {arr.shape}"
+            )
         if name != "length" and ((arr < 0) | (arr > 1)).any():
             raise ValueError(f"types.{name} must lie in [0, 1]")
         if name == "length" and (arr <= 0).any():
@@ -87,13 +95,19 @@ def length_bonus(length, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE)
     return w * np.minimum(L / s, 1.0)
 
 
-def expected_reward(types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE) -> np.ndarray:
+def expected_reward(
+    types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
+) -> np.ndarray:
     """Expected training reward of each answer type, ``p_correct + length bonus``; shape ``(K,)``."""
     t = _types(types)
-    return np.asarray(t.p_correct, float) + length_bonus(t.length, length_weight, length_scale)
+    return np.asarray(t.p_correct, float) + length_bonus(
+        t.length, length_weight, length_scale
+    )
 
 
-def policy_metrics(probs, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE) -> dict:
+def policy_metrics(
+    probs, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
+) -> dict:
     """Exact expectations under a policy ``probs`` (K,): training reward, accuracy (true quality), reasoning
     validity, format compliance, mean length, and KL(policy || reference)."""
     t = _types(types)
@@ -107,7 +121,9 @@ def policy_metrics(probs, types=None, length_weight=LENGTH_WEIGHT, length_scale=
         "reasoning_valid": float(p @ t.p_valid),
         "format_ok": float(p @ t.p_format),
         "length": float(p @ t.length),
-        "kl_to_ref": float(np.sum(p[mask] * np.log(p[mask] / np.asarray(t.ref_probs)[mask]))),
+        "kl_to_ref": float(
+            np.sum(p[mask] * np.log(p[mask] / np.asarray(t.ref_probs)[mask]))
+        ),
     }
 
 
@@ -115,16 +131,29 @@ class HackingRun(NamedTuple):
     """Result of :func:`train_hacking`. Arrays have one row per step, row 0 = before training."""
 
     probs: np.ndarray  #: (steps + 1, K) policy after each step
-    batch_reward: np.ndarray  #: (steps,) mean training reward of each step's sampled batch
+    #: (steps,) mean training reward of each step's sampled batch
+    batch_reward: np.ndarray
     reward: np.ndarray  #: (steps + 1,) expected training reward
     accuracy: np.ndarray  #: (steps + 1,) expected final-answer accuracy (true quality)
     length: np.ndarray  #: (steps + 1,) expected answer length
     kl: np.ndarray  #: (steps + 1,) exact KL(policy || reference)
-    zero_std_fraction: np.ndarray  #: (steps,) fraction of groups whose rewards were all equal
+    #: (steps,) fraction of groups whose rewards were all equal
+    zero_std_fraction: np.ndarray
 
 
-def train_hacking(beta=0.04, *, steps=200, prompts=16, group_size=8, lr=0.5, seed=0, types=None,
-                  length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE, timer=None) -> HackingRun:
+def train_hacking(
+    beta=0.04,
+    *,
+    steps=200,
+    prompts=16,
+    group_size=8,
+    lr=0.5,
+    seed=0,
+    types=None,
+    length_weight=LENGTH_WEIGHT,
+    length_scale=LENGTH_SCALE,
+    timer=None,
+) -> HackingRun:
     """Train the answer-type policy with group-relative advantages against the length-loving reward.
 
     Per step: draw ``(prompts, group_size)`` answer types from the current policy; reward each
@@ -148,7 +177,9 @@ def train_hacking(beta=0.04, *, steps=200, prompts=16, group_size=8, lr=0.5, see
     n = prompts * g
     ones = np.ones((n, 1))
     if timer is not None and not callable(timer):
-        raise TypeError(f"timer must be callable as a context manager factory, got {type(timer).__name__}")
+        raise TypeError(
+            f"timer must be callable as a context manager factory, got {type(timer).__name__}"
+        )
     phase = timer if timer is not None else _no_timer
     probs, batch_reward, zero_std = [softmax(logits)], [], []
     for _ in range(steps):
@@ -164,14 +195,23 @@ def train_hacking(beta=0.04, *, steps=200, prompts=16, group_size=8, lr=0.5, see
             adv = group_advantages(rewards).ravel()
             a = actions.ravel()
             logp = log_softmax(logits)
-            out = grpo_loss(logp[a, None], logp[a, None], ref_logp[a, None], adv, ones, beta=beta)
-            logits = logits - lr * (out.grad[:, 0] @ (np.eye(k)[a] - p))  # chain rule through the softmax
+            out = grpo_loss(
+                logp[a, None], logp[a, None], ref_logp[a, None], adv, ones, beta=beta
+            )
+            # chain rule through the softmax
+            logits = logits - lr * (out.grad[:, 0] @ (np.eye(k)[a] - p))
             probs.append(softmax(logits))
     probs = np.array(probs)
     metrics = [policy_metrics(p, t, length_weight, length_scale) for p in probs]
-    return HackingRun(probs, np.array(batch_reward), *(np.array([m[key] for m in metrics])
-                                                       for key in ("reward", "accuracy", "length", "kl_to_ref")),
-                      np.array(zero_std))
+    return HackingRun(
+        probs,
+        np.array(batch_reward),
+        *(
+            np.array([m[key] for m in metrics])
+            for key in ("reward", "accuracy", "length", "kl_to_ref")
+        ),
+        np.array(zero_std),
+    )
 
 
 @contextmanager
@@ -179,7 +219,9 @@ def _no_timer(phase):
     yield
 
 
-def kl_optimum_path(betas, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE) -> dict:
+def kl_optimum_path(
+    betas, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
+) -> dict:
     """The exact KL-regularised optimum ``pi*_beta ∝ pi_ref exp(rbar / beta)`` for each beta, and its metrics.
 
     Returns ``{"betas": (B,), "probs": (B, K), "reward", "accuracy", "length", "kl_to_ref": (B,)}``.
@@ -197,7 +239,9 @@ def kl_optimum_path(betas, types=None, length_weight=LENGTH_WEIGHT, length_scale
     return out
 
 
-def first_order_quality_change(types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE) -> float:
+def first_order_quality_change(
+    types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
+) -> float:
     """``Cov_ref(p_correct, rbar)``: for large beta, accuracy(pi*_beta) - accuracy(pi_ref) ≈ this / beta.
 
     Its sign is the direction in which a strongly KL-limited optimisation moves the true quality. For small beta
@@ -220,12 +264,23 @@ def sample_answers(probs, n, seed=1, types=None) -> dict:
     n = v.integer(n, "n", minimum=1)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     a = rng.choice(len(t.names), size=n, p=p)
-    return {"type": a, "length": t.length[a], "correct": rng.random(n) < t.p_correct[a],
-            "valid": rng.random(n) < t.p_valid[a], "format_ok": rng.random(n) < t.p_format[a]}
+    return {
+        "type": a,
+        "length": t.length[a],
+        "correct": rng.random(n) < t.p_correct[a],
+        "valid": rng.random(n) < t.p_valid[a],
+        "format_ok": rng.random(n) < t.p_format[a],
+    }
 
 
-def evaluate(probs, n_prompts=1000, seed=1, types=None, length_weight=LENGTH_WEIGHT,
-             length_scale=LENGTH_SCALE) -> dict:
+def evaluate(
+    probs,
+    n_prompts=1000,
+    seed=1,
+    types=None,
+    length_weight=LENGTH_WEIGHT,
+    length_scale=LENGTH_SCALE,
+) -> dict:
     """Held-out evaluation, decoupled from the training reward: one answer per held-out prompt, scored by an
     independent verifier (correctness only), with reasoning validity, format compliance and length reported
     separately, and the training judge's reward alongside. Seeded; different seeds = different held-out draws."""
@@ -236,5 +291,9 @@ def evaluate(probs, n_prompts=1000, seed=1, types=None, length_weight=LENGTH_WEI
         "reasoning_valid": float(s["valid"].mean()),
         "format_ok": float(s["format_ok"].mean()),
         "length": float(s["length"].mean()),
-        "training_reward": float((s["correct"] + length_bonus(s["length"], length_weight, length_scale)).mean()),
+        "training_reward": float(
+            (
+                s["correct"] + length_bonus(s["length"], length_weight, length_scale)
+            ).mean()
+        ),
     }

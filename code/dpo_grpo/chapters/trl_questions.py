@@ -32,9 +32,21 @@ from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss
 
-__all__ = ["zero_std_logging", "informative_gradient_share", "two_sample_advantages", "soft_overlong_punishment",
-           "truncation_step", "batch_plan", "per_function_stds", "dpo_displacement", "dpo_stuck_at_ln2",
-           "ZERO_STD_SETTINGS", "TRL_ISSUES", "LOG_LINE_MEANINGS", "log_line"]
+__all__ = [
+    "zero_std_logging",
+    "informative_gradient_share",
+    "two_sample_advantages",
+    "soft_overlong_punishment",
+    "truncation_step",
+    "batch_plan",
+    "per_function_stds",
+    "dpo_displacement",
+    "dpo_stuck_at_ln2",
+    "ZERO_STD_SETTINGS",
+    "TRL_ISSUES",
+    "LOG_LINE_MEANINGS",
+    "log_line",
+]
 
 #: TRL GitHub issues and pull requests whose questions the book answers by computation (number -> one line).
 TRL_ISSUES = {
@@ -66,7 +78,9 @@ ZERO_STD_SETTINGS = (
 def _groups(rewards, name="rewards"):
     r = v.as_float_array(rewards, name, ndim=2)
     if r.shape[1] < 2:
-        raise ValueError(f"{name} must have at least two answers per group (shape (P, G), G >= 2), got {r.shape}")
+        raise ValueError(
+            f"{name} must have at least two answers per group (shape (P, G), G >= 2), got {r.shape}"
+        )
     return r
 
 
@@ -86,17 +100,27 @@ def zero_std_logging(rewards) -> list:
     degenerate = np.ptp(r, axis=1) == 0
     rows = []
     for label, scale, agg in ZERO_STD_SETTINGS:
-        out = reward_advantages(r.reshape(-1, 1), g, scale_rewards=scale, multi_objective_aggregation=agg)
+        out = reward_advantages(
+            r.reshape(-1, 1), g, scale_rewards=scale, multi_objective_aggregation=agg
+        )
         adv = out.advantages.reshape(p, g)
-        rows.append({"setting": label, "frac_reward_zero_std": out.metrics["frac_reward_zero_std"],
-                     "degenerate": float(degenerate.mean()), "reward_std": out.metrics["reward_std"],
-                     "max_abs_advantage_in_degenerate":
-                         float(np.abs(adv[degenerate]).max()) if degenerate.any() else 0.0})
+        rows.append(
+            {
+                "setting": label,
+                "frac_reward_zero_std": out.metrics["frac_reward_zero_std"],
+                "degenerate": float(degenerate.mean()),
+                "reward_std": out.metrics["reward_std"],
+                "max_abs_advantage_in_degenerate": float(np.abs(adv[degenerate]).max())
+                if degenerate.any()
+                else 0.0,
+            }
+        )
     return rows
 
 
-def informative_gradient_share(n_prompts: int = 8, group_size: int = 4, length: int = 6,
-                               loss_type: str = "dapo") -> list:
+def informative_gradient_share(
+    n_prompts: int = 8, group_size: int = 4, length: int = 6, loss_type: str = "dapo"
+) -> list:
     """How much gradient an informative group receives as zero-std groups fill the batch.
 
     A batch of ``n_prompts`` groups of ``group_size`` answers of ``length`` tokens, on-policy, ``beta=0``. The
@@ -118,15 +142,31 @@ def informative_gradient_share(n_prompts: int = 8, group_size: int = 4, length: 
         adv = reward_advantages(rewards.reshape(-1, 1), g).advantages
         b = rewards.size
         logps = np.log(np.full((b, length), 0.3))
-        return grpo_loss(logps, logps, None, adv, np.ones((b, length)), beta=0.0, loss_type=loss_type,
-                         max_completion_length=length).grad
+        return grpo_loss(
+            logps,
+            logps,
+            None,
+            adv,
+            np.ones((b, length)),
+            beta=0.0,
+            loss_type=loss_type,
+            max_completion_length=length,
+        ).grad
 
     rows = []
     for k in range(n_prompts):
         full = grads(np.array([np.ones(g)] * k + [informative] * (n_prompts - k)))
         filtered = grads(np.array([informative] * (n_prompts - k)))
-        rows.append({"k": k, "zero_std_fraction": k / n_prompts, "grad_norm": float(np.linalg.norm(full)),
-                     "relative_to_filtered": float(np.linalg.norm(full[-g:]) / np.linalg.norm(filtered[-g:]))})
+        rows.append(
+            {
+                "k": k,
+                "zero_std_fraction": k / n_prompts,
+                "grad_norm": float(np.linalg.norm(full)),
+                "relative_to_filtered": float(
+                    np.linalg.norm(full[-g:]) / np.linalg.norm(filtered[-g:])
+                ),
+            }
+        )
     return rows
 
 
@@ -138,17 +178,25 @@ def two_sample_advantages(gap, eps: float = 1e-4) -> dict:
     r = np.array([0.0, d])
     pop = (r[1] - r.mean()) / (r.std(ddof=0) + eps)
     sample = reward_advantages(r[:, None], 2, eps=eps).advantages[1]
-    return {"population": float(pop), "sample": float(sample), "sample_limit": 1 / math.sqrt(2)}
+    return {
+        "population": float(pop),
+        "sample": float(sample),
+        "sample_limit": 1 / math.sqrt(2),
+    }
 
 
-def soft_overlong_punishment(lengths, max_completion_len: int, soft_punish_cache: int) -> np.ndarray:
+def soft_overlong_punishment(
+    lengths, max_completion_len: int, soft_punish_cache: int
+) -> np.ndarray:
     """DAPO's overlong reward shaping as TRL's ``trl.rewards.get_soft_overlong_punishment`` computes it: 0 up to
     ``L_max - L_cache``, then falling linearly to -1 at ``L_max``, and -1 beyond."""
     lens = v.integer_array(lengths, "lengths", ndim=1)
     lmax = v.integer(max_completion_len, "max_completion_len", minimum=1)
     cache = v.integer(soft_punish_cache, "soft_punish_cache", minimum=0)
     if cache > lmax:
-        raise ValueError(f"soft_punish_cache ({cache}) must not exceed max_completion_len ({lmax})")
+        raise ValueError(
+            f"soft_punish_cache ({cache}) must not exceed max_completion_len ({lmax})"
+        )
     out = np.zeros(lens.shape)
     mid = (lens > lmax - cache) & (lens <= lmax)
     if cache:
@@ -157,8 +205,15 @@ def soft_overlong_punishment(lengths, max_completion_len: int, soft_punish_cache
     return out
 
 
-def truncation_step(lengths, needed, *, max_completion_length: int, num_generations: int,
-                    mask_truncated_completions: bool = False, soft_punish_cache: int | None = None) -> dict:
+def truncation_step(
+    lengths,
+    needed,
+    *,
+    max_completion_length: int,
+    num_generations: int,
+    mask_truncated_completions: bool = False,
+    soft_punish_cache: int | None = None,
+) -> dict:
     """One GRPO step where an answer is correct (reward 1) only if it finishes: answer ``i`` wants ``needed[i]``
     tokens and is cut at ``max_completion_length``. ``lengths`` are the generated lengths before truncation.
 
@@ -173,7 +228,9 @@ def truncation_step(lengths, needed, *, max_completion_length: int, num_generati
     gen = v.integer_array(lengths, "lengths", ndim=1)
     need = v.integer_array(needed, "needed", ndim=1)
     if gen.shape != need.shape:
-        raise ValueError(f"lengths and needed must have the same shape, got {gen.shape} and {need.shape}")
+        raise ValueError(
+            f"lengths and needed must have the same shape, got {gen.shape} and {need.shape}"
+        )
     if (gen < 1).any() or (need < 1).any():
         raise ValueError("lengths and needed must be >= 1")
     lmax = v.integer(max_completion_length, "max_completion_length", minimum=1)
@@ -181,13 +238,17 @@ def truncation_step(lengths, needed, *, max_completion_length: int, num_generati
     mask_trunc = v.boolean(mask_truncated_completions, "mask_truncated_completions")
     n = gen.size
     if n % g:
-        raise ValueError(f"num_generations={g} must divide the number of completions ({n})")
+        raise ValueError(
+            f"num_generations={g} must divide the number of completions ({n})"
+        )
     kept = np.minimum(gen, lmax)
     truncated = gen > lmax
     correct = (~truncated) & (gen >= need)
     columns = [correct.astype(float)]
     if soft_punish_cache is not None:
-        columns.append(soft_overlong_punishment(kept + truncated, lmax, soft_punish_cache))
+        columns.append(
+            soft_overlong_punishment(kept + truncated, lmax, soft_punish_cache)
+        )
     rpf = np.column_stack(columns)
     adv = reward_advantages(rpf, g)
     mask = (np.arange(lmax)[None, :] < kept[:, None]).astype(float)
@@ -196,19 +257,46 @@ def truncation_step(lengths, needed, *, max_completion_length: int, num_generati
     logps = np.log(np.full(mask.shape, 0.3))
     metrics = {"completions/clipped_ratio": float(truncated.mean()), **adv.metrics}
     if mask.sum() == 0:  # TRL: every token masked -> the loss is 0 and nothing moves
-        metrics.update({"loss": 0.0, "grad_norm": 0.0, "clip_ratio/region_mean": 0.0, "trained_tokens": 0})
+        metrics.update(
+            {
+                "loss": 0.0,
+                "grad_norm": 0.0,
+                "clip_ratio/region_mean": 0.0,
+                "trained_tokens": 0,
+            }
+        )
         return metrics
     rows = mask.sum(axis=1) > 0
-    out = grpo_loss(logps[rows], logps[rows], None, adv.advantages[rows], mask[rows], beta=0.0, loss_type="dapo")
-    metrics.update({"loss": out.loss, "grad_norm": float(np.linalg.norm(out.grad)),
-                    "clip_ratio/region_mean": out.metrics["clip_ratio/region_mean"],
-                    "trained_tokens": int(mask.sum())})
+    out = grpo_loss(
+        logps[rows],
+        logps[rows],
+        None,
+        adv.advantages[rows],
+        mask[rows],
+        beta=0.0,
+        loss_type="dapo",
+    )
+    metrics.update(
+        {
+            "loss": out.loss,
+            "grad_norm": float(np.linalg.norm(out.grad)),
+            "clip_ratio/region_mean": out.metrics["clip_ratio/region_mean"],
+            "trained_tokens": int(mask.sum()),
+        }
+    )
     return metrics
 
 
-def batch_plan(per_device_train_batch_size: int, num_generations: int, *, num_processes: int = 1,
-               gradient_accumulation_steps: int = 1, steps_per_generation: int | None = None,
-               num_iterations: int = 1, vllm_importance_sampling_correction: bool = False) -> dict:
+def batch_plan(
+    per_device_train_batch_size: int,
+    num_generations: int,
+    *,
+    num_processes: int = 1,
+    gradient_accumulation_steps: int = 1,
+    steps_per_generation: int | None = None,
+    num_iterations: int = 1,
+    vllm_importance_sampling_correction: bool = False,
+) -> dict:
     """What one TRL 1.16.0 GRPO configuration does with its batches.
 
     ``per_device_train_batch_size`` counts *completions*. ``steps_per_generation`` defaults to
@@ -221,27 +309,45 @@ def batch_plan(per_device_train_batch_size: int, num_generations: int, *, num_pr
     log-probs unless ``gradient_accumulation_steps`` is a multiple of ``steps_per_generation * num_iterations`` (and
     vLLM's importance-sampling correction is off); when it skips them, every ratio is exactly 1.
     """
-    bs = v.integer(per_device_train_batch_size, "per_device_train_batch_size", minimum=1)
+    bs = v.integer(
+        per_device_train_batch_size, "per_device_train_batch_size", minimum=1
+    )
     g = v.integer(num_generations, "num_generations", minimum=2)
     nproc = v.integer(num_processes, "num_processes", minimum=1)
-    gas = v.integer(gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1)
-    spg = gas if steps_per_generation is None else v.integer(steps_per_generation, "steps_per_generation",
-                                                             minimum=1)
+    gas = v.integer(
+        gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1
+    )
+    spg = (
+        gas
+        if steps_per_generation is None
+        else v.integer(steps_per_generation, "steps_per_generation", minimum=1)
+    )
     mu = v.integer(num_iterations, "num_iterations", minimum=1)
-    vllm_is = v.boolean(vllm_importance_sampling_correction, "vllm_importance_sampling_correction")
+    vllm_is = v.boolean(
+        vllm_importance_sampling_correction, "vllm_importance_sampling_correction"
+    )
     gen_batch = bs * nproc * spg
     if gen_batch % g:
-        raise ValueError(f"generation_batch_size ({gen_batch} = per_device_train_batch_size {bs} x num_processes "
-                         f"{nproc} x steps_per_generation {spg}) must be divisible by num_generations ({g})")
+        raise ValueError(
+            f"generation_batch_size ({gen_batch} = per_device_train_batch_size {bs} x num_processes "
+            f"{nproc} x steps_per_generation {spg}) must be divisible by num_generations ({g})"
+        )
     micro = spg * mu
-    return {"completions_per_micro_batch": bs * nproc, "generation_batch_size": gen_batch,
-            "prompts_per_generation": gen_batch // g, "micro_batches_per_generation": spg,
-            "updates_per_generation_batch": mu, "optimizer_steps_per_generation": micro / gas,
-            "completions_per_optimizer_step": bs * nproc * gas,
-            "old_logps_computed": bool(gas % micro != 0 or vllm_is)}
+    return {
+        "completions_per_micro_batch": bs * nproc,
+        "generation_batch_size": gen_batch,
+        "prompts_per_generation": gen_batch // g,
+        "micro_batches_per_generation": spg,
+        "updates_per_generation_batch": mu,
+        "optimizer_steps_per_generation": micro / gas,
+        "completions_per_optimizer_step": bs * nproc * gas,
+        "old_logps_computed": bool(gas % micro != 0 or vllm_is),
+    }
 
 
-def per_function_stds(rewards_per_func, num_generations: int, reward_weights=None) -> dict:
+def per_function_stds(
+    rewards_per_func, num_generations: int, reward_weights=None
+) -> dict:
     """The reward statistics TRL 1.16.0 logs for ``rewards_per_func`` of shape ``(N, K)``.
 
     ``rewards/<k>/std``: the batch std (ddof 1) of function ``k`` over *all* completions; ``reward_std``: the batch
@@ -253,7 +359,10 @@ def per_function_stds(rewards_per_func, num_generations: int, reward_weights=Non
     rpf = v.as_float_array(rewards_per_func, "rewards_per_func", ndim=2)
     g = v.integer(num_generations, "num_generations", minimum=2)
     out = reward_advantages(rpf, g, reward_weights=reward_weights)
-    stds = {f"rewards/{k}/std": float(np.std(rpf[:, k], ddof=1)) for k in range(rpf.shape[1])}
+    stds = {
+        f"rewards/{k}/std": float(np.std(rpf[:, k], ddof=1))
+        for k in range(rpf.shape[1])
+    }
     means = {f"rewards/{k}/mean": float(rpf[:, k].mean()) for k in range(rpf.shape[1])}
     return {**means, **stds, **out.metrics, "advantages": out.advantages}
 
@@ -277,12 +386,27 @@ def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
     rows = []
 
     def add(case, out, reaches=True):
-        g = np.concatenate([out.grad_policy_chosen, out.grad_policy_rejected]) if reaches else np.zeros(2)
-        rows.append({"case": case, "loss": out.loss, "grad_norm": float(np.linalg.norm(g)),
-                     "ln2_gap": abs(out.loss - math.log(2))})
+        g = (
+            np.concatenate([out.grad_policy_chosen, out.grad_policy_rejected])
+            if reaches
+            else np.zeros(2)
+        )
+        rows.append(
+            {
+                "case": case,
+                "loss": out.loss,
+                "grad_norm": float(np.linalg.norm(g)),
+                "ln2_gap": abs(out.loss - math.log(2)),
+            }
+        )
 
-    start = dpo_loss(pairs["ref_chosen"], pairs["ref_rejected"], pairs["ref_chosen"], pairs["ref_rejected"],
-                     beta=beta)
+    start = dpo_loss(
+        pairs["ref_chosen"],
+        pairs["ref_rejected"],
+        pairs["ref_chosen"],
+        pairs["ref_rejected"],
+        beta=beta,
+    )
     add("step 0: policy = reference", start)
     add("no gradient reaches the policy (grad_norm 0)", start, reaches=False)
     add("beta = 1e-8 (beta -> 0)", dpo_loss(**pairs, beta=1e-8))
@@ -319,9 +443,19 @@ LOG_LINE_MEANINGS = {
 }
 
 
-def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, vocab: int = 6,
-             max_completion_length: int = 12, prompt_len: int = 20, beta: float = 0.04, epsilon: float = 0.2,
-             loss_type: str = "dapo", update_scale: float = 0.2) -> dict:
+def log_line(
+    seed: int = 1,
+    *,
+    num_prompts: int = 4,
+    num_generations: int = 4,
+    vocab: int = 6,
+    max_completion_length: int = 12,
+    prompt_len: int = 20,
+    beta: float = 0.04,
+    epsilon: float = 0.2,
+    loss_type: str = "dapo",
+    update_scale: float = 0.2,
+) -> dict:
     """One realistic GRPO step, logged as TRL 1.16.0 logs it, every value recomputed from its definition.
 
     The "model" is a table of logits, one row of ``vocab`` logits per completion position (its parameters are those
@@ -334,15 +468,28 @@ def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, v
     produced them) and ``checks``: each metric recomputed a second way (by hand from the arrays), to compare.
     """
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-    p_, g = v.integer(num_prompts, "num_prompts", minimum=1), v.integer(num_generations, "num_generations", minimum=2)
-    n, lmax = p_ * g, v.integer(max_completion_length, "max_completion_length", minimum=2)
+    p_, g = (
+        v.integer(num_prompts, "num_prompts", minimum=1),
+        v.integer(num_generations, "num_generations", minimum=2),
+    )
+    n, lmax = (
+        p_ * g,
+        v.integer(max_completion_length, "max_completion_length", minimum=2),
+    )
     vocab = v.integer(vocab, "vocab", minimum=3)
     beta = v.scalar(beta, "beta", nonnegative=True)
     old_logits = rng.normal(0.0, 1.0, (n, lmax, vocab))
     old_logits[:, :, 0] -= 1.2  # EOS rarer than the other tokens
     old_lp_all = old_logits - np.log(np.exp(old_logits).sum(-1, keepdims=True))
-    tokens = np.array([[rng.choice(vocab, p=np.exp(old_lp_all[i, t])) for t in range(lmax)] for i in range(n)])
-    first_eos = np.array([np.flatnonzero(row == 0)[0] if (row == 0).any() else lmax for row in tokens])
+    tokens = np.array(
+        [
+            [rng.choice(vocab, p=np.exp(old_lp_all[i, t])) for t in range(lmax)]
+            for i in range(n)
+        ]
+    )
+    first_eos = np.array(
+        [np.flatnonzero(row == 0)[0] if (row == 0).any() else lmax for row in tokens]
+    )
     lengths = np.minimum(first_eos + 1, lmax)  # EOS counts as a completion token
     truncated = first_eos >= lmax
     mask = (np.arange(lmax)[None, :] < lengths[:, None]).astype(float)
@@ -360,8 +507,17 @@ def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, v
     fmt = 0.5 * (~truncated)
     rpf = np.column_stack([accuracy, fmt])
     adv = reward_advantages(rpf, g)
-    out = grpo_loss(new, old, ref if beta else None, adv.advantages, mask, beta=beta, epsilon=epsilon,
-                    loss_type=loss_type, max_completion_length=lmax)
+    out = grpo_loss(
+        new,
+        old,
+        ref if beta else None,
+        adv.advantages,
+        mask,
+        beta=beta,
+        epsilon=epsilon,
+        loss_type=loss_type,
+        max_completion_length=lmax,
+    )
     # chain rule to the parameters (the logits): d logp_token / d logits = onehot - softmax
     onehot = np.eye(vocab)[tokens]
     grad_params = out.grad[..., None] * (onehot - np.exp(new_full))
@@ -375,9 +531,15 @@ def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, v
         "completions/min_length": float(lengths.min()),
         "completions/max_length": float(lengths.max()),
         "completions/clipped_ratio": float(truncated.mean()),
-        "completions/mean_terminated_length": float(lengths[term].mean()) if term.any() else 0.0,
-        "completions/min_terminated_length": float(lengths[term].min()) if term.any() else 0.0,
-        "completions/max_terminated_length": float(lengths[term].max()) if term.any() else 0.0,
+        "completions/mean_terminated_length": float(lengths[term].mean())
+        if term.any()
+        else 0.0,
+        "completions/min_terminated_length": float(lengths[term].min())
+        if term.any()
+        else 0.0,
+        "completions/max_terminated_length": float(lengths[term].max())
+        if term.any()
+        else 0.0,
         "rewards/accuracy/mean": float(accuracy.mean()),
         "rewards/accuracy/std": float(np.std(accuracy, ddof=1)),
         "rewards/format/mean": float(fmt.mean()),
@@ -389,8 +551,13 @@ def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, v
     if beta:
         metrics["kl"] = out.metrics["kl"]
     metrics["entropy"] = float((entropy * mask).sum() / mask.sum())
-    for key in ("clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
-                "clip_ratio/region_mean"):
+    for key in (
+        "clip_ratio/low_mean",
+        "clip_ratio/low_min",
+        "clip_ratio/high_mean",
+        "clip_ratio/high_max",
+        "clip_ratio/region_mean",
+    ):
         metrics[key] = out.metrics[key]
     # second computations, by hand from the arrays
     ratio = np.exp(new - old)
@@ -402,16 +569,41 @@ def log_line(seed: int = 1, *, num_prompts: int = 4, num_generations: int = 4, v
     checks = {
         "reward": float(total.mean()),
         "reward_std": float(np.std(total, ddof=1)),
-        "frac_reward_zero_std": float(np.repeat(np.ptp(total.reshape(p_, g), axis=1) == 0, g).mean()),
-        "kl": float(((np.exp(gap) - gap - 1) * mask).sum() / mask.sum()) if beta else None,
+        "frac_reward_zero_std": float(
+            np.repeat(np.ptp(total.reshape(p_, g), axis=1) == 0, g).mean()
+        ),
+        "kl": float(((np.exp(gap) - gap - 1) * mask).sum() / mask.sum())
+        if beta
+        else None,
         "clip_ratio/low_mean": float((low * mask).sum() / mask.sum()),
         "clip_ratio/high_mean": float((high * mask).sum() / mask.sum()),
         "clip_ratio/region_mean": float(((low | high) * mask).sum() / mask.sum()),
-        "completions/clipped_ratio": float(np.mean([tokens[i, lengths[i] - 1] != 0 for i in range(n)])),
+        "completions/clipped_ratio": float(
+            np.mean([tokens[i, lengths[i] - 1] != 0 for i in range(n)])
+        ),
     }
-    inputs = {"tokens": tokens, "lengths": lengths, "truncated": truncated, "mask": mask, "rewards_per_func": rpf,
-              "advantages": adv.advantages, "ratio": ratio * mask + (1 - mask), "new_logps": new, "old_logps": old,
-              "ref_logps": ref}
-    return {"metrics": metrics, "checks": checks, "inputs": inputs,
-            "config": {"num_generations": g, "beta": beta, "epsilon": epsilon, "loss_type": loss_type,
-                       "max_completion_length": lmax, "num_iterations": 2}}
+    inputs = {
+        "tokens": tokens,
+        "lengths": lengths,
+        "truncated": truncated,
+        "mask": mask,
+        "rewards_per_func": rpf,
+        "advantages": adv.advantages,
+        "ratio": ratio * mask + (1 - mask),
+        "new_logps": new,
+        "old_logps": old,
+        "ref_logps": ref,
+    }
+    return {
+        "metrics": metrics,
+        "checks": checks,
+        "inputs": inputs,
+        "config": {
+            "num_generations": g,
+            "beta": beta,
+            "epsilon": epsilon,
+            "loss_type": loss_type,
+            "max_completion_length": lmax,
+            "num_iterations": 2,
+        },
+    }

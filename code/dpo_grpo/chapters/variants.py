@@ -20,8 +20,18 @@ from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss
 
-__all__ = ["toy_batch", "rloo_loss", "RLOOOutput", "Variant", "GRPO_VARIANTS", "DPO_VARIANTS", "config_code",
-           "run_grpo_variants", "run_dpo_variants", "dpo_toy_pairs"]
+__all__ = [
+    "toy_batch",
+    "rloo_loss",
+    "RLOOOutput",
+    "Variant",
+    "GRPO_VARIANTS",
+    "DPO_VARIANTS",
+    "config_code",
+    "run_grpo_variants",
+    "run_dpo_variants",
+    "dpo_toy_pairs",
+]
 
 
 def toy_batch(drift: float = 1.0, seed: int = 0) -> dict:
@@ -39,8 +49,16 @@ def toy_batch(drift: float = 1.0, seed: int = 0) -> dict:
     ref = old - 0.05
     direction = np.sign(reward_advantages(rewards.reshape(-1, 1), 4).advantages)
     new = old + drift * (0.22 * direction[:, None] + rng.normal(0.0, 0.12, old.shape))
-    return {"rewards": rewards, "lengths": lengths, "mask": mask, "old": old, "new": new, "ref": ref,
-            "num_generations": 4, "drift": drift}
+    return {
+        "rewards": rewards,
+        "lengths": lengths,
+        "mask": mask,
+        "old": old,
+        "new": new,
+        "ref": ref,
+        "num_generations": 4,
+        "drift": drift,
+    }
 
 
 class RLOOOutput(NamedTuple):
@@ -52,8 +70,19 @@ class RLOOOutput(NamedTuple):
     metrics: dict  #: TRL's clip_ratio/low_mean, clip_ratio/high_mean, clip_ratio/region_mean (per sequence)
 
 
-def rloo_loss(new_logps, old_logps, ref_logps, rewards, mask, num_generations, *, beta=0.05, epsilon=0.2,
-              epsilon_high=None, normalize_advantages=False) -> RLOOOutput:
+def rloo_loss(
+    new_logps,
+    old_logps,
+    ref_logps,
+    rewards,
+    mask,
+    num_generations,
+    *,
+    beta=0.05,
+    epsilon=0.2,
+    epsilon_high=None,
+    normalize_advantages=False,
+) -> RLOOOutput:
     """TRL 1.16.0 ``RLOOTrainer``: ``r_i - beta * sum_t (old_it - ref_it)`` (k1, from the sampling policy), baseline
     the mean of the *other* answers of the group, optional batch normalisation (``normalize_advantages``), sequence
     ratio ``rho_i = exp(sum_t (new_it - old_it))``, loss ``mean_i -min(rho_i A_i, clip(rho_i, 1-eps, 1+eps_high)
@@ -65,11 +94,17 @@ def rloo_loss(new_logps, old_logps, ref_logps, rewards, mask, num_generations, *
     r = v.as_float_array(rewards, "rewards").reshape(-1)
     g = v.integer(num_generations, "num_generations", minimum=2)
     if r.size != new.shape[0] or r.size % g:
-        raise ValueError(f"rewards must hold one reward per row of new_logps ({new.shape[0]}), in groups of "
-                         f"num_generations={g}")
+        raise ValueError(
+            f"rewards must hold one reward per row of new_logps ({new.shape[0]}), in groups of "
+            f"num_generations={g}"
+        )
     beta = v.scalar(beta, "beta", nonnegative=True)
     eps_low = v.scalar(epsilon, "epsilon", positive=True)
-    eps_high = eps_low if epsilon_high is None else v.scalar(epsilon_high, "epsilon_high", positive=True)
+    eps_high = (
+        eps_low
+        if epsilon_high is None
+        else v.scalar(epsilon_high, "epsilon_high", positive=True)
+    )
     if beta:
         ref = v.as_float_array(ref_logps, "ref_logps", ndim=2)
         v.same_shape(new_logps=new, ref_logps=ref)
@@ -85,12 +120,19 @@ def rloo_loss(new_logps, old_logps, ref_logps, rewards, mask, num_generations, *
     l1, l2 = c1 * adv, c2 * adv
     loss = float(np.mean(-np.minimum(l1, l2)))
     inside = (c1 >= 1 - eps_low) & (c1 <= 1 + eps_high)
-    d = np.where(l1 < l2, -adv * c1, np.where(l1 > l2, -adv * c1 * inside, -0.5 * adv * c1 * (1 + inside)))
+    d = np.where(
+        l1 < l2,
+        -adv * c1,
+        np.where(l1 > l2, -adv * c1 * inside, -0.5 * adv * c1 * (1 + inside)),
+    )
     grad = (d / r.size)[:, None] * m
     low = (c1 < 1 - eps_low) & (adv < 0)
     high = (c1 > 1 + eps_high) & (adv > 0)
-    metrics = {"clip_ratio/low_mean": float(low.mean()), "clip_ratio/high_mean": float(high.mean()),
-               "clip_ratio/region_mean": float((low | high).mean())}
+    metrics = {
+        "clip_ratio/low_mean": float(low.mean()),
+        "clip_ratio/high_mean": float(high.mean()),
+        "clip_ratio/region_mean": float((low | high).mean()),
+    }
     return RLOOOutput(loss, grad, adv, r, c1, metrics)
 
 
@@ -98,6 +140,7 @@ class Variant(NamedTuple):
     """One row of the variants table: ``name``, ``cite`` (bibliography key), ``changes`` (what it changes in the
     objective), ``trainer`` (TRL class), ``config`` (keyword arguments of that config, copy-paste ready),
     ``extra`` (what the config cannot express, or needs besides it; "" when nothing)."""
+
     name: str
     cite: str
     changes: str
@@ -107,51 +150,145 @@ class Variant(NamedTuple):
 
 
 GRPO_VARIANTS = (
-    Variant("GRPO", "shao2024deepseekmath", "group-standardised advantage, token-level clip, k3 KL in the loss, "
-            "per-answer token mean", "GRPOConfig",
-            dict(loss_type="grpo", beta=0.04, epsilon=0.2, scale_rewards="group", num_generations=64,
-                 max_completion_length=1024)),
-    Variant("Dr. GRPO", "liu2025drgrpo", "no std division, constant length normaliser B x max_completion_length",
-            "GRPOConfig", dict(loss_type="dr_grpo", scale_rewards="none", beta=0.0)),
-    Variant("DAPO", "yu2025dapo", "clip-higher against entropy collapse, token-level mean over the batch, no KL, "
-            "overlong shaping, dynamic sampling", "GRPOConfig",
-            dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, beta=0.0, num_generations=16,
-                 max_completion_length=20480, mask_truncated_completions=True),
-            "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, soft_punish_cache=4096)]; "
-            "dynamic sampling (refill the batch with non-zero-std groups) is not a GRPOConfig option"),
-    Variant("GSPO", "zheng2025gspo", "one ratio per answer (geometric mean of token ratios), clipped per answer "
-            "with a narrow band", "GRPOConfig",
-            dict(importance_sampling_level="sequence", loss_type="grpo", beta=0.0, epsilon=3e-4, epsilon_high=4e-4,
-                 gradient_accumulation_steps=1, steps_per_generation=4)),
-    Variant("LUSPO", "liu2026luspo", "GSPO with each answer's loss scaled by its length (removes GSPO's bias "
-            "towards short answers)", "GRPOConfig",
-            dict(loss_type="luspo", importance_sampling_level="sequence", beta=0.0, epsilon=3e-4, epsilon_high=4e-4,
-                 gradient_accumulation_steps=1, steps_per_generation=4),
-            "clip band taken from GSPO's setting"),
-    Variant("CISPO", "minimax2025m1", "clips the importance weight (detached) instead of the surrogate, so every "
-            "token keeps a gradient; upper bound only", "GRPOConfig",
-            dict(loss_type="cispo", epsilon_high=5.0, beta=0.0),
-            "epsilon_high=5.0 is ScaleRL's value (khatri2025scalerl)"),
-    Variant("SAPO", "gao2025sapo", "a smooth sigmoid gate of the ratio instead of a hard clip, separate "
-            "temperatures for A > 0 and A < 0", "GRPOConfig",
-            dict(loss_type="sapo", sapo_temperature_pos=1.0, sapo_temperature_neg=1.05, beta=0.0)),
-    Variant("VESPO", "shen2026vespo", "a Gamma-shaped weight of the sequence ratio (no length normalisation) "
-            "replaces the clip", "GRPOConfig",
-            dict(loss_type="vespo", vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0,
-                 beta=0.0)),
-    Variant("REINFORCE++ (baseline)", "hu2025reinforcepp", "group mean baseline, advantages normalised over the "
-            "whole batch, token-level clip", "GRPOConfig",
-            dict(scale_rewards="batch", loss_type="dapo", beta=0.0),
-            "REINFORCE++ puts a k1 KL into the reward per token; GRPOConfig can only put k3 into the loss"),
-    Variant("RLOO", "ahmadian2024rloo", "leave-one-out baseline, k1 KL summed per answer subtracted from the "
-            "reward, one ratio per answer (product of token ratios), mean over answers", "RLOOConfig",
-            dict(beta=0.05, epsilon=0.2, num_generations=4, normalize_advantages=False),
-            "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...))"),
+    Variant(
+        "GRPO",
+        "shao2024deepseekmath",
+        "group-standardised advantage, token-level clip, k3 KL in the loss, "
+        "per-answer token mean",
+        "GRPOConfig",
+        dict(
+            loss_type="grpo",
+            beta=0.04,
+            epsilon=0.2,
+            scale_rewards="group",
+            num_generations=64,
+            max_completion_length=1024,
+        ),
+    ),
+    Variant(
+        "Dr. GRPO",
+        "liu2025drgrpo",
+        "no std division, constant length normaliser B x max_completion_length",
+        "GRPOConfig",
+        dict(loss_type="dr_grpo", scale_rewards="none", beta=0.0),
+    ),
+    Variant(
+        "DAPO",
+        "yu2025dapo",
+        "clip-higher against entropy collapse, token-level mean over the batch, no KL, "
+        "overlong shaping, dynamic sampling",
+        "GRPOConfig",
+        dict(
+            loss_type="dapo",
+            epsilon=0.2,
+            epsilon_high=0.28,
+            beta=0.0,
+            num_generations=16,
+            max_completion_length=20480,
+            mask_truncated_completions=True,
+        ),
+        "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, soft_punish_cache=4096)]; "
+        "dynamic sampling (refill the batch with non-zero-std groups) is not a GRPOConfig option",
+    ),
+    Variant(
+        "GSPO",
+        "zheng2025gspo",
+        "one ratio per answer (geometric mean of token ratios), clipped per answer "
+        "with a narrow band",
+        "GRPOConfig",
+        dict(
+            importance_sampling_level="sequence",
+            loss_type="grpo",
+            beta=0.0,
+            epsilon=3e-4,
+            epsilon_high=4e-4,
+            gradient_accumulation_steps=1,
+            steps_per_generation=4,
+        ),
+    ),
+    Variant(
+        "LUSPO",
+        "liu2026luspo",
+        "GSPO with each answer's loss scaled by its length (removes GSPO's bias "
+        "towards short answers)",
+        "GRPOConfig",
+        dict(
+            loss_type="luspo",
+            importance_sampling_level="sequence",
+            beta=0.0,
+            epsilon=3e-4,
+            epsilon_high=4e-4,
+            gradient_accumulation_steps=1,
+            steps_per_generation=4,
+        ),
+        "clip band taken from GSPO's setting",
+    ),
+    Variant(
+        "CISPO",
+        "minimax2025m1",
+        "clips the importance weight (detached) instead of the surrogate, so every "
+        "token keeps a gradient; upper bound only",
+        "GRPOConfig",
+        dict(loss_type="cispo", epsilon_high=5.0, beta=0.0),
+        "epsilon_high=5.0 is ScaleRL's value (khatri2025scalerl)",
+    ),
+    Variant(
+        "SAPO",
+        "gao2025sapo",
+        "a smooth sigmoid gate of the ratio instead of a hard clip, separate "
+        "temperatures for A > 0 and A < 0",
+        "GRPOConfig",
+        dict(
+            loss_type="sapo",
+            sapo_temperature_pos=1.0,
+            sapo_temperature_neg=1.05,
+            beta=0.0,
+        ),
+    ),
+    Variant(
+        "VESPO",
+        "shen2026vespo",
+        "a Gamma-shaped weight of the sequence ratio (no length normalisation) "
+        "replaces the clip",
+        "GRPOConfig",
+        dict(
+            loss_type="vespo",
+            vespo_k_pos=2.0,
+            vespo_lambda_pos=3.0,
+            vespo_k_neg=3.0,
+            vespo_lambda_neg=2.0,
+            beta=0.0,
+        ),
+    ),
+    Variant(
+        "REINFORCE++ (baseline)",
+        "hu2025reinforcepp",
+        "group mean baseline, advantages normalised over the "
+        "whole batch, token-level clip",
+        "GRPOConfig",
+        dict(scale_rewards="batch", loss_type="dapo", beta=0.0),
+        "REINFORCE++ puts a k1 KL into the reward per token; GRPOConfig can only put k3 into the loss",
+    ),
+    Variant(
+        "RLOO",
+        "ahmadian2024rloo",
+        "leave-one-out baseline, k1 KL summed per answer subtracted from the "
+        "reward, one ratio per answer (product of token ratios), mean over answers",
+        "RLOOConfig",
+        dict(beta=0.05, epsilon=0.2, num_generations=4, normalize_advantages=False),
+        "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...))",
+    ),
 )
 
 #: GRPOConfig keywords that only describe the run, not the loss on one batch
-_RUN_ONLY = {"num_generations", "max_completion_length", "gradient_accumulation_steps", "steps_per_generation",
-             "mask_truncated_completions", "scale_rewards"}
+_RUN_ONLY = {
+    "num_generations",
+    "max_completion_length",
+    "gradient_accumulation_steps",
+    "steps_per_generation",
+    "mask_truncated_completions",
+    "scale_rewards",
+}
 
 
 def config_code(variant: Variant) -> str:
@@ -175,61 +312,174 @@ def run_grpo_variants(batch=None) -> list:
     rows = []
     for var in GRPO_VARIANTS:
         if var.trainer == "RLOOConfig":
-            out = rloo_loss(b["new"], b["old"], b["ref"], b["rewards"], b["mask"], g, beta=var.config["beta"],
-                            epsilon=var.config["epsilon"])
+            out = rloo_loss(
+                b["new"],
+                b["old"],
+                b["ref"],
+                b["rewards"],
+                b["mask"],
+                g,
+                beta=var.config["beta"],
+                epsilon=var.config["epsilon"],
+            )
             adv, grad, loss = out.advantages, out.grad, out.loss
             metric = ("clip_ratio/region_mean", out.metrics["clip_ratio/region_mean"])
         else:
             scale = var.config.get("scale_rewards", "group")
-            adv = reward_advantages(b["rewards"].reshape(-1, 1), g, scale_rewards=scale).advantages
+            adv = reward_advantages(
+                b["rewards"].reshape(-1, 1), g, scale_rewards=scale
+            ).advantages
             kw = {k: val for k, val in var.config.items() if k not in _RUN_ONLY}
             kw.setdefault("beta", 0.0)
             ref = b["ref"] if kw["beta"] else None
-            out = grpo_loss(b["new"], b["old"], ref, adv, b["mask"], max_completion_length=b["mask"].shape[1], **kw)
+            out = grpo_loss(
+                b["new"],
+                b["old"],
+                ref,
+                adv,
+                b["mask"],
+                max_completion_length=b["mask"].shape[1],
+                **kw,
+            )
             adv, grad, loss = adv, out.grad, out.loss
-            name = next((k for k in ("clip_ratio/region_mean", "cispo_clip_ratio", "vespo/phi_seq_mean")
-                         if k in out.metrics), None)
+            name = next(
+                (
+                    k
+                    for k in (
+                        "clip_ratio/region_mean",
+                        "cispo_clip_ratio",
+                        "vespo/phi_seq_mean",
+                    )
+                    if k in out.metrics
+                ),
+                None,
+            )
             metric = (name, out.metrics[name] if name else None)
-        rows.append({"name": var.name, "config": config_code(var), "advantages": np.asarray(adv), "loss": loss,
-                     "grad": grad, "grad_norm": float(np.linalg.norm(grad)), "push": -grad.sum(axis=1),
-                     "metric": metric})
+        rows.append(
+            {
+                "name": var.name,
+                "config": config_code(var),
+                "advantages": np.asarray(adv),
+                "loss": loss,
+                "grad": grad,
+                "grad_norm": float(np.linalg.norm(grad)),
+                "push": -grad.sum(axis=1),
+                "metric": metric,
+            }
+        )
     return rows
 
 
 def dpo_toy_pairs() -> dict:
     """Three pairs of sequence log-probs (policy after some training, reference) and their token counts: pair 0
     ranked right, pair 1 ranked wrong, pair 2 right with a large margin and a long chosen answer."""
-    return {"policy_chosen": np.array([-12.0, -20.0, -30.0]), "policy_rejected": np.array([-14.0, -18.5, -45.0]),
-            "ref_chosen": np.array([-12.5, -19.0, -33.0]), "ref_rejected": np.array([-13.0, -19.0, -40.0]),
-            "chosen_lengths": np.array([10, 16, 40]), "rejected_lengths": np.array([12, 14, 30])}
+    return {
+        "policy_chosen": np.array([-12.0, -20.0, -30.0]),
+        "policy_rejected": np.array([-14.0, -18.5, -45.0]),
+        "ref_chosen": np.array([-12.5, -19.0, -33.0]),
+        "ref_rejected": np.array([-13.0, -19.0, -40.0]),
+        "chosen_lengths": np.array([10, 16, 40]),
+        "rejected_lengths": np.array([12, 14, 30]),
+    }
 
 
 DPO_VARIANTS = (
-    Variant("DPO", "rafailov2023dpo", "-log sigmoid(beta m)", "DPOConfig", dict(loss_type="sigmoid", beta=0.1)),
-    Variant("SLiC (hinge)", "zhao2023slic", "hinge max(0, 1 - beta m): no gradient once the margin passes 1/beta",
-            "DPOConfig", dict(loss_type="hinge", beta=0.1)),
-    Variant("IPO", "azar2023ipo", "squared loss (m / length - 1 / (2 beta))^2 on length-averaged log-ratios: "
-            "a target margin instead of an ever-growing one", "DPOConfig", dict(loss_type="ipo", beta=0.1)),
-    Variant("robust DPO", "chowdhury2024robust", "unbiased under a label-flip rate label_smoothing",
-            "DPOConfig", dict(loss_type="robust", beta=0.1, label_smoothing=0.1)),
-    Variant("EXO", "ji2024exo", "reverse-KL matching of the pair distribution (exo_pair)", "DPOConfig",
-            dict(loss_type="exo_pair", beta=0.1, label_smoothing=1e-3)),
-    Variant("NCA", "chen2024nca", "noise-contrastive: absolute rewards of chosen and rejected, not only their "
-            "difference (keeps the chosen likelihood up)", "DPOConfig", dict(loss_type="nca_pair", beta=0.1)),
-    Variant("BCO", "jung2024bco", "binary classifier on each answer's reward with a running shift",
-            "DPOConfig", dict(loss_type="bco_pair", beta=0.1)),
-    Variant("SPPO (hard)", "wu2024sppo", "squared distance of each reward to +-1/2 (self-play preference)",
-            "DPOConfig", dict(loss_type="sppo_hard", beta=0.1)),
-    Variant("AOT", "melnyk2024aot", "optimal transport: sorts the batch's chosen and rejected log-ratios and "
-            "matches them by rank", "DPOConfig", dict(loss_type="aot", beta=0.1)),
-    Variant("APO-zero", "doosterlinck2024apo", "anchored: pushes the chosen reward up and the rejected down, each "
-            "against zero", "DPOConfig", dict(loss_type="apo_zero", beta=0.1)),
-    Variant("APO-down", "doosterlinck2024apo", "anchored: pushes both down, the rejected more", "DPOConfig",
-            dict(loss_type="apo_down", beta=0.1)),
-    Variant("DiscoPOP", "lu2024discopop", "a discovered blend of logistic and exponential losses, gated by the "
-            "margin (discopop_tau)", "DPOConfig", dict(loss_type="discopop", beta=0.1, discopop_tau=0.05)),
-    Variant("DPO + SFT (RPO-style)", "pang2024irpo", "adds the chosen answer's length-averaged NLL",
-            "DPOConfig", dict(loss_type=["sigmoid", "sft"], loss_weights=[1.0, 1.0], beta=0.1)),
+    Variant(
+        "DPO",
+        "rafailov2023dpo",
+        "-log sigmoid(beta m)",
+        "DPOConfig",
+        dict(loss_type="sigmoid", beta=0.1),
+    ),
+    Variant(
+        "SLiC (hinge)",
+        "zhao2023slic",
+        "hinge max(0, 1 - beta m): no gradient once the margin passes 1/beta",
+        "DPOConfig",
+        dict(loss_type="hinge", beta=0.1),
+    ),
+    Variant(
+        "IPO",
+        "azar2023ipo",
+        "squared loss (m / length - 1 / (2 beta))^2 on length-averaged log-ratios: "
+        "a target margin instead of an ever-growing one",
+        "DPOConfig",
+        dict(loss_type="ipo", beta=0.1),
+    ),
+    Variant(
+        "robust DPO",
+        "chowdhury2024robust",
+        "unbiased under a label-flip rate label_smoothing",
+        "DPOConfig",
+        dict(loss_type="robust", beta=0.1, label_smoothing=0.1),
+    ),
+    Variant(
+        "EXO",
+        "ji2024exo",
+        "reverse-KL matching of the pair distribution (exo_pair)",
+        "DPOConfig",
+        dict(loss_type="exo_pair", beta=0.1, label_smoothing=1e-3),
+    ),
+    Variant(
+        "NCA",
+        "chen2024nca",
+        "noise-contrastive: absolute rewards of chosen and rejected, not only their "
+        "difference (keeps the chosen likelihood up)",
+        "DPOConfig",
+        dict(loss_type="nca_pair", beta=0.1),
+    ),
+    Variant(
+        "BCO",
+        "jung2024bco",
+        "binary classifier on each answer's reward with a running shift",
+        "DPOConfig",
+        dict(loss_type="bco_pair", beta=0.1),
+    ),
+    Variant(
+        "SPPO (hard)",
+        "wu2024sppo",
+        "squared distance of each reward to +-1/2 (self-play preference)",
+        "DPOConfig",
+        dict(loss_type="sppo_hard", beta=0.1),
+    ),
+    Variant(
+        "AOT",
+        "melnyk2024aot",
+        "optimal transport: sorts the batch's chosen and rejected log-ratios and "
+        "matches them by rank",
+        "DPOConfig",
+        dict(loss_type="aot", beta=0.1),
+    ),
+    Variant(
+        "APO-zero",
+        "doosterlinck2024apo",
+        "anchored: pushes the chosen reward up and the rejected down, each "
+        "against zero",
+        "DPOConfig",
+        dict(loss_type="apo_zero", beta=0.1),
+    ),
+    Variant(
+        "APO-down",
+        "doosterlinck2024apo",
+        "anchored: pushes both down, the rejected more",
+        "DPOConfig",
+        dict(loss_type="apo_down", beta=0.1),
+    ),
+    Variant(
+        "DiscoPOP",
+        "lu2024discopop",
+        "a discovered blend of logistic and exponential losses, gated by the "
+        "margin (discopop_tau)",
+        "DPOConfig",
+        dict(loss_type="discopop", beta=0.1, discopop_tau=0.05),
+    ),
+    Variant(
+        "DPO + SFT (RPO-style)",
+        "pang2024irpo",
+        "adds the chosen answer's length-averaged NLL",
+        "DPOConfig",
+        dict(loss_type=["sigmoid", "sft"], loss_weights=[1.0, 1.0], beta=0.1),
+    ),
 )
 
 _LENGTHS = {"ipo": (True, True), "sigmoid_norm": (True, True), "sft": (True, False)}
@@ -243,15 +493,31 @@ def run_dpo_variants(pairs=None) -> list:
     rows = []
     for var in DPO_VARIANTS:
         kw = dict(var.config)
-        types = kw["loss_type"] if isinstance(kw["loss_type"], list) else [kw["loss_type"]]
+        types = (
+            kw["loss_type"] if isinstance(kw["loss_type"], list) else [kw["loss_type"]]
+        )
         need_c = any(_LENGTHS.get(t, (False, False))[0] for t in types)
         need_r = any(_LENGTHS.get(t, (False, False))[1] for t in types)
         if need_c:
             kw["chosen_lengths"] = p["chosen_lengths"]
         if need_r:
             kw["rejected_lengths"] = p["rejected_lengths"]
-        out = dpo_loss(p["policy_chosen"], p["policy_rejected"], p["ref_chosen"], p["ref_rejected"], **kw)
-        rows.append({"name": var.name, "config": config_code(var), "loss": out.loss, "losses": out.losses,
-                     "grad_chosen": out.grad_policy_chosen, "grad_rejected": out.grad_policy_rejected,
-                     "margins": out.metrics["rewards/margins"]})
+        out = dpo_loss(
+            p["policy_chosen"],
+            p["policy_rejected"],
+            p["ref_chosen"],
+            p["ref_rejected"],
+            **kw,
+        )
+        rows.append(
+            {
+                "name": var.name,
+                "config": config_code(var),
+                "loss": out.loss,
+                "losses": out.losses,
+                "grad_chosen": out.grad_policy_chosen,
+                "grad_rejected": out.grad_policy_rejected,
+                "margins": out.metrics["rewards/margins"],
+            }
+        )
     return rows

@@ -20,7 +20,9 @@ def results_directories(directory=None) -> list:
     (:data:`dpo_grpo.data.BENCH_RESULTS`; ``bench/*.py`` write there)."""
     if directory is not None:
         if not isinstance(directory, (str, os.PathLike)):
-            raise TypeError(f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}")
+            raise TypeError(
+                f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}"
+            )
         return [Path(directory)]
     from . import BENCH_RESULTS
 
@@ -32,7 +34,9 @@ def load_results(predicate, directory=None) -> list:
     ``predicate(data)`` is true, sorted by file name; ``[]`` when there is none (the chapters then say so).
     Files that are not valid JSON are skipped."""
     if not callable(predicate):
-        raise TypeError(f"predicate must be a function of the loaded JSON, got {type(predicate).__name__}")
+        raise TypeError(
+            f"predicate must be a function of the loaded JSON, got {type(predicate).__name__}"
+        )
     for folder in results_directories(directory):
         if not folder.is_dir():
             continue
@@ -52,12 +56,18 @@ def load_results(predicate, directory=None) -> list:
 
 def is_widget_benchmark(data) -> bool:
     """True for a file written by ``bench/bench_widgets.py`` (a ``widgets`` block of per-UI timings)."""
-    return isinstance(data, dict) and isinstance(data.get("widgets"), dict) and "target_ms" in data
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("widgets"), dict)
+        and "target_ms" in data
+    )
 
 
 def _require_widget_benchmark(data):
     if not is_widget_benchmark(data):
-        raise ValueError("data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')")
+        raise ValueError(
+            "data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')"
+        )
 
 
 def widget_latency_rows(data) -> list:
@@ -68,10 +78,20 @@ def widget_latency_rows(data) -> list:
     rows = []
     for name, r in data["widgets"].items():
         rec, slow = r["recompute_ms"], r["slowest"]
-        rows.append({"explorable": name, "moves": r["moves"], "median ms": rec["median"], "p95 ms": rec["p95"],
-                     "max ms": rec["max"], "p95 + serialise ms": r["recompute_plus_serialize_ms"]["p95"],
-                     "slowest move": f"{slow['control']} = {slow['value']}",
-                     f"meets < {target:g} ms": all(row["recompute_ms"] < target for row in r["rows"])})
+        rows.append(
+            {
+                "explorable": name,
+                "moves": r["moves"],
+                "median ms": rec["median"],
+                "p95 ms": rec["p95"],
+                "max ms": rec["max"],
+                "p95 + serialise ms": r["recompute_plus_serialize_ms"]["p95"],
+                "slowest move": f"{slow['control']} = {slow['value']}",
+                f"meets < {target:g} ms": all(
+                    row["recompute_ms"] < target for row in r["rows"]
+                ),
+            }
+        )
     return rows
 
 
@@ -79,8 +99,13 @@ def widget_benchmark_host(data) -> str:
     """One line saying where and how the widget latencies were measured."""
     _require_widget_benchmark(data)
     load = data.get("loadavg_before") or [None]
-    parts = [f"host {data.get('host', 'unknown')}", f"{data.get('cpus', '?')} CPUs",
-             f"Python {data.get('python', '?')}", f"NumPy {data.get('numpy', '?')}", f"plotly {data.get('plotly', '?')}"]
+    parts = [
+        f"host {data.get('host', 'unknown')}",
+        f"{data.get('cpus', '?')} CPUs",
+        f"Python {data.get('python', '?')}",
+        f"NumPy {data.get('numpy', '?')}",
+        f"plotly {data.get('plotly', '?')}",
+    ]
     if data.get("live_figure_mode"):
         parts.append(f"figure shown as {data['live_figure_mode']}")
     if load[0] is not None:
@@ -90,15 +115,30 @@ def widget_benchmark_host(data) -> str:
 
 def is_frontend_draw_benchmark(data) -> bool:
     """True for a file written by ``bench/bench_frontend_draw.py`` (browser redraw times per frontend)."""
-    return isinstance(data, dict) and data.get("benchmark") == "frontend_draw" and isinstance(data.get("frontends"), dict)
+    return (
+        isinstance(data, dict)
+        and data.get("benchmark") == "frontend_draw"
+        and isinstance(data.get("frontends"), dict)
+    )
 
 
 def frontend_draw_rows(data) -> list:
     """One row per frontend and explorable: redraws timed, median and max ms from the kernel's reply to the redrawn
     figure, and whether every redraw met the target (``data["target_ms"]``)."""
     if not is_frontend_draw_benchmark(data):
-        raise ValueError("data must be the JSON written by bench/bench_frontend_draw.py (benchmark 'frontend_draw')")
+        raise ValueError(
+            "data must be the JSON written by bench/bench_frontend_draw.py (benchmark 'frontend_draw')"
+        )
     target = float(data["target_ms"])
-    return [{"frontend": frontend, "explorable": name, "redraws": len(ms), "median ms": statistics.median(ms),
-             "max ms": max(ms), f"meets < {target:g} ms": all(m < target for m in ms)}
-            for frontend, r in data["frontends"].items() for name, ms in r["samples_ms"].items()]
+    return [
+        {
+            "frontend": frontend,
+            "explorable": name,
+            "redraws": len(ms),
+            "median ms": statistics.median(ms),
+            "max ms": max(ms),
+            f"meets < {target:g} ms": all(m < target for m in ms),
+        }
+        for frontend, r in data["frontends"].items()
+        for name, ms in r["samples_ms"].items()
+    ]

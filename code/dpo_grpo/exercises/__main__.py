@@ -9,22 +9,63 @@ from pathlib import Path
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dpo_grpo.exercises")
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade a student notebook or a folder of them (each in a sandbox)")
+    g = sub.add_parser(
+        "grade", help="grade a student notebook or a folder of them (each in a sandbox)"
+    )
     g.add_argument("path")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook (default 120)")
-    g.add_argument("--chapter", help="the chapter graded, e.g. 04 (default: the one most checks belong to)")
-    g.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1; one per core)")
-    g.add_argument("--seed", type=int, help="seed of the drawn test inputs (default: fresh for each batch)")
-    g.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per process (default 4096)")
-    g.add_argument("--csv", type=Path, help="also write the table as CSV here (rows appended as graded)")
-    g.add_argument("--markdown", type=Path, help="also write the table as Markdown here (rows appended as graded)")
-    s = sub.add_parser("student", help="write the student edition (solution cells removed)")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per notebook (default 120)",
+    )
+    g.add_argument(
+        "--chapter",
+        help="the chapter graded, e.g. 04 (default: the one most checks belong to)",
+    )
+    g.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks graded at once (default 1; one per core)",
+    )
+    g.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the drawn test inputs (default: fresh for each batch)",
+    )
+    g.add_argument(
+        "--memory-mb",
+        type=int,
+        default=4096,
+        help="address-space limit per process (default 4096)",
+    )
+    g.add_argument(
+        "--csv",
+        type=Path,
+        help="also write the table as CSV here (rows appended as graded)",
+    )
+    g.add_argument(
+        "--markdown",
+        type=Path,
+        help="also write the table as Markdown here (rows appended as graded)",
+    )
+    s = sub.add_parser(
+        "student", help="write the student edition (solution cells removed)"
+    )
     s.add_argument("book_dir")
     s.add_argument("out_dir")
-    s.add_argument("--graded", action="store_true",
-                   help="the graded edition: check() records answers and gives no feedback (no key)")
-    k = sub.add_parser("selfcheck-key", help="regenerate the hashed self-check key from the registry")
-    k.add_argument("--out", type=Path, default=Path(__file__).with_name("_selfcheck_key.py"))
+    s.add_argument(
+        "--graded",
+        action="store_true",
+        help="the graded edition: check() records answers and gives no feedback (no key)",
+    )
+    k = sub.add_parser(
+        "selfcheck-key", help="regenerate the hashed self-check key from the registry"
+    )
+    k.add_argument(
+        "--out", type=Path, default=Path(__file__).with_name("_selfcheck_key.py")
+    )
     args = parser.parse_args(argv)
 
     if args.command == "student":
@@ -47,12 +88,24 @@ def main(argv=None) -> int:
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
         parser.error("--jobs must be >= 1, --timeout > 0 and --memory-mb >= 256")
-    print(f"sandbox: {detect_mode()} (see book/teaching.md for what it isolates)", file=sys.stderr)
+    print(
+        f"sandbox: {detect_mode()} (see book/teaching.md for what it isolates)",
+        file=sys.stderr,
+    )
     if args.chapter:
-        GradingSession(args.chapter, args.timeout, 0)  # ValueError now, not after the first notebook
-    grades = grade_path(args.path, timeout=args.timeout, chapter=args.chapter, seed=args.seed, jobs=args.jobs,
-                        limits=Limits(memory_mb=args.memory_mb), csv_path=args.csv, markdown_path=args.markdown,
-                        progress=True)
+        # ValueError now, not after the first notebook
+        GradingSession(args.chapter, args.timeout, 0)
+    grades = grade_path(
+        args.path,
+        timeout=args.timeout,
+        chapter=args.chapter,
+        seed=args.seed,
+        jobs=args.jobs,
+        limits=Limits(memory_mb=args.memory_mb),
+        csv_path=args.csv,
+        markdown_path=args.markdown,
+        progress=True,
+    )
     print(to_markdown(grades))
     for g in grades:
         note = f" ({display_name(g.note)})" if g.note else ""

@@ -12,16 +12,25 @@ def main(path: str, timeout: str) -> int:
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     class _Client(NotebookClient):
-        def output(self, outs, msg, display_id, cell_index):  # drop every output: the grader never reads them
+        def output(
+            self, outs, msg, display_id, cell_index
+        ):  # drop every output: the grader never reads them
             return None
 
     from traitlets.config import Config
 
     nb = nbformat.read(path, as_version=4)
     budget = float(timeout)
-    client = _Client(nb, timeout=max(1, int(budget)), kernel_name="python3", allow_errors=True,
-                     record_timing=False, startup_timeout=60,
-                     config=Config({"KernelManager": {"transport": "ipc"}}))  # Unix sockets: no network needed
+    # Unix sockets: no network needed
+    client = _Client(
+        nb,
+        timeout=max(1, int(budget)),
+        kernel_name="python3",
+        allow_errors=True,
+        record_timing=False,
+        startup_timeout=60,
+        config=Config({"KernelManager": {"transport": "ipc"}}),
+    )
     start = time.monotonic()
     try:
         client.execute()

@@ -24,7 +24,10 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # audit architecture, then the refused system calls: ptrace, process_vm_readv, process_vm_writev, pidfd_getfd
-SECCOMP_ARCHES = {"x86_64": (0xC000003E, (101, 310, 311, 438)), "aarch64": (0xC00000B7, (117, 270, 271, 438))}
+SECCOMP_ARCHES = {
+    "x86_64": (0xC000003E, (101, 310, 311, 438)),
+    "aarch64": (0xC00000B7, (117, 270, 271, 438)),
+}
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 SECCOMP_RET_ALLOW, SECCOMP_RET_EPERM = 0x7FFF0000, 0x00050000 | 1
 X32_SYSCALL_BIT = 0x40000000
@@ -34,7 +37,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def _mount(src, dst, fstype, flags, data=None):
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    if _libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
+    if (
+        _libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data))
+        != 0
+    ):
         err = ctypes.get_errno()
         raise OSError(err, f"mount {src} -> {dst}: {os.strerror(err)}")
 
@@ -49,7 +55,13 @@ def _scratch(spec, new):
     """One tmpfs for everything the notebook may write: its work folder, HOME, /tmp and /dev/shm."""
     path, size, files = spec["scratch"]
     os.makedirs(new + path, exist_ok=True)
-    _mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes={files},mode=0755")
+    _mount(
+        "tmpfs",
+        new + path,
+        "tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"size={size},nr_inodes={files},mode=0755",
+    )
     for sub in ("work", "home", "tmp", "shm"):
         os.mkdir(new + path + "/" + sub, 0o700)
         os.chown(new + path + "/" + sub, spec["uid"], spec["gid"])
@@ -76,7 +88,13 @@ def _build_root(spec):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             open(target, "a").close()
         _mount(src, target, None, MS_BIND | MS_REC)
-        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (MS_RDONLY if ro else 0) | (0 if dst.startswith("/dev/") else MS_NODEV)
+        flags = (
+            MS_REMOUNT
+            | MS_BIND
+            | MS_NOSUID
+            | (MS_RDONLY if ro else 0)
+            | (0 if dst.startswith("/dev/") else MS_NODEV)
+        )
         _mount(None, target, None, flags)
     os.makedirs(new + "/proc", exist_ok=True)
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -89,14 +107,23 @@ def _build_root(spec):
 
 
 def _limits(spec):
-    names = {"as": "RLIMIT_AS", "nproc": "RLIMIT_NPROC", "fsize": "RLIMIT_FSIZE", "cpu": "RLIMIT_CPU",
-             "nofile": "RLIMIT_NOFILE", "core": "RLIMIT_CORE"}
+    names = {
+        "as": "RLIMIT_AS",
+        "nproc": "RLIMIT_NPROC",
+        "fsize": "RLIMIT_FSIZE",
+        "cpu": "RLIMIT_CPU",
+        "nofile": "RLIMIT_NOFILE",
+        "core": "RLIMIT_CORE",
+    }
     for key, value in spec.get("limits", {}).items():
         res = getattr(resource, names[key], None)
         if res is not None and value is not None:
             try:
                 resource.setrlimit(res, (value, value))
-            except (ValueError, OSError):  # e.g. RLIMIT_AS on macOS: documented as not enforced there
+            except (
+                ValueError,
+                OSError,
+            ):  # e.g. RLIMIT_AS on macOS: documented as not enforced there
                 pass
     if sys.platform.startswith("linux"):
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -104,7 +131,12 @@ def _limits(spec):
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
 
 
 class _SockFprog(ctypes.Structure):
@@ -117,14 +149,24 @@ def seccomp_program(machine):
         return None
     arch, refused = SECCOMP_ARCHES[machine]
     n = len(refused)
-    prog = [(BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-            (BPF_JEQ_K, 1, 0, arch),  # another ABI (i386 through int 0x80 on x86_64): refused
-            (BPF_RET_K, 0, 0, SECCOMP_RET_EPERM),
-            (BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-            (BPF_JGE_K, n, 0, X32_SYSCALL_BIT)]  # x32 numbers: refused
+    prog = [
+        (BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (
+            BPF_JEQ_K,
+            1,
+            0,
+            arch,
+        ),  # another ABI (i386 through int 0x80 on x86_64): refused
+        (BPF_RET_K, 0, 0, SECCOMP_RET_EPERM),
+        (BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        (BPF_JGE_K, n, 0, X32_SYSCALL_BIT),
+    ]  # x32 numbers: refused
     prog += [(BPF_JEQ_K, n - i - 1, 0, nr) for i, nr in enumerate(refused[:-1])]
-    prog += [(BPF_JEQ_K, 0, 1, refused[-1]), (BPF_RET_K, 0, 0, SECCOMP_RET_EPERM),
-             (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    prog += [
+        (BPF_JEQ_K, 0, 1, refused[-1]),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_EPERM),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    ]
     return prog
 
 

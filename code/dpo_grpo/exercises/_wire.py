@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-MAX_NUMBERS = 1_000_000  # an answer with more numbers than this is recorded as "too large"
+MAX_NUMBERS = (
+    1_000_000  # an answer with more numbers than this is recorded as "too large"
+)
 
 
 def encode_value(value):
@@ -25,7 +27,9 @@ def encode_value(value):
         return [encode_value(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    raise TypeError(f"value must be an array, number, string, list or tuple, got {type(value).__name__}")
+    raise TypeError(
+        f"value must be an array, number, string, list or tuple, got {type(value).__name__}"
+    )
 
 
 def decode_value(data):
@@ -64,7 +68,10 @@ def decode_array(record):
     shape, data = record.get("shape"), record.get("data")
     if not isinstance(shape, list) or not isinstance(data, list) or len(shape) > 32:
         return None
-    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_NUMBERS for n in shape):
+    if not all(
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_NUMBERS
+        for n in shape
+    ):
         return None
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
         return None

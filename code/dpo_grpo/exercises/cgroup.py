@@ -34,7 +34,14 @@ def _mounts() -> list:
         left, _, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
         if len(fields) >= 5 and len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
-            found.append((fields[4].replace("\\040", " "), fields[3], tail[0], set(tail[2].split(","))))
+            found.append(
+                (
+                    fields[4].replace("\\040", " "),
+                    fields[3],
+                    tail[0],
+                    set(tail[2].split(",")),
+                )
+            )
     return found
 
 
@@ -59,9 +66,11 @@ def _own_groups() -> dict:
 
 
 def _folder(mount_point, mount_root, path):
-    if mount_root != "/" and not (path == mount_root or path.startswith(mount_root.rstrip("/") + "/")):
+    if mount_root != "/" and not (
+        path == mount_root or path.startswith(mount_root.rstrip("/") + "/")
+    ):
         return None
-    rel = path[len(mount_root):] if mount_root != "/" else path
+    rel = path[len(mount_root) :] if mount_root != "/" else path
     folder = os.path.join(mount_point, rel.lstrip("/"))
     return folder if os.path.isdir(folder) else None
 
@@ -110,8 +119,20 @@ class SandboxCgroup:
                 group._v2(point, root, own["v2"], name, memory_bytes, tasks)
         for point, root, fstype, opts in mounts:
             for controller in ("memory", "pids"):
-                if fstype == "cgroup" and controller in opts and controller not in group.enforced:
-                    group._v1(controller, point, root, own.get(controller, "/"), name, memory_bytes, tasks)
+                if (
+                    fstype == "cgroup"
+                    and controller in opts
+                    and controller not in group.enforced
+                ):
+                    group._v1(
+                        controller,
+                        point,
+                        root,
+                        own.get(controller, "/"),
+                        name,
+                        memory_bytes,
+                        tasks,
+                    )
         return group if group.folders else None
 
     def _make(self, parent, name):
@@ -129,15 +150,24 @@ class SandboxCgroup:
         parent = _folder(point, root, path)
         if parent is None:
             return
-        wanted = {"memory", "pids"} & set(_read(os.path.join(parent, "cgroup.controllers")).split())
+        wanted = {"memory", "pids"} & set(
+            _read(os.path.join(parent, "cgroup.controllers")).split()
+        )
         on = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
-        if wanted - on:  # fails (EBUSY) where the grader's group holds processes and is not the root
-            _write(os.path.join(parent, "cgroup.subtree_control"), " ".join(f"+{c}" for c in wanted - on))
+        if (
+            wanted - on
+        ):  # fails (EBUSY) where the grader's group holds processes and is not the root
+            _write(
+                os.path.join(parent, "cgroup.subtree_control"),
+                " ".join(f"+{c}" for c in wanted - on),
+            )
             on = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
         folder = self._make(parent, name)
         if folder is None:
             return
-        if "memory" in on and _write(os.path.join(folder, "memory.max"), str(memory_bytes)):
+        if "memory" in on and _write(
+            os.path.join(folder, "memory.max"), str(memory_bytes)
+        ):
             _write(os.path.join(folder, "memory.swap.max"), "0")
             self.enforced.add("memory")
         if "pids" in on and _write(os.path.join(folder, "pids.max"), str(tasks)):
@@ -150,10 +180,16 @@ class SandboxCgroup:
         folder = self._make(_folder(point, root, path), name)
         if folder is None:
             return
-        if controller == "memory" and _write(os.path.join(folder, "memory.limit_in_bytes"), str(memory_bytes)):
-            _write(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(memory_bytes))
+        if controller == "memory" and _write(
+            os.path.join(folder, "memory.limit_in_bytes"), str(memory_bytes)
+        ):
+            _write(
+                os.path.join(folder, "memory.memsw.limit_in_bytes"), str(memory_bytes)
+            )
             self.enforced.add("memory")
-        if controller == "pids" and _write(os.path.join(folder, "pids.max"), str(tasks)):
+        if controller == "pids" and _write(
+            os.path.join(folder, "pids.max"), str(tasks)
+        ):
             self.enforced.add("pids")
 
     def pids(self) -> set:

@@ -13,12 +13,18 @@ numeric(
     "weights and AdamW (two fp32 moments).",
     lambda: training_state_ledger(_N_SMALL).gib,
     mistakes={
-        "decimal GB": (lambda: training_state_ledger(_N_SMALL).gb,
-                       "That is the size in decimal GB (10^9 bytes); the exercise asks for GiB (2^30 bytes)."),
-        "no master weights": (lambda: training_state_ledger(_N_SMALL, master_weights=False).gib,
-                              "You left out one fp32 copy that mixed-precision AdamW keeps next to the bf16 weights."),
-        "weights only": (lambda: _N_SMALL * 2 / GiB,
-                         "This counts only the bf16 weights; training also stores gradients and optimizer state."),
+        "decimal GB": (
+            lambda: training_state_ledger(_N_SMALL).gb,
+            "That is the size in decimal GB (10^9 bytes); the exercise asks for GiB (2^30 bytes).",
+        ),
+        "no master weights": (
+            lambda: training_state_ledger(_N_SMALL, master_weights=False).gib,
+            "You left out one fp32 copy that mixed-precision AdamW keeps next to the bf16 weights.",
+        ),
+        "weights only": (
+            lambda: _N_SMALL * 2 / GiB,
+            "This counts only the bf16 weights; training also stores gradients and optimizer state.",
+        ),
     },
     level=1,
 )
@@ -29,12 +35,18 @@ numeric(
     "A GRPO step samples G = 64 answers for each of 16 questions; answers are capped at 1024 tokens and average "
     "350 tokens. How many completion tokens does the step generate?",
     lambda: _Q * _G * _L,
-    rtol=1e-9, atol=0.5,
+    rtol=1e-9,
+    atol=0.5,
     mistakes={
-        "used the cap": (lambda: _Q * _G * _CAP,
-                         "You used the maximum length; that is an upper bound, not what the step generates here."),
+        "used the cap": (
+            lambda: _Q * _G * _CAP,
+            "You used the maximum length; that is an upper bound, not what the step generates here.",
+        ),
         "forgot G": (lambda: _Q * _L, "Each question is answered G times, not once."),
-        "forgot the questions": (lambda: _G * _L, "This is one question's group; the step has several questions."),
+        "forgot the questions": (
+            lambda: _G * _L,
+            "This is one question's group; the step has several questions.",
+        ),
     },
     level=1,
 )
@@ -67,6 +79,7 @@ def _draw_n_params(rng):
     """A model size drawn at grading time: 10^7 to 10^11 parameters."""
     return (int(10 ** rng.uniform(7, 11)),)
 
+
 code(
     "01.4",
     "Write critic_savings_gb(n_params): the logical training state, in decimal GB, that disappears when a "
@@ -74,13 +87,21 @@ code(
     _critic_savings_gb,
     cases=[(7_000_000_000,), (1_500_000_000,), (125_000_000,), (70_000_000_000,)],
     mistakes={
-        "GiB": (lambda n: training_state_ledger(int(n)).total_bytes / GiB,
-                "Your function returns GiB (2^30 bytes); the exercise asks for decimal GB (10^9 bytes)."),
-        "no master": (lambda n: training_state_ledger(int(n), master_weights=False).total_bytes / GB,
-                      "Your per-parameter byte count misses the fp32 master copy of the weights."),
-        "frozen copy": (lambda n: 2 * n / GB,
-                        "This is the cost of a frozen bf16 copy; a trained critic also has gradients and "
-                        "optimizer state."),
+        "GiB": (
+            lambda n: training_state_ledger(int(n)).total_bytes / GiB,
+            "Your function returns GiB (2^30 bytes); the exercise asks for decimal GB (10^9 bytes).",
+        ),
+        "no master": (
+            lambda n: (
+                training_state_ledger(int(n), master_weights=False).total_bytes / GB
+            ),
+            "Your per-parameter byte count misses the fp32 master copy of the weights.",
+        ),
+        "frozen copy": (
+            lambda n: 2 * n / GB,
+            "This is the cost of a frozen bf16 copy; a trained critic also has gradients and "
+            "optimizer state.",
+        ),
     },
     draw=_draw_n_params,
     level=2,
@@ -93,7 +114,7 @@ choice(
     {
         "a": "Yes: one model out of four is gone, and the critic is the largest model.",
         "b": "No: dropping the critic removes one trainable model's state, but GRPO generates G answers per prompt "
-             "and scores each one, so sampling and reward evaluation can become the main cost.",
+        "and scores each one, so sampling and reward evaluation can become the main cost.",
         "c": "No: GRPO also drops the reference model, so the saving is even larger.",
         "d": "Yes, as long as the reward is given by a rule instead of a model.",
     },
@@ -112,12 +133,21 @@ numeric(
     "Derive the bytes per parameter of the logical training state under mixed-precision AdamW: bf16 weights, bf16 "
     "gradients, an fp32 master copy and two fp32 moments.",
     lambda: training_state_ledger(1).total_bytes,
-    rtol=1e-9, atol=1e-9,
+    rtol=1e-9,
+    atol=1e-9,
     mistakes={
-        "no master": (lambda: training_state_ledger(1, master_weights=False).total_bytes,
-                      "Mixed precision keeps an fp32 master copy of the weights next to the bf16 ones."),
-        "no moments": (8, "AdamW also keeps two moments per parameter (mean and mean square), each in fp32."),
-        "all fp32": (20, "Weights and gradients are bf16 (2 bytes each) in this recipe."),
+        "no master": (
+            lambda: training_state_ledger(1, master_weights=False).total_bytes,
+            "Mixed precision keeps an fp32 master copy of the weights next to the bf16 ones.",
+        ),
+        "no moments": (
+            8,
+            "AdamW also keeps two moments per parameter (mean and mean square), each in fp32.",
+        ),
+        "all fp32": (
+            20,
+            "Weights and gradients are bf16 (2 bytes each) in this recipe.",
+        ),
     },
     level=3,
 )

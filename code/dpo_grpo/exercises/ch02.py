@@ -15,11 +15,16 @@ _TAKEAWAYS = {
     "e": "5. Group-relative scores are relative, not absolute.",
 }
 
+
 def _counterexample_losses():
     c = ex.DPO_COUNTEREXAMPLE
     lp = {k: np.log(c[k]) for k in ("ref", "before", "after")}
-    return tuple(dpo_loss(lp[k][:1], lp[k][1:2], lp["ref"][:1], lp["ref"][1:2], beta=c["beta"]).loss
-                 for k in ("before", "after"))
+    return tuple(
+        dpo_loss(
+            lp[k][:1], lp[k][1:2], lp["ref"][:1], lp["ref"][1:2], beta=c["beta"]
+        ).loss
+        for k in ("before", "after")
+    )
 
 
 _LOSS_BEFORE, _LOSS_AFTER = _counterexample_losses()
@@ -51,8 +56,11 @@ _SIGNAL_CASES = [
     (np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]]),),
     (np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]]),),
     (ex.REWARD_GROUPS,),
-    (np.full((2, 3), 0.1),),  # all equal, yet (r - mean) / (std + eps) is -1.4e-13, not 0, in floating point
+    (
+        np.full((2, 3), 0.1),
+    ),  # all equal, yet (r - mean) / (std + eps) is -1.4e-13, not 0, in floating point
 ]
+
 
 def _draw_rewards_with_ties(rng):
     """Reward groups drawn at grading time: some rows all equal, the others spread."""
@@ -61,6 +69,7 @@ def _draw_rewards_with_ties(rng):
     r[equal] = r[equal, :1]
     return (r,)
 
+
 code(
     "02.2",
     "Write gives_signal(rewards) for rewards of shape (prompts, G): a boolean array of shape (prompts,), True where "
@@ -68,17 +77,25 @@ code(
     _gives_signal,
     cases=_SIGNAL_CASES,
     mistakes={
-        "advantages exactly zero": (lambda r: np.any(group_advantages(r) != 0, axis=1),
-                                    "You tested the computed advantages for exact zeros; for an all-equal group such "
-                                    "as [0.1, 0.1, 0.1] they are about 1e-13 (rounding in the mean). Compare the "
-                                    "rewards themselves."),
-        "any correct": (lambda r: (np.asarray(r) > 0).any(axis=1),
-                        "You tested whether some answer scored above zero; a group of equal scores has no "
-                        "direction whatever their level."),
-        "nonzero mean": (lambda r: np.asarray(r).mean(axis=1) != 0,
-                         "The level of a group's rewards does not matter; what matters is whether they differ."),
-        "std above eps": (lambda r: np.asarray(r).std(axis=1) > 1e-4,
-                          "A standard deviation below eps shrinks the advantages but does not make them zero."),
+        "advantages exactly zero": (
+            lambda r: np.any(group_advantages(r) != 0, axis=1),
+            "You tested the computed advantages for exact zeros; for an all-equal group such "
+            "as [0.1, 0.1, 0.1] they are about 1e-13 (rounding in the mean). Compare the "
+            "rewards themselves.",
+        ),
+        "any correct": (
+            lambda r: (np.asarray(r) > 0).any(axis=1),
+            "You tested whether some answer scored above zero; a group of equal scores has no "
+            "direction whatever their level.",
+        ),
+        "nonzero mean": (
+            lambda r: np.asarray(r).mean(axis=1) != 0,
+            "The level of a group's rewards does not matter; what matters is whether they differ.",
+        ),
+        "std above eps": (
+            lambda r: np.asarray(r).std(axis=1) > 1e-4,
+            "A standard deviation below eps shrinks the advantages but does not make them zero.",
+        ),
     },
     draw=_draw_rewards_with_ties,
     level=2,
@@ -92,11 +109,17 @@ numeric(
     "What is the advantage of the third answer?",
     lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4)[0, 2],
     mistakes={
-        "scale cancels": (lambda: group_advantages(ex.REWARD_GROUPS[:1], eps=1e-4)[0, 2],
-                          "This is the advantage before scaling: the scale cancels only when eps is negligible "
-                          "next to the group's standard deviation."),
-        "ddof 1": (lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4, ddof=1)[0, 2],
-                   "You used the sample standard deviation (ddof=1); the exercise uses the population one."),
+        "scale cancels": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1], eps=1e-4)[0, 2],
+            "This is the advantage before scaling: the scale cancels only when eps is negligible "
+            "next to the group's standard deviation.",
+        ),
+        "ddof 1": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4, ddof=1)[
+                0, 2
+            ],
+            "You used the sample standard deviation (ddof=1); the exercise uses the population one.",
+        ),
     },
     level=1,
 )
@@ -108,7 +131,7 @@ choice(
     {
         "a": "Exactly zero: all advantages are zero, so nothing is learned from this group.",
         "b": "Non-zero in general: the reward term vanishes, but the KL penalty still pulls the policy back "
-             "towards the reference.",
+        "towards the reference.",
         "c": "Non-zero, because the clip keeps the old advantages of the previous step.",
         "d": "Undefined, because the standard deviation is zero.",
     },
@@ -148,11 +171,20 @@ numeric(
     "rewards [0, d]. Evaluate it at d = 0.002, eps = 1e-4.",
     lambda: float(group_advantages(np.array([[0.0, _D6]]), eps=_EPS6)[0, 1]),
     mistakes={
-        "no eps": (1.0, "Without the guard the answer is exactly 1; with it the denominator is d/2 + eps."),
-        "eps once": (lambda: _D6 / (_D6 + _EPS6),
-                     "The std of [0, d] is d/2, so (d/2) / (d/2 + eps) = d / (d + 2 eps)."),
-        "sample std": (lambda: float(group_advantages(np.array([[0.0, _D6]]), eps=_EPS6, ddof=1)[0, 1]),
-                       "That uses the sample std (ddof=1); the exercise uses the population std."),
+        "no eps": (
+            1.0,
+            "Without the guard the answer is exactly 1; with it the denominator is d/2 + eps.",
+        ),
+        "eps once": (
+            lambda: _D6 / (_D6 + _EPS6),
+            "The std of [0, d] is d/2, so (d/2) / (d/2 + eps) = d / (d + 2 eps).",
+        ),
+        "sample std": (
+            lambda: float(
+                group_advantages(np.array([[0.0, _D6]]), eps=_EPS6, ddof=1)[0, 1]
+            ),
+            "That uses the sample std (ddof=1); the exercise uses the population std.",
+        ),
     },
     level=3,
 )

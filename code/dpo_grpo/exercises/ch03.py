@@ -11,8 +11,12 @@ from ..trl_exact.grpo import clipped_objective
 from .core import choice, code, numeric
 
 #: 03.1: new sequence log-probs for one pair (the reference is the first pair of section 3.7).
-EX1 = {"policy_chosen": np.array([-1.9]), "policy_rejected": np.array([-3.1]),
-       "ref_chosen": np.array([-2.0]), "ref_rejected": np.array([-2.4])}
+EX1 = {
+    "policy_chosen": np.array([-1.9]),
+    "policy_rejected": np.array([-3.1]),
+    "ref_chosen": np.array([-2.0]),
+    "ref_rejected": np.array([-2.4]),
+}
 EX1_BETA = 0.1
 
 numeric(
@@ -22,17 +26,32 @@ numeric(
     lambda: dpo_loss(**EX1, beta=EX1_BETA).loss,
     mistakes={
         "no reference gap": (
-            lambda: float(-log_sigmoid(EX1_BETA * (EX1["policy_chosen"] - EX1["policy_rejected"]))[0]),
+            lambda: float(
+                -log_sigmoid(
+                    EX1_BETA * (EX1["policy_chosen"] - EX1["policy_rejected"])
+                )[0]
+            ),
             "You used only the policy's gap. DPO's logit subtracts the reference's chosen-minus-rejected gap too.",
         ),
         "no beta": (
-            lambda: float(-log_sigmoid((EX1["policy_chosen"] - EX1["policy_rejected"])
-                                       - (EX1["ref_chosen"] - EX1["ref_rejected"]))[0]),
+            lambda: float(
+                -log_sigmoid(
+                    (EX1["policy_chosen"] - EX1["policy_rejected"])
+                    - (EX1["ref_chosen"] - EX1["ref_rejected"])
+                )[0]
+            ),
             "The difference of differences must be multiplied by beta before the sigmoid.",
         ),
         "sign": (
-            lambda: dpo_loss(EX1["policy_rejected"], EX1["policy_chosen"], EX1["ref_rejected"],
-                             EX1["ref_chosen"], beta=EX1_BETA).loss,
+            lambda: (
+                dpo_loss(
+                    EX1["policy_rejected"],
+                    EX1["policy_chosen"],
+                    EX1["ref_rejected"],
+                    EX1["ref_chosen"],
+                    beta=EX1_BETA,
+                ).loss
+            ),
             "Check the order: chosen minus rejected, for the policy and for the reference.",
         ),
         "log sigmoid": (
@@ -55,10 +74,12 @@ _LOGP_CASES = [
     (np.array([[-1.0, -0.5], [-3.0, -0.2]]), np.array([[-1.2, -0.4], [-2.0, -0.9]])),
 ]
 
+
 def _draw_logps(rng):
     """Two log-prob arrays of one drawn shape, drawn at grading time."""
     shape = tuple(int(n) for n in rng.integers(1, 5, int(rng.integers(1, 3))))
     return (-rng.exponential(1.0, shape), -rng.exponential(1.0, shape))
+
 
 code(
     "03.2",
@@ -86,10 +107,18 @@ numeric(
     "03.3",
     "Answers with probabilities [0.2, 0.3, 0.5] and rewards [-1.0, 0.2, 2.0]; groups of G = 4. Give the exact "
     "expected policy gradient (w.r.t. the logits) of the mean-centred advantage r_i - mean(r).",
-    lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).centered,
+    lambda: (
+        enumerate_group_gradients(
+            ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4
+        ).centered
+    ),
     mistakes={
         "no shrinkage": (
-            lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).exact,
+            lambda: (
+                enumerate_group_gradients(
+                    ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4
+                ).exact
+            ),
             "The group mean contains r_i itself, so the centred estimator is not the true gradient.",
         ),
         "G = 3": (
@@ -97,7 +126,12 @@ numeric(
             "This is the answer for groups of three; the exercise uses G = 4.",
         ),
         "1/G": (
-            lambda: enumerate_group_gradients(ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4).exact / 4,
+            lambda: (
+                enumerate_group_gradients(
+                    ex.ENUMERATION["probs"], ex.ENUMERATION["rewards"], 4
+                ).exact
+                / 4
+            ),
             "E[mean(r) s_i] is (1/G) of the true gradient; what is left after subtracting it?",
         ),
     },
@@ -110,7 +144,7 @@ choice(
     {
         "a": "They are the same model: pi_ref is just another name for the rollout snapshot.",
         "b": "pi_old is the snapshot that sampled this rollout and enters the ratio; pi_ref is the behavioural "
-             "anchor of the KL term. They can be equal at the very start but do different jobs.",
+        "anchor of the KL term. They can be equal at the very start but do different jobs.",
         "c": "pi_ref is refreshed after every rollout and pi_old is frozen for the whole run.",
         "d": "pi_old is only needed when beta > 0.",
     },
@@ -118,7 +152,7 @@ choice(
     explanations={
         "a": "At the first step their values may coincide, but one builds the ratio and the other anchors the KL.",
         "c": "It is the other way round: the rollout snapshot changes every rollout; the reference is frozen within "
-             "a stage (and, in DeepSeekMath's iterative RL, updated only in an outer loop).",
+        "a stage (and, in DeepSeekMath's iterative RL, updated only in an outer loop).",
         "d": "beta weighs the KL term, which uses the reference; the ratio needs the rollout snapshot whatever beta is.",
     },
     level=1,
@@ -163,7 +197,7 @@ choice(
     {
         "a": "No: the gradient is zero, so the update is zero.",
         "b": "Yes: Adam's first moment remembers the earlier gradients, so the step is non-zero even with a zero "
-             "gradient.",
+        "gradient.",
         "c": "No: Adam divides by the second moment, which a zero gradient sets to zero.",
         "d": "Yes: the k3 KL term still pulls the policy towards the reference.",
     },
@@ -171,7 +205,7 @@ choice(
     explanations={
         "a": "That holds for plain SGD. Look at what Adam keeps from one step to the next.",
         "c": "The second moment decays by beta2 per step; one zero gradient does not reset it (and eps keeps the "
-             "division defined).",
+        "division defined).",
         "d": "With beta = 0 there is no KL term in the loss.",
     },
     level=2,
@@ -192,7 +226,9 @@ numeric(
             "shrinks with the scale.",
         ),
         "ddof 1": (
-            lambda: group_advantages(EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT, ddof=1)[0],
+            lambda: group_advantages(
+                EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT, ddof=1
+            )[0],
             "These use the sample std (ddof=1); the exercise uses the population std.",
         ),
     },
@@ -222,14 +258,22 @@ numeric(
     "pi_ref(y_w)) and r_l. Evaluate it for the pair of exercise 03.1 at beta = 0.1.",
     _dpo_chosen_grad,
     mistakes={
-        "no beta": (lambda: -float(sigmoid(_implicit_rewards()[1] - _implicit_rewards()[0])),
-                    "The chain rule through the logit beta u brings out a factor beta in front of the sigmoid."),
+        "no beta": (
+            lambda: -float(sigmoid(_implicit_rewards()[1] - _implicit_rewards()[0])),
+            "The chain rule through the logit beta u brings out a factor beta in front of the sigmoid.",
+        ),
         "sigma of the wrong difference": (
-            lambda: -EX1_BETA * float(sigmoid(_implicit_rewards()[0] - _implicit_rewards()[1])),
+            lambda: (
+                -EX1_BETA
+                * float(sigmoid(_implicit_rewards()[0] - _implicit_rewards()[1]))
+            ),
             "d/dz of -log sigma(z) is -sigma(-z): the weight is sigma(r_l - r_w), large when the pair is ranked "
-            "wrongly, not sigma(r_w - r_l)."),
-        "sign": (lambda: -_dpo_chosen_grad(),
-                 "The loss falls when the chosen log-prob rises, so its derivative is negative."),
+            "wrongly, not sigma(r_w - r_l).",
+        ),
+        "sign": (
+            lambda: -_dpo_chosen_grad(),
+            "The loss falls when the chosen log-prob rises, so its derivative is negative.",
+        ),
     },
     level=3,
 )
@@ -242,12 +286,21 @@ numeric(
     "Derive E[(r_i - mean(r_1..r_G)) g_i] = c * grad J for i.i.d. answers (g_i the score of answer i). "
     "Give c for G = 5.",
     lambda: 1 - 1 / _G9,
-    rtol=1e-9, atol=1e-9,
+    rtol=1e-9,
+    atol=1e-9,
     mistakes={
-        "1/G": (lambda: 1 / _G9, "1/G is the part the group mean removes (E[mean * g_i] = grad J / G); c is the rest."),
-        "no shrinkage": (1.0, "The group mean contains r_i itself, so it is not independent of g_i: expand the mean."),
-        "sqrt": (lambda: ((_G9 - 1) / _G9) ** 0.5,
-                 "sqrt((G-1)/G) relates the two standard deviations; the mean-centring factor has no square root."),
+        "1/G": (
+            lambda: 1 / _G9,
+            "1/G is the part the group mean removes (E[mean * g_i] = grad J / G); c is the rest.",
+        ),
+        "no shrinkage": (
+            1.0,
+            "The group mean contains r_i itself, so it is not independent of g_i: expand the mean.",
+        ),
+        "sqrt": (
+            lambda: ((_G9 - 1) / _G9) ** 0.5,
+            "sqrt((G-1)/G) relates the two standard deviations; the mean-centring factor has no square root.",
+        ),
     },
     level=3,
 )
@@ -261,12 +314,18 @@ numeric(
     "softmax(z) = p = [0.6, 0.3, 0.1], q = [0.2, 0.3, 0.5]. This is what the bare k3 loss follows on-policy.",
     lambda: forward_kl_grad_logits(np.log(EX10["p"]), EX10["q"]),
     mistakes={
-        "q - p": (lambda: EX10["q"] - EX10["p"],
-                  "Check the sign: KL(q || p) = const - sum_a q_a log p_a, and d(-log p_a)/dz = p - e_a."),
-        "other direction": (lambda: kl_grad_logits(np.log(EX10["p"]), EX10["q"]),
-                            "That is the gradient of KL(p || q), the other direction (what k2 follows)."),
-        "log ratio": (lambda: np.log(EX10["p"] / EX10["q"]),
-                      "log(p/q) is the integrand of KL(p || q), not a gradient with respect to the logits."),
+        "q - p": (
+            lambda: EX10["q"] - EX10["p"],
+            "Check the sign: KL(q || p) = const - sum_a q_a log p_a, and d(-log p_a)/dz = p - e_a.",
+        ),
+        "other direction": (
+            lambda: kl_grad_logits(np.log(EX10["p"]), EX10["q"]),
+            "That is the gradient of KL(p || q), the other direction (what k2 follows).",
+        ),
+        "log ratio": (
+            lambda: np.log(EX10["p"] / EX10["q"]),
+            "log(p/q) is the integrand of KL(p || q), not a gradient with respect to the logits.",
+        ),
     },
     level=3,
 )
@@ -278,14 +337,14 @@ choice(
     {
         "a": "Whenever rho lies outside [0.8, 1.2].",
         "b": "Where A > 0 and rho > 1.2, or A < 0 and rho < 0.8: the ratio has already moved far enough in the "
-             "advantage's direction.",
+        "advantage's direction.",
         "c": "Where A > 0 and rho < 0.8, or A < 0 and rho > 1.2.",
         "d": "Nowhere: the minimum always keeps the unclipped term.",
     },
     "b",
     explanations={
         "a": "The most common misreading (np.clip without the min). For A < 0 and rho > 1.2 compare the two terms: "
-             "which is smaller?",
+        "which is smaller?",
         "c": "These are the wrong-direction regions: there the unclipped term is the minimum and keeps its gradient A.",
         "d": "Where the clipped term is the smaller one, the objective is constant in rho.",
     },

@@ -11,7 +11,13 @@ _P = ex.DPO_PAIRS
 
 
 def _swapped():
-    return dpo_loss(_P["policy_rejected"], _P["policy_chosen"], _P["ref_chosen"], _P["ref_rejected"], beta=0.1)
+    return dpo_loss(
+        _P["policy_rejected"],
+        _P["policy_chosen"],
+        _P["ref_chosen"],
+        _P["ref_rejected"],
+        beta=0.1,
+    )
 
 
 numeric(
@@ -20,7 +26,14 @@ numeric(
     lambda: _swapped().loss,
     mistakes={
         "swapped reference too": (
-            lambda: dpo_loss(_P["policy_rejected"], _P["policy_chosen"], _P["ref_rejected"], _P["ref_chosen"]).loss,
+            lambda: (
+                dpo_loss(
+                    _P["policy_rejected"],
+                    _P["policy_chosen"],
+                    _P["ref_rejected"],
+                    _P["ref_chosen"],
+                ).loss
+            ),
             "You swapped the reference log-probs as well; the exercise keeps the reference unchanged.",
         ),
         "unchanged": (lambda: dpo_loss(**_P).loss, "This is the loss before the swap."),
@@ -33,8 +46,10 @@ numeric(
     "The first reward group's advantages [0.2, 0.8, 1.4, 0.6] with the sample standard deviation (ddof=1).",
     lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=1)[0],
     mistakes={
-        "ddof 0": (lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=0)[0],
-                   "These use the population std (ddof=0); the exercise asks for the sample std."),
+        "ddof 0": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=0)[0],
+            "These use the population std (ddof=0); the exercise asks for the sample std.",
+        ),
     },
     level=1,
 )
@@ -49,14 +64,21 @@ def _draw_groups(rng):
     """Rewards of shape (prompts, G >= 2) drawn at grading time."""
     return (rng.normal(0.0, 1.0, (int(rng.integers(1, 5)), int(rng.integers(2, 7)))),)
 
+
 code(
     "04.3",
     "Implement leave_one_out(rewards) for rewards of shape (prompts, G): r_i minus the mean of the other G-1.",
     _leave_one_out,
-    cases=[(ex.REWARD_GROUPS,), (np.array([[0.0, 1.0]]),), (np.array([[1.0, 1.0, 1.0], [0.0, 3.0, 6.0]]),)],
+    cases=[
+        (ex.REWARD_GROUPS,),
+        (np.array([[0.0, 1.0]]),),
+        (np.array([[1.0, 1.0, 1.0], [0.0, 3.0, 6.0]]),),
+    ],
     mistakes={
-        "centred": (lambda r: np.asarray(r) - np.asarray(r).mean(axis=1, keepdims=True),
-                    "You subtracted the mean of the whole group, which includes r_i itself."),
+        "centred": (
+            lambda r: np.asarray(r) - np.asarray(r).mean(axis=1, keepdims=True),
+            "You subtracted the mean of the whole group, which includes r_i itself.",
+        ),
     },
     draw=_draw_groups,
     level=2,
@@ -85,9 +107,12 @@ def _token_grad(*, kl=True, clipped=False, weighted=True):
     rho = float(np.exp(inputs["new_logps"][0, 0] - inputs["old_logps"][0, 0]))
     a = float(inputs["advantages"][0])
     delta = float(inputs["ref_logps"][0, 0] - inputs["new_logps"][0, 0])
-    d_surrogate = 0.0 if clipped else rho * a  # answer 0 is outside the interval on the harmful side: not clipped
+    # answer 0 is outside the interval on the harmful side: not clipped
+    d_surrogate = 0.0 if clipped else rho * a
     d_k3 = (1.0 - np.exp(delta)) if kl else 0.0
-    weight = 1.0 / (inputs["mask"].shape[0] * inputs["mask"][0].sum()) if weighted else 1.0
+    weight = (
+        1.0 / (inputs["mask"].shape[0] * inputs["mask"][0].sum()) if weighted else 1.0
+    )
     return weight * (-d_surrogate + 0.04 * d_k3)
 
 
@@ -97,12 +122,19 @@ numeric(
     "first token of section 4.4 (epsilon 0.2, beta 0.04).",
     _token_grad,
     mistakes={
-        "no KL": (lambda: _token_grad(kl=False), "You dropped the KL term: d k3 / d log pi = 1 - exp(Delta)."),
-        "treated as clipped": (lambda: _token_grad(clipped=True),
-                               "Answer 0 is on the wrong side (A < 0, ratio > 1 + epsilon): min() keeps the "
-                               "unclipped term, whose derivative is rho * A."),
-        "no weight": (lambda: _token_grad(weighted=False),
-                      "The loss averages over the answer's tokens and the answers: multiply by 1 / (B |y_i|)."),
+        "no KL": (
+            lambda: _token_grad(kl=False),
+            "You dropped the KL term: d k3 / d log pi = 1 - exp(Delta).",
+        ),
+        "treated as clipped": (
+            lambda: _token_grad(clipped=True),
+            "Answer 0 is on the wrong side (A < 0, ratio > 1 + epsilon): min() keeps the "
+            "unclipped term, whose derivative is rho * A.",
+        ),
+        "no weight": (
+            lambda: _token_grad(weighted=False),
+            "The loss averages over the answer's tokens and the answers: multiply by 1 / (B |y_i|).",
+        ),
     },
     level=3,
 )

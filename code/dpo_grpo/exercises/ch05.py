@@ -11,7 +11,14 @@ def _loss(loss_type, **kw):
     b = exercise_batch()
     opts = dict(beta=0.04, epsilon=0.2, loss_type=loss_type)
     opts.update(kw)
-    return grpo_loss(b["new_logps"], b["old_logps"], b["ref_logps"], b["advantages"], b["mask"], **opts).loss
+    return grpo_loss(
+        b["new_logps"],
+        b["old_logps"],
+        b["ref_logps"],
+        b["advantages"],
+        b["mask"],
+        **opts,
+    ).loss
 
 
 numeric(
@@ -19,12 +26,22 @@ numeric(
     "The dr_grpo loss (beta 0.04, epsilon 0.2, max_completion_length 8) of exercise_batch().",
     lambda: _loss("dr_grpo", max_completion_length=8),
     mistakes={
-        "grpo": (lambda: _loss("grpo"), "This is the per-answer mean (loss_type='grpo')."),
-        "bnpo": (lambda: _loss("bnpo"), "This divides by the number of valid tokens (bnpo), not by a fixed size."),
-        "max_len = T": (lambda: _loss("dr_grpo"),
-                        "dr_grpo divides by B x max_completion_length; the batch's width is not that length here."),
-        "no KL": (lambda: _loss("dr_grpo", max_completion_length=8, beta=0.0),
-                  "The KL penalty (beta = 0.04) is part of the loss."),
+        "grpo": (
+            lambda: _loss("grpo"),
+            "This is the per-answer mean (loss_type='grpo').",
+        ),
+        "bnpo": (
+            lambda: _loss("bnpo"),
+            "This divides by the number of valid tokens (bnpo), not by a fixed size.",
+        ),
+        "max_len = T": (
+            lambda: _loss("dr_grpo"),
+            "dr_grpo divides by B x max_completion_length; the batch's width is not that length here.",
+        ),
+        "no KL": (
+            lambda: _loss("dr_grpo", max_completion_length=8, beta=0.0),
+            "The KL penalty (beta = 0.04) is part of the loss.",
+        ),
     },
     level=1,
 )
@@ -61,16 +78,31 @@ def _draw_prompt_ids(rng):
         ids = rng.permutation(ids)
     return (ids.tolist(), g)
 
+
 code(
     "05.2",
     "Implement group_blocks_ok(prompt_ids, G): 1.0 if the rows form consecutive blocks of G rows of one prompt "
     "each and every prompt owns exactly one block, else 0.0.",
     _group_blocks_ok,
-    cases=[([0, 0, 1, 1], 2), ([0, 1, 0, 1], 2), ([3, 3, 3, 7, 7, 7], 3), ([0, 0, 0, 0], 2), ([0, 0, 0], 2),
-           ([5, 5, 5, 5, 2, 2, 2, 2], 4), ([1, 1, 2, 2, 1, 1], 2), ([4, 4, 4, 9, 9, 4], 3)],
+    cases=[
+        ([0, 0, 1, 1], 2),
+        ([0, 1, 0, 1], 2),
+        ([3, 3, 3, 7, 7, 7], 3),
+        ([0, 0, 0, 0], 2),
+        ([0, 0, 0], 2),
+        ([5, 5, 5, 5, 2, 2, 2, 2], 4),
+        ([1, 1, 2, 2, 1, 1], 2),
+        ([4, 4, 4, 9, 9, 4], 3),
+    ],
     mistakes={
-        "blocks only": (_blocks_only, "A prompt may not own two blocks: its G rows must all be in one block."),
-        "counts only": (_counts_only, "Right counts are not enough: the rows of a prompt must be consecutive."),
+        "blocks only": (
+            _blocks_only,
+            "A prompt may not own two blocks: its G rows must all be in one block.",
+        ),
+        "counts only": (
+            _counts_only,
+            "Right counts are not enough: the rows of a prompt must be consecutive.",
+        ),
     },
     draw=_draw_prompt_ids,
     level=2,
@@ -97,8 +129,15 @@ choice(
 
 def _seq_weight():
     r = np.array([[2.0, 0.5, 4.0]])
-    return grpo_loss(np.log(r), np.zeros((1, 3)), None, np.ones(1), np.ones((1, 3)), beta=0.0,
-                     importance_sampling_level="sequence").ratio[0, 0]
+    return grpo_loss(
+        np.log(r),
+        np.zeros((1, 3)),
+        None,
+        np.ones(1),
+        np.ones((1, 3)),
+        beta=0.0,
+        importance_sampling_level="sequence",
+    ).ratio[0, 0]
 
 
 numeric(
@@ -106,9 +145,14 @@ numeric(
     "Token ratios [2, 0.5, 4]: the importance weight of importance_sampling_level='sequence' (before clipping).",
     _seq_weight,
     mistakes={
-        "product": (4.0, "That is the sequence probability ratio (the product); TRL uses the mean log-ratio."),
-        "arithmetic mean": (np.mean([2.0, 0.5, 4.0]),
-                            "That is the arithmetic mean of the ratios; TRL averages the log-ratios."),
+        "product": (
+            4.0,
+            "That is the sequence probability ratio (the product); TRL uses the mean log-ratio.",
+        ),
+        "arithmetic mean": (
+            np.mean([2.0, 0.5, 4.0]),
+            "That is the arithmetic mean of the ratios; TRL averages the log-ratios.",
+        ),
     },
     level=1,
 )
@@ -141,12 +185,18 @@ numeric(
     "answer under loss_type='grpo'.",
     lambda: float(per_token_push("grpo").per_token[3]),
     mistakes={
-        "dapo": (lambda: float(per_token_push("dapo").per_token[3]),
-                 "That is the token-level denominator (bnpo/dapo: 1 / all 200 tokens); grpo divides by G |y_i|."),
-        "short answer": (lambda: float(per_token_push("grpo").per_token[2]),
-                         "That is a token of the short wrong answer: 1/|y_i| is 1/20 there, 1/80 here."),
-        "sign": (lambda: -float(per_token_push("grpo").per_token[3]),
-                 "The answer is wrong (A < 0): the loss rises with its log-prob, so the derivative is positive."),
+        "dapo": (
+            lambda: float(per_token_push("dapo").per_token[3]),
+            "That is the token-level denominator (bnpo/dapo: 1 / all 200 tokens); grpo divides by G |y_i|.",
+        ),
+        "short answer": (
+            lambda: float(per_token_push("grpo").per_token[2]),
+            "That is a token of the short wrong answer: 1/|y_i| is 1/20 there, 1/80 here.",
+        ),
+        "sign": (
+            lambda: -float(per_token_push("grpo").per_token[3]),
+            "The answer is wrong (A < 0): the loss rises with its log-prob, so the derivative is positive.",
+        ),
     },
     level=3,
 )

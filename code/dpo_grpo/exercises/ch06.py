@@ -12,11 +12,19 @@ numeric(
     "reward standard deviation?",
     lambda: zero_std_probability(0.9, 8),
     mistakes={
-        "complement": (lambda: 1 - zero_std_probability(0.9, 8),
-                       "That is the probability that the group does carry a signal; the question asks for the "
-                       "opposite event."),
-        "only all wrong": (lambda: 0.1**8, "A group also has zero std when every answer is correct."),
-        "G - 1": (lambda: zero_std_probability(0.9, 7), "Use all G = 8 answers of the group."),
+        "complement": (
+            lambda: 1 - zero_std_probability(0.9, 8),
+            "That is the probability that the group does carry a signal; the question asks for the "
+            "opposite event.",
+        ),
+        "only all wrong": (
+            lambda: 0.1**8,
+            "A group also has zero std when every answer is correct.",
+        ),
+        "G - 1": (
+            lambda: zero_std_probability(0.9, 7),
+            "Use all G = 8 answers of the group.",
+        ),
     },
 )
 
@@ -30,20 +38,31 @@ def _draw_pass_rates(rng):
     """Pass rates in [0, 1] and a group size drawn at grading time."""
     return (rng.uniform(0.0, 1.0, int(rng.integers(1, 10))), int(rng.integers(2, 17)))
 
+
 code(
     "06.2",
     "Implement expected_zero_std_fraction(pass_rates, group_size): the expected fraction of prompts in a batch "
     "(pass rates shape (P,), 0/1 rewards) whose group of G answers has zero reward std.",
     _expected_zero_std_fraction,
-    cases=[(np.array([0.9, 0.5, 0.1]), 8), (np.array([0.0, 1.0, 0.5]), 2), (np.linspace(0.05, 0.95, 19), 16),
-           (np.array([0.3]), 4)],
+    cases=[
+        (np.array([0.9, 0.5, 0.1]), 8),
+        (np.array([0.0, 1.0, 0.5]), 2),
+        (np.linspace(0.05, 0.95, 19), 16),
+        (np.array([0.3]), 4),
+    ],
     mistakes={
-        "only all correct": (lambda p, g: float(np.mean(np.asarray(p) ** g)),
-                             "You counted all-correct groups only; all-wrong groups have zero std too."),
-        "signal": (lambda p, g: 1 - _expected_zero_std_fraction(p, g),
-                   "This is the fraction of prompts that do carry a signal."),
-        "mean pass rate": (lambda p, g: float(np.mean(p) ** g + (1 - np.mean(p)) ** g),
-                           "Average the per-prompt probabilities, not the pass rates: p**G is not linear in p."),
+        "only all correct": (
+            lambda p, g: float(np.mean(np.asarray(p) ** g)),
+            "You counted all-correct groups only; all-wrong groups have zero std too.",
+        ),
+        "signal": (
+            lambda p, g: 1 - _expected_zero_std_fraction(p, g),
+            "This is the fraction of prompts that do carry a signal.",
+        ),
+        "mean pass rate": (
+            lambda p, g: float(np.mean(p) ** g + (1 - np.mean(p)) ** g),
+            "Average the per-prompt probabilities, not the pass rates: p**G is not linear in p.",
+        ),
     },
     draw=_draw_pass_rates,
 )
@@ -56,13 +75,19 @@ numeric(
     "state sharded over 16 GPUs (ZeRO-3): how many GiB per GPU does removing the critic save?",
     lambda: memory_saving(_ZERO16)["gib"],
     mistakes={
-        "GB": (lambda: memory_saving(_ZERO16)["gb"],
-               "That is the saving in GB (10**9 bytes); the question asks for GiB (2**30 bytes)."),
-        "unsharded": (lambda: memory_saving(Workload(n_params=7_000_000_000))["gib"],
-                      "That is the saving on one unsharded GPU; ZeRO-3 spreads the critic's state over 16 GPUs."),
-        "weights only": (lambda: 14e9 / 16 / 2**30,
-                         "The critic's gradients, fp32 master weights and two AdamW moments go too, not only its "
-                         "bf16 weights."),
+        "GB": (
+            lambda: memory_saving(_ZERO16)["gb"],
+            "That is the saving in GB (10**9 bytes); the question asks for GiB (2**30 bytes).",
+        ),
+        "unsharded": (
+            lambda: memory_saving(Workload(n_params=7_000_000_000))["gib"],
+            "That is the saving on one unsharded GPU; ZeRO-3 spreads the critic's state over 16 GPUs.",
+        ),
+        "weights only": (
+            lambda: 14e9 / 16 / 2**30,
+            "The critic's gradients, fp32 master weights and two AdamW moments go too, not only its "
+            "bf16 weights.",
+        ),
     },
 )
 
@@ -107,9 +132,18 @@ numeric(
     "loss normalisations, equal answer lengths)?",
     lambda: 1 - 24 / 64,
     mistakes={
-        "silent share": (lambda: 24 / 64, "That is the fraction of silent groups; the informative gradient keeps the "
-                                          "rest."),
-        "inverse": (lambda: 64 / 40, "The silent groups enlarge the denominator, so the factor is below 1."),
-        "one": (lambda: 1.0, "The silent groups still count in the loss denominator (answers or tokens)."),
+        "silent share": (
+            lambda: 24 / 64,
+            "That is the fraction of silent groups; the informative gradient keeps the "
+            "rest.",
+        ),
+        "inverse": (
+            lambda: 64 / 40,
+            "The silent groups enlarge the denominator, so the factor is below 1.",
+        ),
+        "one": (
+            lambda: 1.0,
+            "The silent groups still count in the loss denominator (answers or tokens).",
+        ),
     },
 )

@@ -15,14 +15,26 @@ numeric(
     "DeepSeekMath-Instruct 7B to DeepSeekMath-RL 7B?",
     lambda: _MATH["points"],
     mistakes={
-        "relative": (lambda: 100 * _MATH["relative"],
-                     "That is the relative gain in percent; the question asks for the difference in points."),
-        "relative fraction": (lambda: _MATH["relative"], "That is the relative gain; give the difference in points."),
-        "voting vs instruct": (lambda: _VOTE - pp.result("DeepSeekMath-Instruct 7B", "MATH").value,
-                               "One of your two numbers comes from majority voting over 64 samples, another protocol."),
-        "voting vs rl": (lambda: _VOTE - pp.result("DeepSeekMath-RL 7B", "MATH").value,
-                         "Both numbers must be Table 5's single-answer chain-of-thought results."),
-        "GSM8K": (lambda: _GSM["points"], "That is the GSM8K gain; the question is about MATH."),
+        "relative": (
+            lambda: 100 * _MATH["relative"],
+            "That is the relative gain in percent; the question asks for the difference in points.",
+        ),
+        "relative fraction": (
+            lambda: _MATH["relative"],
+            "That is the relative gain; give the difference in points.",
+        ),
+        "voting vs instruct": (
+            lambda: _VOTE - pp.result("DeepSeekMath-Instruct 7B", "MATH").value,
+            "One of your two numbers comes from majority voting over 64 samples, another protocol.",
+        ),
+        "voting vs rl": (
+            lambda: _VOTE - pp.result("DeepSeekMath-RL 7B", "MATH").value,
+            "Both numbers must be Table 5's single-answer chain-of-thought results.",
+        ),
+        "GSM8K": (
+            lambda: _GSM["points"],
+            "That is the GSM8K gain; the question is about MATH.",
+        ),
     },
 )
 
@@ -35,14 +47,14 @@ choice(
         "a": f"{_MATH_INSTRUCT:.1f}%: it belongs to the Instruct model, not the RL model.",
         "b": f"{_MATH_RL:.1f}%: it is the abstract's headline number.",
         "c": f"{_VOTE:.1f}%: it is a majority vote over 64 sampled answers, not one chain-of-thought answer per "
-             "problem.",
+        "problem.",
         "d": "None: all three are MATH accuracies of 7B models.",
     },
     "c",
     explanations={
         "a": "Instruct and RL under the same protocol is exactly the comparison Table 5 makes.",
         "b": f"{_MATH_RL:.1f}% is also Table 5's single-answer result for the RL model, the same protocol as "
-             f"{_MATH_INSTRUCT:.1f}%.",
+        f"{_MATH_INSTRUCT:.1f}%.",
         "d": "The same benchmark and model size are not enough: check how each number was measured.",
     },
 )
@@ -53,12 +65,24 @@ numeric(
     "Give a number between 0 and 1.",
     lambda: _MATH["error_reduction"],
     mistakes={
-        "relative accuracy": (lambda: _MATH["relative"],
-                              "That is the relative gain in accuracy; the question asks about the error rate."),
-        "points": (lambda: _MATH["points"], "That is the gain in points; divide by the error rate before training."),
-        "after error": (lambda: _MATH["points"] / (100 - pp.result("DeepSeekMath-RL 7B", "MATH").value),
-                        "Divide the drop in error by the error rate before RL, not after."),
-        "GSM8K": (lambda: _GSM["error_reduction"], "That is the GSM8K error reduction; the question is about MATH."),
+        "relative accuracy": (
+            lambda: _MATH["relative"],
+            "That is the relative gain in accuracy; the question asks about the error rate.",
+        ),
+        "points": (
+            lambda: _MATH["points"],
+            "That is the gain in points; divide by the error rate before training.",
+        ),
+        "after error": (
+            lambda: (
+                _MATH["points"] / (100 - pp.result("DeepSeekMath-RL 7B", "MATH").value)
+            ),
+            "Divide the drop in error by the error rate before RL, not after.",
+        ),
+        "GSM8K": (
+            lambda: _GSM["error_reduction"],
+            "That is the GSM8K error reduction; the question is about MATH.",
+        ),
     },
 )
 
@@ -70,7 +94,10 @@ def _arxiv_month(arxiv_id):
 
 def _draw_arxiv_id(rng):
     """A new-style arXiv id 'YYMM.NNNNN' drawn at grading time."""
-    return (f"{int(rng.integers(7, 26)):02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 99999)):05d}",)
+    return (
+        f"{int(rng.integers(7, 26)):02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 99999)):05d}",
+    )
+
 
 code(
     "07.4",
@@ -79,8 +106,14 @@ code(
     _arxiv_month,
     cases=[(p.arxiv,) for p in pp.PAPERS] + [("0704.0001",), ("1412.6980",)],
     mistakes={
-        "19xx": (lambda a: (1900 + int(a[:2]), int(a[2:4])), "The two-digit year belongs to the 2000s."),
-        "swapped": (lambda a: (2000 + int(a[2:4]), int(a[:2])), "The first two digits are the year, then the month."),
+        "19xx": (
+            lambda a: (1900 + int(a[:2]), int(a[2:4])),
+            "The two-digit year belongs to the 2000s.",
+        ),
+        "swapped": (
+            lambda a: (2000 + int(a[2:4]), int(a[:2])),
+            "The first two digits are the year, then the month.",
+        ),
     },
     draw=_draw_arxiv_id,
 )
@@ -92,7 +125,7 @@ choice(
     {
         "a": "GRPO is the stronger algorithm for mathematics.",
         "b": "Little: base models, data, compute and evaluation protocols differ, and the algorithm name alone does "
-             "not decide final capability.",
+        "not decide final capability.",
         "c": "DPO needs about 3 points more data to catch up.",
     },
     "b",

@@ -17,7 +17,11 @@ def _on_policy_batch(ddof=1):
     width = int(_LENGTHS.max())
     mask = (np.arange(width)[None, :] < _LENGTHS[:, None]).astype(float)
     logps = np.log(np.full(mask.shape, 0.3))
-    adv = reward_advantages(_REWARDS[:, None], 4).advantages if ddof == 1 else group_advantages(_REWARDS[None])[0]
+    adv = (
+        reward_advantages(_REWARDS[:, None], 4).advantages
+        if ddof == 1
+        else group_advantages(_REWARDS[None])[0]
+    )
     return logps, adv, mask
 
 
@@ -32,13 +36,19 @@ numeric(
     "[3, 5, 2, 6] and TRL's advantages (sample std).",
     lambda: _step0_loss("dapo"),
     mistakes={
-        "grpo loss type": (lambda: _step0_loss("grpo"),
-                           "That is the loss_type='grpo' value (per-answer means); the exercise asks for 'dapo', "
-                           "which averages over all valid tokens."),
-        "population std": (lambda: _step0_loss("dapo", ddof=0),
-                           "You standardised with the population std (ddof=0); TRL divides by the sample std."),
-        "sign": (lambda: -_step0_loss("dapo"),
-                 "Check the sign: the loss is minus the surrogate, and the surrogate is ratio x advantage."),
+        "grpo loss type": (
+            lambda: _step0_loss("grpo"),
+            "That is the loss_type='grpo' value (per-answer means); the exercise asks for 'dapo', "
+            "which averages over all valid tokens.",
+        ),
+        "population std": (
+            lambda: _step0_loss("dapo", ddof=0),
+            "You standardised with the population std (ddof=0); TRL divides by the sample std.",
+        ),
+        "sign": (
+            lambda: -_step0_loss("dapo"),
+            "Check the sign: the loss is minus the surrogate, and the surrogate is ratio x advantage.",
+        ),
     },
 )
 
@@ -55,6 +65,7 @@ def _draw_flat_groups(rng):
     r[rng.random(p) < 0.5] = 1.0
     return (r.ravel(), g)
 
+
 code(
     "08.2",
     "Implement zero_std_groups(rewards, group_size): rewards is a flat array of N = P x G rewards in consecutive "
@@ -66,14 +77,24 @@ code(
         (np.array([0.5, 0.5, 0.5 + 1e-12, 0.25, 0.25, 0.25]), 3),
     ],
     mistakes={
-        "whole batch": (lambda r, g: np.full(len(r) // g, np.isclose(np.std(r), 0.0)),
-                        "You tested the whole batch at once; each consecutive group of G rewards is tested on its "
-                        "own."),
-        "strided groups": (lambda r, g: np.isclose(np.asarray(r, float).reshape(g, -1).T.std(axis=1), 0.0,
-                                                   rtol=1e-5, atol=1e-8),
-                           "Your groups are strided (reshape(G, -1)); groups are consecutive blocks of G rows."),
-        "exact equality": (lambda r, g: np.asarray(r, float).reshape(-1, g).std(axis=1) == 0.0,
-                           "Exact equality misses groups that differ only by rounding; compare with a tolerance."),
+        "whole batch": (
+            lambda r, g: np.full(len(r) // g, np.isclose(np.std(r), 0.0)),
+            "You tested the whole batch at once; each consecutive group of G rewards is tested on its "
+            "own.",
+        ),
+        "strided groups": (
+            lambda r, g: np.isclose(
+                np.asarray(r, float).reshape(g, -1).T.std(axis=1),
+                0.0,
+                rtol=1e-5,
+                atol=1e-8,
+            ),
+            "Your groups are strided (reshape(G, -1)); groups are consecutive blocks of G rows.",
+        ),
+        "exact equality": (
+            lambda r, g: np.asarray(r, float).reshape(-1, g).std(axis=1) == 0.0,
+            "Exact equality misses groups that differ only by rounding; compare with a tolerance.",
+        ),
     },
     draw=_draw_flat_groups,
 )
@@ -92,7 +113,7 @@ choice(
     "c",
     explanations={
         "a": "The toy has a reward (two answers scored 1, two scored 0); it is about what the update does to tokens "
-             "nobody sampled.",
+        "nobody sampled.",
         "b": "No baseline is compared with a value function here.",
         "d": "The rewards are fixed 0/1 in the toy; nothing is rescaled.",
     },
@@ -110,7 +131,7 @@ choice(
     "b",
     explanations={
         "a": "The expectation is taken under the sampling policy pi_theta, so pi_theta is the first argument; and "
-             "nothing is summed over the vocabulary: only the sampled token enters.",
+        "nothing is summed over the vocabulary: only the sampled token enters.",
         "c": "That is k2, a different (biased) estimator.",
     },
 )

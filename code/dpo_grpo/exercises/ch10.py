@@ -35,7 +35,7 @@ choice(
     "c",
     explanations={
         "a": "DAPO decouples the clip range (clip-higher), filters zero-std groups and averages over all tokens, but "
-             "keeps the std division.",
+        "keeps the std division.",
         "b": "GSPO replaces token ratios by a sequence-level ratio.",
         "d": "GAE is about critic-based advantage estimation over time steps.",
     },
@@ -43,8 +43,15 @@ choice(
 
 
 def _gspo_weight():
-    out = grpo_loss(np.log([[2.0, 0.5, 1.5]]), np.zeros((1, 3)), None, [1.0], np.ones((1, 3)), beta=0.0,
-                    importance_sampling_level="sequence")
+    out = grpo_loss(
+        np.log([[2.0, 0.5, 1.5]]),
+        np.zeros((1, 3)),
+        None,
+        [1.0],
+        np.ones((1, 3)),
+        beta=0.0,
+        importance_sampling_level="sequence",
+    )
     return float(out.ratio[0, 0])
 
 
@@ -54,9 +61,15 @@ numeric(
     "token ratios are [2.0, 0.5, 1.5].",
     _gspo_weight,
     mistakes={
-        "product": (3 * 0.5, "That is the product of the token ratios (the sequence probability ratio); the "
-                             "weight is their geometric mean, exp(mean log-ratio)."),
-        "arithmetic mean": (4.0 / 3.0, "That is the arithmetic mean of the ratios; average the log-ratios instead."),
+        "product": (
+            3 * 0.5,
+            "That is the product of the token ratios (the sequence probability ratio); the "
+            "weight is their geometric mean, exp(mean log-ratio).",
+        ),
+        "arithmetic mean": (
+            4.0 / 3.0,
+            "That is the arithmetic mean of the ratios; average the log-ratios instead.",
+        ),
     },
 )
 
@@ -70,20 +83,33 @@ def _draw_groups(rng):
     """Rewards of shape (prompts, G >= 2) drawn at grading time."""
     return (rng.normal(0.0, 1.0, (int(rng.integers(1, 5)), int(rng.integers(2, 7)))),)
 
+
 code(
     "10.4",
     "Implement dr_grpo_advantages(rewards) for rewards of shape (prompts, G): Dr. GRPO's advantage, which keeps "
     "the group mean as baseline and drops the division by the std.",
     _dr_grpo_advantages,
-    cases=[(np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]]),), (np.array([[1.0, 1.0, 0.0]]),),
-           (np.array([[0.0, 1.0], [5.0, 5.0]]),)],
+    cases=[
+        (np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]]),),
+        (np.array([[1.0, 1.0, 0.0]]),),
+        (np.array([[0.0, 1.0], [5.0, 5.0]]),),
+    ],
     mistakes={
-        "still standardised": (lambda r: (np.asarray(r) - np.asarray(r).mean(1, keepdims=True))
-                               / (np.asarray(r).std(1, keepdims=True) + 1e-4),
-                               "You still divide by the std; Dr. GRPO removes that division."),
-        "leave-one-out": (lambda r: np.asarray(r) - (np.asarray(r).sum(1, keepdims=True) - np.asarray(r))
-                          / (np.asarray(r).shape[1] - 1),
-                          "That is the leave-one-out (RLOO) baseline; Dr. GRPO subtracts the full group mean."),
+        "still standardised": (
+            lambda r: (
+                (np.asarray(r) - np.asarray(r).mean(1, keepdims=True))
+                / (np.asarray(r).std(1, keepdims=True) + 1e-4)
+            ),
+            "You still divide by the std; Dr. GRPO removes that division.",
+        ),
+        "leave-one-out": (
+            lambda r: (
+                np.asarray(r)
+                - (np.asarray(r).sum(1, keepdims=True) - np.asarray(r))
+                / (np.asarray(r).shape[1] - 1)
+            ),
+            "That is the leave-one-out (RLOO) baseline; Dr. GRPO subtracts the full group mean.",
+        ),
     },
     draw=_draw_groups,
 )
@@ -99,9 +125,14 @@ numeric(
     "RLOOTrainer give the answer (before clipping)?",
     _rloo_weight,
     mistakes={
-        "geometric mean": (float(np.exp(np.mean(np.log([1.1, 0.9, 1.2])))),
-                           "That is GSPO's sequence weight (the geometric mean); RLOO uses exp of the *sum* of the "
-                           "token log-ratios, the product of the ratios."),
-        "clipped": (1.2, "That is the clipped value; the question asks for the weight before clipping."),
+        "geometric mean": (
+            float(np.exp(np.mean(np.log([1.1, 0.9, 1.2])))),
+            "That is GSPO's sequence weight (the geometric mean); RLOO uses exp of the *sum* of the "
+            "token log-ratios, the product of the ratios.",
+        ),
+        "clipped": (
+            1.2,
+            "That is the clipped value; the question asks for the weight before clipping.",
+        ),
     },
 )

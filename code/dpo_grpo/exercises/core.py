@@ -22,7 +22,15 @@ import numpy as np
 from ._wire import decode_array
 
 EXERCISES: dict[str, "Exercise"] = {}
-VERDICTS = ("correct", "incorrect", "error", "not attempted", "not reached", "timeout", "invalid notebook")
+VERDICTS = (
+    "correct",
+    "incorrect",
+    "error",
+    "not attempted",
+    "not reached",
+    "timeout",
+    "invalid notebook",
+)
 
 
 @dataclass
@@ -37,10 +45,14 @@ class Exercise:
     atol: float = 1e-6
     options: dict = field(default_factory=dict)  # choice: letter -> text
     explanations: dict = field(default_factory=dict)  # choice: wrong letter -> hint
-    mistakes: dict = field(default_factory=dict)  # label -> (value or callable giving it, hint)
-    cases: list = field(default_factory=list)  # code: list of argument tuples (shown to students' self-check)
+    # label -> (value or callable giving it, hint)
+    mistakes: dict = field(default_factory=dict)
+    # code: list of argument tuples (shown to students' self-check)
+    cases: list = field(default_factory=list)
     level: int | None = None  # difficulty 1 (routine) to 3 (hard); None when not rated
-    draw: Callable | None = None  # code: rng -> argument tuple, test inputs the grader draws at grading time
+    draw: Callable | None = (
+        None  # code: rng -> argument tuple, test inputs the grader draws at grading time
+    )
 
     @property
     def chapter(self) -> str:
@@ -63,8 +75,13 @@ class Feedback:
         return self.status == "correct"
 
     def __repr__(self):
-        mark = {"correct": "✅", "incorrect": "❌", "not attempted": "…", "error": "⚠️",
-                "recorded": "📝"}[self.status]
+        mark = {
+            "correct": "✅",
+            "incorrect": "❌",
+            "not attempted": "…",
+            "error": "⚠️",
+            "recorded": "📝",
+        }[self.status]
         return f"{mark} Exercise {self.exercise_id}: {self.message}"
 
     _repr_pretty_ = lambda self, p, cycle: p.text(repr(self))  # noqa: E731  (IPython display)
@@ -83,32 +100,82 @@ def _register(ex: Exercise) -> Exercise:
     return ex
 
 
-def numeric(id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None) -> Exercise:
+def numeric(
+    id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None
+) -> Exercise:
     """Register a numeric exercise; ``reference`` is a value or a zero-argument function computing it."""
-    return _register(Exercise(id, prompt, "numeric", reference, rtol=rtol, atol=atol, mistakes=mistakes or {},
-                              level=_level(level)))
+    return _register(
+        Exercise(
+            id,
+            prompt,
+            "numeric",
+            reference,
+            rtol=rtol,
+            atol=atol,
+            mistakes=mistakes or {},
+            level=_level(level),
+        )
+    )
 
 
 def choice(id, prompt, options, correct, *, explanations=None, level=None) -> Exercise:
     """Register a multiple-choice exercise; ``options`` maps letters to texts, ``correct`` is a letter."""
     if correct not in options:
-        raise ValueError(f"correct answer {correct!r} is not one of the options {sorted(options)}")
-    return _register(Exercise(id, prompt, "choice", correct, options=dict(options),
-                              explanations=explanations or {}, level=_level(level)))
+        raise ValueError(
+            f"correct answer {correct!r} is not one of the options {sorted(options)}"
+        )
+    return _register(
+        Exercise(
+            id,
+            prompt,
+            "choice",
+            correct,
+            options=dict(options),
+            explanations=explanations or {},
+            level=_level(level),
+        )
+    )
 
 
-def code(id, prompt, reference, cases, *, rtol=1e-9, atol=1e-12, mistakes=None, level=None, draw=None) -> Exercise:
+def code(
+    id,
+    prompt,
+    reference,
+    cases,
+    *,
+    rtol=1e-9,
+    atol=1e-12,
+    mistakes=None,
+    level=None,
+    draw=None,
+) -> Exercise:
     """Register a coding exercise: the student's function must match ``reference`` on every argument tuple.
 
     ``draw(rng)`` (optional) returns one more argument tuple from a ``numpy.random.Generator``: the grader adds
     such freshly drawn cases at grading time, so a function that only memorises ``cases`` fails.
     """
     if not callable(reference) or not cases:
-        raise ValueError("a code exercise needs a callable reference and at least one test case")
+        raise ValueError(
+            "a code exercise needs a callable reference and at least one test case"
+        )
     if draw is not None and not callable(draw):
-        raise TypeError(f"draw must be a function of a numpy Generator, got {type(draw).__name__}")
-    return _register(Exercise(id, prompt, "code", reference, rtol=rtol, atol=atol, cases=list(cases),
-                              mistakes=mistakes or {}, level=_level(level), draw=draw))
+        raise TypeError(
+            f"draw must be a function of a numpy Generator, got {type(draw).__name__}"
+        )
+    return _register(
+        Exercise(
+            id,
+            prompt,
+            "code",
+            reference,
+            rtol=rtol,
+            atol=atol,
+            cases=list(cases),
+            mistakes=mistakes or {},
+            level=_level(level),
+            draw=draw,
+        )
+    )
 
 
 def registry() -> dict[str, Exercise]:
@@ -136,10 +203,16 @@ def close(a, b, rtol, atol) -> bool:
         b = np.asarray(b, dtype=np.float64)
     except (TypeError, ValueError):
         return False
-    return a.shape == b.shape and bool(np.all(np.isfinite(a))) and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return (
+        a.shape == b.shape
+        and bool(np.all(np.isfinite(a)))
+        and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    )
 
 
-def grading_cases(ex: Exercise, rng: np.random.Generator, n_drawn: int = 3) -> list[tuple]:
+def grading_cases(
+    ex: Exercise, rng: np.random.Generator, n_drawn: int = 3
+) -> list[tuple]:
     """The argument tuples a code exercise is graded on: its registered cases plus ``n_drawn`` drawn now."""
     cases = [tuple(c) for c in ex.cases]
     if ex.draw is not None:
@@ -157,10 +230,17 @@ def judge(ex: Exercise, record, cases=None) -> str:
         return "not attempted"
     if ex.kind == "numeric":
         got = decode_array(record)
-        return "correct" if got is not None and close(got, ex.solution(), ex.rtol, ex.atol) else "incorrect"
+        return (
+            "correct"
+            if got is not None and close(got, ex.solution(), ex.rtol, ex.atol)
+            else "incorrect"
+        )
     if ex.kind == "choice":
         value = record.get("value") if record.get("kind") == "str" else None
-        ok = isinstance(value, str) and value.strip().lower() == str(ex.reference).lower()
+        ok = (
+            isinstance(value, str)
+            and value.strip().lower() == str(ex.reference).lower()
+        )
         return "correct" if ok else "incorrect"
     outputs = record.get("outputs") if record.get("kind") == "function" else None
     if not isinstance(outputs, list) or cases is None or len(outputs) != len(cases):
@@ -168,7 +248,9 @@ def judge(ex: Exercise, record, cases=None) -> str:
     if any(isinstance(o, dict) and o.get("kind") == "error" for o in outputs):
         return "error"
     for args, out in zip(cases, outputs):
-        want = ex.reference(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        want = ex.reference(
+            *[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        )
         got = decode_array(out)
         if got is None or not close(got, want, ex.rtol, ex.atol):
             return "incorrect"

@@ -74,8 +74,12 @@ class GradingSession:
             self.seed = int.from_bytes(os.urandom(4), "little")
         rng = np.random.default_rng(self.seed)
         reg = registry()
-        self.cases = {i: grading_cases(reg[i], rng) for i in self.ids if reg[i].kind == "code"}
-        self.wire_cases = {i: [encode_value(tuple(c)) for c in cs] for i, cs in self.cases.items()}
+        self.cases = {
+            i: grading_cases(reg[i], rng) for i in self.ids if reg[i].kind == "code"
+        }
+        self.wire_cases = {
+            i: [encode_value(tuple(c)) for c in cs] for i, cs in self.cases.items()
+        }
 
 
 def _ids_in_source(nb) -> list[str]:
@@ -119,7 +123,9 @@ def load_notebook(path):
 
 
 def _chapter_voted(nb):
-    counts = Counter(ex_id.split(".")[0] for ex_id in _ids_in_source(nb) if ex_id in registry())
+    counts = Counter(
+        ex_id.split(".")[0] for ex_id in _ids_in_source(nb) if ex_id in registry()
+    )
     ranked = counts.most_common(2)
     if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
         return None  # checks no known exercise, or as many of two chapters
@@ -132,12 +138,16 @@ def chapter_of(notebooks) -> str:
     no notebook checks a known exercise or no chapter has a majority."""
     votes = Counter(c for c in map(_chapter_voted, notebooks) if c is not None)
     if not votes:
-        raise ValueError("no notebook checks a known exercise: pass the chapter explicitly (--chapter NN)")
+        raise ValueError(
+            "no notebook checks a known exercise: pass the chapter explicitly (--chapter NN)"
+        )
     (top, n), *rest = votes.most_common()
     if rest and n * 2 <= sum(votes.values()):
         tally = ", ".join(f"{c}: {k}" for c, k in sorted(votes.items()))
-        raise ValueError(f"the notebooks disagree on the chapter (notebooks per chapter: {tally}): "
-                         "pass the chapter explicitly (--chapter NN)")
+        raise ValueError(
+            f"the notebooks disagree on the chapter (notebooks per chapter: {tally}): "
+            "pass the chapter explicitly (--chapter NN)"
+        )
     return top
 
 
@@ -148,11 +158,21 @@ def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
     try:
         nb = load_notebook(path)
     except ValueError as exc:
-        return NotebookGrade(path.name, {i: "invalid notebook" for i in session.ids}, f"invalid notebook: {exc}",
-                             time.monotonic() - start)
+        return NotebookGrade(
+            path.name,
+            {i: "invalid notebook" for i in session.ids},
+            f"invalid notebook: {exc}",
+            time.monotonic() - start,
+        )
     in_source = set(_ids_in_source(nb))
-    result = run_sandboxed(nbformat.writes(nb), session.wire_cases, session.timeout, slot=slot,
-                           limits=session.limits, mode=session.mode)
+    result = run_sandboxed(
+        nbformat.writes(nb),
+        session.wire_cases,
+        session.timeout,
+        slot=slot,
+        limits=session.limits,
+        mode=session.mode,
+    )
     last = {}
     for rec in result.answers:
         if rec.get("id") in session.ids:
@@ -162,7 +182,9 @@ def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
     for ex_id in session.ids:
         if ex_id in last:
             try:
-                verdicts[ex_id] = judge(reg[ex_id], last[ex_id], session.cases.get(ex_id))
+                verdicts[ex_id] = judge(
+                    reg[ex_id], last[ex_id], session.cases.get(ex_id)
+                )
             except Exception:  # noqa: BLE001  (a reference that cannot digest a record: the answer is wrong)
                 verdicts[ex_id] = "incorrect"
         elif ex_id in in_source:
@@ -172,8 +194,14 @@ def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
     return NotebookGrade(path.name, verdicts, result.note, time.monotonic() - start)
 
 
-def grade_notebook(nb_path, timeout: float = 120.0, *, chapter: str | None = None, seed: int | None = None,
-                   limits: Limits | None = None) -> NotebookGrade:
+def grade_notebook(
+    nb_path,
+    timeout: float = 120.0,
+    *,
+    chapter: str | None = None,
+    seed: int | None = None,
+    limits: Limits | None = None,
+) -> NotebookGrade:
     """Execute one notebook in a sandbox and return the verdict of every exercise of its chapter.
 
     ``chapter`` defaults to the one the notebook's checks belong to; a notebook that checks no known exercise
@@ -195,7 +223,9 @@ def notebooks_in(path) -> list[Path]:
         return sorted(p for p in path.iterdir() if p.name.endswith(".ipynb"))
     if path.name.endswith(".ipynb") and os.path.lexists(path):
         return [path]
-    raise ValueError(f"path must be a notebook (.ipynb) or a folder of notebooks, got {path}")
+    raise ValueError(
+        f"path must be a notebook (.ipynb) or a folder of notebooks, got {path}"
+    )
 
 
 class BatchProgress:
@@ -209,14 +239,23 @@ class BatchProgress:
             raise ValueError(f"total must be a non-negative int, got {total!r}")
         self.stream = stream if stream is not None else sys.stderr
         self.total, self.done = total, 0
-        self.bar = tqdm(total=total, unit="notebook", file=self.stream, dynamic_ncols=True,
-                        disable=not (hasattr(self.stream, "isatty") and self.stream.isatty()))
+        self.bar = tqdm(
+            total=total,
+            unit="notebook",
+            file=self.stream,
+            dynamic_ncols=True,
+            disable=not (hasattr(self.stream, "isatty") and self.stream.isatty()),
+        )
 
     def step(self, grade: NotebookGrade):
         self.done += 1
         name = display_name(grade.notebook)
         if self.bar.disable:
-            print(f"[{self.done}/{self.total}] {name}: {_score(grade)}", file=self.stream, flush=True)
+            print(
+                f"[{self.done}/{self.total}] {name}: {_score(grade)}",
+                file=self.stream,
+                flush=True,
+            )
         else:
             self.bar.set_postfix_str(name[:40], refresh=False)
             self.bar.update(1)
@@ -225,9 +264,19 @@ class BatchProgress:
         self.bar.close()
 
 
-def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed: int | None = None,
-               jobs: int = 1, limits: Limits | None = None, csv_path=None, markdown_path=None,
-               progress: bool = False, on_result=None) -> list[NotebookGrade]:
+def grade_path(
+    path,
+    timeout: float = 120.0,
+    *,
+    chapter: str | None = None,
+    seed: int | None = None,
+    jobs: int = 1,
+    limits: Limits | None = None,
+    csv_path=None,
+    markdown_path=None,
+    progress: bool = False,
+    on_result=None,
+) -> list[NotebookGrade]:
     """Grade one notebook or every ``*.ipynb`` in a folder, each in its own sandbox, ``jobs`` at a time.
 
     Every notebook of the batch is graded against the same chapter (given, or the one most of the batch's checks
@@ -258,8 +307,11 @@ def grade_path(path, timeout: float = 120.0, *, chapter: str | None = None, seed
         try:
             g = _grade(p, session, slot)
         except Exception as exc:  # noqa: BLE001  (a grader fault on one file must not stop the batch)
-            g = NotebookGrade(p.name, {i: "not reached" for i in session.ids}, f"grader error: "
-                              f"{type(exc).__name__}")
+            g = NotebookGrade(
+                p.name,
+                {i: "not reached" for i in session.ids},
+                f"grader error: {type(exc).__name__}",
+            )
         finally:
             with lock:
                 slots.append(slot)
@@ -295,8 +347,12 @@ def to_rows(grades):
     for g in grades:
         name, note = display_name(g.notebook), display_name(g.note)
         for ex_id, verdict in g.verdicts.items():
-            rows.append({"notebook": name, "exercise": ex_id, "verdict": verdict, "note": note})
-        rows.append({"notebook": name, "exercise": "SCORE", "verdict": _score(g), "note": note})
+            rows.append(
+                {"notebook": name, "exercise": ex_id, "verdict": verdict, "note": note}
+            )
+        rows.append(
+            {"notebook": name, "exercise": "SCORE", "verdict": _score(g), "note": note}
+        )
     return rows
 
 
@@ -320,7 +376,9 @@ def _csv_lines(rows, header=False) -> str:
 
 
 def _md_lines(rows) -> str:
-    return "".join(markdown_row([r[k] for k in CSV_FIELDS], untrusted=True) + "\n" for r in rows)
+    return "".join(
+        markdown_row([r[k] for k in CSV_FIELDS], untrusted=True) + "\n" for r in rows
+    )
 
 
 def to_csv(grades) -> str:
@@ -337,7 +395,9 @@ class ResultWriter:
     def __init__(self, csv_path=None, markdown_path=None):
         self.files = []
         if csv_path:
-            self.files.append((open(csv_path, "w", encoding="utf-8", newline=""), "csv"))
+            self.files.append(
+                (open(csv_path, "w", encoding="utf-8", newline=""), "csv")
+            )
             self._write(self.files[-1][0], _csv_lines([], header=True))
         if markdown_path:
             self.files.append((open(markdown_path, "w", encoding="utf-8"), "md"))

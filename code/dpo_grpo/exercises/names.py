@@ -18,13 +18,73 @@ import unicodedata
 #: Non-Latin letters drawn like a Latin one (after case folding), beyond those whose Unicode name already says
 #: "LETTER X" with a single Latin X (e.g. CYRILLIC SMALL LETTER A).
 HOMOGLYPHS = {
-    "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "і": "i", "ї": "i", "ј": "j", "к": "k", "м": "m", "н": "h",
-    "о": "o", "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l",
-    "ɡ": "g", "ı": "i", "ℓ": "l", "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
-    "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w", "0": "o", "1": "l", "|": "l", "ǀ": "l",
+    "а": "a",
+    "в": "b",
+    "е": "e",
+    "ё": "e",
+    "һ": "h",
+    "і": "i",
+    "ї": "i",
+    "ј": "j",
+    "к": "k",
+    "м": "m",
+    "н": "h",
+    "о": "o",
+    "р": "p",
+    "с": "c",
+    "т": "t",
+    "у": "y",
+    "х": "x",
+    "ѕ": "s",
+    "ԁ": "d",
+    "ԛ": "q",
+    "ԝ": "w",
+    "ӏ": "l",
+    "ɡ": "g",
+    "ı": "i",
+    "ℓ": "l",
+    "α": "a",
+    "β": "b",
+    "ε": "e",
+    "η": "n",
+    "ι": "i",
+    "κ": "k",
+    "ν": "v",
+    "ο": "o",
+    "ρ": "p",
+    "τ": "t",
+    "υ": "u",
+    "χ": "x",
+    "ω": "w",
+    "0": "o",
+    "1": "l",
+    "|": "l",
+    "ǀ": "l",
 }
-_SHOWN_AS_IS = {"Ll", "Lu", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
-                "Pf", "Po", "Sm", "Sc", "Sk", "So"}
+_SHOWN_AS_IS = {
+    "Ll",
+    "Lu",
+    "Lt",
+    "Lm",
+    "Lo",
+    "Mn",
+    "Mc",
+    "Me",
+    "Nd",
+    "Nl",
+    "No",
+    "Pc",
+    "Pd",
+    "Ps",
+    "Pe",
+    "Pi",
+    "Pf",
+    "Po",
+    "Sm",
+    "Sc",
+    "Sk",
+    "So",
+}
 
 
 def _text(name, arg="name") -> str:
@@ -61,7 +121,12 @@ def _latin_of(ch: str) -> str:
     if ch.isascii():
         return ch
     words = unicodedata.name(ch, "").split()
-    if len(words) >= 2 and words[-2] == "LETTER" and len(words[-1]) == 1 and words[-1].isalpha():
+    if (
+        len(words) >= 2
+        and words[-2] == "LETTER"
+        and len(words[-1]) == 1
+        and words[-1].isalpha()
+    ):
         return words[-1].lower()
     return ch
 
@@ -69,7 +134,11 @@ def _latin_of(ch: str) -> str:
 def skeleton(name: str) -> str:
     """The look of ``name``: two names with the same skeleton can pass for one another."""
     text = unicodedata.normalize("NFKD", _text(name)).casefold()
-    kept = [ch for ch in text if unicodedata.category(ch) not in ("Mn", "Me", "Cf", "Cc", "Zs", "Zl", "Zp")]
+    kept = [
+        ch
+        for ch in text
+        if unicodedata.category(ch) not in ("Mn", "Me", "Cf", "Cc", "Zs", "Zl", "Zp")
+    ]
     return "".join(_latin_of(ch) for ch in kept).replace("rn", "m")
 
 
@@ -79,5 +148,10 @@ def confusable_with(names) -> dict:
     groups = {}
     for n in names:
         groups.setdefault(skeleton(n), []).append(n)
-    return {n: [m for m in group if m != n] for group in groups.values() if len(set(group)) > 1 for n in group
-            if any(m != n for m in group)}
+    return {
+        n: [m for m in group if m != n]
+        for group in groups.values()
+        if len(set(group)) > 1
+        for n in group
+        if any(m != n for m in group)
+    }

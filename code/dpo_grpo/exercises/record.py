@@ -23,6 +23,10 @@ def check(exercise_id: str, answer) -> Feedback:
     if not isinstance(exercise_id, str) or not EXERCISE_ID.fullmatch(exercise_id):
         raise ValueError(f"exercise_id must look like '04.4', got {exercise_id!r}")
     if answer is None or answer is Ellipsis:
-        return Feedback(exercise_id, "not attempted", "replace None with your answer and run the cell again.")
+        return Feedback(
+            exercise_id,
+            "not attempted",
+            "replace None with your answer and run the cell again.",
+        )
     record_answer(exercise_id, answer)
     return Feedback(exercise_id, "recorded", RECORDED)

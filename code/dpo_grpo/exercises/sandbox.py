@@ -48,9 +48,17 @@ from .uids import UidLease
 
 MAX_ANSWERS_BYTES = 32 << 20
 MAX_CAPTURE_BYTES = 64 << 10
-DEADLINE_MARGIN = 30.0  # seconds past the notebook's timeout before the sandbox is killed
-EXIT_GRACE = 2.0  # seconds the pipe is still drained after the runner exited (or was killed)
-KEY_MODULES = ("ch", "labs")  # exercises/ modules left out of the sandbox's package copy (they hold the key)
+DEADLINE_MARGIN = (
+    30.0  # seconds past the notebook's timeout before the sandbox is killed
+)
+EXIT_GRACE = (
+    2.0  # seconds the pipe is still drained after the runner exited (or was killed)
+)
+# exercises/ modules left out of the sandbox's package copy (they hold the key)
+KEY_MODULES = (
+    "ch",
+    "labs",
+)
 
 
 @dataclass
@@ -59,11 +67,20 @@ class Limits:
     processes: int = 256  # tasks of the sandbox (cgroup pids.max, and RLIMIT_NPROC of its uid; threads count)
     file_mb: int = 64  # largest file the notebook may write (RLIMIT_FSIZE)
     open_files: int = 1024
-    disk_mb: int = 512  # all it writes: work folder, HOME, /tmp, /dev/shm (one tmpfs, root mode)
+    disk_mb: int = (
+        512  # all it writes: work folder, HOME, /tmp, /dev/shm (one tmpfs, root mode)
+    )
     files: int = 10000  # files and folders it may create there (the tmpfs's inodes)
 
     def __post_init__(self):
-        for name in ("memory_mb", "processes", "file_mb", "open_files", "disk_mb", "files"):
+        for name in (
+            "memory_mb",
+            "processes",
+            "file_mb",
+            "open_files",
+            "disk_mb",
+            "files",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -71,8 +88,14 @@ class Limits:
                 raise ValueError(f"{name} must be positive, got {value}")
 
     def rlimits(self, timeout: float) -> dict:
-        return {"as": self.memory_mb << 20, "nproc": self.processes, "fsize": self.file_mb << 20,
-                "cpu": int(2 * timeout) + 60, "nofile": self.open_files, "core": 0}
+        return {
+            "as": self.memory_mb << 20,
+            "nproc": self.processes,
+            "fsize": self.file_mb << 20,
+            "cpu": int(2 * timeout) + 60,
+            "nofile": self.open_files,
+            "core": 0,
+        }
 
 
 @dataclass
@@ -89,8 +112,14 @@ def _bwrap_works() -> bool:
     if not exe:
         return False
     try:
-        return subprocess.run([exe, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True,
-                              timeout=20).returncode == 0
+        return (
+            subprocess.run(
+                [exe, "--unshare-all", "--ro-bind", "/", "/", "true"],
+                capture_output=True,
+                timeout=20,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -100,8 +129,24 @@ def _unshare_works() -> bool:
     if not exe:
         return False
     try:
-        return subprocess.run([exe, "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
-                               "true"], capture_output=True, timeout=20).returncode == 0
+        return (
+            subprocess.run(
+                [
+                    exe,
+                    "--mount",
+                    "--net",
+                    "--pid",
+                    "--ipc",
+                    "--uts",
+                    "--fork",
+                    "--kill-child",
+                    "true",
+                ],
+                capture_output=True,
+                timeout=20,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -131,7 +176,9 @@ def copy_package(dest: Path) -> Path:
     def ignore(folder, names):
         skip = {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
         if Path(folder).resolve() == src / "exercises":
-            skip |= {n for n in names if n.endswith(".py") and n.startswith(KEY_MODULES)}
+            skip |= {
+                n for n in names if n.endswith(".py") and n.startswith(KEY_MODULES)
+            }
         return skip
 
     shutil.copytree(src, dest / "dpo_grpo", ignore=ignore)
@@ -148,9 +195,16 @@ def _system_binds() -> list:
         if os.path.lexists(p):
             binds.append([p, p, True])
     seen = set()
-    for p in (sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))):
+    for p in (
+        sys.base_prefix,
+        sys.prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    ):
         p = os.path.realpath(p)
-        if p not in seen and not any(p == q or p.startswith(q + "/") for q in ("/usr", "/etc")):
+        if p not in seen and not any(
+            p == q or p.startswith(q + "/") for q in ("/usr", "/etc")
+        ):
             seen.add(p)
             binds.append([p, p, True])
             if os.path.realpath(p) != os.path.abspath(p):
@@ -177,7 +231,7 @@ def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
             return True
         sink.extend(chunk)
         if len(sink) > cap:
-            del sink[:len(sink) - cap]
+            del sink[: len(sink) - cap]
 
 
 def read_answers(path: Path) -> list:
@@ -185,7 +239,10 @@ def read_answers(path: Path) -> list:
     is ignored, and so is any line that does not parse (bad JSON, nesting too deep, an integer too long to
     convert): a bad record is that record's problem only."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(
+            path,
+            os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0),
+        )
     except OSError:
         return []
     with os.fdopen(fd, "rb") as fh:
@@ -196,7 +253,11 @@ def read_answers(path: Path) -> list:
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             rec = json.loads(line)
-        except (ValueError, RecursionError, MemoryError):  # JSONDecodeError is a ValueError
+        except (
+            ValueError,
+            RecursionError,
+            MemoryError,
+        ):  # JSONDecodeError is a ValueError
             continue
         if isinstance(rec, dict):
             records.append(rec)
@@ -232,7 +293,11 @@ def kill_namespace(ns: str, seconds: float = 5.0) -> bool:
         raise ValueError(f"ns must read like 'pid:[4026532000]', got {ns!r}")
     end = time.monotonic() + seconds
     while True:
-        found = [int(p) for p in os.listdir("/proc") if p.isdigit() and _pid_namespace(p) == ns]
+        found = [
+            int(p)
+            for p in os.listdir("/proc")
+            if p.isdigit() and _pid_namespace(p) == ns
+        ]
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -245,14 +310,25 @@ def kill_namespace(ns: str, seconds: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
-def run_sandboxed(notebook_json: str, cases: dict, timeout: float, *, slot: int = 0, limits: Limits = None,
-                  mode: str = None) -> RunResult:
+def run_sandboxed(
+    notebook_json: str,
+    cases: dict,
+    timeout: float,
+    *,
+    slot: int = 0,
+    limits: Limits = None,
+    mode: str = None,
+) -> RunResult:
     """Execute ``notebook_json`` (a validated notebook's text) in a fresh sandbox; return the recorded answers.
     ``slot`` (the parallel slot) is kept for callers; sandbox uids are leased per run (:class:`.uids.UidLease`)."""
     if not isinstance(notebook_json, str):
-        raise TypeError(f"notebook_json must be a str, got {type(notebook_json).__name__}")
+        raise TypeError(
+            f"notebook_json must be a str, got {type(notebook_json).__name__}"
+        )
     if not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise ValueError(
+            f"timeout must be a positive number of seconds, got {timeout!r}"
+        )
     mode = mode or detect_mode()
     if mode not in ("root", "bwrap", "basic"):
         raise ValueError(f"mode must be 'root', 'bwrap' or 'basic', got {mode!r}")
@@ -284,7 +360,8 @@ def _prepare(tmp, notebook_json, cases, mode, uid):
     if mode == "root":
         os.chmod(tmp, 0o711)
         os.chmod(tmp / "answers", 0o711)
-        os.chown(tmp / "answers" / "answers.jsonl", uid, uid)  # bound alone: the folder is not in the sandbox
+        # bound alone: the folder is not in the sandbox
+        os.chown(tmp / "answers" / "answers.jsonl", uid, uid)
     for name in ("cases.json", "notebook.ipynb"):
         os.chmod(tmp / "in" / name, 0o444)
     os.chmod(tmp / "in", 0o555)
@@ -293,39 +370,112 @@ def _prepare(tmp, notebook_json, cases, mode, uid):
 def _environment(inside, work, home, tmpdir):
     py = sys.executable
     return {
-        "PATH": f"{os.path.dirname(py)}:/usr/local/bin:/usr/bin:/bin", "HOME": home,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": tmpdir,
-        "PYTHONPATH": f"{inside}/pkg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{home}/.matplotlib", "IPYTHONDIR": f"{home}/.ipython",
-        "JUPYTER_RUNTIME_DIR": f"{home}/.jupyter_runtime", "PLOTLY_RENDERER": "plotly_mimetype",
-        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        ANSWERS_ENV: f"{inside}/answers/answers.jsonl", CASES_ENV: f"{inside}/in/cases.json",
+        "PATH": f"{os.path.dirname(py)}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": tmpdir,
+        "PYTHONPATH": f"{inside}/pkg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{home}/.matplotlib",
+        "IPYTHONDIR": f"{home}/.ipython",
+        "JUPYTER_RUNTIME_DIR": f"{home}/.jupyter_runtime",
+        "PLOTLY_RENDERER": "plotly_mimetype",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        ANSWERS_ENV: f"{inside}/answers/answers.jsonl",
+        CASES_ENV: f"{inside}/in/cases.json",
     }
 
 
 def _command(tmp, mode, spec, limits, lease, group):
     py, init = sys.executable, Path(__file__).with_name("_sandbox_init.py")
     if mode == "root":
-        own = [[str(tmp / "pkg"), "/sandbox/pkg", True], [str(tmp / "in"), "/sandbox/in", True],
-               [str(tmp / "answers" / "answers.jsonl"), "/sandbox/answers/answers.jsonl", False]]
-        spec.update(newroot=str(tmp / "root"), binds=_system_binds() + own, uid=lease.uid, gid=lease.uid,
-                    scratch=["/sandbox/scratch", limits.disk_mb << 20, limits.files],
-                    cgroup_procs=group.procs_files if group else [])
-        spec["binds"] += [[d, d, False] for d in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-                                                   "/dev/urandom") if os.path.exists(d)]
+        own = [
+            [str(tmp / "pkg"), "/sandbox/pkg", True],
+            [str(tmp / "in"), "/sandbox/in", True],
+            [
+                str(tmp / "answers" / "answers.jsonl"),
+                "/sandbox/answers/answers.jsonl",
+                False,
+            ],
+        ]
+        spec.update(
+            newroot=str(tmp / "root"),
+            binds=_system_binds() + own,
+            uid=lease.uid,
+            gid=lease.uid,
+            scratch=["/sandbox/scratch", limits.disk_mb << 20, limits.files],
+            cgroup_procs=group.procs_files if group else [],
+        )
+        spec["binds"] += [
+            [d, d, False]
+            for d in (
+                "/dev/null",
+                "/dev/zero",
+                "/dev/full",
+                "/dev/random",
+                "/dev/urandom",
+            )
+            if os.path.exists(d)
+        ]
         (tmp / "root").mkdir()
-        return [shutil.which("unshare"), "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
-                py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
+        return [
+            shutil.which("unshare"),
+            "--mount",
+            "--net",
+            "--pid",
+            "--ipc",
+            "--uts",
+            "--fork",
+            "--kill-child",
+            py,
+            "-I",
+            "-S",
+            str(init),
+            str(tmp / "in" / "spec.json"),
+        ]
     if mode == "bwrap":
-        cmd = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
-               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        cmd = [
+            shutil.which("bwrap"),
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+        ]
         for src, dst, _ in _system_binds():
-            cmd += ["--symlink", os.readlink(src), dst] if os.path.islink(src) else ["--ro-bind", src, dst]
-        cmd += ["--ro-bind", str(tmp / "pkg"), "/sandbox/pkg", "--ro-bind", str(tmp / "in"), "/sandbox/in"]
+            cmd += (
+                ["--symlink", os.readlink(src), dst]
+                if os.path.islink(src)
+                else ["--ro-bind", src, dst]
+            )
+        cmd += [
+            "--ro-bind",
+            str(tmp / "pkg"),
+            "/sandbox/pkg",
+            "--ro-bind",
+            str(tmp / "in"),
+            "/sandbox/in",
+        ]
         for sub in ("work", "home", "answers"):
             cmd += ["--bind", str(tmp / sub), f"/sandbox/{sub}"]
-        return cmd + ["--chdir", "/sandbox/work", py, "-I", "-S",
-                      "/sandbox/pkg/dpo_grpo/exercises/_sandbox_init.py", "/sandbox/in/spec.json"]
+        return cmd + [
+            "--chdir",
+            "/sandbox/work",
+            py,
+            "-I",
+            "-S",
+            "/sandbox/pkg/dpo_grpo/exercises/_sandbox_init.py",
+            "/sandbox/in/spec.json",
+        ]
     return [py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
 
 
@@ -334,13 +484,32 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
     inside = Path("/sandbox") if mode in ("root", "bwrap") else tmp
     if mode == "root":
         scratch = "/sandbox/scratch"
-        work, env = f"{scratch}/work", _environment(inside, f"{scratch}/work", f"{scratch}/home", "/tmp")
+        work, env = (
+            f"{scratch}/work",
+            _environment(inside, f"{scratch}/work", f"{scratch}/home", "/tmp"),
+        )
     else:
         work = f"{inside}/work"
-        env = _environment(inside, work, f"{inside}/home", "/tmp" if mode == "bwrap" else f"{inside}/home")
-    argv = [sys.executable, "-m", "dpo_grpo.exercises._run_notebook", f"{inside}/in/notebook.ipynb", str(timeout)]
-    spec = {"mode": "root" if mode == "root" else "limits", "cwd": work, "argv": argv, "env": env,
-            "limits": limits.rlimits(timeout)}
+        env = _environment(
+            inside,
+            work,
+            f"{inside}/home",
+            "/tmp" if mode == "bwrap" else f"{inside}/home",
+        )
+    argv = [
+        sys.executable,
+        "-m",
+        "dpo_grpo.exercises._run_notebook",
+        f"{inside}/in/notebook.ipynb",
+        str(timeout),
+    ]
+    spec = {
+        "mode": "root" if mode == "root" else "limits",
+        "cwd": work,
+        "argv": argv,
+        "env": env,
+        "limits": limits.rlimits(timeout),
+    }
     cmd = _command(tmp, mode, spec, limits, lease, group)
     os.chmod(tmp / "in", 0o755)
     (tmp / "in" / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -348,8 +517,15 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
     os.chmod(tmp / "in", 0o555)
 
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp))
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=str(tmp),
+    )
     try:
         timed_out, tail, survivors = _supervise(proc, timeout, mode, group)
     finally:
@@ -380,7 +556,9 @@ def _supervise(proc, timeout, mode, group):
     while not ended and time.monotonic() < deadline:
         if ns is None and mode != "basic":
             ns = child_namespace(proc.pid)
-        ended = drain(fd, sink, MAX_CAPTURE_BYTES, min(deadline, time.monotonic() + 0.5))
+        ended = drain(
+            fd, sink, MAX_CAPTURE_BYTES, min(deadline, time.monotonic() + 0.5)
+        )
         if exited_at is None and proc.poll() is not None:
             exited_at = time.monotonic()
         if exited_at is not None and time.monotonic() - exited_at > EXIT_GRACE:

@@ -46,7 +46,10 @@ def _digest(salt: str, tier: str, values) -> str:
 
 
 def _cells(arr, exps, offs):
-    cells = np.floor(arr.ravel() / np.exp2(np.asarray(exps, dtype=np.float64)) + 0.5 * np.asarray(offs))
+    cells = np.floor(
+        arr.ravel() / np.exp2(np.asarray(exps, dtype=np.float64))
+        + 0.5 * np.asarray(offs)
+    )
     return f"{list(arr.shape)}:" + ",".join(repr(float(c)) for c in cells)
 
 
@@ -59,8 +62,12 @@ def fingerprint(value, rtol: float, atol: float, salt: str, tier: str) -> dict:
     exps = np.floor(np.log2(tol)).astype(int)
     frac = np.mod(arr.ravel() / np.exp2(exps.astype(np.float64)), 1.0)
     offs = np.where((frac >= 0.25) & (frac < 0.75), 0, 1)
-    return {"shape": list(arr.shape), "e": exps.tolist(), "o": offs.tolist(),
-            "h": _digest(salt, tier, _cells(arr, exps, offs))}
+    return {
+        "shape": list(arr.shape),
+        "e": exps.tolist(),
+        "o": offs.tolist(),
+        "h": _digest(salt, tier, _cells(arr, exps, offs)),
+    }
 
 
 def matches(arr, fp, salt: str, tier: str) -> bool:
@@ -82,29 +89,70 @@ def key_entry(ex) -> dict:
     salt = _salt(ex.id)
     entry = {"kind": ex.kind, "rtol": ex.rtol, "atol": ex.atol}
     if ex.kind == "choice":
-        entry.update(options=sorted(ex.options), answer=_digest(salt, "choice", ex.reference.lower()),
-                     hints={_digest(salt, "choice", k.lower()): h for k, h in ex.explanations.items()})
+        entry.update(
+            options=sorted(ex.options),
+            answer=_digest(salt, "choice", ex.reference.lower()),
+            hints={
+                _digest(salt, "choice", k.lower()): h
+                for k, h in ex.explanations.items()
+            },
+        )
         return entry
-    close_rtol, close_atol = max(10 * ex.rtol, _CLOSE_RTOL), _CLOSE_ATOL_FACTOR * ex.atol
+    close_rtol, close_atol = (
+        max(10 * ex.rtol, _CLOSE_RTOL),
+        _CLOSE_ATOL_FACTOR * ex.atol,
+    )
     if ex.kind == "numeric":
         sol = ex.solution()
-        entry.update(exact=fingerprint(sol, ex.rtol, ex.atol, salt, "exact"),
-                     close=fingerprint(sol, close_rtol, close_atol, salt, "close"),
-                     mistakes=[{"hint": hint, "fp": _try_fingerprint(
-                         value if callable(value) else (lambda v=value: v), ex.rtol, ex.atol, salt, f"mistake{i}")}
-                         for i, (value, hint) in enumerate(ex.mistakes.values())])
+        entry.update(
+            exact=fingerprint(sol, ex.rtol, ex.atol, salt, "exact"),
+            close=fingerprint(sol, close_rtol, close_atol, salt, "close"),
+            mistakes=[
+                {
+                    "hint": hint,
+                    "fp": _try_fingerprint(
+                        value if callable(value) else (lambda v=value: v),
+                        ex.rtol,
+                        ex.atol,
+                        salt,
+                        f"mistake{i}",
+                    ),
+                }
+                for i, (value, hint) in enumerate(ex.mistakes.values())
+            ],
+        )
         return entry
 
     def _copies(args):
-        return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        return [
+            np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args
+        ]
 
-    entry.update(cases=[encode_value(tuple(c)) for c in ex.cases],
-                 outputs=[fingerprint(ex.reference(*_copies(c)), ex.rtol, ex.atol, salt, f"case{j}")
-                          for j, c in enumerate(ex.cases)],
-                 mistakes=[{"hint": hint, "outputs": [
-                     _try_fingerprint(lambda c=c: fn(*_copies(c)), ex.rtol, ex.atol, salt, f"mistake{i}case{j}")
-                     if callable(fn) else None for j, c in enumerate(ex.cases)]}
-                     for i, (fn, hint) in enumerate(ex.mistakes.values())])
+    entry.update(
+        cases=[encode_value(tuple(c)) for c in ex.cases],
+        outputs=[
+            fingerprint(ex.reference(*_copies(c)), ex.rtol, ex.atol, salt, f"case{j}")
+            for j, c in enumerate(ex.cases)
+        ],
+        mistakes=[
+            {
+                "hint": hint,
+                "outputs": [
+                    _try_fingerprint(
+                        lambda c=c: fn(*_copies(c)),
+                        ex.rtol,
+                        ex.atol,
+                        salt,
+                        f"mistake{i}case{j}",
+                    )
+                    if callable(fn)
+                    else None
+                    for j, c in enumerate(ex.cases)
+                ],
+            }
+            for i, (fn, hint) in enumerate(ex.mistakes.values())
+        ],
+    )
     return entry
 
 
@@ -115,11 +163,19 @@ def build_key(exercises) -> dict:
 
 def key_module_source(key: dict) -> str:
     """Python source of ``_selfcheck_key.py`` holding ``key`` (one line per exercise)."""
-    lines = ['"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the hashed self-check key (no answers).',
-             "", 'Regenerate it after adding or changing an exercise in ``chNN.py``."""', "", "import json", "",
-             "KEY = {}"]
+    lines = [
+        '"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the hashed self-check key (no answers).',
+        "",
+        'Regenerate it after adding or changing an exercise in ``chNN.py``."""',
+        "",
+        "import json",
+        "",
+        "KEY = {}",
+    ]
     for ex_id, entry in key.items():
-        lines.append(f"KEY[{ex_id!r}] = json.loads({json.dumps(entry, ensure_ascii=False)!r})")
+        lines.append(
+            f"KEY[{ex_id!r}] = json.loads({json.dumps(entry, ensure_ascii=False)!r})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +189,10 @@ def _check_numeric(entry, salt, answer):
     try:
         arr = np.asarray(answer, dtype=np.float64)
     except (TypeError, ValueError):
-        return "incorrect", f"expected a number or an array of numbers, got {type(answer).__name__}"
+        return (
+            "incorrect",
+            f"expected a number or an array of numbers, got {type(answer).__name__}",
+        )
     shape = tuple(entry["exact"]["shape"])
     if arr.shape != shape:
         return "incorrect", f"expected shape {shape}, got {arr.shape}"
@@ -146,18 +205,27 @@ def _check_numeric(entry, salt, answer):
             return "incorrect", f"not quite. {m['hint']}"
     rtol, atol = entry["rtol"], entry["atol"]
     if matches(arr, entry["close"], salt, "close"):
-        return "incorrect", (f"close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you rounded, "
-                             "keep at least five significant figures.")
-    return "incorrect", f"not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your computation."
+        return "incorrect", (
+            f"close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you rounded, "
+            "keep at least five significant figures."
+        )
+    return (
+        "incorrect",
+        f"not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your computation.",
+    )
 
 
 def _check_choice(entry, salt, answer):
-    if not isinstance(answer, str) or answer.strip().lower() not in {k.lower() for k in entry["options"]}:
+    if not isinstance(answer, str) or answer.strip().lower() not in {
+        k.lower() for k in entry["options"]
+    }:
         return "incorrect", f"answer with one of the letters {entry['options']}"
     h = _digest(salt, "choice", answer.strip().lower())
     if h == entry["answer"]:
         return "correct", "correct."
-    return "incorrect", "not this one. " + entry["hints"].get(h, "Reread the section and try again.")
+    return "incorrect", "not this one. " + entry["hints"].get(
+        h, "Reread the section and try again."
+    )
 
 
 def _check_code(entry, salt, answer):
@@ -167,8 +235,13 @@ def _check_code(entry, salt, answer):
     for j, args in enumerate(cases):
         try:
             got = answer(*args)
-        except Exception as exc:  # the student's code raised: report it, don't crash the notebook
-            return "error", f"your function raised {type(exc).__name__} on test case {j + 1}: {exc}"
+        except (
+            Exception
+        ) as exc:  # the student's code raised: report it, don't crash the notebook
+            return (
+                "error",
+                f"your function raised {type(exc).__name__} on test case {j + 1}: {exc}",
+            )
         try:
             arr = np.asarray(got, dtype=np.float64)
         except (TypeError, ValueError):
@@ -176,9 +249,14 @@ def _check_code(entry, salt, answer):
         if arr is not None and matches(arr, entry["outputs"][j], salt, f"case{j}"):
             continue
         for i, m in enumerate(entry["mistakes"]):
-            if arr is not None and matches(arr, m["outputs"][j], salt, f"mistake{i}case{j}"):
+            if arr is not None and matches(
+                arr, m["outputs"][j], salt, f"mistake{i}case{j}"
+            ):
                 return "incorrect", f"test case {j + 1} fails. {m['hint']}"
-        return "incorrect", f"test case {j + 1} of {len(cases)} gives a different result."
+        return (
+            "incorrect",
+            f"test case {j + 1} of {len(cases)} gives a different result.",
+        )
     return "correct", f"correct on all {len(cases)} test cases."
 
 
@@ -195,7 +273,9 @@ def record_answer(exercise_id: str, answer) -> None:
             try:
                 outputs.append(encode_answer(answer(*args)))
             except Exception as exc:  # noqa: BLE001  (recorded as an error verdict by the grader)
-                outputs.append({"kind": "error", "message": f"{type(exc).__name__}: {exc}"[:300]})
+                outputs.append(
+                    {"kind": "error", "message": f"{type(exc).__name__}: {exc}"[:300]}
+                )
         record = {"kind": "function", "outputs": outputs}
     else:
         record = encode_answer(answer)
@@ -210,15 +290,27 @@ def check(exercise_id: str, answer) -> Feedback:
     """
     key = _key()
     if not isinstance(exercise_id, str) or exercise_id not in key:
-        raise ValueError(f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(key))}")
+        raise ValueError(
+            f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(key))}"
+        )
     entry, salt = key[exercise_id], _salt(exercise_id)
     if answer is None or answer is Ellipsis:
-        status, message = "not attempted", "replace None with your answer and run the cell again."
+        status, message = (
+            "not attempted",
+            "replace None with your answer and run the cell again.",
+        )
     else:
-        checker = {"numeric": _check_numeric, "choice": _check_choice, "code": _check_code}[entry["kind"]]
+        checker = {
+            "numeric": _check_numeric,
+            "choice": _check_choice,
+            "code": _check_code,
+        }[entry["kind"]]
         try:
             status, message = checker(entry, salt, answer)
         except Exception as exc:  # never let a checker crash a student's notebook
-            status, message = "error", f"could not check this answer ({type(exc).__name__}: {exc})"
+            status, message = (
+                "error",
+                f"could not check this answer ({type(exc).__name__}: {exc})",
+            )
     record_answer(exercise_id, answer)
     return Feedback(exercise_id, status, message)

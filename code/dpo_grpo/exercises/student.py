@@ -18,7 +18,11 @@ def strip_solutions(nb):
     import copy
 
     out = copy.deepcopy(nb)
-    out.cells = [c for c in out.cells if SOLUTION_TAG not in c.get("metadata", {}).get("tags", [])]
+    out.cells = [
+        c
+        for c in out.cells
+        if SOLUTION_TAG not in c.get("metadata", {}).get("tags", [])
+    ]
     for c in out.cells:
         if c.cell_type == "code":
             c.outputs = []
@@ -31,10 +35,15 @@ def without_self_check(nb):
     replaced by the graded edition's (:mod:`.record`)."""
     for c in nb.cells:
         if c.cell_type == "code" and SELF_CHECK_IMPORT in c.source:
-            lines = [GRADED_IMPORT if ln.strip() == SELF_CHECK_IMPORT else ln for ln in c.source.split("\n")]
+            lines = [
+                GRADED_IMPORT if ln.strip() == SELF_CHECK_IMPORT else ln
+                for ln in c.source.split("\n")
+            ]
             c.source = "\n".join(lines)
             if SELF_CHECK_IMPORT in c.source:
-                raise ValueError(f"cannot replace an import of check in this cell: {c.source[:200]!r}")
+                raise ValueError(
+                    f"cannot replace an import of check in this cell: {c.source[:200]!r}"
+                )
     return nb
 
 
@@ -57,5 +66,7 @@ def write_student_edition(book_dir, out_dir, *, graded: bool = False) -> list[Pa
         nbformat.write(without_self_check(edition) if graded else edition, target)
         written.append(target)
     for extra in sorted(book_dir.glob("*.md")) + sorted(book_dir.glob("*.bib")):
-        (out_dir / extra.name).write_text(extra.read_text(encoding="utf-8"), encoding="utf-8")
+        (out_dir / extra.name).write_text(
+            extra.read_text(encoding="utf-8"), encoding="utf-8"
+        )
     return written

@@ -23,7 +23,9 @@ def _lock_dir(path: str) -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise RuntimeError(f"{path} must be a folder of this user, writable by no one else")
+        raise RuntimeError(
+            f"{path} must be a folder of this user, writable by no one else"
+        )
     return path
 
 
@@ -58,7 +60,11 @@ class UidLease:
         for uid in range(FIRST_SANDBOX_UID, FIRST_SANDBOX_UID + UID_RANGE):
             if uid in busy or _has_account(uid):
                 continue
-            fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fd = os.open(
+                os.path.join(folder, str(uid)),
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
+                0o600,
+            )
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -66,7 +72,9 @@ class UidLease:
                 continue
             self.uid, self._fd = uid, fd
             return
-        raise RuntimeError(f"no free sandbox uid in {FIRST_SANDBOX_UID}..{FIRST_SANDBOX_UID + UID_RANGE - 1}")
+        raise RuntimeError(
+            f"no free sandbox uid in {FIRST_SANDBOX_UID}..{FIRST_SANDBOX_UID + UID_RANGE - 1}"
+        )
 
     def close(self):
         if self._fd is not None:

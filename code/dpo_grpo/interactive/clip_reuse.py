@@ -20,12 +20,27 @@ from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
 from .figures import Explorable, _n, _on, _subplots
 
-DEFAULTS = {"num_iterations": 1, "steps_per_generation": 1, "rollouts": 12, "group_size": 8, "lr": 0.5,
-            "epsilon": 0.2, "seed": 0}
+DEFAULTS = {
+    "num_iterations": 1,
+    "steps_per_generation": 1,
+    "rollouts": 12,
+    "group_size": 8,
+    "lr": 0.5,
+    "epsilon": 0.2,
+    "seed": 0,
+}
 
 
-def reuse_run(num_iterations: int = 1, steps_per_generation: int = 1, *, rollouts: int = 12, group_size: int = 8,
-              lr: float = 0.5, epsilon: float = 0.2, seed: int = 0) -> dict:
+def reuse_run(
+    num_iterations: int = 1,
+    steps_per_generation: int = 1,
+    *,
+    rollouts: int = 12,
+    group_size: int = 8,
+    lr: float = 0.5,
+    epsilon: float = 0.2,
+    seed: int = 0,
+) -> dict:
     """Per optimizer step: ``clip`` (TRL's ``clip_ratio/region_mean``), ``spread`` (std of the sampled tokens'
     log-ratio ``log pi - log pi_old``), ``max_ratio`` and ``on_policy`` (True for a rollout's first step)."""
     mu = v.integer(num_iterations, "num_iterations", minimum=1)
@@ -46,8 +61,15 @@ def reuse_run(num_iterations: int = 1, steps_per_generation: int = 1, *, rollout
         for _ in range(mu):
             for acts, adv in zip(groups, advs):
                 lp = log_softmax(z)
-                out = grpo_loss(lp[acts, None], old[acts, None], None, adv, np.ones((g, 1)), beta=0.0,
-                                epsilon=eps)
+                out = grpo_loss(
+                    lp[acts, None],
+                    old[acts, None],
+                    None,
+                    adv,
+                    np.ones((g, 1)),
+                    beta=0.0,
+                    epsilon=eps,
+                )
                 log_ratio = lp[acts] - old[acts]
                 clip.append(out.metrics["clip_ratio/region_mean"])
                 spread.append(float(log_ratio.std()))
@@ -55,19 +77,45 @@ def reuse_run(num_iterations: int = 1, steps_per_generation: int = 1, *, rollout
                 on_policy.append(first)
                 first = False
                 z = z - lr * (out.grad[:, 0] @ (np.eye(r.size)[acts] - np.exp(lp)))
-    return {"clip": np.array(clip), "spread": np.array(spread), "max_ratio": np.array(max_ratio),
-            "on_policy": np.array(on_policy),
-            "params": {"num_iterations": mu, "steps_per_generation": spg, "rollouts": rollouts, "group_size": g,
-                       "lr": lr, "epsilon": eps}}
+    return {
+        "clip": np.array(clip),
+        "spread": np.array(spread),
+        "max_ratio": np.array(max_ratio),
+        "on_policy": np.array(on_policy),
+        "params": {
+            "num_iterations": mu,
+            "steps_per_generation": spg,
+            "rollouts": rollouts,
+            "group_size": g,
+            "lr": lr,
+            "epsilon": eps,
+        },
+    }
 
 
-def clip_reuse_data(num_iterations: int = 1, steps_per_generation: int = 1, rollouts: int = 12,
-                    group_size: int = 8, lr: float = 0.5, epsilon: float = 0.2, seed: int = 0) -> dict:
+def clip_reuse_data(
+    num_iterations: int = 1,
+    steps_per_generation: int = 1,
+    rollouts: int = 12,
+    group_size: int = 8,
+    lr: float = 0.5,
+    epsilon: float = 0.2,
+    seed: int = 0,
+) -> dict:
     """``by_iterations``: :func:`reuse_run` with ``num_iterations`` (``steps_per_generation=1``);
     ``by_steps``: with ``steps_per_generation`` (``num_iterations=1``)."""
-    kw = dict(rollouts=rollouts, group_size=group_size, lr=lr, epsilon=epsilon, seed=seed)
-    return {"by_iterations": reuse_run(num_iterations, 1, **kw), "by_steps": reuse_run(1, steps_per_generation, **kw),
-            "params": {"num_iterations": num_iterations, "steps_per_generation": steps_per_generation, **kw}}
+    kw = dict(
+        rollouts=rollouts, group_size=group_size, lr=lr, epsilon=epsilon, seed=seed
+    )
+    return {
+        "by_iterations": reuse_run(num_iterations, 1, **kw),
+        "by_steps": reuse_run(1, steps_per_generation, **kw),
+        "params": {
+            "num_iterations": num_iterations,
+            "steps_per_generation": steps_per_generation,
+            **kw,
+        },
+    }
 
 
 def _traces(d):
@@ -75,19 +123,42 @@ def _traces(d):
     for row, key in ((1, "by_iterations"), (2, "by_steps")):
         run = d[key]
         x = list(range(1, len(run["clip"]) + 1))
-        for col, series, name, color in ((1, "clip", "clip_ratio/region_mean", "#d62728"),
-                                         (2, "spread", "std of log-ratio", "#1f77b4")):
-            t.append({"type": "scatter", "mode": "lines+markers", "x": x, "y": _n(run[series]), "name": name,
-                      "legendgroup": series, "showlegend": row == 1, "line": {"color": color, "width": 1.5},
-                      "marker": {"size": 4}, "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
-                      **_on(row, col, 2)})
+        for col, series, name, color in (
+            (1, "clip", "clip_ratio/region_mean", "#d62728"),
+            (2, "spread", "std of log-ratio", "#1f77b4"),
+        ):
+            t.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "x": x,
+                    "y": _n(run[series]),
+                    "name": name,
+                    "legendgroup": series,
+                    "showlegend": row == 1,
+                    "line": {"color": color, "width": 1.5},
+                    "marker": {"size": 4},
+                    "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+                    **_on(row, col, 2),
+                }
+            )
     return t
 
 
 def _layout():
-    fig = _subplots(2, 2, ["clip fraction, vary num_iterations", "ratio spread, vary num_iterations",
-                           "clip fraction, vary steps_per_generation", "ratio spread, vary steps_per_generation"],
-                    height=820, vertical_spacing=0.34, horizontal_spacing=0.1)
+    fig = _subplots(
+        2,
+        2,
+        [
+            "clip fraction, vary num_iterations",
+            "ratio spread, vary num_iterations",
+            "clip fraction, vary steps_per_generation",
+            "ratio spread, vary steps_per_generation",
+        ],
+        height=820,
+        vertical_spacing=0.34,
+        horizontal_spacing=0.1,
+    )
     fig.update_xaxes(title_text="optimizer step")
     fig.update_yaxes(range=[0, 1], col=1)
     fig.update_layout(margin={"t": 80, "b": 130, "r": 200})  # r: the legend
@@ -96,15 +167,32 @@ def _layout():
 
 def _places(layout, params):
     rows = {"num_iterations": "yaxis", "steps_per_generation": "yaxis3"}
-    return [{"x": 0.0, "len": 1.0, "y": layout[rows[p]]["domain"][0], "pad": {"t": 50, "b": 0, "l": 0, "r": 0}}
-            for p in params]
+    return [
+        {
+            "x": 0.0,
+            "len": 1.0,
+            "y": layout[rows[p]]["domain"][0],
+            "pad": {"t": 50, "b": 0, "l": 0, "r": 0},
+        }
+        for p in params
+    ]
 
 
 CLIP_REUSE = Explorable(
-    name="clip_reuse", title="Reusing a generation batch",
-    defaults=dict(DEFAULTS), grid={"num_iterations": [1, 2, 3, 4, 6, 8], "steps_per_generation": [1, 2, 4, 8]},
-    labels={"num_iterations": "num_iterations", "steps_per_generation": "steps_per_generation"},
-    data=lambda p: clip_reuse_data(**p), traces=_traces, updates=lambda d: {}, layout=_layout, slider_places=_places)
+    name="clip_reuse",
+    title="Reusing a generation batch",
+    defaults=dict(DEFAULTS),
+    grid={"num_iterations": [1, 2, 3, 4, 6, 8], "steps_per_generation": [1, 2, 4, 8]},
+    labels={
+        "num_iterations": "num_iterations",
+        "steps_per_generation": "steps_per_generation",
+    },
+    data=lambda p: clip_reuse_data(**p),
+    traces=_traces,
+    updates=lambda d: {},
+    layout=_layout,
+    slider_places=_places,
+)
 
 
 def clip_reuse_figure(**grid):
@@ -113,15 +201,34 @@ def clip_reuse_figure(**grid):
     return CLIP_REUSE.figure(**grid)
 
 
-def clip_reuse_widget(num_iterations=1, steps_per_generation=1, rollouts=12, group_size=8, lr=0.5, epsilon=0.2,
-                      seed=0):
+def clip_reuse_widget(
+    num_iterations=1,
+    steps_per_generation=1,
+    rollouts=12,
+    group_size=8,
+    lr=0.5,
+    epsilon=0.2,
+    seed=0,
+):
     """Live version: both reuse knobs plus the learning rate, clip epsilon, group size, rollouts and seed."""
     from .widgets import ExplorableWidget, _float_slider, _int_slider
-    controls = {"num_iterations": _int_slider("num_iterations", num_iterations, 1, 16),
-                "steps_per_generation": _int_slider("steps_per_generation", steps_per_generation, 1, 16),
-                "lr": _float_slider("learning rate", lr, 0.01, 2.0, 0.01),
-                "epsilon": _float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
-                "group_size": _int_slider("group size G", group_size, 2, 64),
-                "rollouts": _int_slider("rollouts", rollouts, 1, 40), "seed": _int_slider("seed", seed, 0, 99)}
-    return ExplorableWidget(CLIP_REUSE, controls, dict, title="Reusing a generation batch",
-                            help_text="only a rollout's first step is on-policy", columns=3)
+
+    controls = {
+        "num_iterations": _int_slider("num_iterations", num_iterations, 1, 16),
+        "steps_per_generation": _int_slider(
+            "steps_per_generation", steps_per_generation, 1, 16
+        ),
+        "lr": _float_slider("learning rate", lr, 0.01, 2.0, 0.01),
+        "epsilon": _float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
+        "group_size": _int_slider("group size G", group_size, 2, 64),
+        "rollouts": _int_slider("rollouts", rollouts, 1, 40),
+        "seed": _int_slider("seed", seed, 0, 99),
+    }
+    return ExplorableWidget(
+        CLIP_REUSE,
+        controls,
+        dict,
+        title="Reusing a generation batch",
+        help_text="only a rollout's first step is on-policy",
+        columns=3,
+    )

@@ -27,38 +27,68 @@ def difficulty_data(group_size: int = 8, eps: float = 1e-4) -> dict:
     rewards = np.array([[1.0] * k + [0.0] * (g - k) for k in ks]).reshape(-1, 1)
     weight, relative = {}, {}
     for scale in SCALES:
-        adv = reward_advantages(rewards, g, scale_rewards=scale, eps=eps).advantages.reshape(g + 1, g)
+        adv = reward_advantages(
+            rewards, g, scale_rewards=scale, eps=eps
+        ).advantages.reshape(g + 1, g)
         w = np.abs(adv).sum(axis=1)
         weight[scale] = w
         relative[scale] = w / w[g // 2]
-    return {"k": ks, "pass_rate": ks / g, "weight": weight, "relative": relative,
-            "params": {"group_size": g, "eps": eps}}
+    return {
+        "k": ks,
+        "pass_rate": ks / g,
+        "weight": weight,
+        "relative": relative,
+        "params": {"group_size": g, "eps": eps},
+    }
 
 
 def _traces(d):
     t = []
     for col, key in ((1, "weight"), (2, "relative")):
         for scale in SCALES:
-            t.append({"type": "scatter", "mode": "lines+markers", "x": _n(d["pass_rate"]), "y": _n(d[key][scale]),
-                      "name": f'scale_rewards="{scale}"', "legendgroup": scale, "showlegend": col == 1,
-                      "line": {"color": COLORS[scale]},
-                      "hovertemplate": f"{scale}<br>pass rate %{{x}}: %{{y:.4g}}<extra></extra>", **_on(1, col, 2)})
+            t.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "x": _n(d["pass_rate"]),
+                    "y": _n(d[key][scale]),
+                    "name": f'scale_rewards="{scale}"',
+                    "legendgroup": scale,
+                    "showlegend": col == 1,
+                    "line": {"color": COLORS[scale]},
+                    "hovertemplate": f"{scale}<br>pass rate %{{x}}: %{{y:.4g}}<extra></extra>",
+                    **_on(1, col, 2),
+                }
+            )
     return t
 
 
 def _layout():
-    fig = _subplots(1, 2, ["prompt weight Σ|A|", "relative to a half-solved prompt"], height=500,
-                    horizontal_spacing=0.1)
-    fig.update_xaxes(title_text="pass rate k / G of the prompt's group", range=[-0.03, 1.03])
+    fig = _subplots(
+        1,
+        2,
+        ["prompt weight Σ|A|", "relative to a half-solved prompt"],
+        height=500,
+        horizontal_spacing=0.1,
+    )
+    fig.update_xaxes(
+        title_text="pass rate k / G of the prompt's group", range=[-0.03, 1.03]
+    )
     fig.update_layout(margin={"r": 205})  # the legend
     return fig.layout.to_plotly_json()
 
 
 DIFFICULTY = Explorable(
-    name="difficulty", title="Difficulty weighting",
-    defaults={"group_size": 8, "eps": 1e-4}, grid={"group_size": [4, 6, 8, 12, 16, 32]},
+    name="difficulty",
+    title="Difficulty weighting",
+    defaults={"group_size": 8, "eps": 1e-4},
+    grid={"group_size": [4, 6, 8, 12, 16, 32]},
     labels={"group_size": "group size G"},
-    data=lambda p: difficulty_data(**p), traces=_traces, updates=lambda d: {}, layout=_layout)
+    data=lambda p: difficulty_data(**p),
+    traces=_traces,
+    updates=lambda d: {},
+    layout=_layout,
+)
 
 
 def difficulty_figure(**grid):
@@ -69,6 +99,15 @@ def difficulty_figure(**grid):
 def difficulty_widget(group_size=8, eps=1e-4):
     """Live version: G and the std guard eps."""
     from .widgets import ExplorableWidget, _int_slider, _log_slider
-    controls = {"group_size": _int_slider("group size G", group_size, 2, 64), "eps": _log_slider("ε", eps, -8, 0)}
-    return ExplorableWidget(DIFFICULTY, controls, dict, title="Difficulty weighting",
-                            help_text="which prompts the std division up-weights")
+
+    controls = {
+        "group_size": _int_slider("group size G", group_size, 2, 64),
+        "eps": _log_slider("ε", eps, -8, 0),
+    }
+    return ExplorableWidget(
+        DIFFICULTY,
+        controls,
+        dict,
+        title="Difficulty weighting",
+        help_text="which prompts the std division up-weights",
+    )

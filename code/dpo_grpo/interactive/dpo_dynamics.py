@@ -14,19 +14,44 @@ from .figures import Explorable, _n, _on, _subplots
 
 STEPS = 150
 FIXED_SIMILARITY, FIXED_BETA = 0.9, 0.1
-SERIES = (("chosen", "rewards/chosen", "#2ca02c"), ("rejected", "rewards/rejected", "#d62728"),
-          ("margins", "rewards/margins", "#1f77b4"))
+SERIES = (
+    ("chosen", "rewards/chosen", "#2ca02c"),
+    ("rejected", "rewards/rejected", "#d62728"),
+    ("margins", "rewards/margins", "#1f77b4"),
+)
 
 
-def dpo_dynamics_data(beta: float = FIXED_BETA, similarity: float = FIXED_SIMILARITY, steps: int = STEPS,
-                      other_alignment: float = 1.0) -> dict:
+def dpo_dynamics_data(
+    beta: float = FIXED_BETA,
+    similarity: float = FIXED_SIMILARITY,
+    steps: int = STEPS,
+    other_alignment: float = 1.0,
+) -> dict:
     """Two runs of :func:`dpo_displacement`: ``by_beta`` (``beta``, similarity 0.9) and ``by_similarity`` (beta 0.1,
     ``similarity``), each with ``steps`` gradient steps."""
     steps = v.integer(steps, "steps", minimum=1)
-    by_beta = dpo_displacement(beta=beta, similarity=FIXED_SIMILARITY, steps=steps, other_alignment=other_alignment)
-    by_sim = dpo_displacement(beta=FIXED_BETA, similarity=similarity, steps=steps, other_alignment=other_alignment)
-    return {"by_beta": by_beta, "by_similarity": by_sim,
-            "params": {"beta": beta, "similarity": similarity, "steps": steps, "other_alignment": other_alignment}}
+    by_beta = dpo_displacement(
+        beta=beta,
+        similarity=FIXED_SIMILARITY,
+        steps=steps,
+        other_alignment=other_alignment,
+    )
+    by_sim = dpo_displacement(
+        beta=FIXED_BETA,
+        similarity=similarity,
+        steps=steps,
+        other_alignment=other_alignment,
+    )
+    return {
+        "by_beta": by_beta,
+        "by_similarity": by_sim,
+        "params": {
+            "beta": beta,
+            "similarity": similarity,
+            "steps": steps,
+            "other_alignment": other_alignment,
+        },
+    }
 
 
 def _traces(d):
@@ -34,16 +59,34 @@ def _traces(d):
     for col, key in ((1, "by_beta"), (2, "by_similarity")):
         run = d[key]
         for series, name, color in SERIES:
-            t.append({"type": "scatter", "mode": "lines", "x": list(range(len(run[series]))),
-                      "y": _n(run[series]), "name": name, "legendgroup": series, "showlegend": col == 1,
-                      "line": {"color": color}, "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
-                      **_on(1, col, 2)})
+            t.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": list(range(len(run[series]))),
+                    "y": _n(run[series]),
+                    "name": name,
+                    "legendgroup": series,
+                    "showlegend": col == 1,
+                    "line": {"color": color},
+                    "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+                    **_on(1, col, 2),
+                }
+            )
     return t
 
 
 def _layout():
-    fig = _subplots(1, 2, [f"vary β (pair similarity {FIXED_SIMILARITY})", f"vary the pair's similarity (β = {FIXED_BETA})"],
-                    height=520, horizontal_spacing=0.1)
+    fig = _subplots(
+        1,
+        2,
+        [
+            f"vary β (pair similarity {FIXED_SIMILARITY})",
+            f"vary the pair's similarity (β = {FIXED_BETA})",
+        ],
+        height=520,
+        horizontal_spacing=0.1,
+    )
     fig.update_xaxes(title_text="gradient step")
     fig.update_yaxes(title_text="β · (log π − log π_ref)", col=1)
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
@@ -52,11 +95,24 @@ def _layout():
 
 
 DPO_DYNAMICS = Explorable(
-    name="dpo_dynamics", title="DPO dynamics",
-    defaults={"beta": FIXED_BETA, "similarity": FIXED_SIMILARITY, "steps": STEPS, "other_alignment": 1.0},
-    grid={"beta": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "similarity": [-0.5, 0.0, 0.5, 0.8, 0.9, 0.99]},
+    name="dpo_dynamics",
+    title="DPO dynamics",
+    defaults={
+        "beta": FIXED_BETA,
+        "similarity": FIXED_SIMILARITY,
+        "steps": STEPS,
+        "other_alignment": 1.0,
+    },
+    grid={
+        "beta": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
+        "similarity": [-0.5, 0.0, 0.5, 0.8, 0.9, 0.99],
+    },
     labels={"beta": "β", "similarity": "cos(chosen, rejected)"},
-    data=lambda p: dpo_dynamics_data(**p), traces=_traces, updates=lambda d: {}, layout=_layout)
+    data=lambda p: dpo_dynamics_data(**p),
+    traces=_traces,
+    updates=lambda d: {},
+    layout=_layout,
+)
 
 
 def dpo_dynamics_figure(**grid):
@@ -64,14 +120,27 @@ def dpo_dynamics_figure(**grid):
     return DPO_DYNAMICS.figure(**grid)
 
 
-def dpo_dynamics_widget(beta=FIXED_BETA, similarity=FIXED_SIMILARITY, steps=STEPS, other_alignment=1.0):
+def dpo_dynamics_widget(
+    beta=FIXED_BETA, similarity=FIXED_SIMILARITY, steps=STEPS, other_alignment=1.0
+):
     """Live version: beta, similarity, steps, and how strongly the other answers align with the pair's difference
     (0 is the control without displacement)."""
     from .widgets import ExplorableWidget, _float_slider, _int_slider, _log_slider
-    controls = {"beta": _log_slider("β", beta, -2, 1, 0.05), "similarity": _float_slider("cos(chosen, rejected)",
-                                                                                         similarity, -0.95, 0.99, 0.01),
-                "steps": _int_slider("steps", steps, 10, 400, 10),
-                "other_alignment": _float_slider("other answers along the pair's difference", other_alignment,
-                                                 0.0, 2.0, 0.05)}
-    return ExplorableWidget(DPO_DYNAMICS, controls, dict, title="DPO dynamics",
-                            help_text="chosen, rejected and margin as β and the pair's similarity change")
+
+    controls = {
+        "beta": _log_slider("β", beta, -2, 1, 0.05),
+        "similarity": _float_slider(
+            "cos(chosen, rejected)", similarity, -0.95, 0.99, 0.01
+        ),
+        "steps": _int_slider("steps", steps, 10, 400, 10),
+        "other_alignment": _float_slider(
+            "other answers along the pair's difference", other_alignment, 0.0, 2.0, 0.05
+        ),
+    }
+    return ExplorableWidget(
+        DPO_DYNAMICS,
+        controls,
+        dict,
+        title="DPO dynamics",
+        help_text="chosen, rejected and margin as β and the pair's similarity change",
+    )

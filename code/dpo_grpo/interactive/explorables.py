@@ -35,13 +35,36 @@ from ..reference.dpo import dpo_gradient_weight, log_sigmoid
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad
 from ..reference.kl import exact_kl, k1, k2, k3, k3_expectation, k3_per_action
-from ..reference.memory import BYTES_PER_VALUE, GB, GiB, algorithm_ledger, frozen_model_bytes, training_state_ledger
-from ..reference.zero_std import (expected_zero_std_fraction, simulate_zero_std_fraction, two_sample_advantage,
-                       zero_std_monte_carlo, zero_std_probability)
+from ..reference.memory import (
+    BYTES_PER_VALUE,
+    GB,
+    GiB,
+    algorithm_ledger,
+    frozen_model_bytes,
+    training_state_ledger,
+)
+from ..reference.zero_std import (
+    expected_zero_std_fraction,
+    simulate_zero_std_fraction,
+    two_sample_advantage,
+    zero_std_monte_carlo,
+    zero_std_probability,
+)
 
-__all__ = ["clip_platform_data", "zero_std_data", "group_advantage_data", "dpo_data", "kl_estimator_data",
-           "bandit_data", "memory_ledger_data", "example_sequences", "DEFAULT_RHO", "MEMORY_RECIPES",
-           "difficulty_spread"]
+__all__ = [
+    "clip_platform_data",
+    "zero_std_data",
+    "group_advantage_data",
+    "dpo_data",
+    "kl_estimator_data",
+    "bandit_data",
+    "memory_ledger_data",
+    "example_sequences",
+    "DEFAULT_RHO",
+    "MEMORY_RECIPES",
+    "difficulty_spread",
+]
+
 
 def _readonly(*arrays):
     for a in arrays:
@@ -57,6 +80,7 @@ DEFAULT_RHO = np.round(np.linspace(0.4, 2.2, 361), 6)
 # 1. Clip platforms
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def example_sequences():
     """The article's four completions (section 3.7 / chapter 4): first-token ratio, advantage, and a label.
 
@@ -66,12 +90,19 @@ def example_sequences():
     inputs = ex.grpo_token_example()
     ratio = np.exp(inputs["new_logps"] - inputs["old_logps"])[:, 0]
     advantage = np.asarray(inputs["advantages"], dtype=np.float64)
-    return {"ratio": ratio, "advantage": advantage,
-            "label": [f"answer {i} (r = {r:g})" for i, r in enumerate(ex.REWARD_GROUPS[0])]}
+    return {
+        "ratio": ratio,
+        "advantage": advantage,
+        "label": [f"answer {i} (r = {r:g})" for i, r in enumerate(ex.REWARD_GROUPS[0])],
+    }
 
 
 def _delta_mask(rho, delta):
-    return np.zeros(np.shape(rho), dtype=bool) if delta is None else np.asarray(rho) > delta
+    return (
+        np.zeros(np.shape(rho), dtype=bool)
+        if delta is None
+        else np.asarray(rho) > delta
+    )
 
 
 def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
@@ -85,19 +116,30 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
     objective ``rho A`` clipped, gradient and region.
     """
     eps_low = v.scalar(epsilon, "epsilon", open_unit=True)
-    eps_high = eps_low if epsilon_high is None else v.scalar(epsilon_high, "epsilon_high", nonnegative=True)
+    eps_high = (
+        eps_low
+        if epsilon_high is None
+        else v.scalar(epsilon_high, "epsilon_high", nonnegative=True)
+    )
     delta = v.scalar(delta, "delta", allow_none=True)
     if delta is not None and delta <= 1.0:
         raise ValueError(f"delta must be > 1 (it caps ratios above 1), got {delta}")
     rho = DEFAULT_RHO if rho is None else v.as_float_array(rho, "rho", ndim=1)
     kw = dict(epsilon=eps_low, epsilon_high=eps_high, delta=delta)
-    out = {"rho": rho, "bounds": {"low": 1.0 - eps_low, "high": 1.0 + eps_high, "delta": delta},
-           "params": {"epsilon": eps_low, "epsilon_high": eps_high, "delta": delta}}
+    out = {
+        "rho": rho,
+        "bounds": {"low": 1.0 - eps_low, "high": 1.0 + eps_high, "delta": delta},
+        "params": {"epsilon": eps_low, "epsilon_high": eps_high, "delta": delta},
+    }
     for name, a in (("pos", 1.0), ("neg", -1.0)):
         out[f"objective_{name}"] = clipped_objective(rho, a, **kw)
         out[f"grad_{name}"] = clipped_objective_grad(rho, a, **kw)
-        out[f"region_{name}"] = clip_region(rho, a, epsilon=eps_low, epsilon_high=eps_high)
-        out[f"capped_{name}"] = _delta_mask(rho, delta) & (out[f"region_{name}"] != "platform")
+        out[f"region_{name}"] = clip_region(
+            rho, a, epsilon=eps_low, epsilon_high=eps_high
+        )
+        out[f"capped_{name}"] = _delta_mask(rho, delta) & (
+            out[f"region_{name}"] != "platform"
+        )
     seq = example_sequences()
     r, adv = seq["ratio"], seq["advantage"]
     seq["objective"] = clipped_objective(r, adv, **kw)
@@ -112,6 +154,7 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
 # ----------------------------------------------------------------------------------------------------------------
 # 2. Zero-std groups
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def _unit_grid(x, name, ndim=None):
     """A grid of pass rates: finite values in [0, 1]."""
@@ -135,8 +178,20 @@ def difficulty_spread(mean_pass_rate, n_prompts=256, concentration=2.0, seed=0):
     return rng.beta(c * m, c * (1.0 - m), size=n)
 
 
-def zero_std_data(group_size=8, pass_rate=0.8, eps=1e-4, *, p_grid=None, g_grid=None, mc_p=None, n_groups=2000,
-                  n_prompts=256, concentration=2.0, seed=0, gaps=None):
+def zero_std_data(
+    group_size=8,
+    pass_rate=0.8,
+    eps=1e-4,
+    *,
+    p_grid=None,
+    g_grid=None,
+    mc_p=None,
+    n_groups=2000,
+    n_prompts=256,
+    concentration=2.0,
+    seed=0,
+    gaps=None,
+):
     """Everything the zero-std explorable draws, for 0/1 rewards.
 
     - ``p``, ``prob_vs_p``: ``p**G + (1-p)**G`` over pass rates at the chosen ``group_size``;
@@ -153,19 +208,34 @@ def zero_std_data(group_size=8, pass_rate=0.8, eps=1e-4, *, p_grid=None, g_grid=
     if not 0.0 < p < 1.0:
         raise ValueError(f"pass_rate must lie in (0, 1), got {p}")
     eps = v.scalar(eps, "eps", positive=True)
-    p_grid = np.round(np.linspace(0.0, 1.0, 101), 6) if p_grid is None else _unit_grid(p_grid, "p_grid")
-    g_grid = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64) if g_grid is None else v.sequence(g_grid, "g_grid")
-    mc_p = np.round(np.linspace(0.05, 0.95, 19), 6) if mc_p is None else _unit_grid(mc_p, "mc_p", ndim=1)
+    p_grid = (
+        np.round(np.linspace(0.0, 1.0, 101), 6)
+        if p_grid is None
+        else _unit_grid(p_grid, "p_grid")
+    )
+    g_grid = (
+        (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
+        if g_grid is None
+        else v.sequence(g_grid, "g_grid")
+    )
+    mc_p = (
+        np.round(np.linspace(0.05, 0.95, 19), 6)
+        if mc_p is None
+        else _unit_grid(mc_p, "mc_p", ndim=1)
+    )
     gaps = ex.TWO_SAMPLE_GAPS if gaps is None else v.sequence(gaps, "gaps")
-    gaps = np.array([v.scalar(d, "gaps", positive=True) for d in gaps], dtype=np.float64)
+    gaps = np.array(
+        [v.scalar(d, "gaps", positive=True) for d in gaps], dtype=np.float64
+    )
     g_key = tuple(v.integer(k, "g_grid", minimum=2) for k in g_grid)
     n_groups = v.integer(n_groups, "n_groups", minimum=1)
     n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
     concentration = v.scalar(concentration, "concentration", positive=True)
     seed = v.integer(seed, "seed", minimum=0)
     mc_vs_p = _zero_mc_vs_p(tuple(mc_p.tolist()), g, n_groups, seed)
-    batch, prob_vs_g, mc_vs_g, expected_vs_g, simulated_vs_g = _zero_vs_g(p, g_key, n_groups, n_prompts,
-                                                                         concentration, seed)
+    batch, prob_vs_g, mc_vs_g, expected_vs_g, simulated_vs_g = _zero_vs_g(
+        p, g_key, n_groups, n_prompts, concentration, seed
+    )
     gap, two_sample, at_gaps = _zero_two_sample(eps, tuple(gaps.tolist()))
     return {
         "params": {"group_size": g, "pass_rate": p, "eps": eps},
@@ -185,38 +255,51 @@ def zero_std_data(group_size=8, pass_rate=0.8, eps=1e-4, *, p_grid=None, g_grid=
         "two_sample": two_sample,
         "gaps": gaps,
         "two_sample_at_gaps": at_gaps,
-        "n_groups": n_groups, "seed": seed,
+        "n_groups": n_groups,
+        "seed": seed,
     }
 
 
 # The pieces of zero_std_data, memoised (pure and seeded, read-only results): a slider move recomputes one piece.
 
+
 @lru_cache(maxsize=256)
 def _zero_mc_vs_p(mc_p, g, n_groups, seed):
-    return _readonly(np.array([zero_std_monte_carlo(q, g, n_groups, seed) for q in mc_p]))
+    return _readonly(
+        np.array([zero_std_monte_carlo(q, g, n_groups, seed) for q in mc_p])
+    )
 
 
 @lru_cache(maxsize=256)
 def _zero_vs_g(p, g_grid, n_groups, n_prompts, concentration, seed):
     batch = difficulty_spread(p, n_prompts, concentration, seed)
-    return _readonly(batch,
-                     np.array([zero_std_probability(p, k) for k in g_grid]),
-                     np.array([zero_std_monte_carlo(p, k, n_groups, seed) for k in g_grid]),
-                     np.array([expected_zero_std_fraction(batch, k) for k in g_grid]),
-                     np.array([simulate_zero_std_fraction(batch, k, seed) for k in g_grid]))
+    return _readonly(
+        batch,
+        np.array([zero_std_probability(p, k) for k in g_grid]),
+        np.array([zero_std_monte_carlo(p, k, n_groups, seed) for k in g_grid]),
+        np.array([expected_zero_std_fraction(batch, k) for k in g_grid]),
+        np.array([simulate_zero_std_fraction(batch, k, seed) for k in g_grid]),
+    )
 
 
 @lru_cache(maxsize=256)
 def _zero_two_sample(eps, gaps):
     gap = np.logspace(-7, 1, 161)
-    return _readonly(gap, gap / (gap + 2.0 * eps), np.array([two_sample_advantage(d, eps) for d in gaps]))
+    return _readonly(
+        gap,
+        gap / (gap + 2.0 * eps),
+        np.array([two_sample_advantage(d, eps) for d in gaps]),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # 3. Group advantages
 # ----------------------------------------------------------------------------------------------------------------
 
-def group_advantage_data(rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales=None, eps_values=None):
+
+def group_advantage_data(
+    rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales=None, eps_values=None
+):
     """Advantages of one group of G rewards (2 <= G <= 16) after the affine map ``r -> scale * r + shift``.
 
     Returns ``rewards`` (as given), ``transformed``, ``advantages_ddof0`` / ``advantages_ddof1``
@@ -225,25 +308,45 @@ def group_advantage_data(rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales
     (ddof 0) of ``s * r`` for each eps in ``eps_values``. Shifts never change the advantages; positive scales do
     not either until ``scale * std`` is comparable with eps; a negative scale flips their signs.
     """
-    r = v.as_float_array(ex.REWARD_GROUPS[0] if rewards is None else rewards, "rewards", ndim=1)
+    r = v.as_float_array(
+        ex.REWARD_GROUPS[0] if rewards is None else rewards, "rewards", ndim=1
+    )
     if not 2 <= r.size <= 16:
         raise ValueError(f"a group needs 2 to 16 rewards, got {r.size}")
     a = v.scalar(scale, "scale")
     b = v.scalar(shift, "shift")
     eps = v.scalar(eps, "eps", positive=True)
     t = a * r + b
-    scales = np.logspace(-7, 2, 91) if scales is None else v.as_float_array(scales, "scales", ndim=1)
-    eps_values = (1e-8, 1e-6, 1e-4, 1e-2) if eps_values is None else tuple(
-        v.scalar(e, "eps_values", positive=True) for e in v.sequence(eps_values, "eps_values"))
+    scales = (
+        np.logspace(-7, 2, 91)
+        if scales is None
+        else v.as_float_array(scales, "scales", ndim=1)
+    )
+    eps_values = (
+        (1e-8, 1e-6, 1e-4, 1e-2)
+        if eps_values is None
+        else tuple(
+            v.scalar(e, "eps_values", positive=True)
+            for e in v.sequence(eps_values, "eps_values")
+        )
+    )
     best = int(np.argmax(r))
-    curves = {e: group_advantages(scales[:, None] * r[None, :], eps=e)[:, best] for e in eps_values}
+    curves = {
+        e: group_advantages(scales[:, None] * r[None, :], eps=e)[:, best]
+        for e in eps_values
+    }
     return {
         "params": {"scale": a, "shift": b, "eps": eps},
-        "rewards": r, "transformed": t,
+        "rewards": r,
+        "transformed": t,
         "advantages_ddof0": group_advantages(t[None, :], eps=eps, ddof=0)[0],
         "advantages_ddof1": group_advantages(t[None, :], eps=eps, ddof=1)[0],
-        "mean": float(t.mean()), "std_ddof0": float(t.std()), "std_ddof1": float(t.std(ddof=1)),
-        "scales": scales, "eps_values": eps_values, "best_index": best,
+        "mean": float(t.mean()),
+        "std_ddof0": float(t.std()),
+        "std_ddof1": float(t.std(ddof=1)),
+        "scales": scales,
+        "eps_values": eps_values,
+        "best_index": best,
         "best_advantage_vs_scale": curves,
     }
 
@@ -252,8 +355,17 @@ def group_advantage_data(rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales
 # 4. DPO
 # ----------------------------------------------------------------------------------------------------------------
 
-def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None, ref_rejected=None, *,
-             margins=None, betas=(0.05, 0.1, 0.5, 1.0)):
+
+def dpo_data(
+    beta=0.1,
+    policy_chosen=None,
+    policy_rejected=None,
+    ref_chosen=None,
+    ref_rejected=None,
+    *,
+    margins=None,
+    betas=(0.05, 0.1, 0.5, 1.0),
+):
     """DPO (sigmoid) loss ``-log sigmoid(beta u)`` and gradient weight ``sigmoid(-beta u)`` vs the log-ratio margin.
 
     ``u = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]``; the implicit reward margin is
@@ -266,11 +378,21 @@ def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None
     beta = v.scalar(beta, "beta", positive=True)
     pair = ex.DPO_PAIRS
     logps = {}
-    for name, value in (("policy_chosen", policy_chosen), ("policy_rejected", policy_rejected),
-                        ("ref_chosen", ref_chosen), ("ref_rejected", ref_rejected)):
+    for name, value in (
+        ("policy_chosen", policy_chosen),
+        ("policy_rejected", policy_rejected),
+        ("ref_chosen", ref_chosen),
+        ("ref_rejected", ref_rejected),
+    ):
         logps[name] = float(pair[name][0]) if value is None else v.scalar(value, name)
-    m = np.round(np.linspace(-12.0, 12.0, 241), 6) if margins is None else v.as_float_array(margins, "margins")
-    betas = tuple(v.scalar(b, "betas", positive=True) for b in v.sequence(betas, "betas"))
+    m = (
+        np.round(np.linspace(-12.0, 12.0, 241), 6)
+        if margins is None
+        else v.as_float_array(margins, "margins")
+    )
+    betas = tuple(
+        v.scalar(b, "betas", positive=True) for b in v.sequence(betas, "betas")
+    )
     out = dpo_loss(**{k: np.array([x]) for k, x in logps.items()}, beta=beta)
     return {
         "params": {"beta": beta, **logps},
@@ -283,7 +405,8 @@ def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None
         "logps": logps,
         "chosen_logratio": logps["policy_chosen"] - logps["ref_chosen"],
         "rejected_logratio": logps["policy_rejected"] - logps["ref_rejected"],
-        "margin": (logps["policy_chosen"] - logps["ref_chosen"]) - (logps["policy_rejected"] - logps["ref_rejected"]),
+        "margin": (logps["policy_chosen"] - logps["ref_chosen"])
+        - (logps["policy_rejected"] - logps["ref_rejected"]),
         "chosen_reward": float(out.chosen_rewards[0]),
         "rejected_reward": float(out.rejected_rewards[0]),
         "logit": float(out.logits[0]),
@@ -296,7 +419,10 @@ def dpo_data(beta=0.1, policy_chosen=None, policy_rejected=None, ref_chosen=None
 # 5. KL estimators
 # ----------------------------------------------------------------------------------------------------------------
 
-def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=None, mixes=None):
+
+def kl_estimator_data(
+    delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=None, mixes=None
+):
     """The three sampled KL estimators and the off-policy bias of k3 (section 3.5).
 
     ``Delta = log pi_ref - log pi_theta`` at a sampled token: curves ``k1 = -Delta``, ``k2 = Delta^2/2``,
@@ -314,22 +440,39 @@ def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=No
     q = v.probability_vector(ex.KL_EXAMPLE["q"] if q is None else q, "q")
     old = v.probability_vector(ex.KL_EXAMPLE["old"] if old is None else old, "old")
     v.same_shape(p=p, q=q, old=old)
-    deltas = np.round(np.linspace(-3.0, 3.0, 121), 6) if deltas is None else v.as_float_array(deltas, "deltas")
-    mixes = np.round(np.linspace(0.0, 1.0, 51), 6) if mixes is None else _unit_grid(mixes, "mixes", ndim=1)
+    deltas = (
+        np.round(np.linspace(-3.0, 3.0, 121), 6)
+        if deltas is None
+        else v.as_float_array(deltas, "deltas")
+    )
+    mixes = (
+        np.round(np.linspace(0.0, 1.0, 51), 6)
+        if mixes is None
+        else _unit_grid(mixes, "mixes", ndim=1)
+    )
 
     def sampling(w):
         s = (1.0 - w) * p + w * old
         return s / s.sum()
 
     s = sampling(t)
-    biased_vs_mix, corrected_vs_mix = _kl_vs_mix(tuple(p.tolist()), tuple(q.tolist()), tuple(old.tolist()),
-                                                 tuple(mixes.tolist()))
+    biased_vs_mix, corrected_vs_mix = _kl_vs_mix(
+        tuple(p.tolist()), tuple(q.tolist()), tuple(old.tolist()), tuple(mixes.tolist())
+    )
     return {
         "params": {"delta": d, "mix": t},
-        "deltas": deltas, "k1": k1(deltas), "k2": k2(deltas), "k3": k3(deltas),
+        "deltas": deltas,
+        "k1": k1(deltas),
+        "k2": k2(deltas),
+        "k3": k3(deltas),
         "at_delta": {"k1": float(k1(d)), "k2": float(k2(d)), "k3": float(k3(d))},
-        "p": p, "q": q, "old": old, "sampling": s, "k3_per_action": k3_per_action(p, q),
-        "biased": k3_expectation(p, q, s), "corrected": k3_expectation(p, q, s, ratio_weighted=True),
+        "p": p,
+        "q": q,
+        "old": old,
+        "sampling": s,
+        "k3_per_action": k3_per_action(p, q),
+        "biased": k3_expectation(p, q, s),
+        "corrected": k3_expectation(p, q, s, ratio_weighted=True),
         "exact": exact_kl(p, q),
         "mixes": mixes,
         "biased_vs_mix": biased_vs_mix,
@@ -346,8 +489,12 @@ def _kl_vs_mix(p, q, old, mixes):
         s = (1.0 - w) * p + w * old
         return s / s.sum()
 
-    return _readonly(np.array([k3_expectation(p, q, sampling(w)) for w in mixes]),
-                     np.array([k3_expectation(p, q, sampling(w), ratio_weighted=True) for w in mixes]))
+    return _readonly(
+        np.array([k3_expectation(p, q, sampling(w)) for w in mixes]),
+        np.array(
+            [k3_expectation(p, q, sampling(w), ratio_weighted=True) for w in mixes]
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -369,20 +516,38 @@ def _kept_bandit_run(**params) -> BanditRun:
     return run
 
 
-def bandit_data(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80, reward_table=None):
+def bandit_data(
+    group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80, reward_table=None
+):
     """One seeded run of the four-action group bandit (:func:`~dpo_grpo.reference.bandit.bandit_trajectory`, through a kept
     :class:`~dpo_grpo.reference.bandit.BanditRun`).
 
     Returns ``step`` (0..steps), ``probs`` of shape ``(steps + 1, n_actions)``, the ``rewards`` table and the index
     of the ``best`` action.
     """
-    run = _kept_bandit_run(group_size=group_size, seed=seed, reward_table=reward_table, beta=beta, lr=lr,
-                           epsilon=epsilon)
+    run = _kept_bandit_run(
+        group_size=group_size,
+        seed=seed,
+        reward_table=reward_table,
+        beta=beta,
+        lr=lr,
+        epsilon=epsilon,
+    )
     probs, rewards = run.trajectory(steps), run.rewards.copy()
-    return {"params": {"group_size": group_size, "beta": beta, "lr": lr, "epsilon": epsilon, "seed": seed,
-                       "steps": steps},
-            "step": np.arange(probs.shape[0]), "probs": probs, "rewards": rewards,
-            "best": int(np.argmax(rewards))}
+    return {
+        "params": {
+            "group_size": group_size,
+            "beta": beta,
+            "lr": lr,
+            "epsilon": epsilon,
+            "seed": seed,
+            "steps": steps,
+        },
+        "step": np.arange(probs.shape[0]),
+        "probs": probs,
+        "rewards": rewards,
+        "best": int(np.argmax(rewards)),
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -391,28 +556,55 @@ def bandit_data(group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80
 
 #: Named precision/optimizer recipes: keyword arguments of :func:`~dpo_grpo.reference.memory.training_state_ledger`.
 MEMORY_RECIPES = {
-    "bf16 + fp32 master + AdamW": dict(weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw",
-                                       master_weights=True),
-    "fp32 + AdamW": dict(weight_dtype="fp32", grad_dtype="fp32", optimizer="adamw", master_weights=False),
-    "bf16 + AdamW, no master": dict(weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw",
-                                    master_weights=False),
-    "bf16 + fp32 master + SGD-momentum": dict(weight_dtype="bf16", grad_dtype="bf16", optimizer="sgd_momentum",
-                                              master_weights=True),
+    "bf16 + fp32 master + AdamW": dict(
+        weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw", master_weights=True
+    ),
+    "fp32 + AdamW": dict(
+        weight_dtype="fp32", grad_dtype="fp32", optimizer="adamw", master_weights=False
+    ),
+    "bf16 + AdamW, no master": dict(
+        weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw", master_weights=False
+    ),
+    "bf16 + fp32 master + SGD-momentum": dict(
+        weight_dtype="bf16",
+        grad_dtype="bf16",
+        optimizer="sgd_momentum",
+        master_weights=True,
+    ),
 }
 
 #: Short names of the recipes (slider labels).
-MEMORY_RECIPE_SHORT = {"bf16 + fp32 master + AdamW": "mixed AdamW", "fp32 + AdamW": "fp32 AdamW",
-                       "bf16 + AdamW, no master": "bf16 AdamW", "bf16 + fp32 master + SGD-momentum": "mixed SGD-m"}
+MEMORY_RECIPE_SHORT = {
+    "bf16 + fp32 master + AdamW": "mixed AdamW",
+    "fp32 + AdamW": "fp32 AdamW",
+    "bf16 + AdamW, no master": "bf16 AdamW",
+    "bf16 + fp32 master + SGD-momentum": "mixed SGD-m",
+}
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
 ALGORITHM_LABELS = {"ppo": "PPO (actor + critic)", "grpo": "GRPO", "dpo": "DPO"}
 #: Stacked components, bottom to top.
-MEMORY_COMPONENTS = ("policy weights", "policy gradients", "policy fp32 master weights", "policy optimizer states",
-                     "critic (trainable state)", "reference (frozen)", "reward model (frozen)")
+MEMORY_COMPONENTS = (
+    "policy weights",
+    "policy gradients",
+    "policy fp32 master weights",
+    "policy optimizer states",
+    "critic (trainable state)",
+    "reference (frozen)",
+    "reward model (frozen)",
+)
 
 
-def memory_ledger_data(n_params=7_000_000_000, weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw",
-                       master_weights=True, reward_model=True, grpo_reward_model=True, precomputed_reference=False):
+def memory_ledger_data(
+    n_params=7_000_000_000,
+    weight_dtype="bf16",
+    grad_dtype="bf16",
+    optimizer="adamw",
+    master_weights=True,
+    reward_model=True,
+    grpo_reward_model=True,
+    precomputed_reference=False,
+):
     """Logical state in bytes per component for PPO, GRPO and DPO training a model of ``n_params`` parameters.
 
     PPO trains actor and critic (same size) and runs a frozen reference and (``reward_model=True``) a reward model of
@@ -431,19 +623,39 @@ def memory_ledger_data(n_params=7_000_000_000, weight_dtype="bf16", grad_dtype="
     reward_model = v.boolean(reward_model, "reward_model")
     grpo_reward_model = v.boolean(grpo_reward_model, "grpo_reward_model")
     precomputed_reference = v.boolean(precomputed_reference, "precomputed_reference")
-    state = dict(weight_dtype=weight_dtype, grad_dtype=grad_dtype, optimizer=optimizer,
-                 master_weights=bool(master_weights))
+    state = dict(
+        weight_dtype=weight_dtype,
+        grad_dtype=grad_dtype,
+        optimizer=optimizer,
+        master_weights=bool(master_weights),
+    )
     policy = training_state_ledger(n, **state)
     keys = list(policy.components)
-    named = {"policy weights": policy.components[keys[0]], "policy gradients": policy.components[keys[1]],
-             "policy fp32 master weights": next((b for k, b in policy.components.items() if k.startswith("master")), 0),
-             "policy optimizer states": next((b for k, b in policy.components.items() if "states" in k), 0)}
+    named = {
+        "policy weights": policy.components[keys[0]],
+        "policy gradients": policy.components[keys[1]],
+        "policy fp32 master weights": next(
+            (b for k, b in policy.components.items() if k.startswith("master")), 0
+        ),
+        "policy optimizer states": next(
+            (b for k, b in policy.components.items() if "states" in k), 0
+        ),
+    }
     per_model = {}
     components = {c: [] for c in MEMORY_COMPONENTS}
-    uses_reward_model = {"ppo": bool(reward_model), "grpo": bool(grpo_reward_model), "dpo": False}
+    uses_reward_model = {
+        "ppo": bool(reward_model),
+        "grpo": bool(grpo_reward_model),
+        "dpo": False,
+    }
     for alg in ALGORITHMS:
-        led = algorithm_ledger(alg, n, reward_params=n if uses_reward_model[alg] else None,
-                               precomputed_reference=bool(precomputed_reference), **state)
+        led = algorithm_ledger(
+            alg,
+            n,
+            reward_params=n if uses_reward_model[alg] else None,
+            precomputed_reference=bool(precomputed_reference),
+            **state,
+        )
         per_model[alg] = led
         assert led["policy (trainable)"] == policy.total_bytes
         for c in MEMORY_COMPONENTS[:4]:
@@ -453,19 +665,28 @@ def memory_ledger_data(n_params=7_000_000_000, weight_dtype="bf16", grad_dtype="
         components["reward model (frozen)"].append(led.get("reward model (frozen)", 0))
     totals = [sum(per_model[a].values()) for a in ALGORITHMS]
     return {
-        "params": {"n_params": n, **state, "reward_model": bool(reward_model),
-                   "grpo_reward_model": bool(grpo_reward_model), "precomputed_reference": bool(precomputed_reference)},
-        "algorithms": ALGORITHMS, "labels": [ALGORITHM_LABELS[a] for a in ALGORITHMS],
-        "components": components, "component_labels": {
+        "params": {
+            "n_params": n,
+            **state,
+            "reward_model": bool(reward_model),
+            "grpo_reward_model": bool(grpo_reward_model),
+            "precomputed_reference": bool(precomputed_reference),
+        },
+        "algorithms": ALGORITHMS,
+        "labels": [ALGORITHM_LABELS[a] for a in ALGORITHMS],
+        "components": components,
+        "component_labels": {
             "policy weights": f"policy weights ({weight_dtype})",
             "policy gradients": f"policy gradients ({grad_dtype})",
             "policy fp32 master weights": "policy fp32 master weights",
             "policy optimizer states": f"policy {optimizer} states (fp32)",
             "critic (trainable state)": "critic: full trainable state",
             "reference (frozen)": f"reference model (frozen, bf16: {BYTES_PER_VALUE['bf16']} bytes/param)",
-            "reward model (frozen)": "reward model (frozen, bf16)"},
+            "reward model (frozen)": "reward model (frozen, bf16)",
+        },
         "totals_bytes": totals,
-        "totals_gb": [t / GB for t in totals], "totals_gib": [t / GiB for t in totals],
+        "totals_gb": [t / GB for t in totals],
+        "totals_gib": [t / GiB for t in totals],
         "per_model": per_model,
         "policy_bytes": policy.total_bytes,
         "policy_bytes_per_param": policy.total_bytes / n,

@@ -20,11 +20,21 @@ from ..reference import examples as ex
 from ..reference.kl import estimator_views, exact_kl, kl_grad_logits, policy_gap_family
 from .figures import BLUE, GREEN, GREY, ORANGE, Explorable, _n, _on, _subplots
 
-__all__ = ["kl_variance_data", "KL_VARIANCE", "kl_variance_figure", "kl_variance_widget", "GAP_GRID"]
+__all__ = [
+    "kl_variance_data",
+    "KL_VARIANCE",
+    "kl_variance_figure",
+    "kl_variance_widget",
+    "GAP_GRID",
+]
 
 #: The static slider's values of the policy gap κ.
 GAP_GRID = [round(0.1 * k, 1) for k in range(21)]
-ESTIMATORS = (("k1", GREY, "k1 = −Δ"), ("k2", ORANGE, "k2 = Δ²/2"), ("k3", BLUE, "k3 = e^Δ − Δ − 1"))
+ESTIMATORS = (
+    ("k1", GREY, "k1 = −Δ"),
+    ("k2", ORANGE, "k2 = Δ²/2"),
+    ("k3", BLUE, "k3 = e^Δ − Δ − 1"),
+)
 
 
 def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
@@ -38,8 +48,16 @@ def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
     p = v.probability_vector(ex.KL_EXAMPLE["p"] if p is None else p, "p")
     q = v.probability_vector(ex.KL_EXAMPLE["q"] if q is None else q, "q")
     v.same_shape(p=p, q=q)
-    gaps = np.linspace(0.0, 2.0, 101) if gaps is None else v.as_float_array(gaps, "gaps", ndim=1)
-    curves = {"mean": {k: [] for k, _, _ in ESTIMATORS}, "std": {k: [] for k, _, _ in ESTIMATORS}, "kl": []}
+    gaps = (
+        np.linspace(0.0, 2.0, 101)
+        if gaps is None
+        else v.as_float_array(gaps, "gaps", ndim=1)
+    )
+    curves = {
+        "mean": {k: [] for k, _, _ in ESTIMATORS},
+        "std": {k: [] for k, _, _ in ESTIMATORS},
+        "kl": [],
+    }
     for g in gaps:
         pg = policy_gap_family(float(g), p, q)
         views = estimator_views(pg, q)
@@ -48,11 +66,18 @@ def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
             curves["mean"][k].append(views[k].mean)
             curves["std"][k].append(np.sqrt(views[k].variance))
     policy = policy_gap_family(gap, p, q)
-    return {"gaps": gaps, "kl": np.array(curves["kl"]),
-            "mean": {k: np.array(c) for k, c in curves["mean"].items()},
-            "std": {k: np.array(c) for k, c in curves["std"].items()},
-            "gap": gap, "policy": policy, "q": q, "exact": exact_kl(policy, q),
-            "at": estimator_views(policy, q), "true_grad": kl_grad_logits(np.log(policy), q)}
+    return {
+        "gaps": gaps,
+        "kl": np.array(curves["kl"]),
+        "mean": {k: np.array(c) for k, c in curves["mean"].items()},
+        "std": {k: np.array(c) for k, c in curves["std"].items()},
+        "gap": gap,
+        "policy": policy,
+        "q": q,
+        "exact": exact_kl(policy, q),
+        "at": estimator_views(policy, q),
+        "true_grad": kl_grad_logits(np.log(policy), q),
+    }
 
 
 def _data(params):
@@ -62,55 +87,147 @@ def _data(params):
 def _traces(d):
     a_on, b_on, c_on = _on(1, 1, 3), _on(1, 2, 3), _on(1, 3, 3)
     g = d["gaps"]
-    t = [{"type": "scatter", "mode": "lines", "x": _n(g), "y": _n(d["kl"]), "name": "KL(π_θ‖π_ref) exact",
-          "line": {"color": "black", "dash": "dot", "width": 2}, "hovertemplate": "κ = %{x:.2f}: %{y:.4f}"
-          "<extra>exact KL</extra>", **a_on}]                                                        # 0 static
-    for k, color, name in ESTIMATORS:                                                                 # 1-6 static
-        t.append({"type": "scatter", "mode": "lines", "x": _n(g), "y": _n(d["mean"][k]), "name": name,
-                  "legendgroup": k, "line": {"color": color, "width": 2.5},
-                  "hovertemplate": "κ = %{x:.2f}: mean %{y:.4f}<extra>" + k + "</extra>", **a_on})
-        t.append({"type": "scatter", "mode": "lines", "x": _n(g), "y": _n(d["std"][k]), "name": name,
-                  "legendgroup": k, "showlegend": False, "line": {"color": color, "width": 2.5},
-                  "hovertemplate": "κ = %{x:.2f}: std %{y:.4f}<extra>" + k + "</extra>", **b_on})
+    # 0 static
+    t = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": _n(g),
+            "y": _n(d["kl"]),
+            "name": "KL(π_θ‖π_ref) exact",
+            "line": {"color": "black", "dash": "dot", "width": 2},
+            "hovertemplate": "κ = %{x:.2f}: %{y:.4f}<extra>exact KL</extra>",
+            **a_on,
+        }
+    ]
+    for k, color, name in ESTIMATORS:  # 1-6 static
+        t.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": _n(g),
+                "y": _n(d["mean"][k]),
+                "name": name,
+                "legendgroup": k,
+                "line": {"color": color, "width": 2.5},
+                "hovertemplate": "κ = %{x:.2f}: mean %{y:.4f}<extra>" + k + "</extra>",
+                **a_on,
+            }
+        )
+        t.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": _n(g),
+                "y": _n(d["std"][k]),
+                "name": name,
+                "legendgroup": k,
+                "showlegend": False,
+                "line": {"color": color, "width": 2.5},
+                "hovertemplate": "κ = %{x:.2f}: std %{y:.4f}<extra>" + k + "</extra>",
+                **b_on,
+            }
+        )
     gap = d["gap"]
-    t.append({"type": "scatter", "mode": "markers", "x": [_n(gap)] * 3,                                 # 7 gap
-              "y": [_n(d["at"][k].mean) for k, _, _ in ESTIMATORS], "showlegend": False, "name": "at κ",
-              "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
-              "hovertemplate": "mean %{y:.4f}<extra></extra>", **a_on})
-    t.append({"type": "scatter", "mode": "markers", "x": [_n(gap)] * 3,                                 # 8 gap
-              "y": [_n(np.sqrt(d["at"][k].variance)) for k, _, _ in ESTIMATORS], "showlegend": False,
-              "name": "at κ", "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
-              "hovertemplate": "std %{y:.4f}<extra></extra>", **b_on})
+    t.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [_n(gap)] * 3,  # 7 gap
+            "y": [_n(d["at"][k].mean) for k, _, _ in ESTIMATORS],
+            "showlegend": False,
+            "name": "at κ",
+            "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
+            "hovertemplate": "mean %{y:.4f}<extra></extra>",
+            **a_on,
+        }
+    )
+    t.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": [_n(gap)] * 3,  # 8 gap
+            "y": [_n(np.sqrt(d["at"][k].variance)) for k, _, _ in ESTIMATORS],
+            "showlegend": False,
+            "name": "at κ",
+            "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
+            "hovertemplate": "std %{y:.4f}<extra></extra>",
+            **b_on,
+        }
+    )
     actions = ["z₀", "z₁", "z₂"]
-    for k, color, name in ESTIMATORS:                                                                 # 9-11 gap
-        t.append({"type": "bar", "x": actions, "y": _n(d["at"][k].grad), "name": f"E[∇{k}]", "legendgroup": k,
-                  "showlegend": False, "marker": {"color": color},
-                  "hovertemplate": "%{x}: %{y:.4f}<extra>expected gradient of " + k + " as a loss</extra>",
-                  **c_on})
-    t.append({"type": "bar", "x": actions, "y": _n(d["true_grad"]), "name": "∇ KL(π_θ‖π_ref)",                # 12 gap
-              "marker": {"color": GREEN}, "hovertemplate": "%{x}: %{y:.4f}<extra>true gradient</extra>", **c_on})
+    for k, color, name in ESTIMATORS:  # 9-11 gap
+        t.append(
+            {
+                "type": "bar",
+                "x": actions,
+                "y": _n(d["at"][k].grad),
+                "name": f"E[∇{k}]",
+                "legendgroup": k,
+                "showlegend": False,
+                "marker": {"color": color},
+                "hovertemplate": "%{x}: %{y:.4f}<extra>expected gradient of "
+                + k
+                + " as a loss</extra>",
+                **c_on,
+            }
+        )
+    t.append(
+        {
+            "type": "bar",
+            "x": actions,
+            "y": _n(d["true_grad"]),
+            "name": "∇ KL(π_θ‖π_ref)",  # 12 gap
+            "marker": {"color": GREEN},
+            "hovertemplate": "%{x}: %{y:.4f}<extra>true gradient</extra>",
+            **c_on,
+        }
+    )
     return t
 
 
 def _layout():
-    fig = _subplots(1, 3, ["mean of k over tokens a ~ π_θ", "standard deviation of k",
-                           "expected gradient of β·k in the loss (β = 1)"], height=470, horizontal_spacing=0.08)
-    fig.update_xaxes(title_text="policy gap κ (0 = π_ref, 1 = the article's π_θ)", col=1)
+    fig = _subplots(
+        1,
+        3,
+        [
+            "mean of k over tokens a ~ π_θ",
+            "standard deviation of k",
+            "expected gradient of β·k in the loss (β = 1)",
+        ],
+        height=470,
+        horizontal_spacing=0.08,
+    )
+    fig.update_xaxes(
+        title_text="policy gap κ (0 = π_ref, 1 = the article's π_θ)", col=1
+    )
     fig.update_xaxes(title_text="policy gap κ", col=2)
     fig.update_xaxes(title_text="logit", col=3)
     fig.update_yaxes(title_text="nats", col=1)
     fig.update_yaxes(range=[0, 2.5], col=2)
     fig.update_yaxes(range=[-0.6, 0.7], col=3)
-    fig.update_layout(barmode="group", legend={"orientation": "h", "x": 0, "y": 1.12, "yanchor": "bottom"},
-                      margin={"t": 110})
+    fig.update_layout(
+        barmode="group",
+        legend={"orientation": "h", "x": 0, "y": 1.12, "yanchor": "bottom"},
+        margin={"t": 110},
+    )
     return fig.layout.to_plotly_json()
 
 
 KL_VARIANCE = Explorable(
-    name="kl_variance", title="KL estimators: bias, variance, gradient",
-    defaults={"gap": 1.0, **{k: tuple(float(x) for x in ex.KL_EXAMPLE[k]) for k in ("p", "q")}},
-    grid={"gap": GAP_GRID}, labels={"gap": "policy gap κ"},
-    data=_data, traces=_traces, updates=lambda d: {}, layout=_layout)
+    name="kl_variance",
+    title="KL estimators: bias, variance, gradient",
+    defaults={
+        "gap": 1.0,
+        **{k: tuple(float(x) for x in ex.KL_EXAMPLE[k]) for k in ("p", "q")},
+    },
+    grid={"gap": GAP_GRID},
+    labels={"gap": "policy gap κ"},
+    data=_data,
+    traces=_traces,
+    updates=lambda d: {},
+    layout=_layout,
+)
 
 
 def kl_variance_figure(**grid) -> go.Figure:
@@ -125,14 +242,31 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
 
     from .widgets import _STYLE, ExplorableWidget, _float_slider, _numbers
 
-    text = lambda name, val: W.Text(value=", ".join(f"{x:g}" for x in val), description=name,  # noqa: E731
-                                    continuous_update=False, style=_STYLE, layout=W.Layout(width="260px"))
-    controls = {"gap": _float_slider("policy gap κ", gap, 0.0, 3.0, 0.05),
-                "p": text("π_θ at κ = 1", p), "q": text("π_ref", q)}
+    text = lambda name, val: W.Text(
+        value=", ".join(f"{x:g}" for x in val),
+        description=name,  # noqa: E731
+        continuous_update=False,
+        style=_STYLE,
+        layout=W.Layout(width="260px"),
+    )
+    controls = {
+        "gap": _float_slider("policy gap κ", gap, 0.0, 3.0, 0.05),
+        "p": text("π_θ at κ = 1", p),
+        "q": text("π_ref", q),
+    }
 
     def to_params(values):
-        return {"gap": values["gap"], "p": _numbers(values["p"], "p"), "q": _numbers(values["q"], "q")}
+        return {
+            "gap": values["gap"],
+            "p": _numbers(values["p"], "p"),
+            "q": _numbers(values["q"], "q"),
+        }
 
-    return ExplorableWidget(KL_VARIANCE, controls, to_params, title="KL estimators: bias, variance, gradient",
-                            help_text="k3: unbiased and low-variance near π_ref; as a loss it follows KL(π_ref‖π_θ)",
-                            columns=3)
+    return ExplorableWidget(
+        KL_VARIANCE,
+        controls,
+        to_params,
+        title="KL estimators: bias, variance, gradient",
+        help_text="k3: unbiased and low-variance near π_ref; as a loss it follows KL(π_ref‖π_θ)",
+        columns=3,
+    )

@@ -19,8 +19,12 @@ LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 COLORS = {"grpo": "#1f77b4", "bnpo": "#2ca02c", "dr_grpo": "#d62728", "dapo": "#ff7f0e"}
 
 
-def length_norm_data(other_length: int = 100, max_completion_length: int = 512, group_size: int = 4,
-                     lengths=LENGTHS) -> dict:
+def length_norm_data(
+    other_length: int = 100,
+    max_completion_length: int = 512,
+    group_size: int = 4,
+    lengths=LENGTHS,
+) -> dict:
     """Per-token and per-answer push on one answer of a group, for every ``loss_type`` and both signs of A.
 
     The group has ``group_size`` answers: the one studied (length ``L`` from ``lengths``, advantage ``s`` = +1 or
@@ -33,7 +37,9 @@ def length_norm_data(other_length: int = 100, max_completion_length: int = 512, 
     g = v.integer(group_size, "group_size", minimum=2)
     lens = v.integer_array(lengths, "lengths", ndim=1)
     if (lens < 1).any() or (lens > lmax).any() or other > lmax:
-        raise ValueError(f"lengths and other_length must lie in [1, max_completion_length={lmax}]")
+        raise ValueError(
+            f"lengths and other_length must lie in [1, max_completion_length={lmax}]"
+        )
     push = {lt: {} for lt in LOSS_TYPES}
     for lt in LOSS_TYPES:
         for sign in (1, -1):
@@ -44,12 +50,29 @@ def length_norm_data(other_length: int = 100, max_completion_length: int = 512, 
                 mask = (np.arange(width)[None, :] < tok[:, None]).astype(float)
                 adv = np.array([sign] + [-sign / (g - 1)] * (g - 1), dtype=float)
                 lp = np.log(np.full(mask.shape, 0.3))
-                out = grpo_loss(lp, lp, None, adv, mask, beta=0.0, loss_type=lt, max_completion_length=lmax)
+                out = grpo_loss(
+                    lp,
+                    lp,
+                    None,
+                    adv,
+                    mask,
+                    beta=0.0,
+                    loss_type=lt,
+                    max_completion_length=lmax,
+                )
                 vals.append(-out.grad[0, 0])
             push[lt][sign] = np.array(vals)
     total = {lt: {s: push[lt][s] * lens for s in (1, -1)} for lt in LOSS_TYPES}
-    return {"lengths": lens, "push": push, "total": total,
-            "params": {"other_length": other, "max_completion_length": lmax, "group_size": g}}
+    return {
+        "lengths": lens,
+        "push": push,
+        "total": total,
+        "params": {
+            "other_length": other,
+            "max_completion_length": lmax,
+            "group_size": g,
+        },
+    }
 
 
 def _traces(d):
@@ -57,31 +80,58 @@ def _traces(d):
     for col, key in ((1, "push"), (2, "total")):
         for lt in LOSS_TYPES:
             for sign, dash in ((1, "solid"), (-1, "dash")):
-                t.append({"type": "scatter", "mode": "lines+markers", "x": d["lengths"].tolist(),
-                          "y": _n(d[key][lt][sign]), "name": f"{lt}, A {'> 0' if sign > 0 else '< 0'}",
-                          "legendgroup": f"{lt}{sign}", "showlegend": col == 1,
-                          "line": {"color": COLORS[lt], "dash": dash}, "marker": {"size": 5},
-                          "hovertemplate": f"{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
-                          **_on(1, col, 2)})
+                t.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "x": d["lengths"].tolist(),
+                        "y": _n(d[key][lt][sign]),
+                        "name": f"{lt}, A {'> 0' if sign > 0 else '< 0'}",
+                        "legendgroup": f"{lt}{sign}",
+                        "showlegend": col == 1,
+                        "line": {"color": COLORS[lt], "dash": dash},
+                        "marker": {"size": 5},
+                        "hovertemplate": f"{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
+                        **_on(1, col, 2),
+                    }
+                )
     return t
 
 
 def _layout():
-    fig = _subplots(1, 2, ["push per token (−∂loss/∂log π)", "push per answer (per token × length)"], height=520,
-                    horizontal_spacing=0.1)
+    fig = _subplots(
+        1,
+        2,
+        ["push per token (−∂loss/∂log π)", "push per answer (per token × length)"],
+        height=520,
+        horizontal_spacing=0.1,
+    )
     fig.update_xaxes(type="log", title_text="length of this answer (tokens)")
-    fig.update_layout(title={"text": "one answer in a group of 4; the other answers have the slider's length; "
-                                     "on-policy, β = 0", "font": {"size": 13}, "x": 0, "xref": "paper"},
-                      margin={"r": 160})  # the legend
+    # the legend
+    fig.update_layout(
+        title={
+            "text": "one answer in a group of 4; the other answers have the slider's length; "
+            "on-policy, β = 0",
+            "font": {"size": 13},
+            "x": 0,
+            "xref": "paper",
+        },
+        margin={"r": 160},
+    )
     return fig.layout.to_plotly_json()
 
 
 LENGTH_NORM = Explorable(
-    name="length_norm", title="Length normalisation",
+    name="length_norm",
+    title="Length normalisation",
     defaults={"other_length": 100, "max_completion_length": 512, "group_size": 4},
     grid={"other_length": [10, 25, 50, 100, 200, 400]},
     labels={"other_length": "other answers' length"},
-    data=lambda p: length_norm_data(**p), traces=_traces, updates=lambda d: {}, layout=_layout)
+    data=lambda p: length_norm_data(**p),
+    traces=_traces,
+    updates=lambda d: {},
+    layout=_layout,
+)
 
 
 def length_norm_figure(**grid):
@@ -93,8 +143,19 @@ def length_norm_figure(**grid):
 def length_norm_widget(other_length=100, max_completion_length=512, group_size=4):
     """Live version: the other answers' length, max_completion_length and the group size."""
     from .widgets import ExplorableWidget, _int_slider
-    controls = {"other_length": _int_slider("other answers' length", other_length, 1, 512),
-                "max_completion_length": _int_slider("max_completion_length", max_completion_length, 512, 4096, 64),
-                "group_size": _int_slider("group size G", group_size, 2, 16)}
-    return ExplorableWidget(LENGTH_NORM, controls, dict, title="Length normalisation",
-                            help_text="who gets pushed how hard per token", columns=3)
+
+    controls = {
+        "other_length": _int_slider("other answers' length", other_length, 1, 512),
+        "max_completion_length": _int_slider(
+            "max_completion_length", max_completion_length, 512, 4096, 64
+        ),
+        "group_size": _int_slider("group size G", group_size, 2, 16),
+    }
+    return ExplorableWidget(
+        LENGTH_NORM,
+        controls,
+        dict,
+        title="Length normalisation",
+        help_text="who gets pushed how hard per token",
+        columns=3,
+    )

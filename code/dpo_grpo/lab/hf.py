@@ -42,6 +42,7 @@ def _hf_cfg(cfg) -> "HFLabConfig":
         raise TypeError(f"cfg must be an HFLabConfig, got {type(cfg).__name__}")
     return cfg
 
+
 #: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the FLOP count and typical
 #: sustained throughput (see the module docstring), not measurements.
 EXPECTED_STEP_SECONDS = {"T4": 10.0, "A100": 1.0}
@@ -49,8 +50,10 @@ EXPECTED_STEP_SECONDS = {"T4": 10.0, "A100": 1.0}
 QWEN25_05B_PARAMETERS = 494_032_768
 
 #: ChatML, the format of Qwen2.5's chat template (the tiny local tokenizer uses the same markers)
-CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 
@@ -61,7 +64,9 @@ class HFLabConfig:
     num_generations``)."""
 
     model_name: str = "Qwen/Qwen2.5-0.5B-Instruct"
-    system_prompt: str = "Add the numbers. Reply with the sum only: digits, nothing else."
+    system_prompt: str = (
+        "Add the numbers. Reply with the sum only: digits, nothing else."
+    )
     n_terms: int = 2
     n_digits: int = 2
     n_heldout: int = 400
@@ -80,7 +85,9 @@ class HFLabConfig:
     max_grad_norm: float = 1.0
     eval_every: int = 20
     eval_prompts: int = 200  # held-out prompts scored greedily at each evaluation
-    dtype: str | None = None  # None: bfloat16 on a GPU with bfloat16 support, else float32
+    dtype: str | None = (
+        None  # None: bfloat16 on a GPU with bfloat16 support, else float32
+    )
 
     _PRESETS = ("qwen2.5-0.5b", "tiny-random")
 
@@ -91,15 +98,32 @@ class HFLabConfig:
         if name == "qwen2.5-0.5b":
             cfg = cls()
         elif name == "tiny-random":
-            cfg = cls(model_name="tiny-random-qwen2", grpo_steps=2, grpo_lr=1e-3, prompts_per_step=2,
-                      num_generations=4, num_iterations=2, eval_every=2, eval_prompts=8, n_heldout=40)
+            cfg = cls(
+                model_name="tiny-random-qwen2",
+                grpo_steps=2,
+                grpo_lr=1e-3,
+                prompts_per_step=2,
+                num_generations=4,
+                num_iterations=2,
+                eval_every=2,
+                eval_prompts=8,
+                n_heldout=40,
+            )
         else:
             raise ValueError(f"preset name must be one of {cls._PRESETS}, got {name!r}")
         return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
     def __post_init__(self):
-        for name in ("n_terms", "n_digits", "n_heldout", "max_completion_length", "prompts_per_step",
-                     "num_iterations", "eval_every", "eval_prompts"):
+        for name in (
+            "n_terms",
+            "n_digits",
+            "n_heldout",
+            "max_completion_length",
+            "prompts_per_step",
+            "num_iterations",
+            "eval_every",
+            "eval_prompts",
+        ):
             v.integer(getattr(self, name), f"HFLabConfig.{name}", minimum=1)
         v.integer(self.grpo_steps, "HFLabConfig.grpo_steps", minimum=0)
         v.integer(self.num_generations, "HFLabConfig.num_generations", minimum=2)
@@ -107,14 +131,21 @@ class HFLabConfig:
             v.scalar(getattr(self, name), f"HFLabConfig.{name}", positive=True)
         v.scalar(self.beta, "HFLabConfig.beta", nonnegative=True)
         if not 0 < self.epsilon < 1:
-            raise ValueError(f"HFLabConfig.epsilon must be in (0, 1), got {self.epsilon!r}")
+            raise ValueError(
+                f"HFLabConfig.epsilon must be in (0, 1), got {self.epsilon!r}"
+            )
         if self.dtype not in (None, "float32", "bfloat16", "float16"):
-            raise ValueError(f"HFLabConfig.dtype must be None, 'float32', 'bfloat16' or 'float16', got {self.dtype!r}")
+            raise ValueError(
+                f"HFLabConfig.dtype must be None, 'float32', 'bfloat16' or 'float16', got {self.dtype!r}"
+            )
         if not isinstance(self.model_name, str) or not self.model_name:
-            raise ValueError(f"HFLabConfig.model_name must be a non-empty string, got {self.model_name!r}")
+            raise ValueError(
+                f"HFLabConfig.model_name must be a non-empty string, got {self.model_name!r}"
+            )
 
 
 # --- Models and tokenizers -------------------------------------------------------------------------------------------
+
 
 def _torch_dtype(cfg: HFLabConfig, device: torch.device) -> torch.dtype:
     if cfg.dtype is not None:
@@ -130,7 +161,9 @@ def load_pretrained(cfg: HFLabConfig, device=None):
 
     device = _device(device) if device is not None else torch_ops.default_device()
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_name, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(cfg.model_name, dtype=_torch_dtype(cfg, device)).to(device)
+    model = AutoModelForCausalLM.from_pretrained(
+        cfg.model_name, dtype=_torch_dtype(cfg, device)
+    ).to(device)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
@@ -148,13 +181,20 @@ def char_tokenizer():
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tok.decoder = decoders.Fuse()
     tok.add_special_tokens(list(SPECIAL_TOKENS))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<|endoftext|>",
-                                   eos_token="<|im_end|>", padding_side="left")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        padding_side="left",
+    )
     fast.chat_template = CHATML_TEMPLATE
     return fast
 
 
-def tiny_random_model(seed: int = 0, *, hidden_size: int = 32, num_hidden_layers: int = 2):
+def tiny_random_model(
+    seed: int = 0, *, hidden_size: int = 32, num_hidden_layers: int = 2
+):
     """``(model, tokenizer)``: a randomly initialised ``Qwen2ForCausalLM`` (Qwen2.5's architecture: RMSNorm,
     rotary positions, grouped-query attention, SwiGLU, tied embeddings) sized for a CPU test, with
     :func:`char_tokenizer`. Built from a config: nothing is downloaded."""
@@ -163,12 +203,23 @@ def tiny_random_model(seed: int = 0, *, hidden_size: int = 32, num_hidden_layers
     seed = v.integer(seed, "seed", minimum=0)
     v.integer(num_hidden_layers, "num_hidden_layers", minimum=1)
     if v.integer(hidden_size, "hidden_size", minimum=8) % 8:
-        raise ValueError(f"hidden_size must be a multiple of 8 (4 heads of even width), got {hidden_size}")
+        raise ValueError(
+            f"hidden_size must be a multiple of 8 (4 heads of even width), got {hidden_size}"
+        )
     tokenizer = char_tokenizer()
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                         num_hidden_layers=num_hidden_layers, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=256, tie_word_embeddings=True,
-                         bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(config)
@@ -177,39 +228,91 @@ def tiny_random_model(seed: int = 0, *, hidden_size: int = 32, num_hidden_layers
 
 # --- Prompts, sampling, log-probs ------------------------------------------------------------------------------------
 
+
 def encode_chat_prompts(tokenizer, prompts, cfg: HFLabConfig, device=None):
     """Left-padded ``(ids, mask)`` of each prompt as a chat: system message, the sum as the user message, and the
     generation prompt that opens the assistant's turn (the model's own chat template)."""
     _hf_cfg(cfg)
     prompts = _texts(prompts, "prompts")
-    texts = [tokenizer.apply_chat_template([{"role": "system", "content": cfg.system_prompt},
-                                            {"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]
-    enc = tokenizer(texts, padding=True, padding_side="left", add_special_tokens=False, return_tensors="pt")
+    texts = [
+        tokenizer.apply_chat_template(
+            [
+                {"role": "system", "content": cfg.system_prompt},
+                {"role": "user", "content": p},
+            ],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        for p in prompts
+    ]
+    enc = tokenizer(
+        texts,
+        padding=True,
+        padding_side="left",
+        add_special_tokens=False,
+        return_tensors="pt",
+    )
     return enc["input_ids"].to(device), enc["attention_mask"].bool().to(device)
 
 
 def _logits(model, ids, mask):
     """Logits with positions counted over real tokens only (left padding does not shift the rotary positions)."""
     pos = (mask.long().cumsum(1) - 1).clamp(min=0)
-    return model(input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=False).logits
+    return model(
+        input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=False
+    ).logits
 
 
 @torch.no_grad()
-def hf_generate(model, prompt_ids, prompt_mask, max_new_tokens: int, eos_id: int, pad_id: int, *,
-                temperature: float = 1.0, greedy: bool = False, generator=None):
+def hf_generate(
+    model,
+    prompt_ids,
+    prompt_mask,
+    max_new_tokens: int,
+    eos_id: int,
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator=None,
+):
     """Sample up to ``max_new_tokens`` per prompt (or decode greedily), recording each sampled token's log-prob
     under the tempered distribution: ``(completion_ids, completion_mask, logps, finished)``, as the tiny lab's
     sampler returns. No KV cache: each new token re-runs the prefix (simple; a serving engine such as vLLM caches)."""
-    out = generate(model, prompt_ids, prompt_mask, max_new_tokens, temperature=temperature, greedy=greedy,
-                   generator=generator, eos_id=eos_id, pad_id=pad_id, logits_fn=_logits)
+    out = generate(
+        model,
+        prompt_ids,
+        prompt_mask,
+        max_new_tokens,
+        temperature=temperature,
+        greedy=greedy,
+        generator=generator,
+        eos_id=eos_id,
+        pad_id=pad_id,
+        logits_fn=_logits,
+    )
     return out.completion_ids, out.completion_mask, out.logps, out.finished
 
 
-def hf_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0):
+def hf_logps(
+    model,
+    prompt_ids,
+    prompt_mask,
+    completion_ids,
+    completion_mask,
+    temperature: float = 1.0,
+):
     """Per-token log-probs ``(B, L)`` of the completion tokens, one forward pass, tempered as TRL does."""
-    return completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=temperature,
-                            log_softmax_fn=torch_ops.selective_log_softmax, logits_fn=_logits)
+    return completion_logps(
+        model,
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        temperature=temperature,
+        log_softmax_fn=torch_ops.selective_log_softmax,
+        logits_fn=_logits,
+    )
 
 
 def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
@@ -224,17 +327,31 @@ def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
 
 def hf_score(prompts, texts, finished) -> torch.Tensor:
     """``(N, 1)`` correctness: the completion ended its turn and is exactly the sum (the lab's verifier)."""
-    prompts, texts, finished = _texts(prompts, "prompts"), _texts(texts, "texts"), list(v.sequence(finished, "finished"))
+    prompts, texts, finished = (
+        _texts(prompts, "prompts"),
+        _texts(texts, "texts"),
+        list(v.sequence(finished, "finished")),
+    )
     if not len(prompts) == len(texts) == len(finished):
-        raise ValueError(f"prompts, texts and finished must have the same length, got {len(prompts)}, {len(texts)}, "
-                         f"{len(finished)}")
-    return torch.tensor([[1.0 if (done and verify(p, t)) else 0.0] for p, t, done in zip(prompts, texts, finished)])
+        raise ValueError(
+            f"prompts, texts and finished must have the same length, got {len(prompts)}, {len(texts)}, "
+            f"{len(finished)}"
+        )
+    return torch.tensor(
+        [
+            [1.0 if (done and verify(p, t)) else 0.0]
+            for p, t, done in zip(prompts, texts, finished)
+        ]
+    )
 
 
 # --- The run ---------------------------------------------------------------------------------------------------------
 
+
 @torch.no_grad()
-def hf_pass_rate(model, tokenizer, prompts, cfg: HFLabConfig, device, batch_size: int = 64) -> float:
+def hf_pass_rate(
+    model, tokenizer, prompts, cfg: HFLabConfig, device, batch_size: int = 64
+) -> float:
     """Greedy pass rate of ``prompts`` (the held-out measure of the tiny lab)."""
     _hf_cfg(cfg)
     prompts = _texts(prompts, "prompts")
@@ -242,16 +359,36 @@ def hf_pass_rate(model, tokenizer, prompts, cfg: HFLabConfig, device, batch_size
     device = _device(device)
     hits = 0
     for i in range(0, len(prompts), batch_size):
-        chunk = prompts[i: i + batch_size]
+        chunk = prompts[i : i + batch_size]
         pids, pmask = encode_chat_prompts(tokenizer, chunk, cfg, device)
-        cids, cmask, _, done = hf_generate(model, pids, pmask, cfg.max_completion_length, tokenizer.eos_token_id,
-                                           tokenizer.pad_token_id, greedy=True)
-        hits += int(hf_score(chunk, decode_completions(tokenizer, cids, cmask), done.tolist()).sum())
+        cids, cmask, _, done = hf_generate(
+            model,
+            pids,
+            pmask,
+            cfg.max_completion_length,
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
+            greedy=True,
+        )
+        hits += int(
+            hf_score(
+                chunk, decode_completions(tokenizer, cids, cmask), done.tolist()
+            ).sum()
+        )
     return hits / len(prompts)
 
 
-def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=None, compile: bool | None = None,
-                reward_fn=None, log=None) -> dict:
+def run_hf_grpo(
+    cfg: HFLabConfig,
+    model,
+    tokenizer,
+    seed: int = 0,
+    *,
+    device=None,
+    compile: bool | None = None,
+    reward_fn=None,
+    log=None,
+) -> dict:
     """GRPO on the addition task with a Hugging Face causal LM (trained in place; a frozen copy is the reference).
 
     Returns a history dict of lists: per step ``loss``, ``reward_mean``, ``frac_reward_zero_std``, ``kl``,
@@ -262,24 +399,49 @@ def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=Non
     _hf_cfg(cfg)
     seed = v.integer(seed, "seed", minimum=0)
     if reward_fn is not None and not callable(reward_fn):
-        raise TypeError(f"reward_fn must be callable or None, got {type(reward_fn).__name__}")
+        raise TypeError(
+            f"reward_fn must be callable or None, got {type(reward_fn).__name__}"
+        )
     device = _device(device) if device is not None else next(model.parameters()).device
-    compile = device.type == "cuda" if compile is None else v.boolean(compile, "compile")
+    compile = (
+        device.type == "cuda" if compile is None else v.boolean(compile, "compile")
+    )
     model.to(device)
-    task = AdditionTask(n_terms=cfg.n_terms, n_digits=cfg.n_digits, n_heldout=cfg.n_heldout, seed=cfg.task_seed)
+    task = AdditionTask(
+        n_terms=cfg.n_terms,
+        n_digits=cfg.n_digits,
+        n_heldout=cfg.n_heldout,
+        seed=cfg.task_seed,
+    )
     heldout = task.heldout_prompts()[: cfg.eval_prompts]
     stream = PromptStream(task.train_prompts(), _derived_seed(seed, "data"))
     gen = torch.Generator(device=device).manual_seed(_derived_seed(seed, "sampling"))
     ref = copy.deepcopy(model).eval().requires_grad_(False)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.grpo_lr, weight_decay=0.0)
     g = cfg.num_generations
-    hist = {k: [] for k in ("step", "loss", "reward_mean", "frac_reward_zero_std", "kl", "clip_ratio_region",
-                            "completion_length", "grad_norm", "step_time_s", "eval_step", "heldout_pass_rate")}
+    hist = {
+        k: []
+        for k in (
+            "step",
+            "loss",
+            "reward_mean",
+            "frac_reward_zero_std",
+            "kl",
+            "clip_ratio_region",
+            "completion_length",
+            "grad_norm",
+            "step_time_s",
+            "eval_step",
+            "heldout_pass_rate",
+        )
+    }
 
     def evaluate(step):
         model.eval()
         hist["eval_step"].append(step)
-        hist["heldout_pass_rate"].append(hf_pass_rate(model, tokenizer, heldout, cfg, device))
+        hist["heldout_pass_rate"].append(
+            hf_pass_rate(model, tokenizer, heldout, cfg, device)
+        )
 
     evaluate(0)
     for step in range(1, cfg.grpo_steps + 1):
@@ -288,11 +450,22 @@ def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=Non
         prompts = stream.next(cfg.prompts_per_step)
         rep = [p for p in prompts for _ in range(g)]
         pids, pmask = encode_chat_prompts(tokenizer, rep, cfg, device)
-        cids, cmask, old, done = hf_generate(model, pids, pmask, cfg.max_completion_length, tokenizer.eos_token_id,
-                                             tokenizer.pad_token_id, temperature=cfg.temperature, generator=gen)
+        cids, cmask, old, done = hf_generate(
+            model,
+            pids,
+            pmask,
+            cfg.max_completion_length,
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
+            temperature=cfg.temperature,
+            generator=gen,
+        )
         texts = decode_completions(tokenizer, cids, cmask)
-        adv, _, rm = torch_ops.reward_advantages((reward_fn or hf_score)(rep, texts, done.tolist()).to(device), g,
-                                                 scale_rewards=cfg.scale_rewards)
+        adv, _, rm = torch_ops.reward_advantages(
+            (reward_fn or hf_score)(rep, texts, done.tolist()).to(device),
+            g,
+            scale_rewards=cfg.scale_rewards,
+        )
         m = cmask.float()
         ref_logps = None
         if cfg.beta:
@@ -301,12 +474,23 @@ def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=Non
         sums = {"loss": 0.0, "kl": 0.0, "clip": 0.0, "grad_norm": 0.0}
         for _ in range(cfg.num_iterations):
             new = hf_logps(model, pids, pmask, cids, cmask, cfg.temperature)
-            out = torch_ops.grpo_loss(new, old, ref_logps, adv, m, epsilon=cfg.epsilon, beta=cfg.beta,
-                                      loss_type=cfg.loss_type, max_completion_length=cfg.max_completion_length,
-                                      compile=compile)
+            out = torch_ops.grpo_loss(
+                new,
+                old,
+                ref_logps,
+                adv,
+                m,
+                epsilon=cfg.epsilon,
+                beta=cfg.beta,
+                loss_type=cfg.loss_type,
+                max_completion_length=cfg.max_completion_length,
+                compile=compile,
+            )
             opt.zero_grad(set_to_none=True)
             out.loss.backward()
-            sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm))
+            sums["grad_norm"] += float(
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            )
             opt.step()
             sums["loss"] += float(out.loss.detach())
             sums["kl"] += float(out.metrics["kl"]) if "kl" in out.metrics else 0.0
@@ -326,9 +510,13 @@ def run_hf_grpo(cfg: HFLabConfig, model, tokenizer, seed: int = 0, *, device=Non
         if step % cfg.eval_every == 0 or step == cfg.grpo_steps:
             evaluate(step)
         if log is not None:
-            log(f"step {step}: reward {hist['reward_mean'][-1]:.3f}, kl {hist['kl'][-1]:.4f}, "
-                f"{hist['step_time_s'][-1]:.2f} s")
+            log(
+                f"step {step}: reward {hist['reward_mean'][-1]:.3f}, kl {hist['kl'][-1]:.4f}, "
+                f"{hist['step_time_s'][-1]:.2f} s"
+            )
     if not all(math.isfinite(x) for x in hist["loss"]):
-        raise FloatingPointError("the GRPO loss became non-finite; lower grpo_lr or use float32 (cfg.dtype)")
+        raise FloatingPointError(
+            "the GRPO loss became non-finite; lower grpo_lr or use float32 (cfg.dtype)"
+        )
     hist["texts_last_step"] = list(zip(rep, texts))[: 2 * g]
     return hist

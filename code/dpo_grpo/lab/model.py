@@ -36,7 +36,9 @@ class CharVocab:
 
     def __init__(self, chars: str = CHARS):
         if not isinstance(chars, str) or not chars or len(set(chars)) != len(chars):
-            raise ValueError(f"chars must be a non-empty string of distinct characters, got {chars!r}")
+            raise ValueError(
+                f"chars must be a non-empty string of distinct characters, got {chars!r}"
+            )
         self.chars = chars
         self.itos = list(self.specials) + list(chars)
         self.stoi = {c: i + len(self.specials) for i, c in enumerate(chars)}
@@ -50,13 +52,17 @@ class CharVocab:
         try:
             return [self.stoi[c] for c in text]
         except KeyError as exc:
-            raise ValueError(f"character {exc.args[0]!r} is not in the vocabulary {self.chars!r}") from None
+            raise ValueError(
+                f"character {exc.args[0]!r} is not in the vocabulary {self.chars!r}"
+            ) from None
 
     def decode(self, ids) -> str:
         """Characters up to (not including) the first EOS; PAD and BOS are skipped."""
         out = []
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
-            raise TypeError(f"ids must be a sequence of token ids, got {type(ids).__name__}")
+            raise TypeError(
+                f"ids must be a sequence of token ids, got {type(ids).__name__}"
+            )
         for i in ids:
             i = _token_id(i, len(self.itos))
             if i == EOS:
@@ -84,14 +90,21 @@ VOCAB = CharVocab()
 
 # --- The task and its verifier ---------------------------------------------------------------------------------------
 
+
 def verify(prompt: str, completion: str) -> bool:
     """True iff ``completion`` is exactly the decimal sum asked by ``prompt`` (``"a+b+c="``): no leading zeros,
     no sign, no extra characters. This program is the lab's whole reward model."""
     if not isinstance(prompt, str) or not isinstance(completion, str):
         raise TypeError("prompt and completion must be str")
     terms = prompt[:-1].split("+")
-    if not prompt.endswith("=") or len(terms) < 2 or not all(t.isdigit() and t.isascii() for t in terms):
-        raise ValueError(f"prompt must look like 'a+b=' or 'a+b+c=' with decimal terms, got {prompt!r}")
+    if (
+        not prompt.endswith("=")
+        or len(terms) < 2
+        or not all(t.isdigit() and t.isascii() for t in terms)
+    ):
+        raise ValueError(
+            f"prompt must look like 'a+b=' or 'a+b+c=' with decimal terms, got {prompt!r}"
+        )
     return completion == str(sum(int(t) for t in terms))
 
 
@@ -117,11 +130,17 @@ class AdditionTask:
         if not 2 <= self.n_terms <= 4:
             raise ValueError(f"n_terms must be in 2..4, got {self.n_terms}")
         if not 1 <= self.n_digits <= 3 or self.n_terms * self.n_digits > 6:
-            raise ValueError(f"n_digits must be in 1..3 with n_terms * n_digits <= 6, got {self.n_digits}")
-        n = 10 ** self.n_digits
-        multisets = list(itertools.combinations_with_replacement(range(n), self.n_terms))
+            raise ValueError(
+                f"n_digits must be in 1..3 with n_terms * n_digits <= 6, got {self.n_digits}"
+            )
+        n = 10**self.n_digits
+        multisets = list(
+            itertools.combinations_with_replacement(range(n), self.n_terms)
+        )
         if not 1 <= self.n_heldout <= len(multisets) // 2:
-            raise ValueError(f"n_heldout must be in 1..{len(multisets) // 2}, got {self.n_heldout}")
+            raise ValueError(
+                f"n_heldout must be in 1..{len(multisets) // 2}, got {self.n_heldout}"
+            )
         rng = np.random.default_rng(self.seed)
         chosen = rng.permutation(len(multisets))[: self.n_heldout]
         held = {multisets[i] for i in chosen}
@@ -166,6 +185,7 @@ def _terms(terms) -> list:
 
 # --- The model -------------------------------------------------------------------------------------------------------
 
+
 class Block(nn.Module):
     """Pre-norm transformer block: causal multi-head self-attention, then a GELU MLP, each with a residual."""
 
@@ -176,12 +196,16 @@ class Block(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
         self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)
+        )
 
     def forward(self, x, allowed):
         bsz, width, d = x.shape
         h = self.n_heads
-        q, k, v = self.qkv(self.ln1(x)).view(bsz, width, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        q, k, v = (
+            self.qkv(self.ln1(x)).view(bsz, width, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        )
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // h)  # (B, H, T, T)
         scores = scores.masked_fill(~allowed[:, None], float("-inf"))
         att = scores.softmax(dim=-1) @ v  # (B, H, T, d/h)
@@ -197,18 +221,35 @@ class TinyTransformer(nn.Module):
     a left-padded sequence gives exactly the logits of the same sequence without its padding.
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 d_ff: int = 256, max_seq_len: int = 16):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        d_ff: int = 256,
+        max_seq_len: int = 16,
+    ):
         super().__init__()
-        for name, x in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
-                        ("n_heads", n_heads), ("d_ff", d_ff), ("max_seq_len", max_seq_len)):
+        for name, x in (
+            ("vocab_size", vocab_size),
+            ("d_model", d_model),
+            ("n_layers", n_layers),
+            ("n_heads", n_heads),
+            ("d_ff", d_ff),
+            ("max_seq_len", max_seq_len),
+        ):
             v.integer(x, name, minimum=1)
         if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by n_heads ({n_heads})"
+            )
         self.max_seq_len = max_seq_len
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(max_seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(
+            Block(d_model, n_heads, d_ff) for _ in range(n_layers)
+        )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.apply(self._init)
@@ -223,7 +264,9 @@ class TinyTransformer(nn.Module):
     def forward(self, ids, attention_mask=None):
         bsz, width = ids.shape
         if width > self.max_seq_len:
-            raise ValueError(f"sequence width {width} exceeds max_seq_len {self.max_seq_len}")
+            raise ValueError(
+                f"sequence width {width} exceeds max_seq_len {self.max_seq_len}"
+            )
         if attention_mask is None:
             attention_mask = torch.ones_like(ids, dtype=torch.bool)
         valid = attention_mask.bool()
@@ -247,6 +290,7 @@ def count_parameters(model: nn.Module) -> int:
 
 # --- Batching, sampling and log-probs --------------------------------------------------------------------------------
 
+
 def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
     """Left-padded ``(ids, mask)`` of shape ``(B, P)``: ``PAD.. BOS chars``; ``mask`` is 1 on BOS and the chars."""
     rows = [[BOS] + vocab.encode(p) for p in _texts(prompts, "prompts")]
@@ -254,15 +298,19 @@ def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for i, r in enumerate(rows):
-        ids[i, width - len(r):] = torch.tensor(r)
-        mask[i, width - len(r):] = True
+        ids[i, width - len(r) :] = torch.tensor(r)
+        mask[i, width - len(r) :] = True
     return ids.to(device), mask.to(device)
 
 
 def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB):
     """Right-padded ``(ids, mask)`` of ``text + EOS``, shape ``(B, L)``; ``mask`` is 1 up to and including EOS."""
     rows = [vocab.encode(t) + [EOS] for t in _texts(texts, "texts")]
-    width = max(len(r) for r in rows) if width is None else v.integer(width, "width", minimum=1)
+    width = (
+        max(len(r) for r in rows)
+        if width is None
+        else v.integer(width, "width", minimum=1)
+    )
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for i, r in enumerate(rows):
@@ -275,24 +323,37 @@ def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB)
 def _texts(texts, name) -> list:
     """A non-empty list of strings (a bare string is one text, not a list of characters: rejected)."""
     if isinstance(texts, str):
-        raise TypeError(f"{name} must be a list of strings, got a single str {texts!r} (wrap it in a list)")
+        raise TypeError(
+            f"{name} must be a list of strings, got a single str {texts!r} (wrap it in a list)"
+        )
     texts = v.sequence(texts, name)
     if not texts:
         raise ValueError(f"{name} must not be empty")
     if not all(isinstance(t, str) for t in texts):
-        raise TypeError(f"{name} must be a list of strings, got an item of type "
-                        f"{next(type(t).__name__ for t in texts if not isinstance(t, str))}")
+        raise TypeError(
+            f"{name} must be a list of strings, got an item of type "
+            f"{next(type(t).__name__ for t in texts if not isinstance(t, str))}"
+        )
     return texts
 
 
 def _id_mask(ids, mask, name):
     """Check a 2-D integer id tensor and its same-shaped mask."""
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point() or ids.is_complex():
-        raise TypeError(f"{name}_ids must be a 2-D integer tensor, got {type(ids).__name__} "
-                        f"{tuple(getattr(ids, 'shape', ()))}")
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dim() != 2
+        or ids.is_floating_point()
+        or ids.is_complex()
+    ):
+        raise TypeError(
+            f"{name}_ids must be a 2-D integer tensor, got {type(ids).__name__} "
+            f"{tuple(getattr(ids, 'shape', ()))}"
+        )
     if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
-        raise ValueError(f"{name}_mask must be a tensor of shape {tuple(ids.shape)}, got {type(mask).__name__} "
-                         f"{tuple(getattr(mask, 'shape', ()))}")
+        raise ValueError(
+            f"{name}_mask must be a tensor of shape {tuple(ids.shape)}, got {type(mask).__name__} "
+            f"{tuple(getattr(mask, 'shape', ()))}"
+        )
 
 
 def _temperature(temperature) -> float:
@@ -309,9 +370,19 @@ class Rollout(NamedTuple):
 
 
 @torch.no_grad()
-def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature: float = 1.0,
-             greedy: bool = False, generator: torch.Generator | None = None, eos_id: int = EOS,
-             pad_id: int = PAD, logits_fn=None) -> Rollout:
+def generate(
+    model,
+    prompt_ids,
+    prompt_mask,
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    eos_id: int = EOS,
+    pad_id: int = PAD,
+    logits_fn=None,
+) -> Rollout:
     """Sample (or decode greedily) up to ``max_new_tokens`` tokens per prompt; stop early when all rows ended.
 
     Each step runs the full prefix through the model (no KV cache: the sequences here are a dozen tokens), samples
@@ -322,7 +393,10 @@ def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature
     """
     _id_mask(prompt_ids, prompt_mask, "prompt")
     max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
-    eos_id, pad_id = v.integer(eos_id, "eos_id", minimum=0), v.integer(pad_id, "pad_id", minimum=0)
+    eos_id, pad_id = (
+        v.integer(eos_id, "eos_id", minimum=0),
+        v.integer(pad_id, "pad_id", minimum=0),
+    )
     logits_fn = (lambda m, ids, mask: m(ids, mask)) if logits_fn is None else logits_fn
     temperature = _temperature(temperature)
     greedy = v.boolean(greedy, "greedy")
@@ -345,7 +419,9 @@ def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature
         tok = torch.where(live, tok, torch.full_like(tok, pad_id))
         ids[:, t] = tok
         mask[:, t] = live
-        logps[:, t] = torch.where(live, logp.gather(1, tok[:, None]).squeeze(1), torch.zeros_like(logps[:, t]))
+        logps[:, t] = torch.where(
+            live, logp.gather(1, tok[:, None]).squeeze(1), torch.zeros_like(logps[:, t])
+        )
         done = done | (live & (tok == eos_id))
         seq = torch.cat([seq, tok[:, None]], dim=1)
         seq_mask = torch.cat([seq_mask, live[:, None]], dim=1)
@@ -355,8 +431,17 @@ def generate(model, prompt_ids, prompt_mask, max_new_tokens: int, *, temperature
     return Rollout(ids[:, :steps], mask[:, :steps], logps[:, :steps], done)
 
 
-def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *,
-                     temperature: float = 1.0, log_softmax_fn=None, logits_fn=None):
+def completion_logps(
+    model,
+    prompt_ids,
+    prompt_mask,
+    completion_ids,
+    completion_mask,
+    *,
+    temperature: float = 1.0,
+    log_softmax_fn=None,
+    logits_fn=None,
+):
     """Per-token log-probs ``(B, L)`` of the completion tokens under ``model``, one forward pass.
 
     The logits that predict completion token ``t`` sit at position ``P - 1 + t`` of ``cat(prompt, completion)``;
@@ -368,17 +453,25 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     _id_mask(prompt_ids, prompt_mask, "prompt")
     _id_mask(completion_ids, completion_mask, "completion")
     if completion_ids.shape[0] != prompt_ids.shape[0]:
-        raise ValueError(f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "
-                         f"got {completion_ids.shape[0]}")
+        raise ValueError(
+            f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "
+            f"got {completion_ids.shape[0]}"
+        )
     temperature = _temperature(temperature)
     width = prompt_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask.bool(), completion_mask.bool()], dim=1)
-    logits = (model(ids, mask) if logits_fn is None else logits_fn(model, ids, mask))[:, width - 1: -1, :]
+    logits = (model(ids, mask) if logits_fn is None else logits_fn(model, ids, mask))[
+        :, width - 1 : -1, :
+    ]
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
     if log_softmax_fn is None:
-        return torch.log_softmax(logits, dim=-1).gather(-1, completion_ids[..., None]).squeeze(-1)
+        return (
+            torch.log_softmax(logits, dim=-1)
+            .gather(-1, completion_ids[..., None])
+            .squeeze(-1)
+        )
     return log_softmax_fn(logits, completion_ids)

@@ -22,7 +22,11 @@ from .model import AdditionTask, verify
 GRPO_NAMES = (
     ("grpo_lr", "learning_rate", "same value"),
     ("num_generations", "num_generations", "same value"),
-    ("prompts_per_step", "per_device_train_batch_size", "x num_generations (TRL counts completions per device)"),
+    (
+        "prompts_per_step",
+        "per_device_train_batch_size",
+        "x num_generations (TRL counts completions per device)",
+    ),
     ("num_iterations", "num_iterations", "same value"),
     ("grpo_steps", "max_steps", "x num_iterations (TRL counts optimiser steps)"),
     ("epsilon", "epsilon", "same value"),
@@ -31,16 +35,32 @@ GRPO_NAMES = (
     ("beta", "beta", "same value (TRL's default is 0.0)"),
     ("loss_type", "loss_type", "same value (TRL's default is 'dapo')"),
     ("importance_sampling_level", "importance_sampling_level", "same value"),
-    ("use_bias_correction_kl", "use_bias_correction_kl", "same value (TRL's default is True)"),
+    (
+        "use_bias_correction_kl",
+        "use_bias_correction_kl",
+        "same value (TRL's default is True)",
+    ),
     ("scale_rewards", "scale_rewards", "same value"),
     ("temperature", "temperature", "same value; top_p=1, top_k=0: plain sampling"),
     ("max_completion_length", "max_completion_length", "same value"),
     ("max_grad_norm", "max_grad_norm", "same value"),
     ("weight_decay", "weight_decay", "same value"),
-    ("warmup_steps", "warmup_steps", "with lr_scheduler_type='constant_with_warmup' (the lab's schedule)"),
-    ("ref_sync_steps", "sync_ref_model, ref_model_sync_steps", "None -> sync_ref_model=False"),
+    (
+        "warmup_steps",
+        "warmup_steps",
+        "with lr_scheduler_type='constant_with_warmup' (the lab's schedule)",
+    ),
+    (
+        "ref_sync_steps",
+        "sync_ref_model, ref_model_sync_steps",
+        "None -> sync_ref_model=False",
+    ),
     ("ref_mixup_alpha", "ref_model_mixup_alpha", "same value"),
-    ("reward / reward_weights", "reward_funcs, reward_weights", "the verifier as a TRL reward function"),
+    (
+        "reward / reward_weights",
+        "reward_funcs, reward_weights",
+        "the verifier as a TRL reward function",
+    ),
 )
 #: (lab field, TRL 1.16.0 DPOConfig field, how it maps) for the offline runs
 DPO_NAMES = (
@@ -48,7 +68,11 @@ DPO_NAMES = (
     ("dpo_batch_size", "per_device_train_batch_size", "same value (pairs per step)"),
     ("dpo_steps", "max_steps", "same value"),
     ("dpo_beta", "beta", "same value"),
-    ("dpo_loss_type", "loss_type", "'dpo': [dpo_loss_type]; 'dpo+nll': [dpo_loss_type, 'sft']"),
+    (
+        "dpo_loss_type",
+        "loss_type",
+        "'dpo': [dpo_loss_type]; 'dpo+nll': [dpo_loss_type, 'sft']",
+    ),
     ("dpo_sft_weight", "loss_weights", "'dpo+nll': [1.0, dpo_sft_weight]"),
     ("dpo_label_smoothing", "label_smoothing", "same value"),
     ("max_grad_norm", "max_grad_norm", "same value"),
@@ -59,7 +83,9 @@ DPO_NAMES = (
 
 def _cfg(cfg):
     if not isinstance(cfg, (LabConfig, HFLabConfig)):
-        raise TypeError(f"cfg must be a LabConfig or an HFLabConfig, got {type(cfg).__name__}")
+        raise TypeError(
+            f"cfg must be a LabConfig or an HFLabConfig, got {type(cfg).__name__}"
+        )
     return cfg
 
 
@@ -69,25 +95,47 @@ def grpo_args(cfg, output_dir: str, **overrides) -> dict:
     _cfg(cfg)
     get = lambda name, default=None: getattr(cfg, name, default)  # noqa: E731  (HFLabConfig has fewer fields)
     sync = get("ref_sync_steps")
-    args = dict(output_dir=str(output_dir), learning_rate=cfg.grpo_lr, num_generations=cfg.num_generations,
-                per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations,
-                num_iterations=cfg.num_iterations, max_steps=cfg.grpo_steps * cfg.num_iterations,
-                epsilon=cfg.epsilon, epsilon_high=get("epsilon_high"), delta=get("delta"), beta=cfg.beta,
-                loss_type=cfg.loss_type, importance_sampling_level=get("importance_sampling_level", "token"),
-                use_bias_correction_kl=get("use_bias_correction_kl", False), scale_rewards=cfg.scale_rewards,
-                temperature=cfg.temperature, top_p=1.0, top_k=0, max_completion_length=cfg.max_completion_length,
-                max_grad_norm=cfg.max_grad_norm, weight_decay=get("weight_decay", 0.0),
-                lr_scheduler_type="constant_with_warmup", warmup_steps=get("warmup_steps", 0),
-                sync_ref_model=sync is not None, ref_model_sync_steps=sync or 512,
-                ref_model_mixup_alpha=get("ref_mixup_alpha", 0.6), logging_steps=1, report_to="none",
-                save_strategy="no", shuffle_dataset=False, disable_dropout=True)
+    args = dict(
+        output_dir=str(output_dir),
+        learning_rate=cfg.grpo_lr,
+        num_generations=cfg.num_generations,
+        per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations,
+        num_iterations=cfg.num_iterations,
+        max_steps=cfg.grpo_steps * cfg.num_iterations,
+        epsilon=cfg.epsilon,
+        epsilon_high=get("epsilon_high"),
+        delta=get("delta"),
+        beta=cfg.beta,
+        loss_type=cfg.loss_type,
+        importance_sampling_level=get("importance_sampling_level", "token"),
+        use_bias_correction_kl=get("use_bias_correction_kl", False),
+        scale_rewards=cfg.scale_rewards,
+        temperature=cfg.temperature,
+        top_p=1.0,
+        top_k=0,
+        max_completion_length=cfg.max_completion_length,
+        max_grad_norm=cfg.max_grad_norm,
+        weight_decay=get("weight_decay", 0.0),
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=get("warmup_steps", 0),
+        sync_ref_model=sync is not None,
+        ref_model_sync_steps=sync or 512,
+        ref_model_mixup_alpha=get("ref_mixup_alpha", 0.6),
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        shuffle_dataset=False,
+        disable_dropout=True,
+    )
     if isinstance(cfg, LabConfig) and cfg.reward == "length_bonus":
         args["reward_weights"] = [1.0, cfg.length_bonus]
     args.update(overrides)
     return args
 
 
-def dpo_args(cfg: LabConfig, output_dir: str, algorithm: str = "dpo+nll", **overrides) -> dict:
+def dpo_args(
+    cfg: LabConfig, output_dir: str, algorithm: str = "dpo+nll", **overrides
+) -> dict:
     """Keyword arguments of ``trl.DPOConfig`` for the lab's offline methods (``"dpo"`` or ``"dpo+nll"``; RFT is
     TRL's ``SFTTrainer`` on the chosen completions)."""
     if not isinstance(cfg, LabConfig):
@@ -96,18 +144,32 @@ def dpo_args(cfg: LabConfig, output_dir: str, algorithm: str = "dpo+nll", **over
         raise ValueError(f"algorithm must be 'dpo' or 'dpo+nll', got {algorithm!r}")
     loss = [cfg.dpo_loss_type] + (["sft"] if algorithm == "dpo+nll" else [])
     weights = [1.0] + ([cfg.dpo_sft_weight] if algorithm == "dpo+nll" else [])
-    args = dict(output_dir=str(output_dir), learning_rate=cfg.dpo_lr, per_device_train_batch_size=cfg.dpo_batch_size,
-                max_steps=cfg.dpo_steps, beta=cfg.dpo_beta, loss_type=loss, loss_weights=weights,
-                label_smoothing=cfg.dpo_label_smoothing, max_grad_norm=cfg.max_grad_norm,
-                lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
-                precompute_ref_log_probs=True, logging_steps=1, report_to="none", save_strategy="no")
+    args = dict(
+        output_dir=str(output_dir),
+        learning_rate=cfg.dpo_lr,
+        per_device_train_batch_size=cfg.dpo_batch_size,
+        max_steps=cfg.dpo_steps,
+        beta=cfg.dpo_beta,
+        loss_type=loss,
+        loss_weights=weights,
+        label_smoothing=cfg.dpo_label_smoothing,
+        max_grad_norm=cfg.max_grad_norm,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=cfg.warmup_steps,
+        precompute_ref_log_probs=True,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+    )
     args.update(overrides)
     return args
 
 
 def _messages(cfg, problem: str) -> list:
     system = getattr(cfg, "system_prompt", None)
-    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": problem}]
+    return ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": problem}
+    ]
 
 
 def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
@@ -120,9 +182,18 @@ def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
     _cfg(cfg)
     n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
     seed = v.integer(seed, "seed", minimum=0)
-    task = AdditionTask(n_terms=cfg.n_terms, n_digits=cfg.n_digits, n_heldout=cfg.n_heldout, seed=cfg.task_seed)
-    problems = PromptStream(task.train_prompts(), _derived_seed(seed, "data")).next(n_prompts)
-    return Dataset.from_dict({"prompt": [_messages(cfg, p) for p in problems], "problem": problems})
+    task = AdditionTask(
+        n_terms=cfg.n_terms,
+        n_digits=cfg.n_digits,
+        n_heldout=cfg.n_heldout,
+        seed=cfg.task_seed,
+    )
+    problems = PromptStream(task.train_prompts(), _derived_seed(seed, "data")).next(
+        n_prompts
+    )
+    return Dataset.from_dict(
+        {"prompt": [_messages(cfg, p) for p in problems], "problem": problems}
+    )
 
 
 def preference_dataset(cfg, pairs: dict):
@@ -131,14 +202,25 @@ def preference_dataset(cfg, pairs: dict):
     from datasets import Dataset
 
     _cfg(cfg)
-    if not isinstance(pairs, dict) or not all(k in pairs for k in ("prompts", "chosen", "rejected")):
-        raise ValueError("pairs must be a dict with 'prompts', 'chosen' and 'rejected' (LabRun.pairs)")
+    if not isinstance(pairs, dict) or not all(
+        k in pairs for k in ("prompts", "chosen", "rejected")
+    ):
+        raise ValueError(
+            "pairs must be a dict with 'prompts', 'chosen' and 'rejected' (LabRun.pairs)"
+        )
     if not len(pairs["prompts"]) == len(pairs["chosen"]) == len(pairs["rejected"]) > 0:
-        raise ValueError("pairs must hold as many prompts as chosen and rejected completions, at least one")
-    return Dataset.from_dict({
-        "prompt": [_messages(cfg, p) for p in pairs["prompts"]],
-        "chosen": [[{"role": "assistant", "content": c}] for c in pairs["chosen"]],
-        "rejected": [[{"role": "assistant", "content": r}] for r in pairs["rejected"]]})
+        raise ValueError(
+            "pairs must hold as many prompts as chosen and rejected completions, at least one"
+        )
+    return Dataset.from_dict(
+        {
+            "prompt": [_messages(cfg, p) for p in pairs["prompts"]],
+            "chosen": [[{"role": "assistant", "content": c}] for c in pairs["chosen"]],
+            "rejected": [
+                [{"role": "assistant", "content": r}] for r in pairs["rejected"]
+            ],
+        }
+    )
 
 
 def verifier_reward(eos_token_id: int):
@@ -148,8 +230,11 @@ def verifier_reward(eos_token_id: int):
 
     def verifier(prompts, completions, completion_ids, problem, **kwargs):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [1.0 if (eos_token_id in ids and verify(p, t.strip())) else 0.0
-                for p, t, ids in zip(problem, texts, completion_ids)]
+        return [
+            1.0 if (eos_token_id in ids and verify(p, t.strip())) else 0.0
+            for p, t, ids in zip(problem, texts, completion_ids)
+        ]
+
     return verifier
 
 
@@ -163,8 +248,15 @@ class GRPORecorder:
     ``recorder.steps`` holds one dict per call; :meth:`compare` lines them up with ``trainer.state.log_history``.
     """
 
-    METRICS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "loss", "clip_ratio/region_mean",
-               "completions/mean_length")
+    METRICS = (
+        "reward",
+        "reward_std",
+        "frac_reward_zero_std",
+        "kl",
+        "loss",
+        "clip_ratio/region_mean",
+        "completions/mean_length",
+    )
 
     def __init__(self, cfg, tokenizer, reward_funcs, ref_model, reward_weights=None):
         self.cfg, self.tokenizer = _cfg(cfg), tokenizer
@@ -172,7 +264,9 @@ class GRPORecorder:
         if not self.reward_funcs or not all(callable(f) for f in self.reward_funcs):
             raise TypeError("reward_funcs must be a non-empty list of callables")
         if not isinstance(ref_model, torch.nn.Module):
-            raise TypeError(f"ref_model must be a torch.nn.Module, got {type(ref_model).__name__}")
+            raise TypeError(
+                f"ref_model must be a torch.nn.Module, got {type(ref_model).__name__}"
+            )
         self.reward_weights = reward_weights
         self.trainer = None  # set after the trainer is built
         self.ref = ref_model.eval().requires_grad_(False)
@@ -183,12 +277,19 @@ class GRPORecorder:
         """One TRL reward function per wrapped function, recording what they return."""
         wrapped = []
         for k, fn in enumerate(self.reward_funcs):
+
             def call(prompts, completions, completion_ids, _k=k, _fn=fn, **kwargs):
-                out = _fn(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+                out = _fn(
+                    prompts=prompts,
+                    completions=completions,
+                    completion_ids=completion_ids,
+                    **kwargs,
+                )
                 self._pending[_k] = out
                 if len(self._pending) == len(self.reward_funcs):
                     self._record(prompts, completion_ids, kwargs)
                 return out
+
             call.__name__ = getattr(fn, "__name__", f"reward_{k}")
             wrapped.append(call)
         return wrapped
@@ -198,12 +299,21 @@ class GRPORecorder:
         cfg, tok = self.cfg, self.tokenizer
         model = self.trainer.model
         dev = next(model.parameters()).device
-        rpf = torch.tensor([self._pending[k] for k in range(len(self.reward_funcs))], dtype=torch.float32).T
+        rpf = torch.tensor(
+            [self._pending[k] for k in range(len(self.reward_funcs))],
+            dtype=torch.float32,
+        ).T
         self._pending = {}
-        adv, _, rm = torch_ops.reward_advantages(rpf.to(dev), cfg.num_generations, reward_weights=self.reward_weights,
-                                                 scale_rewards=cfg.scale_rewards)
+        adv, _, rm = torch_ops.reward_advantages(
+            rpf.to(dev),
+            cfg.num_generations,
+            reward_weights=self.reward_weights,
+            scale_rewards=cfg.scale_rewards,
+        )
         width = max(len(c) for c in completion_ids)
-        cids = torch.full((len(completion_ids), width), tok.pad_token_id, dtype=torch.long, device=dev)
+        cids = torch.full(
+            (len(completion_ids), width), tok.pad_token_id, dtype=torch.long, device=dev
+        )
         cmask = torch.zeros_like(cids, dtype=torch.bool)
         for i, c in enumerate(completion_ids):
             cids[i, : len(c)] = torch.tensor(c, device=dev)
@@ -213,22 +323,43 @@ class GRPORecorder:
         was_training = model.training
         model.eval()
         new = hf_logps(model, pids, pmask, cids, cmask, cfg.temperature)
-        ref = hf_logps(self.ref, pids, pmask, cids, cmask, cfg.temperature) if cfg.beta else None
+        ref = (
+            hf_logps(self.ref, pids, pmask, cids, cmask, cfg.temperature)
+            if cfg.beta
+            else None
+        )
         model.train(was_training)
-        out = torch_ops.grpo_loss(new, new, ref, adv, cmask.float(), epsilon=cfg.epsilon, beta=cfg.beta,
-                                  loss_type=cfg.loss_type, max_completion_length=cfg.max_completion_length)
-        self.steps.append({"reward": float(rm["reward"]), "reward_std": float(rm["reward_std"]),
-                           "frac_reward_zero_std": float(rm["frac_reward_zero_std"]),
-                           "kl": float(out.metrics["kl"]) if "kl" in out.metrics else 0.0,
-                           "loss": float(out.loss), "clip_ratio/region_mean": float(out.metrics["clip_ratio/region_mean"]),
-                           "completions/mean_length": float(cmask.sum(1).float().mean())})
+        out = torch_ops.grpo_loss(
+            new,
+            new,
+            ref,
+            adv,
+            cmask.float(),
+            epsilon=cfg.epsilon,
+            beta=cfg.beta,
+            loss_type=cfg.loss_type,
+            max_completion_length=cfg.max_completion_length,
+        )
+        self.steps.append(
+            {
+                "reward": float(rm["reward"]),
+                "reward_std": float(rm["reward_std"]),
+                "frac_reward_zero_std": float(rm["frac_reward_zero_std"]),
+                "kl": float(out.metrics["kl"]) if "kl" in out.metrics else 0.0,
+                "loss": float(out.loss),
+                "clip_ratio/region_mean": float(out.metrics["clip_ratio/region_mean"]),
+                "completions/mean_length": float(cmask.sum(1).float().mean()),
+            }
+        )
 
     def compare(self, log_history) -> list:
         """One row per step: ``{metric: (TRL's logged value, ours)}`` for every metric both have."""
         logged = [h for h in log_history if "reward" in h]
         rows = []
         for trl_row, ours in zip(logged, self.steps):
-            rows.append({k: (float(trl_row[k]), ours[k]) for k in self.METRICS if k in trl_row})
+            rows.append(
+                {k: (float(trl_row[k]), ours[k]) for k in self.METRICS if k in trl_row}
+            )
         return rows
 
 
@@ -240,50 +371,97 @@ def deepspeed_config(zero_stage: int = 2) -> dict:
         raise ValueError(f"zero_stage must be 1, 2 or 3, got {zero_stage!r}")
     zero = {"stage": zero_stage, "overlap_comm": True, "contiguous_gradients": True}
     if zero_stage == 3:
-        zero.update(stage3_gather_16bit_weights_on_model_save=True, stage3_prefetch_bucket_size="auto",
-                    stage3_param_persistence_threshold="auto", reduce_bucket_size="auto")
-    return {"bf16": {"enabled": "auto"}, "zero_optimization": zero, "gradient_clipping": "auto",
-            "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
-            "gradient_accumulation_steps": "auto"}
+        zero.update(
+            stage3_gather_16bit_weights_on_model_save=True,
+            stage3_prefetch_bucket_size="auto",
+            stage3_param_persistence_threshold="auto",
+            reduce_bucket_size="auto",
+        )
+    return {
+        "bf16": {"enabled": "auto"},
+        "zero_optimization": zero,
+        "gradient_clipping": "auto",
+        "train_batch_size": "auto",
+        "train_micro_batch_size_per_gpu": "auto",
+        "gradient_accumulation_steps": "auto",
+    }
 
 
-def accelerate_config(num_machines: int = 1, gpus_per_machine: int = 8, zero_stage: int = 2,
-                      machine_rank: int = 0, main_process_ip: str = "10.0.0.1", main_process_port: int = 29500) -> str:
+def accelerate_config(
+    num_machines: int = 1,
+    gpus_per_machine: int = 8,
+    zero_stage: int = 2,
+    machine_rank: int = 0,
+    main_process_ip: str = "10.0.0.1",
+    main_process_port: int = 29500,
+) -> str:
     """The ``accelerate launch --config_file`` YAML for ``num_machines`` x ``gpus_per_machine`` processes with
     DeepSpeed ZeRO ``zero_stage`` (each machine runs the same file with its own ``machine_rank``)."""
-    for name, value, low in (("num_machines", num_machines, 1), ("gpus_per_machine", gpus_per_machine, 1),
-                             ("machine_rank", machine_rank, 0)):
+    for name, value, low in (
+        ("num_machines", num_machines, 1),
+        ("gpus_per_machine", gpus_per_machine, 1),
+        ("machine_rank", machine_rank, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if machine_rank >= num_machines:
-        raise ValueError(f"machine_rank must be < num_machines ({num_machines}), got {machine_rank}")
+        raise ValueError(
+            f"machine_rank must be < num_machines ({num_machines}), got {machine_rank}"
+        )
     deepspeed_config(zero_stage)  # validates zero_stage
-    lines = ["compute_environment: LOCAL_MACHINE", "distributed_type: DEEPSPEED", "deepspeed_config:",
-             f"  zero_stage: {zero_stage}", "  gradient_accumulation_steps: 1",
-             "  offload_optimizer_device: none", "  offload_param_device: none",
-             f"  zero3_init_flag: {'true' if zero_stage == 3 else 'false'}",
-             f"  zero3_save_16bit_model: {'true' if zero_stage == 3 else 'false'}",
-             "mixed_precision: bf16", f"num_machines: {num_machines}",
-             f"num_processes: {num_machines * gpus_per_machine}", f"machine_rank: {machine_rank}"]
+    lines = [
+        "compute_environment: LOCAL_MACHINE",
+        "distributed_type: DEEPSPEED",
+        "deepspeed_config:",
+        f"  zero_stage: {zero_stage}",
+        "  gradient_accumulation_steps: 1",
+        "  offload_optimizer_device: none",
+        "  offload_param_device: none",
+        f"  zero3_init_flag: {'true' if zero_stage == 3 else 'false'}",
+        f"  zero3_save_16bit_model: {'true' if zero_stage == 3 else 'false'}",
+        "mixed_precision: bf16",
+        f"num_machines: {num_machines}",
+        f"num_processes: {num_machines * gpus_per_machine}",
+        f"machine_rank: {machine_rank}",
+    ]
     if num_machines > 1:
-        lines += [f"main_process_ip: {main_process_ip}", f"main_process_port: {main_process_port}",
-                  "rdzv_backend: static", "same_network: true"]
+        lines += [
+            f"main_process_ip: {main_process_ip}",
+            f"main_process_port: {main_process_port}",
+            "rdzv_backend: static",
+            "same_network: true",
+        ]
     lines += ["main_training_function: main", "use_cpu: false"]
     return "\n".join(lines) + "\n"
 
 
-def scaled_grpo_args(cfg, output_dir: str, num_processes: int, vllm: str | None = None, **overrides) -> dict:
+def scaled_grpo_args(
+    cfg, output_dir: str, num_processes: int, vllm: str | None = None, **overrides
+) -> dict:
     """:func:`grpo_args` for ``num_processes`` GPUs, keeping the lab's global batch (prompts x generations per
     optimiser step) fixed: each process holds ``1 / num_processes`` of it. ``vllm="colocate"`` samples with vLLM
     inside each training process; ``vllm="server"`` sends generation to a separate ``trl vllm-serve`` process."""
-    if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
-        raise ValueError(f"num_processes must be a positive integer, got {num_processes!r}")
+    if (
+        isinstance(num_processes, bool)
+        or not isinstance(num_processes, int)
+        or num_processes < 1
+    ):
+        raise ValueError(
+            f"num_processes must be a positive integer, got {num_processes!r}"
+        )
     global_batch = cfg.prompts_per_step * cfg.num_generations
     if global_batch % num_processes:
-        raise ValueError(f"num_processes ({num_processes}) must divide the global batch of {global_batch} completions")
+        raise ValueError(
+            f"num_processes ({num_processes}) must divide the global batch of {global_batch} completions"
+        )
     if vllm not in (None, "colocate", "server"):
         raise ValueError(f"vllm must be None, 'colocate' or 'server', got {vllm!r}")
-    args = grpo_args(cfg, output_dir, per_device_train_batch_size=global_batch // num_processes, bf16=True)
+    args = grpo_args(
+        cfg,
+        output_dir,
+        per_device_train_batch_size=global_batch // num_processes,
+        bf16=True,
+    )
     if vllm is not None:
         args.update(use_vllm=True, vllm_mode=vllm)
         if vllm == "colocate":
@@ -330,8 +508,13 @@ trainer.train()
 '''
 
 
-def write_launch_files(directory, num_machines: int = 2, gpus_per_machine: int = 8, zero_stage: int = 3,
-                       vllm: str | None = "colocate") -> dict:
+def write_launch_files(
+    directory,
+    num_machines: int = 2,
+    gpus_per_machine: int = 8,
+    zero_stage: int = 3,
+    vllm: str | None = "colocate",
+) -> dict:
     """Write ``accelerate.yaml``, ``ds_config.json`` and ``train_grpo.py`` for a multi-node GRPO run of the
     ``qwen2.5-0.5b`` preset into ``directory``; return ``{name: path}``. Each node runs
     ``accelerate launch --config_file accelerate.yaml train_grpo.py`` with its own ``machine_rank``."""
@@ -340,9 +523,13 @@ def write_launch_files(directory, num_machines: int = 2, gpus_per_machine: int =
     d = pathlib.Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     n = num_machines * gpus_per_machine
-    files = {"accelerate.yaml": accelerate_config(num_machines, gpus_per_machine, zero_stage),
-             "ds_config.json": json.dumps(deepspeed_config(zero_stage), indent=2) + "\n",
-             "train_grpo.py": TRAIN_SCRIPT.format(num_processes=n, vllm=vllm)}
+    files = {
+        "accelerate.yaml": accelerate_config(
+            num_machines, gpus_per_machine, zero_stage
+        ),
+        "ds_config.json": json.dumps(deepspeed_config(zero_stage), indent=2) + "\n",
+        "train_grpo.py": TRAIN_SCRIPT.format(num_processes=n, vllm=vllm),
+    }
     out = {}
     for name, text in files.items():
         (d / name).write_text(text, encoding="utf-8")

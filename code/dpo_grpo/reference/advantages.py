@@ -43,5 +43,7 @@ def leave_one_out_advantages(rewards):
 def _grouped(rewards) -> np.ndarray:
     r = v.as_float_array(rewards, "rewards", ndim=2)
     if r.shape[1] < 2:
-        raise ValueError(f"rewards must have shape (prompts, G) with G >= 2, got {r.shape}")
+        raise ValueError(
+            f"rewards must have shape (prompts, G) with G >= 2, got {r.shape}"
+        )
     return r

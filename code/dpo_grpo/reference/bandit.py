@@ -26,21 +26,45 @@ class BanditRun:
     keeps runs keyed by their other parameters, so moving the ``steps`` slider only runs the new steps.
     """
 
-    def __init__(self, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2, inner_steps=2):
+    def __init__(
+        self,
+        group_size=32,
+        seed=7,
+        reward_table=None,
+        beta=0.02,
+        lr=0.18,
+        epsilon=0.2,
+        inner_steps=2,
+    ):
         self.group_size = v.integer(group_size, "group_size", minimum=2)
         self.rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-        rewards = v.as_float_array(DEFAULT_REWARDS if reward_table is None else reward_table, "reward_table", ndim=1)
+        rewards = v.as_float_array(
+            DEFAULT_REWARDS if reward_table is None else reward_table,
+            "reward_table",
+            ndim=1,
+        )
         if rewards.size < 2:
-            raise ValueError(f"reward_table needs at least two actions, got {rewards.size}")
+            raise ValueError(
+                f"reward_table needs at least two actions, got {rewards.size}"
+            )
         self.rewards = rewards
         self.beta = v.scalar(beta, "beta", nonnegative=True)
         self.lr = v.scalar(lr, "lr", positive=True)
         self.epsilon = v.scalar(epsilon, "epsilon", open_unit=True)
         self.inner_steps = v.integer(inner_steps, "inner_steps", minimum=1)
         #: the validated parameters: equal keys give equal runs
-        self.key = (self.group_size, int(seed), rewards.tobytes(), self.beta, self.lr, self.epsilon, self.inner_steps)
+        self.key = (
+            self.group_size,
+            int(seed),
+            rewards.tobytes(),
+            self.beta,
+            self.lr,
+            self.epsilon,
+            self.inner_steps,
+        )
         self.logits = np.zeros(rewards.size)
-        self.history = [softmax(self.logits)]  # history[k]: the policy after step k (row 0: uniform)
+        # history[k]: the policy after step k (row 0: uniform)
+        self.history = [softmax(self.logits)]
 
     @property
     def steps_run(self) -> int:
@@ -50,23 +74,30 @@ class BanditRun:
         """The policy's probabilities after steps ``0..steps``, shape ``(steps + 1, n_actions)`` (a new array)."""
         steps = v.integer(steps, "steps", minimum=1)
         self._advance(steps - self.steps_run)
-        return np.array(self.history[:steps + 1])
+        return np.array(self.history[: steps + 1])
 
     def _advance(self, n):
-        """n GRPO steps (section 4.5): sample a group from π_old, score it, take inner steps."""
+        """n GRPO steps (section 4.5): sample a group from π_old, score it, step."""
         n_actions, logits = self.rewards.size, self.logits
-        ref_logp = log_softmax(np.zeros(n_actions))     # uniform reference policy
+        ref_logp = log_softmax(np.zeros(n_actions))  # uniform reference policy
         one_hot = np.eye(n_actions)
-        mask = np.ones((self.group_size, 1))            # each answer is one token
+        mask = np.ones((self.group_size, 1))  # each answer is one token
         for _ in range(n):
-            old_probs = softmax(logits)                 # snapshot π_old
+            old_probs = softmax(logits)  # snapshot π_old
             actions = self.rng.choice(n_actions, size=self.group_size, p=old_probs)
             advantages = group_advantages(self.rewards[actions][None, :])[0]
             old_logp = np.log(old_probs)[actions, None]
             for _ in range(self.inner_steps):
                 logp = log_softmax(logits)
-                _, grad = grpo_loss(logp[actions, None], old_logp, ref_logp[actions, None],
-                                    advantages, mask, epsilon=self.epsilon, beta=self.beta)
+                _, grad = grpo_loss(
+                    logp[actions, None],
+                    old_logp,
+                    ref_logp[actions, None],
+                    advantages,
+                    mask,
+                    epsilon=self.epsilon,
+                    beta=self.beta,
+                )
                 # chain rule through log-softmax: d log π(a) / d logits = e_a - π
                 score = one_hot[actions] - np.exp(logp)
                 logits = logits - self.lr * (grad[:, 0] @ score)
@@ -74,19 +105,33 @@ class BanditRun:
         self.logits = logits
 
 
-def bandit_trajectory(steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2,
-                      inner_steps=2):
+def bandit_trajectory(
+    steps=80,
+    group_size=32,
+    seed=7,
+    reward_table=None,
+    beta=0.02,
+    lr=0.18,
+    epsilon=0.2,
+    inner_steps=2,
+):
     """Run the bandit; return the policy's probabilities after every step, shape ``(steps + 1, n_actions)``.
 
     Row 0 is the initial (uniform) policy, row ``k`` the policy after step ``k``.
     """
     steps = v.integer(steps, "steps", minimum=1)
-    return BanditRun(group_size, seed, reward_table, beta, lr, epsilon, inner_steps).trajectory(steps)
+    return BanditRun(
+        group_size, seed, reward_table, beta, lr, epsilon, inner_steps
+    ).trajectory(steps)
 
 
-def train_group_bandit(steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2):
+def train_group_bandit(
+    steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2
+):
     """Train the bandit; return ``[(step, probs)]`` at steps 1, 20, 40 and ``steps`` (those that exist)."""
-    history = bandit_trajectory(steps, group_size, seed, reward_table, beta, lr, epsilon)
+    history = bandit_trajectory(
+        steps, group_size, seed, reward_table, beta, lr, epsilon
+    )
     steps = len(history) - 1
     marks = sorted({s for s in (1, 20, 40) if s <= steps} | {steps})
     return [(s, history[s]) for s in marks]
@@ -106,12 +151,20 @@ def bandit_seed_table(configs, seeds=range(10), steps=80, best_action=2):
     table = {}
     for name, kwargs in configs.items():
         if not isinstance(kwargs, dict):
-            raise TypeError(f"configs[{name!r}] must be a dict of keyword arguments, got {type(kwargs).__name__}")
+            raise TypeError(
+                f"configs[{name!r}] must be a dict of keyword arguments, got {type(kwargs).__name__}"
+            )
         runs = [bandit_trajectory(steps=steps, seed=s, **kwargs) for s in seeds]
         if best_action >= runs[0].shape[1]:
-            raise ValueError(f"best_action must be < the number of actions ({runs[0].shape[1]}) of config {name!r}, "
-                             f"got {best_action}")
+            raise ValueError(
+                f"best_action must be < the number of actions ({runs[0].shape[1]}) of config {name!r}, "
+                f"got {best_action}"
+            )
         finals = np.array([run[-1][best_action] for run in runs])
-        table[name] = {"mean": float(finals.mean()), "min": float(finals.min()), "max": float(finals.max()),
-                       "values": finals.tolist()}
+        table[name] = {
+            "mean": float(finals.mean()),
+            "min": float(finals.min()),
+            "max": float(finals.max()),
+            "values": finals.tolist(),
+        }
     return table

@@ -34,16 +34,21 @@ def true_gradient(probs, rewards):
     return p * (r - p @ r)
 
 
-def enumerate_group_gradients(probs, rewards, group_size, *, eps=1e-4, ddof=0) -> BaselineGradients:
+def enumerate_group_gradients(
+    probs, rewards, group_size, *, eps=1e-4, ddof=0
+) -> BaselineGradients:
     """Exact ``E[(1/G) sum_i A_i (e_{a_i} - p)]`` for centred, leave-one-out and standardised advantages A."""
     p = v.probability_vector(probs, "probs")
     r = v.as_float_array(rewards, "rewards", ndim=1)
     v.same_shape(probs=p, rewards=r)
     g = v.integer(group_size, "group_size", minimum=2)
     n_actions = p.size
-    if n_actions ** g > 2_000_000:
-        raise ValueError(f"enumerating {n_actions}**{g} groups is too many; use a smaller group_size")
-    groups = np.array(list(itertools.product(range(n_actions), repeat=g)))  # (n_groups, G)
+    if n_actions**g > 2_000_000:
+        raise ValueError(
+            f"enumerating {n_actions}**{g} groups is too many; use a smaller group_size"
+        )
+    # (n_groups, G)
+    groups = np.array(list(itertools.product(range(n_actions), repeat=g)))
     weights = np.prod(p[groups], axis=1)  # probability of each ordered group
     group_rewards = r[groups]
     scores = np.eye(n_actions)[groups] - p  # (n_groups, G, A)

@@ -31,8 +31,12 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1)
 
     Returns (loss, logits), logits = β u per pair.
     """
-    pc, pr, rc, rr = v.arrays(policy_chosen=policy_chosen, policy_rejected=policy_rejected,
-                              ref_chosen=ref_chosen, ref_rejected=ref_rejected)
+    pc, pr, rc, rr = v.arrays(
+        policy_chosen=policy_chosen,
+        policy_rejected=policy_rejected,
+        ref_chosen=ref_chosen,
+        ref_rejected=ref_rejected,
+    )
     beta = v.scalar(beta, "beta", positive=True)
     logits = beta * ((pc - pr) - (rc - rr))
     return float(np.mean(-log_sigmoid(logits))), logits
@@ -44,6 +48,7 @@ def dpo_gradient_weight(logits):
 
 
 # --- The closed-form optimum of the KL-regularised objective (section 3.2) -------------------------------------------
+
 
 def kl_regularised_objective(policy, rewards, ref_policy, beta):
     """The KL-regularised objective (section 3.1) ``J(p) = Σ_y p_y r_y - β KL(p ‖ π_ref)`` for one prompt with a
@@ -59,7 +64,8 @@ def kl_regularised_objective(policy, rewards, ref_policy, beta):
 
 
 def optimal_policy(ref_policy, rewards, beta):
-    """The maximiser of :func:`kl_regularised_objective` (section 3.2): ``π*(y) = π_ref(y) e^{r(y)/β} / Z``.
+    """The maximiser of :func:`kl_regularised_objective` (section 3.2):
+    ``π*(y) = π_ref(y) e^{r(y)/β} / Z``.
 
     Returns ``(π*, log Z)``; arrays shape (Y,).
     """
@@ -98,4 +104,7 @@ def max_objective_identity_error(ref_policy, rewards, beta, n_policies=200, seed
     n = v.integer(n_policies, "n_policies", minimum=1)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     q = v.probability_vector(ref_policy, "ref_policy")
-    return max(objective_identity_gap(p, rewards, q, beta) for p in rng.dirichlet(np.ones(q.size), size=n))
+    return max(
+        objective_identity_gap(p, rewards, q, beta)
+        for p in rng.dirichlet(np.ones(q.size), size=n)
+    )

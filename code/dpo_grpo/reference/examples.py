@@ -21,8 +21,13 @@ DPO_COUNTEREXAMPLE = {
 }
 
 #: Section 3.2: the objective identity J(p) = beta log Z - beta KL(p || pi*), over 200 random policies.
-OBJECTIVE_IDENTITY = {"ref_policy": np.array([0.2, 0.3, 0.5]), "rewards": np.array([-0.5, 0.7, 1.1]),
-                      "beta": 0.6, "n_policies": 200, "seed": 17}
+OBJECTIVE_IDENTITY = {
+    "ref_policy": np.array([0.2, 0.3, 0.5]),
+    "rewards": np.array([-0.5, 0.7, 1.1]),
+    "beta": 0.6,
+    "n_policies": 200,
+    "seed": 17,
+}
 
 #: Sections 3.4 / 3.7 / 04: two prompts, four completions each ([prompt, generation] = [2, 4]).
 REWARD_GROUPS = np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]])
@@ -31,10 +36,18 @@ REWARD_GROUPS = np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]])
 SAME_RANK_GROUPS = np.array([[0.0, 1.0, 2.0, 10.0], [0.0, 1.0, 9.0, 10.0]])
 
 #: Section 3.4: three answers, G = 3, exact enumeration of the group-baseline gradient.
-ENUMERATION = {"probs": np.array([0.2, 0.3, 0.5]), "rewards": np.array([-1.0, 0.2, 2.0]), "group_size": 3}
+ENUMERATION = {
+    "probs": np.array([0.2, 0.3, 0.5]),
+    "rewards": np.array([-1.0, 0.2, 2.0]),
+    "group_size": 3,
+}
 
 #: Section 3.5: k3 under the current policy p, the reference q, and the old sampling policy.
-KL_EXAMPLE = {"p": np.array([0.7, 0.2, 0.1]), "q": np.array([0.2, 0.3, 0.5]), "old": np.array([0.3, 0.3, 0.4])}
+KL_EXAMPLE = {
+    "p": np.array([0.7, 0.2, 0.1]),
+    "q": np.array([0.2, 0.3, 0.5]),
+    "old": np.array([0.3, 0.3, 0.4]),
+}
 
 #: Section 09: the two-sample groups [0, d].
 TWO_SAMPLE_GAPS = (1.0, 0.01, 1e-5)
@@ -56,7 +69,16 @@ def grpo_token_example():
     """
     from .advantages import group_advantages
 
-    old = np.log(np.array([[0.30, 0.25, 0.20], [0.18, 0.22, 0.20], [0.12, 0.16, 0.20], [0.25, 0.20, 0.18]]))
+    old = np.log(
+        np.array(
+            [
+                [0.30, 0.25, 0.20],
+                [0.18, 0.22, 0.20],
+                [0.12, 0.16, 0.20],
+                [0.25, 0.20, 0.18],
+            ]
+        )
+    )
     shift = np.array([0.25, 0.10, -0.25, -0.10])[:, None] * np.ones((1, 3))
     return {
         "new_logps": old + shift,
@@ -81,7 +103,16 @@ def surrogate_gradient_example():
     }
 
 
-def random_grpo_batch(seed=0, batch=5, length=6, *, adv_2d=False, new_noise=0.3, ref_noise=0.2, min_length=1):
+def random_grpo_batch(
+    seed=0,
+    batch=5,
+    length=6,
+    *,
+    adv_2d=False,
+    new_noise=0.3,
+    ref_noise=0.2,
+    min_length=1,
+):
     """A random ragged GRPO batch: keyword arguments for :func:`dpo_grpo.grpo_loss` (and the torch version).
 
     Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask`` (batch, length); ``advantages`` (batch,), or
@@ -108,7 +139,13 @@ def random_grpo_batch(seed=0, batch=5, length=6, *, adv_2d=False, new_noise=0.3,
     lengths[0] = length
     mask = (np.arange(length)[None, :] < lengths[:, None]).astype(float)
     adv = rng.normal(0, 1, (batch, length) if adv_2d else batch)
-    return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": adv, "mask": mask}
+    return {
+        "new_logps": new,
+        "old_logps": old,
+        "ref_logps": ref,
+        "advantages": adv,
+        "mask": mask,
+    }
 
 
 def exercise_batch():
@@ -119,5 +156,11 @@ def exercise_batch():
     old = np.round(np.log(rng.uniform(0.1, 0.9, (3, 6))), 4)
     new = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
     ref = np.round(old + rng.normal(0.0, 0.2, (3, 6)), 4)
-    return {"new_logps": new, "old_logps": old, "ref_logps": ref, "advantages": np.array([1.1, -0.3, 0.7]),
-            "mask": mask, "max_completion_length": 8}
+    return {
+        "new_logps": new,
+        "old_logps": old,
+        "ref_logps": ref,
+        "advantages": np.array([1.1, -0.3, 0.7]),
+        "mask": mask,
+        "max_completion_length": 8,
+    }

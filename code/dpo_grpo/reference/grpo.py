@@ -14,7 +14,9 @@ import numpy as np
 from .. import _validation as v
 
 
-def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, epsilon=0.2, beta=0.04):
+def grpo_loss(
+    new_logps, old_logps, ref_logps, advantages, mask, epsilon=0.2, beta=0.04
+):
     """DeepSeekMath's GRPO loss and its gradient d loss / d new_logps (section 3.5).
 
     loss = 1/B Σ_i 1/|y_i| Σ_t [-min(ρ A_i, clip(ρ, 1-ε, 1+ε) A_i) + β k3],
@@ -22,11 +24,12 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, epsilon=0.2, be
     Returns (loss, grad); grad has the shape (B, T) of new_logps.
     """
     new, old, ref, A, mask = _checked_batch(
-        new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta)
-    ratio = np.exp(new - old)                     # ρ = π_θ / π_old, per token
+        new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta
+    )
+    ratio = np.exp(new - old)  # ρ = π_θ / π_old, per token
     unclipped = ratio * A
     clipped = np.clip(ratio, 1 - epsilon, 1 + epsilon) * A
-    surrogate = np.minimum(unclipped, clipped)    # PPO's pessimistic bound
+    surrogate = np.minimum(unclipped, clipped)  # PPO's pessimistic bound
     log_ref_ratio = ref - new
     k3 = np.exp(log_ref_ratio) - log_ref_ratio - 1
     per_token = -surrogate + beta * k3
@@ -41,7 +44,8 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, epsilon=0.2, be
 
 
 def clipped_objective(ratio, advantage, epsilon=0.2):
-    """PPO's per-token objective (to maximise) ``min(ρ A, clip(ρ, 1-ε, 1+ε) A)`` (section 3.5), elementwise."""
+    """PPO's per-token objective (to maximise), elementwise (section 3.5):
+    ``min(ρ A, clip(ρ, 1-ε, 1+ε) A)``."""
     rho, a = _ratio_advantage(ratio, advantage)
     epsilon = v.scalar(epsilon, "epsilon", open_unit=True)
     return np.minimum(rho * a, np.clip(rho, 1 - epsilon, 1 + epsilon) * a)
@@ -59,6 +63,7 @@ def clip_region(ratio, advantage, epsilon=0.2):
 
 # --- argument checks ----------------------------------------------------------------------------------------------
 
+
 def _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta):
     """Validated float arrays ``(new, old, ref, A (B, 1), mask)``, padding set to 0 (so it never reaches an exp)."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
@@ -68,19 +73,27 @@ def _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, b
     for name, x in named.items():
         arr = v.as_float_array(x, name, ndim=2, finite=False)
         if arr.shape != new.shape:
-            raise ValueError(f"{name} must have the same shape as new_logps: {arr.shape} != {new.shape}")
+            raise ValueError(
+                f"{name} must have the same shape as new_logps: {arr.shape} != {new.shape}"
+            )
         if not np.isfinite(arr[active]).all():
-            raise ValueError(f"{name} must be finite at every valid (mask == 1) position")
+            raise ValueError(
+                f"{name} must be finite at every valid (mask == 1) position"
+            )
         out.append(np.where(active, arr, 0.0))
     adv = v.as_float_array(advantages, "advantages", ndim=1)
     if adv.shape != (new.shape[0],):
-        raise ValueError(f"advantages must have shape ({new.shape[0]},), one per answer, got {adv.shape}")
+        raise ValueError(
+            f"advantages must have shape ({new.shape[0]},), one per answer, got {adv.shape}"
+        )
     v.scalar(epsilon, "epsilon", open_unit=True)
     v.scalar(beta, "beta", nonnegative=True)
     new, old, ref = out
     if max((new - old).max(), (ref - new).max()) > _MAX_LOG_GAP:
-        raise ValueError(f"new_logps - old_logps or ref_logps - new_logps exceeds {_MAX_LOG_GAP} at a valid "
-                         "position: exp would overflow (check the log-probs)")
+        raise ValueError(
+            f"new_logps - old_logps or ref_logps - new_logps exceeds {_MAX_LOG_GAP} at a valid "
+            "position: exp would overflow (check the log-probs)"
+        )
     return new, old, ref, adv[:, None], active.astype(np.float64)
 
 
@@ -96,5 +109,7 @@ def _ratio_advantage(ratio, advantage):
     try:
         np.broadcast_shapes(rho.shape, a.shape)
     except ValueError:
-        raise ValueError(f"ratio and advantage must have broadcastable shapes, got {rho.shape} and {a.shape}") from None
+        raise ValueError(
+            f"ratio and advantage must have broadcastable shapes, got {rho.shape} and {a.shape}"
+        ) from None
     return rho, a

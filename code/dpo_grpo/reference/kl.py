@@ -34,8 +34,8 @@ def k2(delta):
 
 
 def k3(delta):
-    """DeepSeekMath's estimator (section 3.5): ``k3 = exp(Delta) - Delta - 1 >= 0`` (since ``e^x >= 1 + x``), zero
-    iff ``Delta = 0``."""
+    """DeepSeekMath's estimator (section 3.5): ``k3 = exp(Delta) - Delta - 1 >= 0``
+    (since ``e^x >= 1 + x``), zero iff ``Delta = 0``."""
     d = v.as_float_array(delta, "delta")
     return np.expm1(d) - d
 
@@ -73,7 +73,9 @@ def kl_grad_logits(logits, q):
     return p * (log_ratio - np.sum(p * log_ratio))
 
 
-def k3_surrogate_grad_logits(logits, q, sampling=None, *, ratio_weighted=False, detach_ratio=False):
+def k3_surrogate_grad_logits(
+    logits, q, sampling=None, *, ratio_weighted=False, detach_ratio=False
+):
     """Gradient w.r.t. the logits of ``sum_a mu_a w_a k3_a(z)`` with the samples (weights ``mu``) held fixed.
 
     ``mu`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3 computes). With
@@ -146,13 +148,17 @@ def estimator_views(p, q) -> dict:
     jac = np.eye(p.size) - p[None, :]  # row a: d log p_a / d z
     true = kl_grad_logits(np.log(p), q)
     views = {}
-    for name, k, dk in (("k1", -delta, -np.ones_like(delta)),
-                        ("k2", 0.5 * delta ** 2, delta),
-                        ("k3", np.expm1(delta) - delta, np.expm1(delta))):
+    for name, k, dk in (
+        ("k1", -delta, -np.ones_like(delta)),
+        ("k2", 0.5 * delta**2, delta),
+        ("k3", np.expm1(delta) - delta, np.expm1(delta)),
+    ):
         # d k / d log p_a = -dk/dDelta, since Delta = log q - log p
         grad = (p * -dk) @ jac
         mean = float(p @ k)
-        views[name] = EstimatorView(name, mean, mean - kl, float(p @ (k - mean) ** 2), grad, grad - true)
+        views[name] = EstimatorView(
+            name, mean, mean - kl, float(p @ (k - mean) ** 2), grad, grad - true
+        )
     return views
 
 

@@ -32,8 +32,14 @@ class Ledger(NamedTuple):
         return self.total_bytes / GiB
 
 
-def training_state_ledger(n_params, *, weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw",
-                          master_weights=True) -> Ledger:
+def training_state_ledger(
+    n_params,
+    *,
+    weight_dtype="bf16",
+    grad_dtype="bf16",
+    optimizer="adamw",
+    master_weights=True,
+) -> Ledger:
     """Logical training state of one full-parameter trainable model.
 
     Default (mixed-precision AdamW): bf16 weights 2 B + bf16 grads 2 B + fp32 master copy 4 B + two fp32 moments
@@ -62,8 +68,16 @@ def frozen_model_bytes(n_params, dtype="bf16") -> int:
     return n * BYTES_PER_VALUE[dtype]
 
 
-def algorithm_ledger(algorithm, n_params, *, critic_params=None, reward_params=None, use_reference=True,
-                     precomputed_reference=False, **state_kwargs) -> dict:
+def algorithm_ledger(
+    algorithm,
+    n_params,
+    *,
+    critic_params=None,
+    reward_params=None,
+    use_reference=True,
+    precomputed_reference=False,
+    **state_kwargs,
+) -> dict:
     """Per-model logical state (bytes) for ``algorithm`` in {"ppo", "grpo", "dpo"}.
 
     PPO-RLHF trains actor and critic (``critic_params`` defaults to ``n_params``) and runs a frozen reference and
@@ -78,10 +92,16 @@ def algorithm_ledger(algorithm, n_params, *, critic_params=None, reward_params=N
         v.integer(reward_params, "reward_params", minimum=1)
     use_reference = v.boolean(use_reference, "use_reference")
     precomputed_reference = v.boolean(precomputed_reference, "precomputed_reference")
-    out = {"policy (trainable)": training_state_ledger(n_params, **state_kwargs).total_bytes}
+    out = {
+        "policy (trainable)": training_state_ledger(
+            n_params, **state_kwargs
+        ).total_bytes
+    }
     if algorithm == "ppo":
         critic = n_params if critic_params is None else critic_params
-        out["critic (trainable)"] = training_state_ledger(critic, **state_kwargs).total_bytes
+        out["critic (trainable)"] = training_state_ledger(
+            critic, **state_kwargs
+        ).total_bytes
     if use_reference and not (algorithm == "dpo" and precomputed_reference):
         out["reference (frozen)"] = frozen_model_bytes(n_params)
     if reward_params is not None and algorithm != "dpo":

@@ -11,7 +11,9 @@ def _logits(logits):
     if np.isnan(z).any() or np.isposinf(z).any():
         raise ValueError("logits must not contain NaN or +inf")
     if np.isneginf(z.max(axis=-1)).any():
-        raise ValueError("logits must have at least one entry > -inf along the last axis")
+        raise ValueError(
+            "logits must have at least one entry > -inf along the last axis"
+        )
     return z
 
 

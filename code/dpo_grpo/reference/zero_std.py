@@ -42,7 +42,9 @@ def zero_std_monte_carlo(pass_rate, group_size, n_groups=20000, seed=0):
 
 def expected_zero_std_fraction(pass_rates, group_size):
     """Expected fraction of prompts in a batch (pass rates shape (P,)) whose group has zero reward std."""
-    return float(np.mean(zero_std_probability(_pass_rates(pass_rates, "pass_rates"), group_size)))
+    return float(
+        np.mean(zero_std_probability(_pass_rates(pass_rates, "pass_rates"), group_size))
+    )
 
 
 def simulate_zero_std_fraction(pass_rates, group_size, seed=0):

@@ -23,9 +23,29 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from . import readable  # noqa: E402
 from .logprobs import saved_tensor_bytes, selective_log_softmax  # noqa: E402
-from .losses import (CLIP_METRICS, DPOOutput, GRPOOutput, RewardAdvantages, default_device, dpo_loss,  # noqa: E402
-                     group_advantages, grpo_loss, reward_advantages)
+from .losses import (
+    CLIP_METRICS,
+    DPOOutput,
+    GRPOOutput,
+    RewardAdvantages,
+    default_device,
+    dpo_loss,  # noqa: E402
+    group_advantages,
+    grpo_loss,
+    reward_advantages,
+)
 
-__all__ = ["readable", "default_device", "grpo_loss", "GRPOOutput", "group_advantages", "reward_advantages",
-           "RewardAdvantages", "dpo_loss", "DPOOutput", "selective_log_softmax", "saved_tensor_bytes",
-           "CLIP_METRICS"]
+__all__ = [
+    "readable",
+    "default_device",
+    "grpo_loss",
+    "GRPOOutput",
+    "group_advantages",
+    "reward_advantages",
+    "RewardAdvantages",
+    "dpo_loss",
+    "DPOOutput",
+    "selective_log_softmax",
+    "saved_tensor_bytes",
+    "CLIP_METRICS",
+]

@@ -36,7 +36,10 @@ def _softmax_into(x, out):
     """``out[...] = softmax(x, -1)`` without a temporary (``aten::_softmax.out``; plain copy as a fallback)."""
     try:
         return torch.ops.aten._softmax.out(x, -1, False, out=out)
-    except (RuntimeError, AttributeError):  # pragma: no cover - backends without the out= overload
+    except (
+        RuntimeError,
+        AttributeError,
+    ):  # pragma: no cover - backends without the out= overload
         out.copy_(torch.softmax(x, -1))
         return out
 
@@ -53,7 +56,8 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
         acc = _compute_dtype(x3.dtype)
         out = torch.empty(x3.shape[:2], dtype=acc, device=x3.device)
         for b, t0, t1 in _chunks(x3, chunk_rows):
-            logp = torch.log_softmax(x3[b, t0:t1], dim=-1, dtype=acc)  # one chunk, reduced in float32 for bf16
+            # one chunk, reduced in float32 for bf16
+            logp = torch.log_softmax(x3[b, t0:t1], dim=-1, dtype=acc)
             out[b, t0:t1] = logp.gather(-1, ids[b, t0:t1, None])[:, 0]
         ctx.save_for_backward(x3, ids)
         ctx.chunk_rows, ctx.inplace = chunk_rows, inplace
@@ -66,22 +70,31 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
         acc = _compute_dtype(x3.dtype)
         # in place: each chunk's softmax is computed before its logits are overwritten by their gradient (writing
         # into x bumps its version counter, so any other backward that saved these logits raises, never misreads)
-        grad = x3.detach() if ctx.inplace else torch.empty(x3.shape, dtype=x3.dtype, device=x3.device)
+        grad = (
+            x3.detach()
+            if ctx.inplace
+            else torch.empty(x3.shape, dtype=x3.dtype, device=x3.device)
+        )
         g = grad_out.to(acc)
         for b, t0, t1 in _chunks(x3, ctx.chunk_rows):
             rows = (b, slice(t0, t1))
-            if acc != x3.dtype or ctx.inplace:  # a chunk-sized softmax, then written into the gradient
+            if (
+                acc != x3.dtype or ctx.inplace
+            ):  # a chunk-sized softmax, then written into the gradient
                 part = torch.softmax(x3[rows], dim=-1, dtype=acc)
             else:
                 part = _softmax_into(x3[rows], grad[rows])
             part.mul_(-g[rows][:, None])  # -g softmax ...
-            part.scatter_add_(1, ids[rows][:, None], g[rows][:, None])  # ... + g at the selected token
+            # ... + g at the selected token
+            part.scatter_add_(1, ids[rows][:, None], g[rows][:, None])
             if acc != x3.dtype or ctx.inplace:
                 grad[rows] = part
         return grad, None, None, None
 
 
-def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True, inplace_backward=False):
+def selective_log_softmax(
+    logits, token_ids, chunk_size=None, *, validate=True, inplace_backward=False
+):
     """``log_softmax(logits, -1).gather(-1, token_ids)`` without materialising the (..., V) log-softmax.
 
     Shapes: ``logits`` (B, T, V) (any leading dims), ``token_ids`` (B, T) integer -> (B, T) log-probs.
@@ -101,35 +114,57 @@ def selective_log_softmax(logits, token_ids, chunk_size=None, *, validate=True, 
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         got = getattr(logits, "dtype", type(logits).__name__)
         raise TypeError(f"logits must be a floating-point tensor, got {got}")
-    if not isinstance(token_ids, torch.Tensor) or token_ids.is_floating_point() or token_ids.is_complex() \
-            or token_ids.dtype == torch.bool:
-        raise TypeError(f"token_ids must be an integer tensor, got "
-                        f"{getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+    if (
+        not isinstance(token_ids, torch.Tensor)
+        or token_ids.is_floating_point()
+        or token_ids.is_complex()
+        or token_ids.dtype == torch.bool
+    ):
+        raise TypeError(
+            f"token_ids must be an integer tensor, got "
+            f"{getattr(token_ids, 'dtype', type(token_ids).__name__)}"
+        )
     if logits.dim() < 1 or logits.shape[-1] == 0:
-        raise ValueError(f"logits must have a non-empty last (vocabulary) dimension, got {tuple(logits.shape)}")
+        raise ValueError(
+            f"logits must have a non-empty last (vocabulary) dimension, got {tuple(logits.shape)}"
+        )
     if token_ids.shape != logits.shape[:-1]:
-        raise ValueError(f"token_ids must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, "
-                         f"got {tuple(token_ids.shape)}")
+        raise ValueError(
+            f"token_ids must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, "
+            f"got {tuple(token_ids.shape)}"
+        )
     if token_ids.device != logits.device:
-        raise ValueError(f"token_ids must be on the device of logits ({logits.device}), got {token_ids.device}")
+        raise ValueError(
+            f"token_ids must be on the device of logits ({logits.device}), got {token_ids.device}"
+        )
     vocab = logits.shape[-1]
     n_rows = token_ids.numel()
     if chunk_size is None:
         chunk_rows = _default_chunk_rows(n_rows, vocab, logits.device)
     else:
         chunk_rows = v.integer(chunk_size, "chunk_size", minimum=1)
-    if v.boolean(validate, "validate") and n_rows and not bool(((token_ids >= 0) & (token_ids < vocab)).all()):
+    if (
+        v.boolean(validate, "validate")
+        and n_rows
+        and not bool(((token_ids >= 0) & (token_ids < vocab)).all())
+    ):
         raise ValueError(f"token_ids must lie in [0, {vocab})")
     if n_rows == 0:
         return logits.new_zeros(token_ids.shape, dtype=_compute_dtype(logits.dtype))
     try:  # all positions as one (1, N, V) view ...
         x3 = logits.view(1, n_rows, vocab)
-    except RuntimeError:  # ... or, e.g. for logits[:, :-1], per leading index without copying the logits
+    except (
+        RuntimeError
+    ):  # ... or, e.g. for logits[:, :-1], per leading index without copying the logits
         x3 = logits if logits.dim() == 3 else logits.reshape(1, n_rows, vocab)
     ids = token_ids.reshape(x3.shape[:2]).long()
     if not isinstance(inplace_backward, bool):
-        raise TypeError(f"inplace_backward must be a bool, got {type(inplace_backward).__name__}")
-    return _SelectiveLogSoftmax.apply(x3, ids, chunk_rows, inplace_backward).reshape(token_ids.shape)
+        raise TypeError(
+            f"inplace_backward must be a bool, got {type(inplace_backward).__name__}"
+        )
+    return _SelectiveLogSoftmax.apply(x3, ids, chunk_rows, inplace_backward).reshape(
+        token_ids.shape
+    )
 
 
 def saved_tensor_bytes(fn, *args, exclude=()) -> int:

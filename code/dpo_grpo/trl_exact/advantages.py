@@ -19,7 +19,8 @@ AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 
 def _nanmean(x, axis=None, keepdims=False):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN, as torch.nanmean does
+        # all-NaN slices give NaN, as torch.nanmean does
+        warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(x, axis=axis, keepdims=keepdims)
 
 
@@ -45,8 +46,15 @@ class RewardAdvantages(NamedTuple):
     metrics: dict
 
 
-def reward_advantages(rewards_per_func, num_generations, *, reward_weights=None, scale_rewards="group",
-                      multi_objective_aggregation="sum_then_normalize", eps=1e-4) -> RewardAdvantages:
+def reward_advantages(
+    rewards_per_func,
+    num_generations,
+    *,
+    reward_weights=None,
+    scale_rewards="group",
+    multi_objective_aggregation="sum_then_normalize",
+    eps=1e-4,
+) -> RewardAdvantages:
     """Advantages exactly as TRL 1.16.0's ``GRPOTrainer`` forms them from per-function rewards.
 
     ``rewards_per_func`` has shape ``(N, K)``: N completions in consecutive groups of ``num_generations``, K reward
@@ -63,22 +71,32 @@ def reward_advantages(rewards_per_func, num_generations, *, reward_weights=None,
     sum over scorable rows, ``frac_reward_zero_std`` = fraction of rows whose std is zero (``isclose``, atol 1e-8).
     """
     if isinstance(rewards_per_func, (str, bytes)) or rewards_per_func is None:
-        raise TypeError(f"rewards_per_func must be an array of numbers, got {type(rewards_per_func).__name__}")
-    rpf = v.as_float_array(rewards_per_func, "rewards_per_func", ndim=(1, 2), finite=False)
+        raise TypeError(
+            f"rewards_per_func must be an array of numbers, got {type(rewards_per_func).__name__}"
+        )
+    rpf = v.as_float_array(
+        rewards_per_func, "rewards_per_func", ndim=(1, 2), finite=False
+    )
     if rpf.ndim == 1:
         rpf = rpf[:, None]
     if np.isinf(rpf).any():
-        raise ValueError("rewards_per_func must not contain inf (use NaN for 'reward function returned None')")
+        raise ValueError(
+            "rewards_per_func must not contain inf (use NaN for 'reward function returned None')"
+        )
     n, k = rpf.shape
     g = v.integer(num_generations, "num_generations", minimum=2)
     if n % g:
-        raise ValueError(f"num_generations={g} must divide the number of rows of rewards_per_func ({n})")
+        raise ValueError(
+            f"num_generations={g} must divide the number of rows of rewards_per_func ({n})"
+        )
     if reward_weights is None:
         w = np.ones(k)
     else:
         w = v.as_float_array(reward_weights, "reward_weights", ndim=1)
         if w.shape != (k,):
-            raise ValueError(f"reward_weights must have one weight per reward function ({k}), got {w.shape[0]}")
+            raise ValueError(
+                f"reward_weights must have one weight per reward function ({k}), got {w.shape[0]}"
+            )
     v.choice(scale_rewards, "scale_rewards", SCALE_REWARDS)
     scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
     v.choice(multi_objective_aggregation, "multi_objective_aggregation", AGGREGATIONS)
@@ -99,12 +117,15 @@ def reward_advantages(rewards_per_func, num_generations, *, reward_weights=None,
             advantages = advantages / (std + eps)
     else:
         grouped = rpf.reshape(-1, g, k)
-        z = (grouped - _nanmean(grouped, axis=1, keepdims=True)) / (_nanstd(grouped, axis=1, keepdims=True) + eps)
+        z = (grouped - _nanmean(grouped, axis=1, keepdims=True)) / (
+            _nanstd(grouped, axis=1, keepdims=True) + eps
+        )
         rewards = _nansum(z.reshape(n, k) * w, axis=1)
         rewards[unscorable] = np.nan
         std = np.full(n, _nanstd(rewards))
         advantages = (rewards - _nanmean(rewards)) / (std + eps)
-    zero_std = np.isclose(std, 0.0, rtol=1e-5, atol=1e-8)  # NaN std is not "zero std", as in torch.isclose
+    # NaN std is not "zero std", as in torch.isclose
+    zero_std = np.isclose(std, 0.0, rtol=1e-5, atol=1e-8)
     advantages = np.nan_to_num(advantages, nan=0.0)
 
     logged = _nansum(rpf * w, axis=1)

@@ -15,8 +15,23 @@ from .. import _validation as v
 from ..reference.dpo import log_sigmoid, sigmoid
 
 #: TRL 1.16.0's DPOConfig.loss_type values (all work on sequence log-probs)
-DPO_LOSS_TYPES = ("sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair", "sppo_hard", "aot",
-                  "aot_unpaired", "apo_zero", "apo_down", "discopop", "sigmoid_norm", "sft")
+DPO_LOSS_TYPES = (
+    "sigmoid",
+    "hinge",
+    "ipo",
+    "exo_pair",
+    "nca_pair",
+    "robust",
+    "bco_pair",
+    "sppo_hard",
+    "aot",
+    "aot_unpaired",
+    "apo_zero",
+    "apo_down",
+    "discopop",
+    "sigmoid_norm",
+    "sft",
+)
 #: the loss types that read label_smoothing in TRL 1.16.0
 LABEL_SMOOTHING_LOSS_TYPES = ("robust", "exo_pair", "aot", "aot_unpaired")
 #: the loss types that divide by completion token counts
@@ -31,10 +46,15 @@ class DPOOutput(NamedTuple):
     chosen_rewards: np.ndarray  #: implicit reward beta * (pi_c - ref_c), shape (P,)
     rejected_rewards: np.ndarray  #: implicit reward beta * (pi_r - ref_r), shape (P,)
     grad_policy_chosen: np.ndarray  #: d loss / d policy_chosen, shape (P,)
-    grad_policy_rejected: np.ndarray  #: d loss / d policy_rejected (= -grad_policy_chosen for sigmoid, hinge, robust)
-    losses: np.ndarray | None = None  #: per-pair loss sum_k w_k l_k, shape (P,); loss = its mean (aot*: sorted order)
+    #: d loss / d policy_rejected (= -grad_policy_chosen for sigmoid, hinge, robust)
+    grad_policy_rejected: np.ndarray
+    losses: np.ndarray | None = (
+        None  #: per-pair loss sum_k w_k l_k, shape (P,); loss = its mean (aot*: sorted order)
+    )
     logps_chosen: float | None = None  #: mean of policy_chosen (TRL's logps/chosen)
-    logps_rejected: float | None = None  #: mean of policy_rejected (TRL's logps/rejected)
+    logps_rejected: float | None = (
+        None  #: mean of policy_rejected (TRL's logps/rejected)
+    )
 
     @property
     def metrics(self) -> dict:
@@ -44,7 +64,9 @@ class DPOOutput(NamedTuple):
         out = {
             "rewards/chosen": float(self.chosen_rewards.mean()),
             "rewards/rejected": float(self.rejected_rewards.mean()),
-            "rewards/accuracies": float((self.chosen_rewards > self.rejected_rewards).mean()),
+            "rewards/accuracies": float(
+                (self.chosen_rewards > self.rejected_rewards).mean()
+            ),
             "rewards/margins": float(margins.mean()),
         }
         if self.logps_chosen is not None:
@@ -58,19 +80,26 @@ class DPOOptions(NamedTuple):
 
     beta: float
     loss_types: tuple  #: TRL's ``DPOConfig.loss_type`` as a tuple of names
-    loss_weights: tuple  #: one float per loss type (TRL: 1.0 each when ``loss_weights`` is None)
+    loss_weights: (
+        tuple  #: one float per loss type (TRL: 1.0 each when ``loss_weights`` is None)
+    )
     label_smoothing: float
     discopop_tau: float
-    exo_log_p: tuple | None  #: (log(1 - eps), log(eps)) in float32, as TRL computes them for exo_pair; else None
+    #: (log(1 - eps), log(eps)) in float32, as TRL computes them for exo_pair; else None
+    exo_log_p: tuple | None
 
     @property
     def needs_lengths(self) -> tuple:
         """``(chosen, rejected)``: whether the loss types read the completion token counts."""
-        return (any(t in LENGTH_NORMALISED_LOSS_TYPES for t in self.loss_types),
-                any(t in ("ipo", "sigmoid_norm") for t in self.loss_types))
+        return (
+            any(t in LENGTH_NORMALISED_LOSS_TYPES for t in self.loss_types),
+            any(t in ("ipo", "sigmoid_norm") for t in self.loss_types),
+        )
 
 
-def dpo_options(beta, loss_type, loss_weights=None, label_smoothing=0.0, discopop_tau=0.05) -> DPOOptions:
+def dpo_options(
+    beta, loss_type, loss_weights=None, label_smoothing=0.0, discopop_tau=0.05
+) -> DPOOptions:
     """Check every option of :func:`dpo_loss` and return them validated: the one place where they are checked
     (as TRL's ``DPOConfig.__post_init__`` and ``DPOTrainer.__init__`` do); the loss bodies only compute.
 
@@ -85,32 +114,49 @@ def dpo_options(beta, loss_type, loss_weights=None, label_smoothing=0.0, discopo
     elif isinstance(loss_type, (list, tuple)):
         types = tuple(loss_type)
         if not types:
-            raise ValueError("loss_type must name at least one loss type, got an empty list")
+            raise ValueError(
+                "loss_type must name at least one loss type, got an empty list"
+            )
     else:
-        raise TypeError(f"loss_type must be a string or a list of strings, got {type(loss_type).__name__}")
+        raise TypeError(
+            f"loss_type must be a string or a list of strings, got {type(loss_type).__name__}"
+        )
     for t in types:
         v.choice(t, "loss_type", DPO_LOSS_TYPES)
     if loss_weights is None:
         weights = (1.0,) * len(types)
     else:
-        if isinstance(loss_weights, (str, bytes, dict)) or not hasattr(loss_weights, "__len__"):
-            raise TypeError(f"loss_weights must be None or a list of numbers, got {type(loss_weights).__name__}")
+        if isinstance(loss_weights, (str, bytes, dict)) or not hasattr(
+            loss_weights, "__len__"
+        ):
+            raise TypeError(
+                f"loss_weights must be None or a list of numbers, got {type(loss_weights).__name__}"
+            )
         weights = tuple(v.scalar(w, "loss_weights") for w in loss_weights)
         if len(weights) != len(types):
-            raise ValueError(f"loss_weights must have one weight per loss type ({len(types)}), got {len(weights)}")
+            raise ValueError(
+                f"loss_weights must have one weight per loss type ({len(types)}), got {len(weights)}"
+            )
     s = v.scalar(label_smoothing, "label_smoothing", nonnegative=True)
     readers = [t for t in types if t in LABEL_SMOOTHING_LOSS_TYPES]
     if s != 0.0 and not readers:
         raise ValueError(
             f"label_smoothing={s} has no effect for loss_type={loss_type!r} in TRL 1.16.0 (only robust, exo_pair, "
-            "aot and aot_unpaired read it); use one of those, or label_smoothing=0")
+            "aot and aot_unpaired read it); use one of those, or label_smoothing=0"
+        )
     if "robust" in types and not s < 0.5:
-        raise ValueError(f"label_smoothing must lie in [0, 0.5) for loss_type='robust', got {s}")
+        raise ValueError(
+            f"label_smoothing must lie in [0, 0.5) for loss_type='robust', got {s}"
+        )
     if "exo_pair" in types and not 0.0 < s < 1.0:
-        raise ValueError(f"label_smoothing must lie in (0, 1) for loss_type='exo_pair' (the EXO paper "
-                         f"recommends 1e-3), got {s}")
+        raise ValueError(
+            f"label_smoothing must lie in (0, 1) for loss_type='exo_pair' (the EXO paper "
+            f"recommends 1e-3), got {s}"
+        )
     if ("aot" in types or "aot_unpaired" in types) and s > 1.0:
-        raise ValueError(f"label_smoothing must lie in [0, 1] for loss_type='aot'/'aot_unpaired', got {s}")
+        raise ValueError(
+            f"label_smoothing must lie in [0, 1] for loss_type='aot'/'aot_unpaired', got {s}"
+        )
     tau = v.scalar(discopop_tau, "discopop_tau", positive=True)
     exo = None
     if "exo_pair" in types:
@@ -128,7 +174,9 @@ def _lengths(x, name, shape):
         return None
     n = v.as_float_array(x, name)
     if n.shape != shape:
-        raise ValueError(f"{name} must have shape {shape} (one token count per pair), got {n.shape}")
+        raise ValueError(
+            f"{name} must have shape {shape} (one token count per pair), got {n.shape}"
+        )
     if (n < 1).any() or (n != np.round(n)).any():
         raise ValueError(f"{name} must hold whole token counts >= 1")
     return n
@@ -187,7 +235,7 @@ def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
         d = uc / lc - ur / lr
         if loss_type == "ipo":
             e = d - 1 / (2 * b)
-            losses, dd = e ** 2, 2 * e
+            losses, dd = e**2, 2 * e
         else:
             losses, dd = -log_sigmoid(b * d), -b * sigmoid(-b * d)
         return losses, dd / lc / n, -dd / lr / n
@@ -201,12 +249,16 @@ def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
         xc, xr = b * uc, b * ur
         if loss_type == "nca_pair":
             losses = -log_sigmoid(xc) - 0.5 * log_sigmoid(-xc) - 0.5 * log_sigmoid(-xr)
-            return losses, b * (-sigmoid(-xc) + 0.5 * sigmoid(xc)) / n, b * 0.5 * sigmoid(xr) / n
+            return (
+                losses,
+                b * (-sigmoid(-xc) + 0.5 * sigmoid(xc)) / n,
+                b * 0.5 * sigmoid(xr) / n,
+            )
         losses = -log_sigmoid(xc) - log_sigmoid(-xr)
         return losses, -b * sigmoid(-xc) / n, b * sigmoid(xr) / n
     if loss_type == "sppo_hard":
         ec, er = uc - 0.5 / b, ur + 0.5 / b
-        return ec ** 2 + er ** 2, 2 * ec / n, 2 * er / n
+        return ec**2 + er**2, 2 * ec / n, 2 * er / n
     if loss_type in ("aot", "aot_unpaired"):
         if loss_type == "aot":
             x, y = pc - pr, rc - rr
@@ -234,8 +286,10 @@ def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
             try:
                 ez = np.exp(-z)
             except FloatingPointError:
-                raise ValueError("exp overflowed in the discopop loss: beta * (policy gap - reference gap) is "
-                                 "below about -709 for some pair") from None
+                raise ValueError(
+                    "exp overflowed in the discopop loss: beta * (policy gap - reference gap) is "
+                    "below about -709 for some pair"
+                ) from None
         ls = log_sigmoid(z)
         losses = -ls * (1 - g) + ez * g
         dz = -sigmoid(-z) * (1 - g) - ez * g + g * (1 - g) / o.discopop_tau * (ls + ez)
@@ -247,9 +301,20 @@ def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
     return np.full(n, loss), np.full(n, -1.0 / total), np.zeros(n)
 
 
-def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1, *,
-             loss_type="sigmoid", label_smoothing=0.0, loss_weights=None, discopop_tau=0.05,
-             chosen_lengths=None, rejected_lengths=None) -> DPOOutput:
+def dpo_loss(
+    policy_chosen,
+    policy_rejected,
+    ref_chosen,
+    ref_rejected,
+    beta=0.1,
+    *,
+    loss_type="sigmoid",
+    label_smoothing=0.0,
+    loss_weights=None,
+    discopop_tau=0.05,
+    chosen_lengths=None,
+    rejected_lengths=None,
+) -> DPOOutput:
     """DPO loss on sequence log-probs, with every TRL 1.16.0 ``DPOConfig.loss_type`` (see :func:`dpo_pair_losses`).
 
     ``loss_type`` is one name or a list (TRL's ``loss_type=[...]``), combined as ``sum_k loss_weights[k] *
@@ -270,13 +335,20 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
     lc = _lengths(chosen_lengths, "chosen_lengths", pc.shape)
     lr = _lengths(rejected_lengths, "rejected_lengths", pc.shape)
     need_c, need_r = o.needs_lengths
-    for name, given, needed in (("chosen_lengths", lc, need_c), ("rejected_lengths", lr, need_r)):
+    for name, given, needed in (
+        ("chosen_lengths", lc, need_c),
+        ("rejected_lengths", lr, need_r),
+    ):
         if needed and given is None:
-            raise ValueError(f"{name} is required for loss_type={loss_type!r} (it divides by the completion "
-                             "token counts)")
+            raise ValueError(
+                f"{name} is required for loss_type={loss_type!r} (it divides by the completion "
+                "token counts)"
+            )
         if given is not None and not needed:
-            raise ValueError(f"{name} has no effect for loss_type={loss_type!r} (only ipo, sigmoid_norm and sft "
-                             "read token counts; sft reads chosen_lengths only)")
+            raise ValueError(
+                f"{name} has no effect for loss_type={loss_type!r} (only ipo, sigmoid_norm and sft "
+                "read token counts; sft reads chosen_lengths only)"
+            )
 
     losses = np.zeros(pc.shape)
     grad_chosen = np.zeros(pc.shape)

@@ -24,8 +24,13 @@ LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vesp
 #: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)
 CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
-CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
-                "clip_ratio/low_min", "clip_ratio/high_max")
+CLIP_METRICS = (
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
+)
 
 
 class GRPOOutput(NamedTuple):
@@ -33,8 +38,10 @@ class GRPOOutput(NamedTuple):
 
     loss: float
     ratio: np.ndarray  #: importance weight per token (B, T): exp(new - old), or the GSPO sequence weight broadcast
-    per_token_kl: np.ndarray | None  #: k3 per token (B, T) as used in the loss (x ratio with bias correction); None without ref
-    per_token_loss: np.ndarray  #: clipped surrogate + beta * KL per token (B, T), zero on padding
+    #: k3 per token (B, T) as used in the loss (x ratio with bias correction); None without ref
+    per_token_kl: np.ndarray | None
+    #: clipped surrogate + beta * KL per token (B, T), zero on padding
+    per_token_loss: np.ndarray
     grad: np.ndarray  #: d loss / d new_logps (B, T), exactly zero on padding
     metrics: dict  #: TRL's names: clip_ratio/* and (when beta != 0) kl
 
@@ -42,7 +49,8 @@ class GRPOOutput(NamedTuple):
 def _valid_values(x, name, active):
     if not np.isfinite(x[active]).all():
         raise ValueError(f"{name} must be finite at every valid (mask == 1) position")
-    return np.where(active, x, 0.0)  # mask *before* any exp, so NaN/inf padding cannot leak
+    # mask *before* any exp, so NaN/inf padding cannot leak
+    return np.where(active, x, 0.0)
 
 
 def _masked_mean_over(x, m):
@@ -109,10 +117,27 @@ def _float32(x) -> float:
     return float(np.float32(x))
 
 
-def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta, use_bias_correction_kl,
-                 max_completion_length, gradient_accumulation_steps, steps_per_generation, num_processes,
-                 width, *, sapo_temperature_pos=1.0, sapo_temperature_neg=1.05, vespo_k_pos=2.0,
-                 vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0) -> GRPOOptions:
+def grpo_options(
+    epsilon,
+    beta,
+    loss_type,
+    importance_sampling_level,
+    epsilon_high,
+    delta,
+    use_bias_correction_kl,
+    max_completion_length,
+    gradient_accumulation_steps,
+    steps_per_generation,
+    num_processes,
+    width,
+    *,
+    sapo_temperature_pos=1.0,
+    sapo_temperature_neg=1.05,
+    vespo_k_pos=2.0,
+    vespo_lambda_pos=3.0,
+    vespo_k_neg=3.0,
+    vespo_lambda_neg=2.0,
+) -> GRPOOptions:
     """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and return them validated.
 
     The one place where options are checked (as TRL's ``GRPOConfig.__post_init__`` and ``GRPOTrainer.__init__``
@@ -124,12 +149,22 @@ def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_hi
     beta = v.scalar(beta, "beta", nonnegative=True)
     delta = v.scalar(delta, "delta", allow_none=True)
     if delta is not None and delta <= 1.0:
-        raise ValueError(f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}")
+        raise ValueError(
+            f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}"
+        )
     v.choice(loss_type, "loss_type", LOSS_TYPES)
-    v.choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
+    v.choice(
+        importance_sampling_level,
+        "importance_sampling_level",
+        IMPORTANCE_SAMPLING_LEVELS,
+    )
     if not isinstance(use_bias_correction_kl, (bool, np.bool_)):
-        raise TypeError(f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}")
-    gas = v.integer(gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1)
+        raise TypeError(
+            f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}"
+        )
+    gas = v.integer(
+        gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1
+    )
     spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
     nproc = v.integer(num_processes, "num_processes", minimum=1)
     if max_completion_length is None:
@@ -137,24 +172,62 @@ def grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_hi
     else:
         max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
         if max_len < width:
-            raise ValueError(f"max_completion_length ({max_len}) must be >= the mask's width ({width})")
+            raise ValueError(
+                f"max_completion_length ({max_len}) must be >= the mask's width ({width})"
+            )
     tau_pos = v.scalar(sapo_temperature_pos, "sapo_temperature_pos", positive=True)
     tau_neg = v.scalar(sapo_temperature_neg, "sapo_temperature_neg", positive=True)
     k_pos = v.scalar(vespo_k_pos, "vespo_k_pos", nonnegative=True)
     k_neg = v.scalar(vespo_k_neg, "vespo_k_neg", nonnegative=True)
     lam_pos = v.scalar(vespo_lambda_pos, "vespo_lambda_pos", positive=True)
     lam_neg = v.scalar(vespo_lambda_neg, "vespo_lambda_neg", positive=True)
-    return GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
-                       bool(use_bias_correction_kl), gas, spg, nproc, max_len,
-                       _float32(tau_pos), _float32(tau_neg), _float32(k_pos), _float32(lam_pos),
-                       _float32(k_neg), _float32(lam_neg))
+    return GRPOOptions(
+        eps_low,
+        eps_high,
+        beta,
+        delta,
+        loss_type,
+        importance_sampling_level == "token",
+        bool(use_bias_correction_kl),
+        gas,
+        spg,
+        nproc,
+        max_len,
+        _float32(tau_pos),
+        _float32(tau_neg),
+        _float32(k_pos),
+        _float32(lam_pos),
+        _float32(k_neg),
+        _float32(lam_neg),
+    )
 
 
-def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2, beta=0.04, loss_type="grpo",
-              importance_sampling_level="token", epsilon_high=None, delta=None, use_bias_correction_kl=False,
-              max_completion_length=None, num_items_in_batch=None, gradient_accumulation_steps=1,
-              steps_per_generation=1, num_processes=1, sapo_temperature_pos=1.0, sapo_temperature_neg=1.05,
-              vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0) -> GRPOOutput:
+def grpo_loss(
+    new_logps,
+    old_logps,
+    ref_logps,
+    advantages,
+    mask,
+    *,
+    epsilon=0.2,
+    beta=0.04,
+    loss_type="grpo",
+    importance_sampling_level="token",
+    epsilon_high=None,
+    delta=None,
+    use_bias_correction_kl=False,
+    max_completion_length=None,
+    num_items_in_batch=None,
+    gradient_accumulation_steps=1,
+    steps_per_generation=1,
+    num_processes=1,
+    sapo_temperature_pos=1.0,
+    sapo_temperature_neg=1.05,
+    vespo_k_pos=2.0,
+    vespo_lambda_pos=3.0,
+    vespo_k_neg=3.0,
+    vespo_lambda_neg=2.0,
+) -> GRPOOutput:
     """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it, for its eight loss types.
 
     Policy term per token, with ``rho`` the importance weight (token ratio ``exp(new - old)``, or with
@@ -189,17 +262,37 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     m = active.astype(np.float64)
     bsz, width = new.shape
 
-    o = grpo_options(epsilon, beta, loss_type, importance_sampling_level, epsilon_high, delta,
-                     use_bias_correction_kl, max_completion_length, gradient_accumulation_steps,
-                     steps_per_generation, num_processes, width, sapo_temperature_pos=sapo_temperature_pos,
-                     sapo_temperature_neg=sapo_temperature_neg, vespo_k_pos=vespo_k_pos,
-                     vespo_lambda_pos=vespo_lambda_pos, vespo_k_neg=vespo_k_neg, vespo_lambda_neg=vespo_lambda_neg)
-    n_items = float(m.sum()) if num_items_in_batch is None else v.scalar(
-        num_items_in_batch, "num_items_in_batch", positive=True)
+    o = grpo_options(
+        epsilon,
+        beta,
+        loss_type,
+        importance_sampling_level,
+        epsilon_high,
+        delta,
+        use_bias_correction_kl,
+        max_completion_length,
+        gradient_accumulation_steps,
+        steps_per_generation,
+        num_processes,
+        width,
+        sapo_temperature_pos=sapo_temperature_pos,
+        sapo_temperature_neg=sapo_temperature_neg,
+        vespo_k_pos=vespo_k_pos,
+        vespo_lambda_pos=vespo_lambda_pos,
+        vespo_k_neg=vespo_k_neg,
+        vespo_lambda_neg=vespo_lambda_neg,
+    )
+    n_items = (
+        float(m.sum())
+        if num_items_in_batch is None
+        else v.scalar(num_items_in_batch, "num_items_in_batch", positive=True)
+    )
 
     if ref_logps is None:
         if o.beta != 0:
-            raise ValueError("ref_logps may be None only when beta == 0 (the KL term needs the reference)")
+            raise ValueError(
+                "ref_logps may be None only when beta == 0 (the KL term needs the reference)"
+            )
         ref = None
     else:
         ref = v.as_float_array(ref_logps, "ref_logps", ndim=2, finite=False)
@@ -208,23 +301,43 @@ def grpo_loss(new_logps, old_logps, ref_logps, advantages, mask, *, epsilon=0.2,
     adv = v.as_float_array(advantages, "advantages", ndim=(1, 2), finite=False)
     if adv.ndim == 1:
         if adv.shape != (bsz,):
-            raise ValueError(f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}")
+            raise ValueError(
+                f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}"
+            )
         if not np.isfinite(adv).all():
             raise ValueError("advantages must be finite")
         adv = adv[:, None]
     else:
         if adv.shape != new.shape:
-            raise ValueError(f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}")
+            raise ValueError(
+                f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}"
+            )
         adv = _valid_values(adv, "advantages", active)
 
     new = _valid_values(new, "new_logps", active)
     old = _valid_values(old, "old_logps", active)
     if ref is not None:
         ref = _valid_values(ref, "ref_logps", active)
-    return _grpo_from_valid(new, old, ref, adv, m, eps_low=o.eps_low, eps_high=o.eps_high, beta=o.beta,
-                            delta=o.delta, loss_type=o.loss_type, importance_sampling_level=importance_sampling_level,
-                            use_bias_correction_kl=o.bias_kl, max_len=o.max_len, n_items=n_items,
-                            gas=o.gas, spg=o.spg, nproc=o.nproc, options=o)
+    return _grpo_from_valid(
+        new,
+        old,
+        ref,
+        adv,
+        m,
+        eps_low=o.eps_low,
+        eps_high=o.eps_high,
+        beta=o.beta,
+        delta=o.delta,
+        loss_type=o.loss_type,
+        importance_sampling_level=importance_sampling_level,
+        use_bias_correction_kl=o.bias_kl,
+        max_len=o.max_len,
+        n_items=n_items,
+        gas=o.gas,
+        spg=o.spg,
+        nproc=o.nproc,
+        options=o,
+    )
 
 
 def _full(x, shape):
@@ -248,8 +361,11 @@ def clipped_policy_term(coef1, adv, eps_low, eps_high, delta=None):
     # gradient to each branch.
     d_capped = coef1 if delta is None else coef1 * (coef1 <= delta)
     d_coef2 = coef1 * ((coef1 >= 1 - eps_low) & (coef1 <= 1 + eps_high))
-    d_log_w = np.where(l1 < l2, -adv * d_capped,
-                       np.where(l1 > l2, -adv * d_coef2, -0.5 * adv * (d_capped + d_coef2)))
+    d_log_w = np.where(
+        l1 < l2,
+        -adv * d_capped,
+        np.where(l1 > l2, -adv * d_coef2, -0.5 * adv * (d_capped + d_coef2)),
+    )
     return policy, d_log_w, coef1_capped
 
 
@@ -300,14 +416,47 @@ def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
     return np.nan_to_num(phi, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=None, loss_type="grpo",
-                     importance_sampling_level="token", use_bias_correction_kl=False, max_len=None, n_items=None,
-                     gas=1, spg=1, nproc=1, options=None) -> GRPOOutput:
+def _grpo_from_valid(
+    new,
+    old,
+    ref,
+    adv,
+    m,
+    *,
+    eps_low,
+    eps_high,
+    beta,
+    delta=None,
+    loss_type="grpo",
+    importance_sampling_level="token",
+    use_bias_correction_kl=False,
+    max_len=None,
+    n_items=None,
+    gas=1,
+    spg=1,
+    nproc=1,
+    options=None,
+) -> GRPOOutput:
     """The computation behind :func:`grpo_loss` on already validated arrays: ``new``, ``old``, ``ref`` (or None)
     and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). ``options``: the validated
     :class:`GRPOOptions` (for the SAPO/VESPO constants; TRL's defaults when None)."""
-    o = GRPOOptions(eps_low, eps_high, beta, delta, loss_type, importance_sampling_level == "token",
-                    use_bias_correction_kl, gas, spg, nproc, max_len) if options is None else options
+    o = (
+        GRPOOptions(
+            eps_low,
+            eps_high,
+            beta,
+            delta,
+            loss_type,
+            importance_sampling_level == "token",
+            use_bias_correction_kl,
+            gas,
+            spg,
+            nproc,
+            max_len,
+        )
+        if options is None
+        else options
+    )
     bsz, width = new.shape
     max_len = width if max_len is None else max_len
     log_ratio = new - old
@@ -323,8 +472,10 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
                 gap = ref - new
                 k3 = (np.expm1(gap) - gap) * m
     except FloatingPointError:
-        raise ValueError("exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
-                         "at a valid position (check the log-probs)") from None
+        raise ValueError(
+            "exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
+            "at a valid position (check the log-probs)"
+        ) from None
 
     # KL term (TRL: computed before delta caps coef1; bias correction uses the uncapped weight).
     kl_term = None
@@ -335,21 +486,33 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
                 try:
                     kl_term = k3 * coef1
                 except FloatingPointError:
-                    raise ValueError("exp overflowed: the bias-corrected KL term k3 * ratio is too large at a "
-                                     "valid position (check the log-probs)") from None
+                    raise ValueError(
+                        "exp overflowed: the bias-corrected KL term k3 * ratio is too large at a "
+                        "valid position (check the log-probs)"
+                    ) from None
         kl_term = _full(kl_term, new.shape) * m
 
     # Policy term. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T). d_log_w: its derivative through
     # the importance weight; d_new: its direct derivative (cispo and vespo multiply log pi by a detached weight).
     d_log_w = d_new = coef1_capped = phi = None
     if loss_type in CLIPPED_LOSS_TYPES:
-        policy, d_log_w, coef1_capped = clipped_policy_term(coef1, adv, eps_low, eps_high, delta)
+        policy, d_log_w, coef1_capped = clipped_policy_term(
+            coef1, adv, eps_low, eps_high, delta
+        )
     elif loss_type == "cispo":
         policy, d_new = cispo_policy_term(coef1, adv, new, eps_high)
     elif loss_type == "sapo":
         policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
     else:  # vespo
-        phi = vespo_weight(log_ratio, adv, m, o.vespo_k_pos, o.vespo_lambda_pos, o.vespo_k_neg, o.vespo_lambda_neg)
+        phi = vespo_weight(
+            log_ratio,
+            adv,
+            m,
+            o.vespo_k_pos,
+            o.vespo_lambda_pos,
+            o.vespo_k_neg,
+            o.vespo_lambda_neg,
+        )
         policy, d_new = -phi * adv * new, -phi * adv
     per_token_loss = _full(policy, new.shape) * m
     if beta != 0:
@@ -396,7 +559,9 @@ def _grpo_from_valid(new, old, ref, adv, m, *, eps_low, eps_high, beta, delta=No
     if loss_type in CLIPPED_LOSS_TYPES:
         metrics.update(_metrics(coef1_capped, adv, None, m, eps_low, eps_high))
     elif loss_type == "cispo":
-        metrics["cispo_clip_ratio"] = _masked_mean_over(((coef1 > eps_high) & (adv > 0)).astype(np.float64), m)
+        metrics["cispo_clip_ratio"] = _masked_mean_over(
+            ((coef1 > eps_high) & (adv > 0)).astype(np.float64), m
+        )
     elif loss_type == "vespo":
         metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
 
@@ -426,13 +591,19 @@ def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=No
     return np.minimum(capped * a, np.clip(rho, 1 - eps_low, 1 + eps_high) * a)
 
 
-def clipped_objective_grad(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
+def clipped_objective_grad(
+    ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None
+):
     """d/d rho of :func:`clipped_objective`: ``A`` where the unclipped branch is active, 0 on the flat platforms."""
     rho, a = _ratio_advantage(ratio, advantage)
     eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
     delta = _delta_cap(delta)
     platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
-    capped = np.zeros(np.broadcast(rho, a).shape, dtype=bool) if delta is None else (rho > delta)
+    capped = (
+        np.zeros(np.broadcast(rho, a).shape, dtype=bool)
+        if delta is None
+        else (rho > delta)
+    )
     return np.where(platform | capped, 0.0, a * np.ones_like(rho))
 
 
