@@ -3,8 +3,8 @@
 Once per session: build the wheel of this checkout (the ``package_wheel`` fixture), make fresh venvs with Colab's
 package versions (``tests/colab/requirements-colab.txt``) and a fake ``google.colab`` module imported by
 ``sitecustomize`` (so the set-up branch and plotly's Colab renderer are taken), and build the reader edition
-(``scripts/reader_edition.py``; glue values from ``_build/jupyter_execute`` when the book was built, else it executes
-the chapters). Then each reader notebook is copied alone into an empty folder and executed in a kernel of such a
+(``scripts/reader_edition.py``; glue values from the test run's one book build, the ``built_book`` fixture).
+Then each reader notebook is copied alone into an empty folder and executed in a kernel of such a
 venv, with no repository on the path; its set-up cell installs the package from the wheel (``DPO_GRPO_SOURCE``).
 A notebook fails on any cell error, any MyST left in its Markdown, and any output saying "not found",
 "no results", "Set-up failed" or showing a traceback.
@@ -155,7 +155,7 @@ def colab_pythons(fresh_venv):
 
 
 @pytest.fixture(scope="session")
-def colab(tmp_path_factory, package_wheel, colab_pythons):
+def colab(tmp_path_factory, package_wheel, colab_pythons, built_book):
     base = tmp_path_factory.mktemp("colab")
     jupyter = base / "jupyter"
     for version, python in colab_pythons.items():
@@ -164,7 +164,7 @@ def colab(tmp_path_factory, package_wheel, colab_pythons):
         jupyter, "colab-3.11-online", colab_pythons["3.11"], package_wheel, online=True
     )
     out = base / "reader"
-    reader_edition.build(out, ROOT / "_build" / "jupyter_execute", execute=True)
+    reader_edition.build(out, built_book / "jupyter_execute", execute=False)
     old = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(jupyter) + (os.pathsep + old if old else "")
     yield {"pythons": colab_pythons, "reader": out}

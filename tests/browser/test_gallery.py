@@ -2,8 +2,8 @@
 blocked: plotly sliders move the plotted data to the package's values, math and embedded widget state render, no
 request leaves the machine and the console stays free of errors. Screenshots go to artifacts/screenshots/.
 
-Builds the book first (``make book``) when ``_build/html`` is missing or older than its sources; otherwise reuses
-it. Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
+Reads the one book build of the test run (the ``built_book`` fixture of conftest.py, which runs ``make book`` when
+``_build/html`` is missing or older than its sources). Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import subprocess
 import threading
-import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -47,41 +45,10 @@ PAGE_BUDGET = 1_500_000
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _sources():
-    for pattern in ("book/**/*", "code/dpo_grpo/**/*.py"):
-        yield from (
-            p
-            for p in ROOT.glob(pattern)
-            if p.is_file() and ".ipynb_checkpoints" not in p.parts
-        )
-    for name in ("_config.yml", "_toc.yml", "package-lock.json"):
-        yield ROOT / name
-
-
-def _stale() -> bool:
-    page = HTML / PAGE
-    return (
-        not page.exists()
-        or max(p.stat().st_mtime for p in _sources()) > page.stat().st_mtime
-    )
-
-
 @pytest.fixture(scope="module")
-def site():
-    if _stale():
-        run = subprocess.run(["make", "book"], cwd=ROOT, capture_output=True, text=True)
-        if run.returncode != 0:
-            if _stale():
-                pytest.fail(
-                    "make book failed before writing the gallery page:\n"
-                    + run.stdout[-3000:]
-                    + run.stderr[-3000:]
-                )
-            warnings.warn(
-                "make book reported errors elsewhere in the book (the gallery page was written):\n"
-                + (run.stdout + run.stderr)[-1500:]
-            )
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
+def site(built_book):
+    html = built_book / "html"
+    handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
