@@ -1,7 +1,9 @@
 """Shared test settings and fixtures.
 
 ``scripts/`` (the build tooling: reader edition, set-up cells) is put on ``sys.path`` so tests import its modules by
-name (``import reader_edition``); it is not part of the installed package.
+name (``import reader_edition``); it is not part of the installed package. So is ``tests/`` itself, for the helpers in
+``testing_support.py``. The tests mirror the package's layers (``tests/<layer>/test_<module>.py``); pytest runs in
+importlib mode (pytest.ini), so two layers may each have a ``test_grpo.py``.
 """
 
 import fcntl
@@ -18,30 +20,9 @@ from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-#: Headless Chromium for the browser tests (tests/browser/): Debian's package, which .ci/run installs, started with
-#: the flags that keep it from reaching the network by itself (no QUIC, component updates, sync or background requests).
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def skip_without_chromium():
-    """Skip the calling test module when Chromium or Playwright is missing; return ``playwright.sync_api``."""
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"Chromium is not installed at {CHROMIUM} (.ci/run installs it)",
-            allow_module_level=True,
-        )
-    return pytest.importorskip("playwright.sync_api")
-
+from testing_support import run_checked  # noqa: E402  (the fixtures below use it)
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -53,27 +34,6 @@ def pytest_collection_modifyitems(config, items):
     build the book then builds the venvs meanwhile, and the Colab tests find them ready (``fresh_venv``)."""
     # stable: the rest keep their order
     items.sort(key=lambda item: item.get_closest_marker("builds_venv") is None)
-
-
-def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
-    """Run ``cmd`` without this session's ``PYTHONPATH`` (``make test`` puts the checkout's wheel there, and a pip in
-    another venv would take it for an installed package); on failure raise with the tail of its output."""
-    kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if result.returncode:
-        raise AssertionError(
-            f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
-        )
-    return result
-
-
-def read_pins(path) -> dict[str, str]:
-    """``{name: version}`` of the ``name==version`` lines of a requirements file."""
-    return dict(
-        line.split("==")
-        for line in Path(path).read_text().splitlines()
-        if "==" in line and not line.startswith("#")
-    )
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,7 @@ import pytest
 import reader_edition  # scripts/ (tests/conftest.py puts it on sys.path)
 import sync_colab_cells
 
-from conftest import read_pins, run_checked
+from testing_support import read_pins, run_checked
 
 nbclient = pytest.importorskip("nbclient")
 pytestmark = pytest.mark.colab

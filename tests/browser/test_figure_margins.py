@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
 
 sync_api = skip_without_chromium()
 plotly = pytest.importorskip("plotly")

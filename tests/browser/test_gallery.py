@@ -22,7 +22,7 @@ import pytest
 # from its executed notebooks) runs in one worker, in collection order: the gallery test builds the book first.
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
 
-from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
 
 sync_api = skip_without_chromium()
 

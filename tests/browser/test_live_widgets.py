@@ -42,7 +42,7 @@ import pytest
 # each frontend reads the redraw times its slider tests recorded in this process
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live-widgets")]
 
-from conftest import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
 
 sync_api = skip_without_chromium()
 pytest.importorskip("jupyterlab")
@@ -51,7 +51,7 @@ pytest.importorskip("ipywidgets")
 
 import ipywidgets as W  # noqa: E402
 import reader_edition  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
-from conftest import read_pins, run_checked  # noqa: E402
+from testing_support import read_pins, run_checked  # noqa: E402
 
 from dpo_grpo.interactive import widgets  # noqa: E402
 
