@@ -32,7 +32,7 @@ book: $(STAMP) $(NODE_STAMP)
 
 # The tests and every notebook run against the package as a reader installs it: a wheel built from this checkout,
 # unpacked into _build/wheel-site/ and put first on PYTHONPATH (kernels inherit it). A module or data file missing
-# from the wheel fails here, not in Colab. (tests/test_packaging.py checks where dpo_grpo was imported from.)
+# from the wheel fails here, not in Colab. (tests/package/test_packaging.py checks where dpo_grpo was imported from.)
 WHEEL_SITE := $(CURDIR)/_build/wheel-site
 wheel: $(STAMP)
 	rm -rf _build/wheel $(WHEEL_SITE)

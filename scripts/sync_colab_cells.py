@@ -1,7 +1,7 @@
 """Write the standard first cell ("set-up for Colab") into every chapter notebook.
 
 The repository URL lives in one place, ``_config.yml`` (``repository.url``); this script renders it into each
-notebook's first cell, and ``tests/test_book.py`` fails if a notebook's first cell differs from the rendering.
+notebook's first cell, and ``tests/book/test_notebooks.py`` fails if a notebook's first cell differs from the rendering.
 Run after adding a chapter or changing the URL:  ``.venv/bin/python scripts/sync_colab_cells.py``.
 """
 

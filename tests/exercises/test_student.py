@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 
 from dpo_grpo.exercises.student import strip_solutions
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 WITH_EXERCISES = [
     p
     for p in sorted(BOOK.glob("*.ipynb"))

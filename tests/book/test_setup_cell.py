@@ -12,7 +12,7 @@ import pytest
 # imported here, not while the cell runs with find_spec faked
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 import sync_colab_cells as sync  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
 
 

@@ -1,6 +1,6 @@
 """The attacks of issue #31 on the grader, each checked against the defence that answers it: spoofing file names,
 a record that cannot be parsed, a batch with a notebook of another chapter, and a progress line that is not a
-terminal's. (The sandbox attacks, which run notebooks, are in tests/test_grade_sandbox.py.)"""
+terminal's. (The sandbox attacks, which run notebooks, are in tests/exercises/test_sandbox.py.)"""
 
 import subprocess
 import sys

@@ -10,7 +10,7 @@ import pytest
 
 import dpo_grpo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_make_test_imports_the_installed_wheel_not_the_checkout():

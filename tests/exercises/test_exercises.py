@@ -13,7 +13,7 @@ from dpo_grpo.exercises import EXERCISES, check
 from dpo_grpo.exercises.grade import exercises_in
 from dpo_grpo.exercises.student import strip_solutions, write_student_edition
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 @pytest.mark.parametrize("ex_id", sorted(EXERCISES))

@@ -41,7 +41,7 @@ from testing_support import read_pins, run_checked
 nbclient = pytest.importorskip("nbclient")
 pytestmark = pytest.mark.colab
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
 PINS = read_pins(REQUIREMENTS)
 #: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
@@ -81,7 +81,7 @@ BAD_OUTPUT = re.compile(
     r"not found|no results|no benchmark results|set-up failed|traceback", re.I
 )
 
-FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/test_colab.py (only its presence matters)."""
+FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/book/test_colab.py (only its presence matters)."""
 '''
 
 

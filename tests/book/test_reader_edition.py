@@ -10,7 +10,7 @@ import pytest
 
 import reader_edition as re_  # scripts/ (tests/conftest.py puts it on sys.path)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PNG = base64.b64encode(b"\x89PNG fake").decode()
 URLS = re_.Urls("https://github.com/Some-Fork/the-book")
