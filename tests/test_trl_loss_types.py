@@ -28,7 +28,12 @@ from dpo_grpo.trl_exact.dpo import (
     LABEL_SMOOTHING_LOSS_TYPES,
     dpo_options,
 )
-from dpo_grpo.trl_exact.grpo import LOSS_TYPES, grpo_options
+from dpo_grpo.trl_exact.grpo import (
+    LOSS_TYPES,
+    checked_batch,
+    grpo_loss_from_options,
+    grpo_options,
+)
 
 FIXTURES = (
     Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
@@ -206,10 +211,7 @@ def test_float32_constants_matter_and_are_used():
         == float(np.float32(1.05))
         != 1.05
     )
-    from dpo_grpo.trl_exact.grpo import (
-        _grpo_from_valid,
-    )  # the math with an unrounded temperature
-
+    # the math with an unrounded temperature
     o = grpo_options(
         0.2,
         kwargs["beta"],
@@ -224,21 +226,7 @@ def test_float32_constants_matter_and_are_used():
         1,
         7,
     )._replace(sapo_tau_neg=1.05)
-    new, old, ref, adv, mask = args
-    m = mask.astype(float)
-    exact64 = _grpo_from_valid(
-        new * m,
-        old * m,
-        ref * m,
-        adv[:, None],
-        m,
-        eps_low=0.2,
-        eps_high=0.2,
-        beta=o.beta,
-        loss_type="sapo",
-        use_bias_correction_kl=o.bias_kl,
-        options=o,
-    ).loss
+    exact64 = grpo_loss_from_options(*checked_batch(*args, o.beta), o).loss
     assert (
         abs(exact64 - case["loss"]) > 1e-10
     )  # float64 constants would fail the 1e-10 parity

@@ -43,22 +43,58 @@ def grpo_loss(
     return loss, grad
 
 
-def clipped_objective(ratio, advantage, epsilon=0.2):
+def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
     """PPO's per-token objective (to maximise), elementwise (section 3.5):
-    ``min(ρ A, clip(ρ, 1-ε, 1+ε) A)``."""
+    ``min(min(ρ, δ) A, clip(ρ, 1-ε_low, 1+ε_high) A)``.
+
+    ``epsilon_high=None``: symmetric clip (``ε_high = ε_low = epsilon``); ``delta=None``:
+    no cap on the unclipped branch (INTELLECT-2's ``δ`` when given). ``ratio`` and
+    ``advantage`` broadcast together.
+    """
     rho, a = _ratio_advantage(ratio, advantage)
-    epsilon = v.scalar(epsilon, "epsilon", open_unit=True)
-    return np.minimum(rho * a, np.clip(rho, 1 - epsilon, 1 + epsilon) * a)
+    eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
+    capped = rho if delta is None else np.minimum(rho, delta)
+    return np.minimum(capped * a, np.clip(rho, 1 - eps_low, 1 + eps_high) * a)
 
 
-def clip_region(ratio, advantage, epsilon=0.2):
-    """Where each (ρ, A) sits (section 3.5): ``"platform"`` (clipped, gradient 0), ``"wrong_direction"`` (outside
-    the interval on the harmful side: not clipped, still penalised) or ``"inside"``."""
+def clipped_objective_grad(
+    ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None
+):
+    """d/dρ of :func:`clipped_objective` (section 3.5): ``A`` where the unclipped branch is active,
+    0 on the flat platforms (and above ``delta``)."""
     rho, a = _ratio_advantage(ratio, advantage)
-    epsilon = v.scalar(epsilon, "epsilon", open_unit=True)
-    platform = ((a > 0) & (rho > 1 + epsilon)) | ((a < 0) & (rho < 1 - epsilon))
-    wrong = ((a < 0) & (rho > 1 + epsilon)) | ((a > 0) & (rho < 1 - epsilon))
+    eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
+    platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
+    capped = False if delta is None else rho > delta
+    return np.where(platform | capped, 0.0, a * np.ones_like(rho))
+
+
+def clip_region(ratio, advantage, epsilon=0.2, epsilon_high=None):
+    """Where each (ρ, A) sits (section 3.5): ``"platform"`` (clipped, gradient 0),
+    ``"wrong_direction"`` (outside the interval on the harmful side: not clipped,
+    still penalised) or ``"inside"``."""
+    rho, a = _ratio_advantage(ratio, advantage)
+    eps_low, eps_high, _ = clip_bounds(epsilon, epsilon_high)
+    platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
+    wrong = ((a < 0) & (rho > 1 + eps_high)) | ((a > 0) & (rho < 1 - eps_low))
     return np.where(platform, "platform", np.where(wrong, "wrong_direction", "inside"))
+
+
+def clip_bounds(epsilon=0.2, epsilon_high=None, delta=None):
+    """The clip's options (section 3.5), checked: ``(eps_low, eps_high, delta)``.
+
+    ``epsilon`` in (0, 1); ``epsilon_high >= 0`` or None (then ``epsilon``, as in TRL);
+    ``delta > 1`` or None (it caps ratios above 1).
+    """
+    eps_low = v.scalar(epsilon, "epsilon", open_unit=True)
+    eps_high = v.scalar(epsilon_high, "epsilon_high", nonnegative=True, allow_none=True)
+    delta = v.scalar(delta, "delta", allow_none=True)
+    if delta is not None and delta <= 1.0:
+        raise ValueError(
+            "delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + "
+            f"epsilon_high), got {delta}"
+        )
+    return eps_low, (eps_low if eps_high is None else eps_high), delta
 
 
 # --- argument checks ----------------------------------------------------------------------------------------------

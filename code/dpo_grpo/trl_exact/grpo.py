@@ -7,18 +7,26 @@ Per token: ``rho = exp(new - old)``, ``l = -min(rho A, clip(rho, 1 - eps_low, 1 
 TRL 1.16.0's four newer loss types replace the clipped surrogate: ``cispo`` (a capped, detached weight on
 ``log pi``), ``sapo`` (a sigmoid gate on the ratio), ``luspo`` (the clipped surrogate, summed per sequence) and
 ``vespo`` (a detached Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
+
+The per-token clipped objective itself (``clipped_objective``, ``clipped_objective_grad``, ``clip_region``) is
+the readable layer's, :mod:`dpo_grpo.reference.grpo`, re-exported here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+import contextlib
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import _validation as v
-from ..reference.grpo import _ratio_advantage
+from ..reference.grpo import (  # noqa: F401 (the clip helpers are re-exported)
+    clip_bounds,
+    clip_region,
+    clipped_objective,
+    clipped_objective_grad,
+)
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 #: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)
@@ -34,7 +42,8 @@ CLIP_METRICS = (
 
 
 class GRPOOutput(NamedTuple):
-    """Result of :func:`grpo_loss`. The first three fields are ``loss, ratio, per_token_kl``."""
+    """Result of :func:`grpo_loss` (NumPy) and of :func:`dpo_grpo.torch_ops.grpo_loss` (tensors, ``grad=None``:
+    autograd computes it). The first three fields are ``loss, ratio, per_token_kl``."""
 
     loss: float
     ratio: np.ndarray  #: importance weight per token (B, T): exp(new - old), or the GSPO sequence weight broadcast
@@ -42,55 +51,14 @@ class GRPOOutput(NamedTuple):
     per_token_kl: np.ndarray | None
     #: clipped surrogate + beta * KL per token (B, T), zero on padding
     per_token_loss: np.ndarray
-    grad: np.ndarray  #: d loss / d new_logps (B, T), exactly zero on padding
+    grad: (
+        np.ndarray | None
+    )  #: d loss / d new_logps (B, T), exactly zero on padding; None from torch_ops
     metrics: dict  #: TRL's names: clip_ratio/* and (when beta != 0) kl
 
 
-def _valid_values(x, name, active):
-    if not np.isfinite(x[active]).all():
-        raise ValueError(f"{name} must be finite at every valid (mask == 1) position")
-    # mask *before* any exp, so NaN/inf padding cannot leak
-    return np.where(active, x, 0.0)
-
-
-def _masked_mean_over(x, m):
-    """TRL's ``global_masked_mean``: per-sequence values (B, 1) count once each; (B, T) values are token-masked."""
-    if x.shape[1] == 1:
-        return float(x.mean())
-    return float((x * m).sum() / max(m.sum(), 1.0))
-
-
-def _per_sequence(x, m):
-    if x.shape[1] == 1:
-        return x[:, 0]
-    return (x * m).sum(axis=1) / m.sum(axis=1)
-
-
-def _metrics(coef1_capped, adv, kl_term, m, eps_low, eps_high) -> dict:
-    """TRL's logged metrics: ``kl`` (when the KL term is used) and the five ``clip_ratio/*`` statistics."""
-    metrics = {}
-    if kl_term is not None:
-        metrics["kl"] = _masked_mean_over(kl_term, m)
-    is_low = ((coef1_capped < 1 - eps_low) & (adv < 0)).astype(np.float64)
-    is_high = ((coef1_capped > 1 + eps_high) & (adv > 0)).astype(np.float64)
-    is_region = np.maximum(is_low, is_high)
-    metrics["clip_ratio/low_mean"] = _masked_mean_over(is_low, m)
-    metrics["clip_ratio/high_mean"] = _masked_mean_over(is_high, m)
-    metrics["clip_ratio/region_mean"] = _masked_mean_over(is_region, m)
-    metrics["clip_ratio/low_min"] = float(_per_sequence(is_low, m).min())
-    metrics["clip_ratio/high_max"] = float(_per_sequence(is_high, m).max())
-    return metrics
-
-
-def _clip_bounds(epsilon, epsilon_high):
-    """Validated ``(eps_low, eps_high)``; ``epsilon_high=None`` means symmetric clipping, as in TRL."""
-    eps_low = v.scalar(epsilon, "epsilon", open_unit=True)
-    eps_high = v.scalar(epsilon_high, "epsilon_high", nonnegative=True, allow_none=True)
-    return eps_low, (eps_low if eps_high is None else eps_high)
-
-
 class GRPOOptions(NamedTuple):
-    """Validated options of ``grpo_loss`` (shared by the NumPy and torch implementations)."""
+    """Validated options of :func:`grpo_loss` (shared with :func:`dpo_grpo.torch_ops.grpo_loss`)."""
 
     eps_low: float
     eps_high: float
@@ -145,13 +113,8 @@ def grpo_options(
     where it is the absolute cap ``eps_max`` on the ratio. SAPO's temperatures and VESPO's ``k``/``lambda`` are
     stored rounded to float32, the values TRL 1.16.0 computes with.
     """
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
+    eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
     beta = v.scalar(beta, "beta", nonnegative=True)
-    delta = v.scalar(delta, "delta", allow_none=True)
-    if delta is not None and delta <= 1.0:
-        raise ValueError(
-            f"delta must be > 1 (it caps ratios above 1; TRL recommends > 1 + epsilon_high), got {delta}"
-        )
     v.choice(loss_type, "loss_type", LOSS_TYPES)
     v.choice(
         importance_sampling_level,
@@ -256,12 +219,6 @@ def grpo_loss(
     else (as TRL logs them).
     """
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
-    old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
-    v.same_shape(new_logps=new, old_logps=old)
-    active = v.binary_mask(mask, "mask", new.shape)
-    m = active.astype(np.float64)
-    bsz, width = new.shape
-
     o = grpo_options(
         epsilon,
         beta,
@@ -274,7 +231,7 @@ def grpo_loss(
         gradient_accumulation_steps,
         steps_per_generation,
         num_processes,
-        width,
+        new.shape[1],
         sapo_temperature_pos=sapo_temperature_pos,
         sapo_temperature_neg=sapo_temperature_neg,
         vespo_k_pos=vespo_k_pos,
@@ -282,14 +239,24 @@ def grpo_loss(
         vespo_k_neg=vespo_k_neg,
         vespo_lambda_neg=vespo_lambda_neg,
     )
-    n_items = (
-        float(m.sum())
-        if num_items_in_batch is None
-        else v.scalar(num_items_in_batch, "num_items_in_batch", positive=True)
+    n_items = v.scalar(
+        num_items_in_batch, "num_items_in_batch", positive=True, allow_none=True
     )
+    arrays = checked_batch(new, old_logps, ref_logps, advantages, mask, o.beta)
+    return grpo_loss_from_options(*arrays, o, n_items)
 
+
+def checked_batch(new_logps, old_logps, ref_logps, advantages, mask, beta):
+    """The arrays of :func:`grpo_loss`, checked: ``(new, old, ref, adv, m)`` in float64, log-probs and ``m`` (the
+    0/1 mask) (B, T) with padding set to 0 (so it never reaches an exp), ``ref`` None when ``beta == 0`` allows
+    it, ``adv`` (B, 1) or (B, T)."""
+    new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
+    old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
+    v.same_shape(new_logps=new, old_logps=old)
+    active = v.binary_mask(mask, "mask", new.shape)
+    bsz, width = new.shape
     if ref_logps is None:
-        if o.beta != 0:
+        if beta != 0:
             raise ValueError(
                 "ref_logps may be None only when beta == 0 (the KL term needs the reference)"
             )
@@ -297,47 +264,200 @@ def grpo_loss(
     else:
         ref = v.as_float_array(ref_logps, "ref_logps", ndim=2, finite=False)
         v.same_shape(new_logps=new, ref_logps=ref)
-
     adv = v.as_float_array(advantages, "advantages", ndim=(1, 2), finite=False)
+    if adv.shape not in ((bsz,), (bsz, width)):
+        raise ValueError(
+            f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}"
+        )
     if adv.ndim == 1:
-        if adv.shape != (bsz,):
-            raise ValueError(
-                f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}"
-            )
         if not np.isfinite(adv).all():
             raise ValueError("advantages must be finite")
         adv = adv[:, None]
     else:
-        if adv.shape != new.shape:
-            raise ValueError(
-                f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {adv.shape}"
-            )
         adv = _valid_values(adv, "advantages", active)
-
     new = _valid_values(new, "new_logps", active)
     old = _valid_values(old, "old_logps", active)
     if ref is not None:
         ref = _valid_values(ref, "ref_logps", active)
-    return _grpo_from_valid(
-        new,
-        old,
-        ref,
-        adv,
-        m,
-        eps_low=o.eps_low,
-        eps_high=o.eps_high,
-        beta=o.beta,
-        delta=o.delta,
-        loss_type=o.loss_type,
-        importance_sampling_level=importance_sampling_level,
-        use_bias_correction_kl=o.bias_kl,
-        max_len=o.max_len,
-        n_items=n_items,
-        gas=o.gas,
-        spg=o.spg,
-        nproc=o.nproc,
-        options=o,
+    return new, old, ref, adv, active.astype(np.float64)
+
+
+def _valid_values(x, name, active):
+    if not np.isfinite(x[active]).all():
+        raise ValueError(f"{name} must be finite at every valid (mask == 1) position")
+    # mask *before* any exp, so NaN/inf padding cannot leak
+    return np.where(active, x, 0.0)
+
+
+def grpo_loss_from_options(
+    new, old, ref, adv, m, o: GRPOOptions, n_items=None
+) -> GRPOOutput:
+    """The computation of :func:`grpo_loss`, in the order of TRL's ``_compute_loss``: importance weight, KL,
+    policy term, normaliser, metrics (then the gradient, which TRL leaves to autograd).
+
+    Takes :func:`checked_batch`'s arrays, the options of :func:`grpo_options` and ``n_items`` (TRL's
+    ``num_items_in_batch``; None: the batch's valid tokens).
+    """
+    shape = new.shape
+    n_tok = m.sum(axis=1, keepdims=True)  # >= 1 for every row (checked by binary_mask)
+
+    # importance weight: per token, or GSPO's geometric mean over the sequence (B, 1)
+    log_ratio = new - old
+    if o.token_level:
+        log_w = log_ratio
+    else:
+        log_w = (log_ratio * m).sum(axis=1, keepdims=True) / n_tok
+    with _exp_overflow(_LOG_GAPS):
+        coef1 = np.exp(log_w)
+
+    # KL term (before delta caps coef1; bias correction uses the uncapped weight)
+    kl_term = gap = k3 = None
+    if ref is not None:
+        gap = ref - new
+        with _exp_overflow(_LOG_GAPS):
+            k3 = (np.expm1(gap) - gap) * m
+        kl_term = k3
+        if o.bias_kl:
+            with _exp_overflow("the bias-corrected KL term k3 * ratio"):
+                kl_term = k3 * coef1
+        kl_term = _full(kl_term, shape) * m
+
+    # policy term; d_log_w: its derivative through the importance weight; d_new: its direct derivative (cispo and
+    # vespo multiply log pi by a detached weight). Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
+    d_log_w = d_new = coef1_capped = phi = None
+    if o.loss_type == "cispo":
+        policy, d_new = cispo_policy_term(coef1, adv, new, o.eps_high)
+    elif o.loss_type in CLIPPED_LOSS_TYPES:
+        policy, d_log_w, coef1_capped = clipped_policy_term(
+            coef1, adv, o.eps_low, o.eps_high, o.delta
+        )
+    elif o.loss_type == "sapo":
+        policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
+    else:  # vespo
+        phi = vespo_weight(
+            log_ratio,
+            adv,
+            m,
+            o.vespo_k_pos,
+            o.vespo_lambda_pos,
+            o.vespo_k_neg,
+            o.vespo_lambda_neg,
+        )
+        policy, d_new = -phi * adv * new, -phi * adv
+    per_token_loss = _full(policy, shape) * m
+    if o.beta != 0:
+        per_token_loss = per_token_loss + o.beta * kl_term
+
+    # normaliser: loss = sum(weight * per_token_loss)
+    weight = token_weight(o, m, n_items)
+    loss = float((weight * per_token_loss).sum())
+
+    metrics = {}
+    if o.beta != 0:
+        metrics["kl"] = _masked_mean_over(kl_term, m)
+    if o.loss_type in CLIPPED_LOSS_TYPES:
+        metrics.update(_clip_metrics(coef1_capped, adv, m, o.eps_low, o.eps_high))
+    elif o.loss_type == "cispo":
+        is_clipped = (coef1 > o.eps_high) & (adv > 0)
+        metrics["cispo_clip_ratio"] = _masked_mean_over(is_clipped.astype(float), m)
+    elif o.loss_type == "vespo":
+        metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
+
+    # analytic gradient d loss / d new (old and ref are fixed data)
+    grad = np.zeros(shape)
+    if d_log_w is not None:
+        d_policy = _full(d_log_w, shape) * weight  # d loss / d log_w, per token
+        if o.token_level:
+            grad += d_policy
+        else:
+            grad += d_policy.sum(axis=1, keepdims=True) * m / n_tok
+    if d_new is not None:
+        grad += _full(d_new, shape) * weight
+    if o.beta != 0:
+        d_k3 = -np.expm1(gap) * m  # d k3 / d new
+        if not o.bias_kl:
+            grad += o.beta * weight * d_k3
+        elif o.token_level:
+            grad += o.beta * weight * coef1 * (d_k3 + k3)
+        else:
+            grad += o.beta * weight * coef1 * d_k3
+            grad += (
+                o.beta * (weight * k3 * coef1).sum(axis=1, keepdims=True) * m / n_tok
+            )
+    grad = grad * m
+
+    return GRPOOutput(
+        loss=loss,
+        ratio=_full(coef1, shape) * m + (1 - m),
+        per_token_kl=kl_term,
+        per_token_loss=per_token_loss,
+        grad=grad,
+        metrics=metrics,
     )
+
+
+_LOG_GAPS = "new_logps - old_logps or ref_logps - new_logps"
+
+
+@contextlib.contextmanager
+def _exp_overflow(what):
+    """Turn NumPy's overflow in an ``exp`` into a ValueError naming ``what`` overflowed."""
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            yield
+    except FloatingPointError:
+        raise ValueError(
+            f"exp overflowed: {what} is too large at a valid position (check the log-probs)"
+        ) from None
+
+
+def token_weight(o: GRPOOptions, m, n_items=None):
+    """TRL's normaliser as a per-token weight (B, T), 0 on padding: ``loss = sum(weight * per_token_loss)``.
+
+    ``grpo``/``sapo``: ``1 / (B |y_i|)``; ``bnpo``: 1 / valid tokens; ``dr_grpo``: ``1 / (B
+    max_completion_length)``; ``luspo``: ``1 / B``; ``dapo``/``cispo``/``vespo``: ``num_processes /
+    n_items * steps_per_generation / gradient_accumulation_steps``; all divided by the accumulation steps.
+    """
+    bsz = m.shape[0]
+    if o.loss_type in ("grpo", "sapo"):
+        weight = 1.0 / (bsz * m.sum(axis=1, keepdims=True) * o.gas)
+    elif o.loss_type == "bnpo":
+        weight = 1.0 / (max(m.sum(), 1.0) * o.gas)
+    elif o.loss_type == "dr_grpo":
+        weight = 1.0 / (bsz * o.max_len * o.gas)
+    elif o.loss_type == "luspo":
+        weight = 1.0 / (bsz * o.gas)
+    else:  # dapo, cispo, vespo
+        n_items = float(m.sum()) if n_items is None else n_items
+        weight = 1.0 / (max(n_items, 1.0) / o.nproc * o.gas / o.spg)
+    return _full(weight, m.shape) * m
+
+
+def _masked_mean_over(x, m):
+    """TRL's ``global_masked_mean``: per-sequence values (B, 1) count once each; (B, T) values are token-masked."""
+    if x.shape[1] == 1:
+        return float(x.mean())
+    return float((x * m).sum() / max(m.sum(), 1.0))
+
+
+def _per_sequence(x, m):
+    if x.shape[1] == 1:
+        return x[:, 0]
+    return (x * m).sum(axis=1) / m.sum(axis=1)
+
+
+def _clip_metrics(coef1_capped, adv, m, eps_low, eps_high) -> dict:
+    """TRL's five ``clip_ratio/*`` statistics of the (delta-capped) importance weight."""
+    is_low = ((coef1_capped < 1 - eps_low) & (adv < 0)).astype(np.float64)
+    is_high = ((coef1_capped > 1 + eps_high) & (adv > 0)).astype(np.float64)
+    is_region = np.maximum(is_low, is_high)
+    return {
+        "clip_ratio/low_mean": _masked_mean_over(is_low, m),
+        "clip_ratio/high_mean": _masked_mean_over(is_high, m),
+        "clip_ratio/region_mean": _masked_mean_over(is_region, m),
+        "clip_ratio/low_min": float(_per_sequence(is_low, m).min()),
+        "clip_ratio/high_max": float(_per_sequence(is_high, m).max()),
+    }
 
 
 def _full(x, shape):
@@ -414,204 +534,3 @@ def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
     lam = np.maximum(np.where(nonneg, lambda_pos, lambda_neg), _float32(1e-4))
     phi = np.exp(lam + k * log_w - lam * np.exp(log_w))
     return np.nan_to_num(phi, nan=0.0, posinf=0.0, neginf=0.0)
-
-
-def _grpo_from_valid(
-    new,
-    old,
-    ref,
-    adv,
-    m,
-    *,
-    eps_low,
-    eps_high,
-    beta,
-    delta=None,
-    loss_type="grpo",
-    importance_sampling_level="token",
-    use_bias_correction_kl=False,
-    max_len=None,
-    n_items=None,
-    gas=1,
-    spg=1,
-    nproc=1,
-    options=None,
-) -> GRPOOutput:
-    """The computation behind :func:`grpo_loss` on already validated arrays: ``new``, ``old``, ``ref`` (or None)
-    and ``m`` of shape (B, T) with zeros at padding, ``adv`` (B, 1) or (B, T). ``options``: the validated
-    :class:`GRPOOptions` (for the SAPO/VESPO constants; TRL's defaults when None)."""
-    o = (
-        GRPOOptions(
-            eps_low,
-            eps_high,
-            beta,
-            delta,
-            loss_type,
-            importance_sampling_level == "token",
-            use_bias_correction_kl,
-            gas,
-            spg,
-            nproc,
-            max_len,
-        )
-        if options is None
-        else options
-    )
-    bsz, width = new.shape
-    max_len = width if max_len is None else max_len
-    log_ratio = new - old
-    n_tok = m.sum(axis=1, keepdims=True)  # >= 1 for every row (checked by binary_mask)
-    if importance_sampling_level == "token":
-        log_w = log_ratio
-    else:
-        log_w = (log_ratio * m).sum(axis=1, keepdims=True) / n_tok
-    try:
-        with np.errstate(over="raise", invalid="raise"):
-            coef1 = np.exp(log_w)
-            if ref is not None:
-                gap = ref - new
-                k3 = (np.expm1(gap) - gap) * m
-    except FloatingPointError:
-        raise ValueError(
-            "exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
-            "at a valid position (check the log-probs)"
-        ) from None
-
-    # KL term (TRL: computed before delta caps coef1; bias correction uses the uncapped weight).
-    kl_term = None
-    if ref is not None:
-        kl_term = k3
-        if use_bias_correction_kl:
-            with np.errstate(over="raise", invalid="raise"):
-                try:
-                    kl_term = k3 * coef1
-                except FloatingPointError:
-                    raise ValueError(
-                        "exp overflowed: the bias-corrected KL term k3 * ratio is too large at a "
-                        "valid position (check the log-probs)"
-                    ) from None
-        kl_term = _full(kl_term, new.shape) * m
-
-    # Policy term. Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T). d_log_w: its derivative through
-    # the importance weight; d_new: its direct derivative (cispo and vespo multiply log pi by a detached weight).
-    d_log_w = d_new = coef1_capped = phi = None
-    if loss_type in CLIPPED_LOSS_TYPES:
-        policy, d_log_w, coef1_capped = clipped_policy_term(
-            coef1, adv, eps_low, eps_high, delta
-        )
-    elif loss_type == "cispo":
-        policy, d_new = cispo_policy_term(coef1, adv, new, eps_high)
-    elif loss_type == "sapo":
-        policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
-    else:  # vespo
-        phi = vespo_weight(
-            log_ratio,
-            adv,
-            m,
-            o.vespo_k_pos,
-            o.vespo_lambda_pos,
-            o.vespo_k_neg,
-            o.vespo_lambda_neg,
-        )
-        policy, d_new = -phi * adv * new, -phi * adv
-    per_token_loss = _full(policy, new.shape) * m
-    if beta != 0:
-        per_token_loss = per_token_loss + beta * kl_term
-
-    if loss_type in ("grpo", "sapo"):
-        weight = 1.0 / (bsz * n_tok * gas)
-    elif loss_type == "bnpo":
-        weight = 1.0 / (max(m.sum(), 1.0) * gas)
-    elif loss_type == "dr_grpo":
-        weight = 1.0 / (bsz * max_len * gas)
-    elif loss_type == "luspo":
-        weight = 1.0 / (bsz * gas)
-    else:  # dapo, cispo, vespo
-        n_items = float(m.sum()) if n_items is None else n_items
-        weight = 1.0 / (max(n_items, 1.0) / nproc * gas / spg)
-    weight = _full(weight, new.shape) * m
-    loss = float((weight * per_token_loss).sum())
-
-    # Analytic gradient d loss / d new (old and ref are fixed data).
-    grad = np.zeros(new.shape)
-    if d_log_w is not None:
-        d_policy = _full(d_log_w, new.shape) * weight  # d loss / d log_w, per token
-        if importance_sampling_level == "token":
-            grad += d_policy
-        else:
-            grad += d_policy.sum(axis=1, keepdims=True) * m / n_tok
-    if d_new is not None:
-        grad += _full(d_new, new.shape) * weight
-    if beta != 0:
-        d_k3 = -np.expm1(gap) * m  # d k3 / d new
-        if not use_bias_correction_kl:
-            grad += beta * weight * d_k3
-        elif importance_sampling_level == "token":
-            grad += beta * weight * coef1 * (d_k3 + k3)
-        else:
-            grad += beta * weight * coef1 * d_k3
-            grad += beta * (weight * k3 * coef1).sum(axis=1, keepdims=True) * m / n_tok
-    grad = grad * m
-
-    metrics = {}
-    if beta != 0:
-        metrics["kl"] = _masked_mean_over(kl_term, m)
-    if loss_type in CLIPPED_LOSS_TYPES:
-        metrics.update(_metrics(coef1_capped, adv, None, m, eps_low, eps_high))
-    elif loss_type == "cispo":
-        metrics["cispo_clip_ratio"] = _masked_mean_over(
-            ((coef1 > eps_high) & (adv > 0)).astype(np.float64), m
-        )
-    elif loss_type == "vespo":
-        metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
-
-    return GRPOOutput(
-        loss=loss,
-        ratio=_full(coef1, new.shape) * m + (1 - m),
-        per_token_kl=kl_term,
-        per_token_loss=per_token_loss,
-        grad=grad,
-        metrics=metrics,
-    )
-
-
-def _delta_cap(delta):
-    delta = v.scalar(delta, "delta", allow_none=True)
-    if delta is not None and delta <= 1.0:
-        raise ValueError(f"delta must be > 1 (it caps ratios above 1), got {delta}")
-    return delta
-
-
-def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None):
-    """Per-token PPO/GRPO objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` (to maximise), elementwise."""
-    rho, a = _ratio_advantage(ratio, advantage)
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
-    delta = _delta_cap(delta)
-    capped = rho if delta is None else np.minimum(rho, delta)
-    return np.minimum(capped * a, np.clip(rho, 1 - eps_low, 1 + eps_high) * a)
-
-
-def clipped_objective_grad(
-    ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None
-):
-    """d/d rho of :func:`clipped_objective`: ``A`` where the unclipped branch is active, 0 on the flat platforms."""
-    rho, a = _ratio_advantage(ratio, advantage)
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
-    delta = _delta_cap(delta)
-    platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
-    capped = (
-        np.zeros(np.broadcast(rho, a).shape, dtype=bool)
-        if delta is None
-        else (rho > delta)
-    )
-    return np.where(platform | capped, 0.0, a * np.ones_like(rho))
-
-
-def clip_region(ratio, advantage, epsilon=0.2, epsilon_high=None):
-    """Label each (ratio, advantage): ``"platform"`` (clipped: gradient 0), ``"wrong_direction"`` (outside the
-    interval on the harmful side: not clipped, still penalised) or ``"inside"``."""
-    rho, a = _ratio_advantage(ratio, advantage)
-    eps_low, eps_high = _clip_bounds(epsilon, epsilon_high)
-    platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))
-    wrong = ((a < 0) & (rho > 1 + eps_high)) | ((a > 0) & (rho < 1 - eps_low))
-    return np.where(platform, "platform", np.where(wrong, "wrong_direction", "inside"))
