@@ -739,8 +739,8 @@ CASES = [
     ),
     pytest.param(
         lambda: __import__(
-            "dpo_grpo.interactive.figures"
-        ).interactive.figures.figure_html_size(None),
+            "dpo_grpo.interactive.explorable"
+        ).interactive.explorable.figure_html_size(None),
         TypeError,
         "fig",
         id="figure_html_size-AttributeError",

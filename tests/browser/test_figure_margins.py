@@ -3,7 +3,7 @@
 Plotly's ``automargin`` (on for the axes of the book's template) and its legends, sliders and titles may ask for
 more room than ``layout.margin`` gives. Plotly then widens the margin and draws the whole figure a second time, on
 every ``newPlot``: each move of a live explorable shown in an ``Output`` (Colab, a kernel without anywidget), each
-page load. This test draws every :class:`~dpo_grpo.interactive.figures.Explorable` of the package (found by scanning
+page load. This test draws every :class:`~dpo_grpo.interactive.explorable.Explorable` of the package (found by scanning
 ``dpo_grpo.interactive``, so a new one is checked too): the static figure with its sliders, and the live figure at
 the defaults and at both ends of every slider, in a page as wide as the book's column and as a wide notebook. It
 asserts that the margins plotly drew with are the figure's own (no widening).
@@ -26,7 +26,7 @@ sync_api = skip_without_chromium()
 plotly = pytest.importorskip("plotly")
 
 import dpo_grpo.interactive as interactive  # noqa: E402
-from dpo_grpo.interactive.figures import PLOTLY_CONFIG, Explorable  # noqa: E402
+from dpo_grpo.interactive.explorable import PLOTLY_CONFIG, Explorable  # noqa: E402
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 WIDTHS = (700, 1200)  # px: the book's content column, a wide JupyterLab notebook

@@ -53,7 +53,7 @@ import ipywidgets as W  # noqa: E402
 import reader_edition  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
 from testing_support import read_pins, run_checked  # noqa: E402
 
-from dpo_grpo.interactive import widgets  # noqa: E402
+from dpo_grpo.interactive import registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDGETS7_REQUIREMENTS = Path(__file__).with_name("requirements-widgets7.txt")
@@ -468,7 +468,7 @@ def _readout_value(box) -> float | None:
 def test_dragging_a_slider_redraws_the_package_values(page, name):
     frontend, pg, errors, offsite, log = page
     title = TITLES[name]
-    ui = widgets.WIDGETS[name]()
+    ui = registry.WIDGETS[name]()
     control_name, control = _first_slider(ui)
     box = pg.locator(
         ".widget-vbox", has=pg.locator(f":scope > .widget-html b:text-is('{title}')")

@@ -40,7 +40,7 @@ import os
 import shutil
 from pathlib import Path
 
-from dpo_grpo.interactive.figures import PLOTLY_CONFIG, plotly_fragment  # noqa: F401 (re-exported for tests)
+from dpo_grpo.interactive.explorable import PLOTLY_CONFIG, plotly_fragment  # noqa: F401 (re-exported for tests)
 
 EXTENSION = "dpo_grpo_book"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"

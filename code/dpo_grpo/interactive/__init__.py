@@ -1,2 +1,5 @@
-"""Explorables: the data behind each one (``explorables``), kernel-free plotly figures with sliders (``figures``),
-live ipywidgets (``widgets``) and the chapter diagrams (``diagrams``). Builds on the reference and TRL layers."""
+"""Explorables: the framework (``explorable``: the spec and its static slider figure; ``widgets``: the live
+ipywidgets UI), one module per explorable (``clip_platform``, ``zero_std``, ``group_advantage``, ``dpo_margin``,
+``kl_estimator``, ``bandit``, ``memory_ledger``, ``length_norm``, ``difficulty``, ``dpo_dynamics``,
+``clip_reuse``, ``kl_variance``, ``token_level``, ``cost_explorer``), their NumPy data (``explorables``), the
+index by name (``registry``) and the chapter diagrams (``diagrams``). Builds on the reference and TRL layers."""

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
+from ..reference.advantages import group_advantages
 from ..reference.bandit import DEFAULT_REWARDS
 from ..reference.softmax import log_softmax
-from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
-from .figures import Explorable, _n, _on, _subplots
+from .explorable import Explorable, book_subplots, on_subplot, round_sig
 
 DEFAULTS = {
     "num_iterations": 1,
@@ -132,21 +132,21 @@ def _traces(d):
                     "type": "scatter",
                     "mode": "lines+markers",
                     "x": x,
-                    "y": _n(run[series]),
+                    "y": round_sig(run[series]),
                     "name": name,
                     "legendgroup": series,
                     "showlegend": row == 1,
                     "line": {"color": color, "width": 1.5},
                     "marker": {"size": 4},
                     "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
-                    **_on(row, col, 2),
+                    **on_subplot(row, col, 2),
                 }
             )
     return t
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         2,
         2,
         [
@@ -211,18 +211,18 @@ def clip_reuse_widget(
     seed=0,
 ):
     """Live version: both reuse knobs plus the learning rate, clip epsilon, group size, rollouts and seed."""
-    from .widgets import ExplorableWidget, _float_slider, _int_slider
+    from .widgets import ExplorableWidget, float_slider, int_slider
 
     controls = {
-        "num_iterations": _int_slider("num_iterations", num_iterations, 1, 16),
-        "steps_per_generation": _int_slider(
+        "num_iterations": int_slider("num_iterations", num_iterations, 1, 16),
+        "steps_per_generation": int_slider(
             "steps_per_generation", steps_per_generation, 1, 16
         ),
-        "lr": _float_slider("learning rate", lr, 0.01, 2.0, 0.01),
-        "epsilon": _float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
-        "group_size": _int_slider("group size G", group_size, 2, 64),
-        "rollouts": _int_slider("rollouts", rollouts, 1, 40),
-        "seed": _int_slider("seed", seed, 0, 99),
+        "lr": float_slider("learning rate", lr, 0.01, 2.0, 0.01),
+        "epsilon": float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
+        "group_size": int_slider("group size G", group_size, 2, 64),
+        "rollouts": int_slider("rollouts", rollouts, 1, 40),
+        "seed": int_slider("seed", seed, 0, 99),
     }
     return ExplorableWidget(
         CLIP_REUSE,

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
-from .figures import Explorable, _n, _on, _subplots
+from .explorable import Explorable, book_subplots, on_subplot, round_sig
 
 SCALES = ("group", "batch", "none")
 COLORS = {"group": "#1f77b4", "batch": "#9467bd", "none": "#d62728"}
@@ -50,21 +50,21 @@ def _traces(d):
                 {
                     "type": "scatter",
                     "mode": "lines+markers",
-                    "x": _n(d["pass_rate"]),
-                    "y": _n(d[key][scale]),
+                    "x": round_sig(d["pass_rate"]),
+                    "y": round_sig(d[key][scale]),
                     "name": f'scale_rewards="{scale}"',
                     "legendgroup": scale,
                     "showlegend": col == 1,
                     "line": {"color": COLORS[scale]},
                     "hovertemplate": f"{scale}<br>pass rate %{{x}}: %{{y:.4g}}<extra></extra>",
-                    **_on(1, col, 2),
+                    **on_subplot(1, col, 2),
                 }
             )
     return t
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         1,
         2,
         ["prompt weight Σ|A|", "relative to a half-solved prompt"],
@@ -98,11 +98,11 @@ def difficulty_figure(**grid):
 
 def difficulty_widget(group_size=8, eps=1e-4):
     """Live version: G and the std guard eps."""
-    from .widgets import ExplorableWidget, _int_slider, _log_slider
+    from .widgets import ExplorableWidget, int_slider, log_slider
 
     controls = {
-        "group_size": _int_slider("group size G", group_size, 2, 64),
-        "eps": _log_slider("ε", eps, -8, 0),
+        "group_size": int_slider("group size G", group_size, 2, 64),
+        "eps": log_slider("ε", eps, -8, 0),
     }
     return ExplorableWidget(
         DIFFICULTY,

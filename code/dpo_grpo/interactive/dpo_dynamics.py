@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import _validation as v
 from ..chapters.displacement import dpo_displacement
-from .figures import Explorable, _n, _on, _subplots
+from .explorable import Explorable, book_subplots, on_subplot, round_sig
 
 STEPS = 150
 FIXED_SIMILARITY, FIXED_BETA = 0.9, 0.1
@@ -64,20 +64,20 @@ def _traces(d):
                     "type": "scatter",
                     "mode": "lines",
                     "x": list(range(len(run[series]))),
-                    "y": _n(run[series]),
+                    "y": round_sig(run[series]),
                     "name": name,
                     "legendgroup": series,
                     "showlegend": col == 1,
                     "line": {"color": color},
                     "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
-                    **_on(1, col, 2),
+                    **on_subplot(1, col, 2),
                 }
             )
     return t
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         1,
         2,
         [
@@ -125,15 +125,15 @@ def dpo_dynamics_widget(
 ):
     """Live version: beta, similarity, steps, and how strongly the other answers align with the pair's difference
     (0 is the control without displacement)."""
-    from .widgets import ExplorableWidget, _float_slider, _int_slider, _log_slider
+    from .widgets import ExplorableWidget, float_slider, int_slider, log_slider
 
     controls = {
-        "beta": _log_slider("β", beta, -2, 1, 0.05),
-        "similarity": _float_slider(
+        "beta": log_slider("β", beta, -2, 1, 0.05),
+        "similarity": float_slider(
             "cos(chosen, rejected)", similarity, -0.95, 0.99, 0.01
         ),
-        "steps": _int_slider("steps", steps, 10, 400, 10),
-        "other_alignment": _float_slider(
+        "steps": int_slider("steps", steps, 10, 400, 10),
+        "other_alignment": float_slider(
             "other answers along the pair's difference", other_alignment, 0.0, 2.0, 0.05
         ),
     }

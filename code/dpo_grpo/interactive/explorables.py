@@ -1,9 +1,10 @@
 """Pure data behind the book's original seven explorables (NumPy only: no plotly, no ipywidgets).
 
-Each ``*_data(...)`` function maps parameters to the arrays one explorable draws, by calling the package's core
-functions (nothing is re-derived here). :mod:`dpo_grpo.interactive.figures` turns them into plotly figures with precomputed
-sliders (static book) and :mod:`dpo_grpo.interactive.widgets` into live ipywidgets UIs (Jupyter, Colab); the tests check these
-functions against hand-computed values.
+Each ``*_data(...)`` function maps parameters to the arrays one explorable draws, by calling the
+package's core functions (nothing is re-derived here). The explorable's own module
+(:mod:`~dpo_grpo.interactive.clip_platform`, :mod:`~dpo_grpo.interactive.zero_std`, ...) turns them into a
+plotly figure with precomputed sliders (static book) and a live ipywidgets UI (Jupyter, Colab); the tests check
+these functions against hand-computed values.
 
 ======================  ==============================================================================
 function                what it computes
@@ -30,7 +31,7 @@ import numpy as np
 from .. import _validation as v
 from ..reference import examples as ex
 from ..reference.advantages import group_advantages
-from ..reference.bandit import DEFAULT_REWARDS, BanditRun
+from ..reference.bandit import BanditRun
 from ..reference.dpo import dpo_gradient_weight, log_sigmoid
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad

@@ -1,6 +1,6 @@
 """The KL estimators' value bias, variance and expected gradient as the policy moves away from the reference.
 
-Companion of the KL explorable (:func:`dpo_grpo.interactive.figures.kl_estimator_figure`): that one shows the
+Companion of the KL explorable (:func:`dpo_grpo.interactive.kl_estimator.kl_estimator_figure`): that one shows the
 estimators at one token and the off-policy bias; this one shows why Schulman recommends k3 (low variance near the
 reference), where that stops holding, and what each estimator does when it is put in the loss (the gradient view of
 section 3.5). The policy family is ``p(kappa) = softmax(log q + kappa (log p - log q))`` of
@@ -18,7 +18,16 @@ import plotly.graph_objects as go
 from .. import _validation as v
 from ..reference import examples as ex
 from ..reference.kl import estimator_views, exact_kl, kl_grad_logits, policy_gap_family
-from .figures import BLUE, GREEN, GREY, ORANGE, Explorable, _n, _on, _subplots
+from .explorable import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    Explorable,
+    book_subplots,
+    on_subplot,
+    round_sig,
+)
 
 __all__ = [
     "kl_variance_data",
@@ -85,15 +94,15 @@ def _data(params):
 
 
 def _traces(d):
-    a_on, b_on, c_on = _on(1, 1, 3), _on(1, 2, 3), _on(1, 3, 3)
+    a_on, b_on, c_on = on_subplot(1, 1, 3), on_subplot(1, 2, 3), on_subplot(1, 3, 3)
     g = d["gaps"]
     # 0 static
     t = [
         {
             "type": "scatter",
             "mode": "lines",
-            "x": _n(g),
-            "y": _n(d["kl"]),
+            "x": round_sig(g),
+            "y": round_sig(d["kl"]),
             "name": "KL(π_θ‖π_ref) exact",
             "line": {"color": "black", "dash": "dot", "width": 2},
             "hovertemplate": "κ = %{x:.2f}: %{y:.4f}<extra>exact KL</extra>",
@@ -105,8 +114,8 @@ def _traces(d):
             {
                 "type": "scatter",
                 "mode": "lines",
-                "x": _n(g),
-                "y": _n(d["mean"][k]),
+                "x": round_sig(g),
+                "y": round_sig(d["mean"][k]),
                 "name": name,
                 "legendgroup": k,
                 "line": {"color": color, "width": 2.5},
@@ -118,8 +127,8 @@ def _traces(d):
             {
                 "type": "scatter",
                 "mode": "lines",
-                "x": _n(g),
-                "y": _n(d["std"][k]),
+                "x": round_sig(g),
+                "y": round_sig(d["std"][k]),
                 "name": name,
                 "legendgroup": k,
                 "showlegend": False,
@@ -133,8 +142,8 @@ def _traces(d):
         {
             "type": "scatter",
             "mode": "markers",
-            "x": [_n(gap)] * 3,  # 7 gap
-            "y": [_n(d["at"][k].mean) for k, _, _ in ESTIMATORS],
+            "x": [round_sig(gap)] * 3,  # 7 gap
+            "y": [round_sig(d["at"][k].mean) for k, _, _ in ESTIMATORS],
             "showlegend": False,
             "name": "at κ",
             "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
@@ -146,8 +155,8 @@ def _traces(d):
         {
             "type": "scatter",
             "mode": "markers",
-            "x": [_n(gap)] * 3,  # 8 gap
-            "y": [_n(np.sqrt(d["at"][k].variance)) for k, _, _ in ESTIMATORS],
+            "x": [round_sig(gap)] * 3,  # 8 gap
+            "y": [round_sig(np.sqrt(d["at"][k].variance)) for k, _, _ in ESTIMATORS],
             "showlegend": False,
             "name": "at κ",
             "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
@@ -161,7 +170,7 @@ def _traces(d):
             {
                 "type": "bar",
                 "x": actions,
-                "y": _n(d["at"][k].grad),
+                "y": round_sig(d["at"][k].grad),
                 "name": f"E[∇{k}]",
                 "legendgroup": k,
                 "showlegend": False,
@@ -176,7 +185,7 @@ def _traces(d):
         {
             "type": "bar",
             "x": actions,
-            "y": _n(d["true_grad"]),
+            "y": round_sig(d["true_grad"]),
             "name": "∇ KL(π_θ‖π_ref)",  # 12 gap
             "marker": {"color": GREEN},
             "hovertemplate": "%{x}: %{y:.4f}<extra>true gradient</extra>",
@@ -187,7 +196,7 @@ def _traces(d):
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         1,
         3,
         [
@@ -240,17 +249,17 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
     """Live version: a slider for kappa and editable p, q (run in Jupyter or Colab)."""
     import ipywidgets as W
 
-    from .widgets import _STYLE, ExplorableWidget, _float_slider, _numbers
+    from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider, parse_numbers
 
     text = lambda name, val: W.Text(
         value=", ".join(f"{x:g}" for x in val),
         description=name,  # noqa: E731
         continuous_update=False,
-        style=_STYLE,
+        style=CONTROL_STYLE,
         layout=W.Layout(width="260px"),
     )
     controls = {
-        "gap": _float_slider("policy gap κ", gap, 0.0, 3.0, 0.05),
+        "gap": float_slider("policy gap κ", gap, 0.0, 3.0, 0.05),
         "p": text("π_θ at κ = 1", p),
         "q": text("π_ref", q),
     }
@@ -258,8 +267,8 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
     def to_params(values):
         return {
             "gap": values["gap"],
-            "p": _numbers(values["p"], "p"),
-            "q": _numbers(values["q"], "q"),
+            "p": parse_numbers(values["p"], "p"),
+            "q": parse_numbers(values["q"], "q"),
         }
 
     return ExplorableWidget(

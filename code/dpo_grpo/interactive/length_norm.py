@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _validation as v
 from ..trl_exact.grpo import grpo_loss
-from .figures import Explorable, _n, _on, _subplots
+from .explorable import Explorable, book_subplots, on_subplot, round_sig
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -85,21 +85,21 @@ def _traces(d):
                         "type": "scatter",
                         "mode": "lines+markers",
                         "x": d["lengths"].tolist(),
-                        "y": _n(d[key][lt][sign]),
+                        "y": round_sig(d[key][lt][sign]),
                         "name": f"{lt}, A {'> 0' if sign > 0 else '< 0'}",
                         "legendgroup": f"{lt}{sign}",
                         "showlegend": col == 1,
                         "line": {"color": COLORS[lt], "dash": dash},
                         "marker": {"size": 5},
                         "hovertemplate": f"{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
-                        **_on(1, col, 2),
+                        **on_subplot(1, col, 2),
                     }
                 )
     return t
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         1,
         2,
         ["push per token (−∂loss/∂log π)", "push per answer (per token × length)"],
@@ -142,14 +142,14 @@ def length_norm_figure(**grid):
 
 def length_norm_widget(other_length=100, max_completion_length=512, group_size=4):
     """Live version: the other answers' length, max_completion_length and the group size."""
-    from .widgets import ExplorableWidget, _int_slider
+    from .widgets import ExplorableWidget, int_slider
 
     controls = {
-        "other_length": _int_slider("other answers' length", other_length, 1, 512),
-        "max_completion_length": _int_slider(
+        "other_length": int_slider("other answers' length", other_length, 1, 512),
+        "max_completion_length": int_slider(
             "max_completion_length", max_completion_length, 512, 4096, 64
         ),
-        "group_size": _int_slider("group size G", group_size, 2, 16),
+        "group_size": int_slider("group size G", group_size, 2, 16),
     }
     return ExplorableWidget(
         LENGTH_NORM,

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from .. import _validation as v
 from ..chapters.token_level import LOSS_TYPES_SHOWN, token_level_example, token_table
-from .figures import Explorable, _n, _subplots
+from .explorable import Explorable, book_subplots, round_sig
 
 __all__ = [
     "token_level_data",
@@ -45,7 +45,7 @@ def token_level_data(epsilon=0.2, beta=0.04, loss_type="grpo") -> dict:
 def _grid(values, mask, digits=4):
     """Nested lists with None at padding (plotly leaves those cells empty)."""
     return [
-        [_n(x, digits) if m else None for x, m in zip(row, mrow)]
+        [round_sig(x, digits) if m else None for x, m in zip(row, mrow)]
         for row, mrow in zip(values, mask > 0)
     ]
 
@@ -135,7 +135,7 @@ def _updates(d):
 
 
 def _layout():
-    fig = _subplots(
+    fig = book_subplots(
         1,
         2,
         [
@@ -189,16 +189,16 @@ def token_level_widget(epsilon=0.2, beta=0.04, loss_type="grpo"):
     """Live version: epsilon, beta and ``loss_type`` (run in Jupyter or Colab)."""
     import ipywidgets as W
 
-    from .widgets import _STYLE, ExplorableWidget, _float_slider
+    from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider
 
     controls = {
-        "epsilon": _float_slider("clip radius ε", epsilon, 0.01, 0.8, 0.01),
-        "beta": _float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),
+        "epsilon": float_slider("clip radius ε", epsilon, 0.01, 0.8, 0.01),
+        "beta": float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),
         "loss_type": W.Dropdown(
             options=list(LOSS_TYPES_SHOWN),
             value=loss_type,
             description="loss_type",
-            style=_STYLE,
+            style=CONTROL_STYLE,
         ),
     }
     return ExplorableWidget(

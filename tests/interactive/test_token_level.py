@@ -40,15 +40,23 @@ def test_live_widget():
 
 
 def test_chapter_3_figures_fit_the_page_budget():
-    from dpo_grpo.interactive import figures as F, kl_variance
+    from dpo_grpo.interactive import (
+        clip_platform,
+        dpo_margin,
+        group_advantage,
+        kl_estimator,
+        kl_variance,
+        zero_std,
+    )
+    from dpo_grpo.interactive.explorable import PAGE_BUDGET_BYTES, figure_html_size
 
     figs = [
-        F.dpo_figure(),
-        F.group_advantage_figure(),
-        F.zero_std_figure(),
-        F.kl_estimator_figure(),
-        F.clip_platform_figure(),
+        dpo_margin.dpo_figure(),
+        group_advantage.group_advantage_figure(),
+        zero_std.zero_std_figure(),
+        kl_estimator.kl_estimator_figure(),
+        clip_platform.clip_platform_figure(),
         itl.token_level_figure(),
         kl_variance.kl_variance_figure(),
     ]
-    assert sum(F.figure_html_size(f) for f in figs) < F.PAGE_BUDGET_BYTES
+    assert sum(figure_html_size(f) for f in figs) < PAGE_BUDGET_BYTES

@@ -10,8 +10,18 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("plotly")
 
 from dpo_grpo.interactive import explorables as xp  # noqa: E402
-from dpo_grpo.interactive import figures as F  # noqa: E402
-from dpo_grpo.interactive import widgets  # noqa: E402
+from dpo_grpo.interactive import (  # noqa: E402
+    bandit,
+    clip_platform,
+    dpo_margin,
+    group_advantage,
+    kl_estimator,
+    memory_ledger,
+    registry,
+    widgets,
+    zero_std,
+)
+from dpo_grpo.interactive.explorable import flatten_attributes, same_value  # noqa: E402
 from dpo_grpo.reference.advantages import group_advantages  # noqa: E402
 from dpo_grpo.reference.bandit import bandit_trajectory  # noqa: E402
 from dpo_grpo.trl_exact.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
@@ -30,11 +40,23 @@ def _trace(ui, name=None, index=None):
     return next(t for t in ui.figure["data"] if t.get("name") == name)
 
 
+#: The live UIs of chapters 1-5 (tests/interactive/test_registry.py builds the other four).
+SEVEN = (
+    "clip_platform",
+    "zero_std",
+    "group_advantage",
+    "dpo",
+    "kl_estimator",
+    "bandit",
+    "memory_ledger",
+)
+
+
 @pytest.mark.parametrize("mode", widgets.LIVE_FIGURE_MODES)
-@pytest.mark.parametrize("name", list(widgets.WIDGETS))
+@pytest.mark.parametrize("name", SEVEN)
 def test_every_widget_builds_and_shows_the_default_figure(name, mode, monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", mode)
-    ui = widgets.WIDGETS[name]()
+    ui = registry.WIDGETS[name]()
     assert (
         ui.mode == mode
         and ui.error is None
@@ -42,8 +64,8 @@ def test_every_widget_builds_and_shows_the_default_figure(name, mode, monkeypatc
         and ui.last_update_ms is not None
     )
     want = ui.spec.figure_dict(**ui.params())
-    assert [F._flatten(t) for t in ui.figure["data"]] == [
-        F._flatten(t) for t in want["data"]
+    assert [flatten_attributes(t) for t in ui.figure["data"]] == [
+        flatten_attributes(t) for t in want["data"]
     ]
     assert "sliders" not in ui.figure["layout"]
     assert ui.children[-2] is ui.view
@@ -74,7 +96,7 @@ def _assert_shows(view, figure, paths):
     shown = view.to_plotly_json()
     assert len(shown["data"]) == len(figure["data"])
     for got, want in zip(shown["data"], figure["data"]):
-        got, want = F._flatten(got), F._flatten(want)
+        got, want = flatten_attributes(got), flatten_attributes(want)
         for key, value in want.items():
             numeric = (
                 isinstance(value, (list, tuple, np.ndarray))
@@ -91,22 +113,21 @@ def _assert_shows(view, figure, paths):
                     rel=1e-12,
                 )
             else:
-                assert F._same(got.get(key), value) or F._same(
+                assert same_value(got.get(key), value) or same_value(
                     np.asarray(got.get(key), dtype=object).tolist(),
                     np.asarray(value, dtype=object).tolist(),
                 ), key
     for path, value in paths.items():
         got = view.layout[path]
-        assert F._same(got, value) or np.allclose(
+        assert same_value(got, value) or np.allclose(
             np.asarray(got, dtype=float), np.asarray(value, dtype=float)
         ), path
 
 
 def _all_live_widgets():
-    from dpo_grpo.interactive import extra
     from dpo_grpo.interactive.kl_variance import kl_variance_widget
 
-    return {**widgets.WIDGETS, **extra.WIDGETS, "kl_variance": kl_variance_widget}
+    return {**registry.WIDGETS, "kl_variance": kl_variance_widget}
 
 
 @pytest.mark.parametrize("name", list(_all_live_widgets()))
@@ -151,7 +172,7 @@ def test_live_figure_mode_is_chosen_by_the_environment(monkeypatch):
 
 
 def test_clip_widget_recomputes_on_a_programmatic_change():
-    ui = widgets.clip_platform_widget()
+    ui = clip_platform.clip_platform_widget()
     ui.controls["epsilon_high"].value = 0.3
     obj = _trace(ui, index=0)
     _close(
@@ -182,7 +203,7 @@ def test_clip_widget_recomputes_on_a_programmatic_change():
 
 
 def test_zero_std_widget_recomputes():
-    ui = widgets.zero_std_widget()
+    ui = zero_std.zero_std_widget()
     ui.controls["group_size"].value = 16
     curve = _trace(ui, index=0)
     _close(curve["y"], zero_std_probability(np.array(curve["x"]), 16))
@@ -196,7 +217,7 @@ def test_zero_std_widget_recomputes():
 
 
 def test_group_advantage_widget_edits_the_group_and_the_transform():
-    ui = widgets.group_advantage_widget()
+    ui = group_advantage.group_advantage_widget()
     ui.controls["rewards"].value = "1, 2, 3, 4, 10"
     r = np.array([1.0, 2, 3, 4, 10])
     _close(_trace(ui, index=2)["y"], group_advantages(r[None], eps=1e-4, ddof=0)[0])
@@ -217,7 +238,7 @@ def test_group_advantage_widget_edits_the_group_and_the_transform():
 
 
 def test_dpo_widget_recomputes_loss_and_weight():
-    ui = widgets.dpo_widget()
+    ui = dpo_margin.dpo_widget()
     ui.controls["beta"].value = 0.5
     loss = _trace(ui, index=8)
     m = np.array(loss["x"])
@@ -231,7 +252,7 @@ def test_dpo_widget_recomputes_loss_and_weight():
 
 
 def test_kl_widget_on_policy_removes_the_bias():
-    ui = widgets.kl_estimator_widget()
+    ui = kl_estimator.kl_estimator_widget()
     ui.controls["mix"].value = 0.0
     biased, corrected = _trace(ui, index=12)["y"]
     assert biased == pytest.approx(corrected, rel=1e-3) and biased == pytest.approx(
@@ -246,7 +267,7 @@ def test_kl_widget_on_policy_removes_the_bias():
 
 
 def test_bandit_widget_reruns_the_training():
-    ui = widgets.bandit_widget()
+    ui = bandit.bandit_widget()
     ui.controls["seed"].value = 3
     ui.controls["group_size"].value = 8
     want = bandit_trajectory(steps=80, group_size=8, seed=3)
@@ -256,7 +277,7 @@ def test_bandit_widget_reruns_the_training():
 
 
 def test_memory_widget_ledger_and_units():
-    ui = widgets.memory_ledger_widget()
+    ui = memory_ledger.memory_ledger_widget()
     assert _trace(ui, index=7)["y"] == pytest.approx([252.0, 140.0, 126.0])
     ui.controls["n_billion"].value = 70.0
     # bf16 weights: 2 bytes x 70e9
@@ -293,7 +314,7 @@ def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(
     nb.cells = [
         nbformat.v4.new_code_cell(
             "import plotly.io as pio\npio.renderers.default = 'plotly_mimetype'\n"
-            "from dpo_grpo.interactive import widgets\nui = widgets.zero_std_widget()\nui"
+            "from dpo_grpo.interactive import zero_std\nui = zero_std.zero_std_widget()\nui"
         ),
         nbformat.v4.new_code_cell(
             "ui.controls['group_size'].value = 16\nprint(ui.last_update_ms is not None)"

@@ -1,5 +1,6 @@
-"""The four explorables of chapters 6-10 (length normalisation, difficulty weighting, DPO dynamics, reusing a
-generation batch): hand-checked data, exact static sliders in every combination, and live widgets."""
+"""The registry of explorables (dpo_grpo.interactive.registry), and the four of chapters 6-10 in it (length
+normalisation, difficulty weighting, DPO dynamics, reusing a generation batch): hand-checked data, exact static
+sliders in every combination, and live widgets."""
 
 import math
 
@@ -11,15 +12,19 @@ pytest.importorskip("ipywidgets")
 
 from dpo_grpo.chapters import trl_questions as tq  # noqa: E402
 
-# noqa: E402
-from dpo_grpo.interactive import (
+from dpo_grpo.interactive import (  # noqa: E402
     clip_reuse,
     difficulty,
     dpo_dynamics,
-    extra,
     length_norm,
+    registry,
 )
-from dpo_grpo.interactive import figures as F  # noqa: E402
+from dpo_grpo.interactive.explorable import (  # noqa: E402
+    figure_html_size,
+    flatten_attributes,
+    same_value,
+    set_layout_path,
+)
 
 
 def test_length_norm_matches_each_loss_types_denominator():
@@ -95,16 +100,20 @@ SPECS = {
 }
 
 
-def test_registry_lists_the_four():
-    assert set(extra.FIGURES) == set(extra.WIDGETS) == set(SPECS)
-    assert {name: spec for name, spec in extra.EXPLORABLES.items()} == SPECS
+def test_registry_lists_every_explorable_once_by_its_spec_name():
+    assert (
+        list(registry.FIGURES) == list(registry.WIDGETS) == list(registry.EXPLORABLES)
+    )
+    assert all(spec.name == name for name, spec in registry.EXPLORABLES.items())
+    assert {name: registry.EXPLORABLES[name] for name in SPECS} == SPECS
+    assert len(registry.EXPLORABLES) == 11  # chapters 1-5's seven and these four
 
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_slider_combination_is_exact_and_small(name):
-    spec, fig = SPECS[name], extra.FIGURES[name]().to_plotly_json()
+    spec, fig = SPECS[name], registry.FIGURES[name]().to_plotly_json()
     assert fig["layout"]["meta"]["explorable"] == name
-    assert F.figure_html_size(fig) < 300_000
+    assert figure_html_size(fig) < 300_000
     grid = list(spec.grid.items())
     rng = np.random.default_rng(0)
     for _ in range(4):
@@ -114,12 +123,12 @@ def test_every_slider_combination_is_exact_and_small(name):
             data_update, _, traces = slider["steps"][j]["args"]
             for attr, values in data_update.items():
                 for value, i in zip(values, traces):
-                    F._set_path(shown[i], attr, value)
+                    set_layout_path(shown[i], attr, value)
         params = {p: values[j] for (p, values), j in zip(grid, choice)}
         want = spec.state(**params)[1]
         for got, exp in zip(shown, want):
-            g, e = F._flatten(got), F._flatten(exp)
-            assert all(F._same(g.get(k), e.get(k)) for k in set(g) | set(e)), (
+            g, e = flatten_attributes(got), flatten_attributes(exp)
+            assert all(same_value(g.get(k), e.get(k)) for k in set(g) | set(e)), (
                 name,
                 params,
             )
@@ -127,7 +136,7 @@ def test_every_slider_combination_is_exact_and_small(name):
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_widget_builds_and_recomputes(name):
-    ui = extra.WIDGETS[name]()
+    ui = registry.WIDGETS[name]()
     assert ui.error is None and ui.figure is not None
     first = [t["y"] for t in ui.figure["data"]]
     key = next(iter(SPECS[name].grid))
@@ -136,6 +145,6 @@ def test_widget_builds_and_recomputes(name):
     assert ui.error is None
     assert [t["y"] for t in ui.figure["data"]] != first
     want = SPECS[name].figure_dict(**ui.params())
-    assert [F._flatten(t) for t in ui.figure["data"]] == [
-        F._flatten(t) for t in want["data"]
+    assert [flatten_attributes(t) for t in ui.figure["data"]] == [
+        flatten_attributes(t) for t in want["data"]
     ]

@@ -28,7 +28,7 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("plotly")
 nbclient = pytest.importorskip("nbclient")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPEATS = 5
 TIMEOUT = 30  # seconds per cell; one widget cell takes < 1 s of CPU here
 MAX_LAG = 3.0  # seconds from the kernel's reply to nbclient returning the cell (a stall waits TIMEOUT)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 PACKAGE = ROOT / "code" / "dpo_grpo"
 
@@ -158,15 +158,21 @@ def test_labels_and_docstrings_use_the_reserved_symbols():
 
 def test_widget_labels_tell_the_two_epsilons_apart():
     pytest.importorskip("ipywidgets")
-    from dpo_grpo.interactive import token_level, widgets
+    from dpo_grpo.interactive import (
+        bandit,
+        clip_platform,
+        group_advantage,
+        token_level,
+        zero_std,
+    )
 
     guard = [
-        widgets.zero_std_widget().controls["eps"],
-        widgets.group_advantage_widget().controls["eps"],
+        zero_std.zero_std_widget().controls["eps"],
+        group_advantage.group_advantage_widget().controls["eps"],
     ]
     clip = [
-        widgets.clip_platform_widget().controls["epsilon"],
-        widgets.bandit_widget().controls["epsilon"],
+        clip_platform.clip_platform_widget().controls["epsilon"],
+        bandit.bandit_widget().controls["epsilon"],
         token_level.token_level_widget().controls["epsilon"],
     ]
     assert all("ϵ" in c.description and "ε" not in c.description for c in guard)

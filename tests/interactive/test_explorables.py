@@ -1,5 +1,4 @@
-"""The explorables' pure data functions (hand-computed values) and their static plotly figures (sliders, size,
-exactness of every slider combination, offline HTML)."""
+"""The explorables' pure data functions (dpo_grpo.interactive.explorables) against hand-computed values."""
 
 import math
 import subprocess
@@ -11,18 +10,6 @@ import pytest
 from dpo_grpo.interactive import explorables as xp
 from dpo_grpo.reference.advantages import group_advantages
 from dpo_grpo.reference.bandit import bandit_trajectory
-
-plotly = pytest.importorskip("plotly")
-
-from dpo_grpo.interactive import figures as F  # noqa: E402
-
-# noqa: E402
-from dpo_grpo_book import (
-    PLOTLY_MIME,
-    PlotlyMimeRenderer,
-    dedupe_scripts,
-    plotly_fragment,
-)
 
 # ----------------------------------------------------------------------------------------------------------------
 # Pure data functions
@@ -310,152 +297,6 @@ def test_import_dpo_grpo_pulls_in_neither_plotly_nor_ipywidgets():
         "bad = [m for m in ('plotly', 'ipywidgets') if m in sys.modules]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Static figures
-# ----------------------------------------------------------------------------------------------------------------
-
-STEPS = {
-    "clip_platform": [8, 8, 5],
-    "zero_std": [13, 19, 7],
-    "group_advantage": [12],
-    "dpo": [9],
-    "kl_estimator": [11, 11],
-    "bandit": [6, 7, 6, 6, 10],
-    "memory_ledger": [10, 4],
-}
-
-
-@pytest.fixture(scope="module")
-def built():
-    return {name: fn() for name, fn in F.FIGURES.items()}
-
-
-@pytest.mark.parametrize("name", list(F.FIGURES))
-def test_figure_has_the_expected_sliders_and_defaults(built, name):
-    fig, spec = built[name], F.EXPLORABLES[name]
-    assert [len(s.steps) for s in fig.layout.sliders] == STEPS[name]
-    assert [s["param"] for s in fig.layout.meta["sliders"]] == list(spec.grid)
-    assert fig.layout.meta["explorable"] == name
-    for slider, (param, values) in zip(fig.layout.sliders, spec.grid.items()):
-        assert slider.active == [F._jsonable(v) for v in values].index(
-            F._jsonable(spec.defaults[param])
-        )
-        assert all(step.method == "update" for step in slider.steps)
-
-
-def test_figures_stay_under_the_page_budget(built):
-    sizes = {name: F.figure_html_size(fig) for name, fig in built.items()}
-    assert all(size < 300_000 for size in sizes.values()), sizes
-    assert sum(sizes.values()) < F.PAGE_BUDGET_BYTES  # the gallery page holds all seven
-
-
-def _apply_steps(fig_dict, fig, choice):
-    """Emulate plotly.js: apply slider k's step choice[k] (Plotly.update with per-trace values)."""
-    for slider, j in zip(fig["layout"]["sliders"], choice):
-        data_update, layout_update, traces = slider["steps"][j]["args"]
-        for attr, values in data_update.items():
-            for value, i in zip(values, traces):
-                F._set_path(fig_dict["data"][i], attr, value)
-        for path, value in layout_update.items():
-            F._set_path(fig_dict["layout"], path, value)
-    return fig_dict
-
-
-def _flat_traces(traces):
-    return [F._flatten(t) for t in traces]
-
-
-@pytest.mark.parametrize("name", list(F.FIGURES))
-def test_every_slider_combination_shows_the_data_at_those_parameters(built, name):
-    """Sliders are independent in plotly; the figure is built so that their combination is still exact."""
-    spec, fig = F.EXPLORABLES[name], built[name].to_plotly_json()
-    rng = np.random.default_rng(0)
-    grid = list(spec.grid.items())
-    base = {
-        "data": [dict(t) for t in spec.state()[1]],
-        "layout": F.copy.deepcopy(fig["layout"]),
-    }
-    for _ in range(4):
-        choice = [int(rng.integers(len(values))) for _, values in grid]
-        shown = _apply_steps(
-            {
-                "data": F.copy.deepcopy(base["data"]),
-                "layout": F.copy.deepcopy(base["layout"]),
-            },
-            fig,
-            choice,
-        )
-        params = {param: values[j] for (param, values), j in zip(grid, choice)}
-        _, traces, updates = spec.state(**params)
-        for i, (got, want) in enumerate(
-            zip(_flat_traces(shown["data"]), _flat_traces(traces))
-        ):
-            for key in set(got) | set(want):
-                assert F._same(got.get(key), want.get(key)), (name, params, i, key)
-        for path, value in updates.items():
-            node = shown["layout"]
-            for part in path.replace("]", "").replace("[", ".").split("."):
-                node = node[int(part)] if part.isdigit() else node[part]
-            assert node == value, (name, params, path)
-
-
-def test_decoupling_is_enforced():
-    spec = F.EXPLORABLES["zero_std"]
-    coupled = F.Explorable(
-        name="bad",
-        title="",
-        defaults=dict(spec.defaults),
-        grid={"group_size": [2, 8], "pass_rate": [0.5, 0.8]},
-        labels={},
-        data=spec.data,
-        layout=spec.layout,
-        updates=lambda d: {},
-        traces=lambda d: [
-            {
-                "type": "scatter",
-                "x": [d["params"]["pass_rate"]],
-                "y": [d["probability"]],
-            }
-        ],
-    )
-    with pytest.raises(ValueError, match="both change"):
-        coupled.figure()
-
-
-def test_figure_html_is_offline_and_deterministic(built):
-    html = plotly_fragment(built["dpo"], div_id="x")
-    assert (
-        "Plotly.newPlot" in html
-        and "<script src" not in html
-        and "cdn" not in html.lower()
-    )
-    assert plotly_fragment(built["dpo"]) == plotly_fragment(F.dpo_figure())
-
-
-def test_mime_renderer_registration_and_script_dedupe():
-    assert ("html", PLOTLY_MIME, 5) in PlotlyMimeRenderer.mime_priority_overrides
-    from importlib.metadata import entry_points
-
-    names = [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
-    assert "dpo_grpo_book:PlotlyMimeRenderer" in names
-
-    class JS:
-        def __init__(self, filename, body):
-            self.filename, self.priority, self.attributes = (
-                filename,
-                500,
-                {"body": body},
-            )
-
-    files = [
-        JS(None, "const THEBE_JS_URL = 1"),
-        JS("a.js", ""),
-        JS("", "const THEBE_JS_URL = 1"),
-    ]
-    dedupe_scripts(files)
-    assert [f.filename for f in files] == [None, "a.js"]
 
 
 def test_gallery_claim_the_bandit_clip_binds_only_below_0_1():

@@ -1,0 +1,258 @@
+"""Explorable: the memory ledger. Bytes of logical training state per component for PPO (actor + critic),
+GRPO and DPO, against the model size and the precision/optimizer recipe.
+
+:data:`MEMORY` is the static spec and :data:`MEMORY_LIVE` the live one (data:
+:func:`dpo_grpo.interactive.explorables.memory_ledger_data`), ``memory_ledger_figure()`` the kernel-free figure
+and ``memory_ledger_widget()`` the live version.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..reference.memory import GB, GiB
+from .explorable import TEMPLATE, Explorable, round_sig
+from .explorables import (
+    MEMORY_COMPONENTS,
+    MEMORY_RECIPE_SHORT,
+    MEMORY_RECIPES,
+    memory_ledger_data,
+)
+
+if TYPE_CHECKING:
+    from .widgets import ExplorableWidget
+
+
+COMPONENT_COLORS = {
+    "policy weights": "#1f77b4",
+    "policy gradients": "#aec7e8",
+    "policy fp32 master weights": "#9467bd",
+    "policy optimizer states": "#c5b0d5",
+    "critic (trainable state)": "#d62728",
+    "reference (frozen)": "#7f7f7f",
+    "reward model (frozen)": "#bcbd22",
+}
+RECIPES = tuple(MEMORY_RECIPES)
+
+
+def _memory_traces_for(d, visible=True, unit="GB"):
+    scale = GB if unit == "GB" else GiB
+    other, other_scale = ("GiB", GiB) if unit == "GB" else ("GB", GB)
+    t = []
+    for comp in MEMORY_COMPONENTS:
+        b = np.asarray(d["components"][comp], dtype=np.float64)
+        t.append(
+            {
+                "type": "bar",
+                "x": d["labels"],
+                "y": round_sig(b / scale, 5),
+                "name": d["component_labels"][comp],
+                "legendgroup": comp,
+                "visible": visible,
+                "marker": {"color": COMPONENT_COLORS[comp]},
+                "customdata": round_sig(b / other_scale, 5),
+                "hovertemplate": f"%{{x}}<br>{d['component_labels'][comp]}: %{{y:.4g}} {unit} "
+                f"(%{{customdata:.4g}} {other})<extra></extra>",
+            }
+        )
+    tot = np.asarray(d["totals_bytes"], dtype=np.float64)
+    t.append(
+        {
+            "type": "scatter",
+            "mode": "text",
+            "x": d["labels"],
+            "y": round_sig(tot / scale, 5),
+            "visible": visible,
+            "text": [
+                f"{x / scale:.4g} {unit} = {x / other_scale:.4g} {other}" for x in tot
+            ],
+            "textposition": "top center",
+            "showlegend": False,
+            "name": "total",
+            "hoverinfo": "skip",
+            "textfont": {"size": 12},
+        }
+    )
+    # an invisible point above the tallest bar, so the y autorange leaves room for the total labels
+    t.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": d["labels"][:1],
+            "y": round_sig([tot.max() / scale * 1.12], 5),
+            "visible": visible,
+            "marker": {"opacity": 0},
+            "showlegend": False,
+            "hoverinfo": "skip",
+            "name": "headroom",
+        }
+    )
+    return t
+
+
+def _memory_data(p):
+    return {
+        name: memory_ledger_data(
+            int(round(p["n_billion"] * 1e9)), **MEMORY_RECIPES[name]
+        )
+        for name in RECIPES
+    } | {"selected": p["recipe"]}
+
+
+def _memory_traces(d):
+    t = []
+    for name in RECIPES:
+        t.extend(_memory_traces_for(d[name], visible=name == d["selected"]))
+    return t
+
+
+def _memory_layout():
+    fig = go.Figure()
+    fig.update_layout(
+        template=TEMPLATE,
+        height=560,
+        barmode="stack",
+        title={
+            "text": "logical training state (no activations, no sharding)",
+            "font": {"size": 14},
+        },
+        yaxis={"title": {"text": "GB (10⁹ bytes)"}, "rangemode": "tozero"},
+        legend={"x": 1.02, "y": 1, "font": {"size": 11}},
+        margin={"l": 70, "r": 310, "t": 60, "b": 150},
+    )
+    return fig.layout.to_plotly_json()
+
+
+MEMORY = Explorable(
+    name="memory_ledger",
+    title="Memory ledger",
+    defaults={"n_billion": 7.0, "recipe": RECIPES[0]},
+    grid={
+        "n_billion": [0.5, 1.0, 1.5, 3.0, 7.0, 8.0, 13.0, 14.0, 32.0, 70.0],
+        "recipe": list(RECIPES),
+    },
+    labels={"n_billion": "parameters (billions)", "recipe": "precision + optimizer"},
+    formats={
+        "n_billion": lambda v: f"{v:g}B",
+        "recipe": lambda v: MEMORY_RECIPE_SHORT[v],
+    },
+    data=_memory_data,
+    traces=_memory_traces,
+    updates=lambda d: {},
+    layout=_memory_layout,
+    slider_places=lambda layout, params: [
+        {"x": 0.0, "len": 0.48, "y": 0.0, "pad": {"t": 40, "b": 0, "l": 0, "r": 0}},
+        {"x": 0.52, "len": 0.48, "y": 0.0, "pad": {"t": 40, "b": 0, "l": 0, "r": 0}},
+    ][: len(params)],
+)
+
+
+def memory_ledger_figure(**grid) -> go.Figure:
+    """Stacked GB of logical training state for PPO (actor + critic), GRPO and DPO; sliders: model size and the
+    precision/optimizer recipe. Default: the article's 7B with mixed-precision AdamW (112 GB of trainable state per
+    trained model; PPO 252 GB, GRPO 140 GB and DPO 126 GB, with a bf16 reference and, for PPO and GRPO, a same-size
+    reward model)."""
+    return MEMORY.figure(**grid)
+
+
+def _memory_live_data(p):
+    d = memory_ledger_data(
+        int(round(p["n_billion"] * 1e9)),
+        weight_dtype=p["weight_dtype"],
+        grad_dtype=p["grad_dtype"],
+        optimizer=p["optimizer"],
+        master_weights=p["master_weights"],
+        reward_model=p["reward_model"],
+        grpo_reward_model=p["grpo_reward_model"],
+        precomputed_reference=p["precomputed_reference"],
+    )
+    d["unit"] = p["unit"]
+    return d
+
+
+MEMORY_LIVE = Explorable(
+    name="memory_ledger_live",
+    title="Memory ledger (live)",
+    defaults={
+        "n_billion": 7.0,
+        "weight_dtype": "bf16",
+        "grad_dtype": "bf16",
+        "optimizer": "adamw",
+        "master_weights": True,
+        "reward_model": True,
+        "grpo_reward_model": True,
+        "precomputed_reference": False,
+        "unit": "GB",
+    },
+    grid={},
+    labels={},
+    data=_memory_live_data,
+    traces=lambda d: _memory_traces_for(d, unit=d["unit"]),
+    updates=lambda d: {
+        "yaxis.title.text": "GB (10⁹ bytes)" if d["unit"] == "GB" else "GiB (2³⁰ bytes)"
+    },
+    layout=_memory_layout,
+)
+
+
+def memory_ledger_widget(
+    n_billion=7.0,
+    weight_dtype="bf16",
+    grad_dtype="bf16",
+    optimizer="adamw",
+    master_weights=True,
+    reward_model=True,
+    grpo_reward_model=True,
+    precomputed_reference=False,
+    unit="GB",
+) -> ExplorableWidget:
+    """Live memory ledger: model size, precisions, optimizer, master copy, reward/reference models, GB or GiB."""
+    import ipywidgets as W
+
+    from .widgets import CONTROL_STYLE, ExplorableWidget, log_slider
+
+    dtypes = ["fp32", "bf16", "fp16", "fp8"]
+    drop = lambda name, options, value: W.Dropdown(
+        options=options,
+        value=value,
+        description=name,  # noqa: E731
+        style=CONTROL_STYLE,
+        layout=W.Layout(width="220px"),
+    )
+    controls = {
+        "n_billion": log_slider("parameters (billions)", n_billion, -1, 3, 0.05, ".3g"),
+        "unit": W.ToggleButtons(
+            options=["GB", "GiB"], value=unit, description="unit", style=CONTROL_STYLE
+        ),
+        "weight_dtype": drop("weights", dtypes, weight_dtype),
+        "grad_dtype": drop("gradients", dtypes, grad_dtype),
+        "optimizer": drop("optimizer", ["adamw", "sgd_momentum", "sgd"], optimizer),
+        "master_weights": W.Checkbox(
+            value=master_weights, description="fp32 master weights", style=CONTROL_STYLE
+        ),
+        "reward_model": W.Checkbox(
+            value=reward_model,
+            description="PPO: reward model (same size)",
+            style=CONTROL_STYLE,
+        ),
+        "grpo_reward_model": W.Checkbox(
+            value=grpo_reward_model,
+            description="GRPO: reward model (else rule-based)",
+            style=CONTROL_STYLE,
+        ),
+        "precomputed_reference": W.Checkbox(
+            value=precomputed_reference,
+            description="DPO: precomputed reference log-probs",
+            style=CONTROL_STYLE,
+        ),
+    }
+    return ExplorableWidget(
+        MEMORY_LIVE,
+        controls,
+        dict,
+        title="Memory ledger",
+        help_text="logical training state, no activations or sharding",
+    )
