@@ -13,8 +13,9 @@ import pytest
 
 import dpo_grpo as dg
 from dpo_grpo.chapters import (
-    checks,
     costs,
+    grpo_checks,
+    misconceptions,
     papers,
     parity,
     pipeline,
@@ -641,49 +642,49 @@ CASES = [
     ),
     # checks
     pytest.param(
-        lambda: checks.check_group_enumeration(eps=None),
+        lambda: grpo_checks.check_group_enumeration(eps=None),
         TypeError,
         "eps",
         id="check_group_enumeration-eps-unnamed",
     ),
     pytest.param(
-        lambda: checks.surrogate_gradient_error({}),
+        lambda: grpo_checks.surrogate_gradient_error({}),
         ValueError,
         "example",
         id="surrogate_gradient_error-KeyError",
     ),
     pytest.param(
-        lambda: checks.kl_pull_back(steps=2, group_size=4, lr=-1.0),
+        lambda: misconceptions.kl_pull_back(steps=2, group_size=4, lr=-1.0),
         ValueError,
         "lr",
         id="kl_pull_back-negative-lr-accepted",
     ),
     pytest.param(
-        lambda: checks.clip_kl_toy(rare_scale=NAN, max_epochs=2),
+        lambda: misconceptions.clip_kl_toy(rare_scale=NAN, max_epochs=2),
         ValueError,
         "rare_scale",
         id="clip_kl_toy-NaN-named-new_logps",
     ),
     pytest.param(
-        lambda: checks.clip_kl_toy(shared="no", max_epochs=2),
+        lambda: misconceptions.clip_kl_toy(shared="no", max_epochs=2),
         TypeError,
         "shared",
         id="clip_kl_toy-str-flag-truthy",
     ),
     pytest.param(
-        lambda: checks.two_sample_gap_table(None),
+        lambda: grpo_checks.two_sample_gap_table(None),
         TypeError,
         "gaps",
         id="two_sample_gap_table-unnamed",
     ),
     pytest.param(
-        lambda: checks.group_mean_spread([0.0, 1.0], [0.0, 1.0], temperatures=None),
+        lambda: misconceptions.group_mean_spread([0.0, 1.0], [0.0, 1.0], temperatures=None),
         TypeError,
         "temperatures",
         id="group_mean_spread-unnamed",
     ),
     pytest.param(
-        lambda: checks.length_weights(lengths=None),
+        lambda: misconceptions.length_weights(lengths=None),
         TypeError,
         "lengths",
         id="length_weights-unnamed",
