@@ -23,7 +23,7 @@ from dpo_grpo.chapters import (
     reward_hacking,
 )
 from dpo_grpo.data import bench_results
-from dpo_grpo.interactive import explorables
+from dpo_grpo.interactive import cost_explorer, explorables
 
 
 def needs(*modules):
@@ -305,7 +305,7 @@ CASES = [
         id="format_rows-IndexError",
     ),
     pytest.param(
-        lambda: costs.cost_figure([1e3], [8], [2], reward_model_size="big"),
+        lambda: cost_explorer.cost_figure([1e3], [8], [2], reward_model_size="big"),
         TypeError,
         "reward_model_size",
         id="cost_figure-reward_model_size-unnamed",

@@ -142,7 +142,7 @@ def test_validation():
 
 
 def test_timer_sees_the_three_phases_and_does_not_change_the_run():
-    from dpo_grpo.chapters.costs import PhaseTimer
+    from dpo_grpo.chapters.phase_timer import PhaseTimer
 
     timer = PhaseTimer()
     timed = rh.train_hacking(0.04, steps=5, timer=timer)

@@ -160,7 +160,7 @@ def train_hacking(
     ``1[correct] + length bonus`` (correctness sampled from ``p_correct``); standardise per group (population std,
     eps 1e-4); one step of size ``lr`` on the logits of ``grpo_loss`` (``loss_type="grpo"``, ratio 1) with KL
     weight ``beta`` towards the reference. Deterministic given ``seed``. ``timer`` (e.g. a
-    :class:`dpo_grpo.chapters.costs.PhaseTimer`) is called as ``with timer(phase):`` around the generation, scoring and
+    :class:`dpo_grpo.chapters.phase_timer.PhaseTimer`) is called as ``with timer(phase):`` around the generation, scoring and
     training phases of every step.
     """
     t = _types(types)

@@ -44,6 +44,7 @@ __all__ = [
     "ExplorableWidget",
     "display_data",
     "live_figure_mode",
+    "in_kernel",
     "LIVE_FIGURE_MODES",
     "CONTROL_STYLE",
     "float_slider",
@@ -57,7 +58,8 @@ CONTROL_STYLE = {"description_width": "initial"}
 _WIDE = W.Layout(width="340px")
 
 
-def _in_kernel() -> bool:
+def in_kernel() -> bool:
+    """Whether this code runs in a Jupyter kernel (where an ``Output`` can show a figure)."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - ipywidgets depends on IPython
@@ -219,7 +221,7 @@ class ExplorableWidget(W.VBox):
                 self._flat_traces is not None
             ):  # None while __init__ computes the first figure
                 self._update_in_place()
-        elif _in_kernel():
+        elif in_kernel():
             self.output.outputs = (display_data(self.figure),)
 
     def _update_in_place(self):
