@@ -3,9 +3,11 @@
 Read in this order (``ls`` shows it):
 
 - ``readable.py``: GRPO and DPO in a dozen lines each, differentiated by autograd (``torch_ops.readable``);
-- ``losses.py``: the same losses with every TRL 1.16.0 option, value checks that do not synchronise the device,
-  a fused analytic-gradient kernel and ``compile=True`` (the names re-exported here: ``grpo_loss``, ``dpo_loss``,
-  ``group_advantages``, ``reward_advantages``, ``default_device``), tested equal to ``readable`` and to NumPy;
+- ``grpo.py`` (``grpo_loss``), ``dpo.py`` (``dpo_loss``), ``advantages.py`` (``group_advantages``,
+  ``reward_advantages``): the same losses with every TRL 1.16.0 option and value checks that do not synchronise
+  the device, tested equal to ``readable`` and to NumPy; ``grpo_kernel.py``: GRPO's fused analytic-gradient
+  kernel and ``compile=True``; ``tensors.py``: the shared tensor helpers (``default_device``, the compute dtype,
+  argument checks);
 - ``logprobs.py``: ``selective_log_softmax`` (per-token log-probs without the (B, T, V) log-softmax) and
   ``saved_tensor_bytes``.
 
@@ -21,19 +23,17 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "preinstalled). The rest of dpo_grpo works without it."
     ) from exc
 
+from ..trl_exact.grpo import CLIP_METRICS  # noqa: E402
 from . import readable  # noqa: E402
-from .logprobs import saved_tensor_bytes, selective_log_softmax  # noqa: E402
-from .losses import (
-    CLIP_METRICS,
-    DPOOutput,
-    GRPOOutput,
+from .advantages import (  # noqa: E402
     RewardAdvantages,
-    default_device,
-    dpo_loss,  # noqa: E402
     group_advantages,
-    grpo_loss,
     reward_advantages,
 )
+from .dpo import DPOOutput, dpo_loss  # noqa: E402
+from .grpo import GRPOOutput, grpo_loss  # noqa: E402
+from .logprobs import saved_tensor_bytes, selective_log_softmax  # noqa: E402
+from .tensors import default_device  # noqa: E402
 
 __all__ = [
     "readable",

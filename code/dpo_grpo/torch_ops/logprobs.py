@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 
 from .. import _validation as v
-from .losses import _compute_dtype
-
+from .tensors import compute_dtype
 
 # --- Per-token log-probs without the (B, T, V) log-softmax ----------------------------------------------------------
 
@@ -53,7 +52,7 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x3, ids, chunk_rows, inplace):
-        acc = _compute_dtype(x3.dtype)
+        acc = compute_dtype(x3.dtype)
         out = torch.empty(x3.shape[:2], dtype=acc, device=x3.device)
         for b, t0, t1 in _chunks(x3, chunk_rows):
             # one chunk, reduced in float32 for bf16
@@ -67,7 +66,7 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
         x3, ids = ctx.saved_tensors
-        acc = _compute_dtype(x3.dtype)
+        acc = compute_dtype(x3.dtype)
         # in place: each chunk's softmax is computed before its logits are overwritten by their gradient (writing
         # into x bumps its version counter, so any other backward that saved these logits raises, never misreads)
         grad = (
@@ -150,7 +149,7 @@ def selective_log_softmax(
     ):
         raise ValueError(f"token_ids must lie in [0, {vocab})")
     if n_rows == 0:
-        return logits.new_zeros(token_ids.shape, dtype=_compute_dtype(logits.dtype))
+        return logits.new_zeros(token_ids.shape, dtype=compute_dtype(logits.dtype))
     try:  # all positions as one (1, N, V) view ...
         x3 = logits.view(1, n_rows, vocab)
     except (

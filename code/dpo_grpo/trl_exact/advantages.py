@@ -39,7 +39,9 @@ def _nansum(x, axis):
 
 
 class RewardAdvantages(NamedTuple):
-    """Result of :func:`reward_advantages`: ``advantages`` (N,), the aggregated ``rewards`` (N,), TRL's metrics."""
+    """Result of :func:`reward_advantages`: ``advantages`` (N,), the aggregated ``rewards`` (N,),
+    TRL's metrics (floats). :func:`dpo_grpo.torch_ops.reward_advantages` returns it with tensors
+    (metrics as 0-d tensors)."""
 
     advantages: np.ndarray
     rewards: np.ndarray

@@ -39,15 +39,18 @@ LENGTH_NORMALISED_LOSS_TYPES = ("ipo", "sigmoid_norm", "sft")
 
 
 class DPOOutput(NamedTuple):
-    """Result of :func:`dpo_loss`. The first two fields are ``loss, logits``."""
+    """Result of :func:`dpo_loss`. The first two fields are ``loss, logits``.
+
+    :func:`dpo_grpo.torch_ops.dpo_loss` returns its tensor subclass (``grad_policy_*`` None there:
+    autograd computes them)."""
 
     loss: float
     logits: np.ndarray  #: beta * (policy gap - reference gap), shape (P,)
     chosen_rewards: np.ndarray  #: implicit reward beta * (pi_c - ref_c), shape (P,)
     rejected_rewards: np.ndarray  #: implicit reward beta * (pi_r - ref_r), shape (P,)
-    grad_policy_chosen: np.ndarray  #: d loss / d policy_chosen, shape (P,)
+    grad_policy_chosen: np.ndarray | None  #: d loss / d policy_chosen, shape (P,)
     #: d loss / d policy_rejected (= -grad_policy_chosen for sigmoid, hinge, robust)
-    grad_policy_rejected: np.ndarray
+    grad_policy_rejected: np.ndarray | None
     losses: np.ndarray | None = (
         None  #: per-pair loss sum_k w_k l_k, shape (P,); loss = its mean (aot*: sorted order)
     )
@@ -60,19 +63,21 @@ class DPOOutput(NamedTuple):
     def metrics(self) -> dict:
         """TRL's logged names: ``rewards/chosen``, ``rewards/rejected``, ``rewards/accuracies``, ``rewards/margins``,
         ``logps/chosen``, ``logps/rejected`` (the same for every loss type)."""
-        margins = self.chosen_rewards - self.rejected_rewards
+        c, r = self.chosen_rewards, self.rejected_rewards
         out = {
-            "rewards/chosen": float(self.chosen_rewards.mean()),
-            "rewards/rejected": float(self.rejected_rewards.mean()),
-            "rewards/accuracies": float(
-                (self.chosen_rewards > self.rejected_rewards).mean()
-            ),
-            "rewards/margins": float(margins.mean()),
+            "rewards/chosen": self._mean(c),
+            "rewards/rejected": self._mean(r),
+            "rewards/accuracies": self._mean(c > r),
+            "rewards/margins": self._mean(c - r),
         }
         if self.logps_chosen is not None:
             out["logps/chosen"] = self.logps_chosen
             out["logps/rejected"] = self.logps_rejected
         return out
+
+    def _mean(self, x):
+        """A logged mean, as a Python float (:class:`dpo_grpo.torch_ops.DPOOutput`: a 0-d tensor)."""
+        return float(x.mean())
 
 
 class DPOOptions(NamedTuple):
