@@ -21,6 +21,10 @@ from dpo_grpo.chapters import (
     pipeline,
     pitfalls,
     reward_hacking,
+    rollout,
+    scoring,
+    token_loss,
+    update,
 )
 from dpo_grpo.data import bench_results
 from dpo_grpo.interactive import cost_explorer, explorables
@@ -50,23 +54,19 @@ def _workload():
 def _toy():
     """A tiny rollout with its rewards, statistics and loss (pipeline steps 2-6)."""
     theta = np.zeros((3, 4, 5))
-    rollout = pipeline.sample_rollout(
-        theta, np.array([0, 2]), 2, np.random.default_rng(0)
-    )
-    fns = [pipeline.target_token_reward([1, 2, 3]), pipeline.length_penalty(0.02)]
-    rpf = pipeline.score(rollout, fns)
-    stats = pipeline.group_statistics(rpf, rollout.prompt_ids, 2)
-    new = pipeline.token_logps(theta + 0.01, rollout.prompt_ids, rollout.token_ids)
-    out = pipeline.loss_and_grad(
-        new, rollout, stats.advantages, rollout.old_logps, beta=0.04
-    )
-    return theta, rollout, rpf, stats, out
+    ro = rollout.sample_rollout(theta, np.array([0, 2]), 2, np.random.default_rng(0))
+    fns = [scoring.target_token_reward([1, 2, 3]), scoring.length_penalty(0.02)]
+    rpf = scoring.score(ro, fns)
+    stats = scoring.group_statistics(rpf, ro.prompt_ids, 2)
+    new = rollout.token_logps(theta + 0.01, ro.prompt_ids, ro.token_ids)
+    out = token_loss.loss_and_grad(new, ro, stats.advantages, ro.old_logps, beta=0.04)
+    return theta, ro, rpf, stats, out
 
 
 @functools.lru_cache(maxsize=None)
 def _history():
     state = pipeline.new_state(n_prompts=3, width=3, vocab=3, group_size=2)
-    fns = [pipeline.target_token_reward([1, 2, 1])]
+    fns = [scoring.target_token_reward([1, 2, 1])]
     return pipeline.grpo_step(state, fns, num_iterations=1) + pipeline.grpo_step(
         state, fns, num_iterations=1
     )
@@ -81,7 +81,7 @@ def _nan_at_valid():
 
 
 def _tracker_step_checked_first():
-    tracker = pipeline.PassRateTracker(3)
+    tracker = rollout.PassRateTracker(3)
     try:
         tracker.update([0, 1], [1.0, 0.0], step=-1)
     finally:
@@ -313,72 +313,68 @@ CASES = [
     ),
     # pipeline
     pytest.param(
-        lambda: pipeline.score(None, [lambda p, c: 1.0]),
+        lambda: scoring.score(None, [lambda p, c: 1.0]),
         TypeError,
         "rollout",
         id="score-rollout-AttributeError",
     ),
     pytest.param(
-        lambda: pipeline.score(_toy()[1], [lambda p, c: "a"]),
+        lambda: scoring.score(_toy()[1], [lambda p, c: "a"]),
         TypeError,
         r"reward_fns\[0\]",
         id="score-str-reward-unnamed",
     ),
     pytest.param(
-        lambda: pipeline.target_token_reward([1.5, 2.0]),
+        lambda: scoring.target_token_reward([1.5, 2.0]),
         ValueError,
         "targets",
         id="target_token_reward-float-targets-truncated",
     ),
     pytest.param(
-        lambda: pipeline.target_token_reward([1, 2])(5, np.array([1])),
+        lambda: scoring.target_token_reward([1, 2])(5, np.array([1])),
         ValueError,
         "prompt_id",
         id="target_token_reward-prompt_id-IndexError",
     ),
     pytest.param(
-        lambda: pipeline.group_statistics(_toy()[2][:2], _toy()[1].prompt_ids, 2),
+        lambda: scoring.group_statistics(_toy()[2][:2], _toy()[1].prompt_ids, 2),
         ValueError,
         "one row per prompt id",
         id="group_statistics-rows-ids-mismatch-silent",
     ),
     pytest.param(
-        lambda: pipeline.logits_gradient(
-            np.zeros((2, 4, 5)), _toy()[1], _toy()[4].grad
-        ),
+        lambda: rollout.logits_gradient(np.zeros((2, 4, 5)), _toy()[1], _toy()[4].grad),
         ValueError,
         "prompt_ids",
         id="logits_gradient-small-theta-IndexError",
     ),
     pytest.param(
-        lambda: pipeline.logits_gradient(np.zeros((3, 4, 5)), None, _toy()[4].grad),
+        lambda: rollout.logits_gradient(np.zeros((3, 4, 5)), None, _toy()[4].grad),
         TypeError,
         "rollout",
         id="logits_gradient-rollout-AttributeError",
     ),
+    pytest.param(lambda: update.Adam(b1=1.5), ValueError, "b1", id="Adam-b1-accepted"),
     pytest.param(
-        lambda: pipeline.Adam(b1=1.5), ValueError, "b1", id="Adam-b1-accepted"
-    ),
-    pytest.param(
-        lambda: pipeline.Adam().step(np.ones(3), np.ones(3), NAN),
+        lambda: update.Adam().step(np.ones(3), np.ones(3), NAN),
         ValueError,
         "lr",
         id="Adam.step-NaN-lr-gave-NaN",
     ),
     pytest.param(
-        lambda: pipeline.Adam().step(np.ones(3), [1.0, NAN, 1.0], 0.1),
+        lambda: update.Adam().step(np.ones(3), [1.0, NAN, 1.0], 0.1),
         ValueError,
         "grad",
         id="Adam.step-NaN-grad-gave-NaN",
     ),
     pytest.param(
-        lambda: pipeline.apply_update(np.zeros((3, 4, 5)), None, pipeline.Adam(), 0.1),
+        lambda: update.apply_update(np.zeros((3, 4, 5)), None, update.Adam(), 0.1),
         TypeError,
         "grad_theta",
         id="apply_update-None-grad-gave-NaN",
     ),
     pytest.param(
-        lambda: pipeline.apply_update(
+        lambda: update.apply_update(
             np.zeros((3, 4, 5)), np.zeros((3, 4, 5)), None, 0.1
         ),
         TypeError,
@@ -386,7 +382,7 @@ CASES = [
         id="apply_update-optimizer-AttributeError",
     ),
     pytest.param(
-        lambda: pipeline.monitor(
+        lambda: update.monitor(
             _toy()[1], _toy()[3], _toy()[2], _toy()[4], reward_names=["a", "b", "c"]
         ),
         ValueError,
@@ -394,19 +390,19 @@ CASES = [
         id="monitor-too-many-names-IndexError",
     ),
     pytest.param(
-        lambda: pipeline.monitor(None, _toy()[3], _toy()[2], _toy()[4]),
+        lambda: update.monitor(None, _toy()[3], _toy()[2], _toy()[4]),
         TypeError,
         "rollout",
         id="monitor-AttributeError",
     ),
     pytest.param(
-        lambda: pipeline.warning_signs([{}, {}]),
+        lambda: update.warning_signs([{}, {}]),
         ValueError,
         "history",
         id="warning_signs-KeyError",
     ),
     pytest.param(
-        lambda: pipeline.warning_signs(_history(), kl_spike=None),
+        lambda: update.warning_signs(_history(), kl_spike=None),
         TypeError,
         "kl_spike",
         id="warning_signs-None-threshold-accepted",
@@ -426,7 +422,7 @@ CASES = [
     pytest.param(
         lambda: pipeline.grpo_step(
             pipeline.new_state(n_prompts=3, width=3, vocab=3, group_size=2),
-            [pipeline.target_token_reward([1, 2, 1])],
+            [scoring.target_token_reward([1, 2, 1])],
             ref_cache=1,
         ),
         TypeError,
@@ -452,7 +448,7 @@ CASES = [
         id="PassRateTracker.update-mutated-before-raise",
     ),
     pytest.param(
-        lambda: pipeline.token_logps(
+        lambda: rollout.token_logps(
             np.zeros((3, 4, 5)), [[0, 1], [2]], np.zeros((2, 4), int)
         ),
         TypeError,
@@ -678,7 +674,9 @@ CASES = [
         id="two_sample_gap_table-unnamed",
     ),
     pytest.param(
-        lambda: misconceptions.group_mean_spread([0.0, 1.0], [0.0, 1.0], temperatures=None),
+        lambda: misconceptions.group_mean_spread(
+            [0.0, 1.0], [0.0, 1.0], temperatures=None
+        ),
         TypeError,
         "temperatures",
         id="group_mean_spread-unnamed",

@@ -50,3 +50,27 @@ def read_pins(path) -> dict[str, str]:
         for line in Path(path).read_text().splitlines()
         if "==" in line and not line.startswith("#")
     )
+
+
+#: target token per prompt of the toy GRPO pipeline's verifier reward (6 prompts)
+TOY_TARGETS = [1, 2, 3, 4, 1, 2]
+
+
+def toy_reward_fns():
+    """The toy pipeline's two reward functions: the verifier of :data:`TOY_TARGETS` and a
+    length penalty."""
+    from dpo_grpo.chapters import scoring
+
+    return [scoring.target_token_reward(TOY_TARGETS), scoring.length_penalty()]
+
+
+def toy_rollout(seed=0, theta=None, **kw):
+    """``(theta, rollout)``: a random (6, 5, 5) logits table (unless ``theta`` is given)
+    and 4 completions for each of prompts 1 and 4, sampled with ``seed``."""
+    import numpy as np
+
+    from dpo_grpo.chapters import rollout
+
+    rng = np.random.default_rng(seed)
+    th = rng.normal(0, 0.5, (6, 5, 5)) if theta is None else theta
+    return th, rollout.sample_rollout(th, np.array([1, 4]), 4, rng, **kw)

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _validation as v
 from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
-from .pipeline import assert_complete_groups
+from .scoring import assert_complete_groups
 
 
 def _rewards_1d(rewards, name="rewards"):

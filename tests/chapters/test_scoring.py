@@ -1,0 +1,42 @@
+"""dpo_grpo.chapters.scoring: steps 3 and 4 (rewards, group statistics over complete
+groups)."""
+
+import numpy as np
+import pytest
+
+import dpo_grpo as dg
+from dpo_grpo.chapters import scoring
+from testing_support import toy_reward_fns, toy_rollout
+
+
+def test_assert_complete_groups():
+    scoring.assert_complete_groups([0, 0, 1, 1], 2)
+    with pytest.raises(ValueError, match="block 0"):
+        scoring.assert_complete_groups([0, 1, 0, 1], 2)
+    with pytest.raises(ValueError, match="more than one block"):
+        scoring.assert_complete_groups([0, 0, 0, 0], 2)
+    with pytest.raises(ValueError, match="do not split"):
+        scoring.assert_complete_groups([0, 0, 0], 2)
+
+
+def test_group_statistics_matches_reward_advantages():
+    _, ro = toy_rollout()
+    rpf = scoring.score(ro, toy_reward_fns())
+    stats = scoring.group_statistics(rpf, ro.prompt_ids, 4)
+    ref = dg.reward_advantages(rpf, 4)
+    np.testing.assert_allclose(stats.advantages, ref.advantages)
+    total = rpf.sum(1).reshape(-1, 4)
+    np.testing.assert_allclose(stats.mean, total.mean(1))
+    np.testing.assert_allclose(stats.std, total.std(1, ddof=1))
+    with pytest.raises(ValueError, match="group boundary"):
+        scoring.group_statistics(
+            rpf[::-1][np.r_[0:2, 6:8, 2:6]], ro.prompt_ids[np.r_[0:2, 4:6, 2:4, 6:8]], 4
+        )
+
+
+def test_score_none_becomes_nan():
+    _, ro = toy_rollout()
+    rpf = scoring.score(ro, [lambda p, c: None if p == 1 else 1.0])
+    assert np.isnan(rpf[:4]).all() and (rpf[4:] == 1).all()
+    with pytest.raises(TypeError):
+        scoring.score(ro, [])
