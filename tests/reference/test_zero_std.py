@@ -1,11 +1,11 @@
 """dpo_grpo.reference.zero_std: p**G + (1-p)**G, its Monte-Carlo check, and the two-sample near-zero-std example."""
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-
-import dpo_grpo as dg
 from dpo_grpo.reference import examples as ex
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @given(st.floats(0, 1), st.integers(2, 64))

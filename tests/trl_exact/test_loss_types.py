@@ -2,7 +2,7 @@
 
 Fixtures: ``trl_grpo_loss_types.json`` (``trl.GRPOTrainer._compute_loss``) and ``trl_dpo_loss_family.json``
 (``trl.DPOTrainer._compute_loss``), written by ``scripts/make_trl_fixtures.py`` from real trainer objects (see that
-script and ``tests/test_trl_parity.py``). Both the NumPy package and ``dpo_grpo.torch_ops`` (float64, when torch is
+script and ``tests/trl_exact/test_trl_parity.py``). Both the NumPy package and ``dpo_grpo.torch_ops`` (float64, when torch is
 installed) are checked.
 
 Tolerances: loss and gradients 1e-10 absolute (float64 on both sides), ``kl`` and ``vespo/phi_seq_mean`` 1e-10;
@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from dpo_grpo import dpo_loss, grpo_loss
 from dpo_grpo.trl_exact.dpo import (
     DPO_LOSS_TYPES,
@@ -36,7 +35,7 @@ from dpo_grpo.trl_exact.grpo import (
 )
 
 FIXTURES = (
-    Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
+    Path(__file__).resolve().parents[2] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 )
 EXACT = dict(rtol=0.0, atol=1e-10)
 FLOAT32_RATIO = dict(rtol=0.0, atol=1e-7)

@@ -1,9 +1,8 @@
 """dpo_grpo.reference.bandit: the article's trajectory (seed 7) and its 5-configuration x 10-seed table."""
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-
-import dpo_grpo as dg
 from dpo_grpo.reference import examples as ex
 
 

@@ -7,13 +7,12 @@ import inspect
 import json
 from pathlib import Path
 
-import pytest
-
 import dpo_grpo as dg
+import pytest
 from dpo_grpo.notebook import SourceListing, glue, show_source
 from dpo_grpo.reference import grpo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
 
 

@@ -8,10 +8,9 @@ values, empty or mis-shaped arrays and mismatched arguments; before the fix each
 import functools
 import importlib.util
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-
-import dpo_grpo as dg
 from dpo_grpo.chapters import (
     costs,
     grpo_checks,
@@ -785,7 +784,6 @@ def test_ddof_accepts_numpy_integers():
 @functools.lru_cache(maxsize=None)
 def _lab():
     import torch
-
     from dpo_grpo import lab
     from dpo_grpo.lab import model as lab_model
 

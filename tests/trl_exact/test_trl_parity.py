@@ -32,14 +32,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from dpo_grpo import dpo_loss, grpo_loss, reward_advantages
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 SCRIPT = ROOT / "scripts" / "make_trl_fixtures.py"
 FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
-#: checked by tests/test_trl_loss_types.py; regenerated and compared here too
+#: checked by tests/trl_exact/test_loss_types.py; regenerated and compared here too
 NEW_FILES = ("trl_grpo_loss_types.json", "trl_dpo_loss_family.json")
 TRL_VERSION = "1.16.0"
 

@@ -1,8 +1,7 @@
 """dpo_grpo.reference.memory: the 7B training-state ledger and the per-algorithm model counts."""
 
-import pytest
-
 import dpo_grpo as dg
+import pytest
 
 
 def test_seven_billion_ledger():

@@ -10,12 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import dpo_grpo as dg
 from dpo_grpo import reference
 from dpo_grpo.reference import advantages as ref_adv
 from dpo_grpo.reference import dpo as ref_dpo
@@ -23,6 +20,8 @@ from dpo_grpo.reference import grpo as ref_grpo
 from dpo_grpo.trl_exact import advantages as trl_adv
 from dpo_grpo.trl_exact import dpo as trl_dpo
 from dpo_grpo.trl_exact import grpo as trl_grpo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 PACKAGE = Path(dg.__file__).resolve().parent
 

@@ -1,11 +1,11 @@
 """dpo_grpo.reference.kl: the article's KL example, k3's properties, and the fixed-sample gradient trap."""
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-
-import dpo_grpo as dg
 from dpo_grpo.reference import examples as ex
+from hypothesis import given
+from hypothesis import strategies as st
 
 K = ex.KL_EXAMPLE
 

@@ -1,9 +1,8 @@
 """dpo_grpo.reference.baselines: exact enumeration of group-baseline gradients (the (1 - 1/G) factor) and variance."""
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-
-import dpo_grpo as dg
 from dpo_grpo.reference import examples as ex
 
 
