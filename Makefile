@@ -27,8 +27,9 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
+# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py)
 book: $(STAMP) $(NODE_STAMP)
-	$(VENV)/bin/jupyter-book build . --all -W -n --keep-going
+	$(PY) scripts/build_book.py . --all -W -n --keep-going
 
 # The tests and every notebook run against the package as a reader installs it: a wheel built from this checkout,
 # unpacked into _build/wheel-site/ and put first on PYTHONPATH (kernels inherit it). A module or data file missing
@@ -43,7 +44,7 @@ wheel: $(STAMP)
 # One pytest worker per CPU (pytest-xdist); the tests that build or read _build/ share one worker (xdist_group).
 TEST_WORKERS ?= auto
 test: $(STAMP) $(NODE_STAMP) wheel
-	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests --nbmake book -n $(TEST_WORKERS) --dist loadgroup
+	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
 
 # The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
 # executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the

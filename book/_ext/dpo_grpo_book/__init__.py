@@ -334,8 +334,23 @@ def _launch_buttons(app, pagename, templatename, context, doctree):
     reader_launch_buttons(context.get("header_buttons"), pagename, repository_url)
 
 
+#: Jupyter Book's own extensions that do not declare parallel reading safe, though they are: multitoc numbering
+#: patches a method of Sphinx's toctree collector when the builder starts (before the reading processes fork) and
+#: numbers sections in the main process afterwards; the LaTeX extension acts only in LaTeX builds. Declared here so
+#: that ``scripts/build_book.py`` can read (execute) the chapters in parallel.
+PARALLEL_SAFE_UNDECLARED = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex")
+
+
+def _declare_parallel_safe(app):
+    for name in PARALLEL_SAFE_UNDECLARED:
+        extension = app.extensions.get(name)
+        if extension is not None and extension.parallel_read_safe is None:
+            extension.parallel_read_safe = True
+
+
 def setup(app):
     app.add_config_value("book_assets_node_modules", "", "env", types=[str])
+    app.connect("builder-inited", _declare_parallel_safe)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", page_scripts, priority=900)
     # after sphinx-book-theme's (501)

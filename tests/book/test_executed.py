@@ -1,0 +1,60 @@
+"""Every chapter ran, once, in the book build: the executed notebooks in ``_build/jupyter_execute`` (the
+``built_book`` fixture) hold every code cell the build runs, each with an execution count and no error.
+
+This is the check ``pytest --nbmake book`` made by executing every notebook a second time; the build already
+executes each chapter with ``allow_errors: false`` (``_config.yml``), and these tests read what it produced. The
+cells tagged ``skip-execution`` (the live widgets) run headless in tests/interactive/test_widgets_headless.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.xdist_group("built-book")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
+
+
+def unexecuted_or_failed(source_nb, executed_nb) -> list[str]:
+    """The code cells of ``source_nb`` that ``executed_nb`` did not run, or ran into an error."""
+    executed = {c.get("id"): c for c in executed_nb.cells if c.cell_type == "code"}
+    problems = []
+    for cell in source_nb.cells:
+        if cell.cell_type != "code" or "skip-execution" in cell.metadata.get(
+            "tags", []
+        ):
+            continue
+        ran = executed.get(cell.get("id"))
+        if ran is None or ran.get("execution_count") is None:
+            problems.append(f"cell {cell.get('id')} did not run")
+        elif any(o.get("output_type") == "error" for o in ran.get("outputs", [])):
+            problems.append(f"cell {cell.get('id')} raised an error")
+    return problems
+
+
+def test_a_cell_that_did_not_run_or_failed_is_reported():
+    source = nbformat.v4.new_notebook()
+    source.cells = [
+        nbformat.v4.new_code_cell("1", id="a"),
+        nbformat.v4.new_code_cell("2", id="b"),
+    ]
+    executed = nbformat.from_dict(nbformat.v4.new_notebook())
+    ran = nbformat.v4.new_code_cell("1", id="a", execution_count=1)
+    ran.outputs = [nbformat.v4.new_output("error", ename="E", evalue="x", traceback=[])]
+    executed.cells = [ran]
+    assert unexecuted_or_failed(source, executed) == [
+        "cell a raised an error",
+        "cell b did not run",
+    ]
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_every_cell_ran_without_error_in_the_build(built_book, stem):
+    source = nbformat.read(ROOT / "book" / f"{stem}.ipynb", as_version=4)
+    executed = nbformat.read(
+        built_book / "jupyter_execute" / "book" / f"{stem}.ipynb", as_version=4
+    )
+    assert unexecuted_or_failed(source, executed) == []
