@@ -89,8 +89,10 @@ def scalar(
     nonnegative: bool = False,
     open_unit: bool = False,
     allow_none: bool = False,
+    maximum: float | None = None,
 ) -> float | None:
-    """Return ``x`` as a finite float, checking the requested range."""
+    """Return ``x`` as a finite float, checking the requested range (``maximum``:
+    ``x <= maximum``)."""
     if x is None and allow_none:
         return None
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
@@ -106,16 +108,22 @@ def scalar(
         raise ValueError(f"{name} must be >= 0, got {value}")
     if open_unit and not 0 < value < 1:
         raise ValueError(f"{name} must lie in the open interval (0, 1), got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
-def integer(x, name: str, *, minimum: int | None = None) -> int:
-    """Return ``x`` as an int (bools rejected), checking ``x >= minimum``."""
+def integer(
+    x, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """Return ``x`` as an int (bools rejected), checking ``minimum <= x <= maximum``."""
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
     value = int(x)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 

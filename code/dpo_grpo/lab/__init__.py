@@ -1,10 +1,62 @@
-"""The lab: a tiny transformer trained with GRPO or DPO on a verifiable addition task (needs torch).
+"""The lab: a tiny transformer trained with GRPO or DPO on a verifiable addition task
+(needs torch).
 
-``LabConfig`` and ``run_lab`` are the entry points; the model and task live in :mod:`dpo_grpo.lab.model`, the
-multi-seed comparison in :mod:`dpo_grpo.lab.sweep` (``python -m dpo_grpo.lab.sweep``). With ``transformers``
-installed, :mod:`dpo_grpo.lab.hf` runs the task on a pretrained Hugging Face model, and with ``trl``,
-:mod:`dpo_grpo.lab.trl_scale` runs it with TRL's trainers (both imported on demand, not here).
+``LabConfig`` and ``run_lab`` are the entry points. The modules, one thing each:
+:mod:`~dpo_grpo.lab.config` (settings), :mod:`~dpo_grpo.lab.model` (the task, the
+vocabulary and the transformer), :mod:`~dpo_grpo.lab.task` (the parts a run builds from
+its config), :mod:`~dpo_grpo.lab.sft` (the SFT warm-up), :mod:`~dpo_grpo.lab.grpo` (the
+GRPO update, shared with the Hugging Face run) and :mod:`~dpo_grpo.lab.offline` (DPO,
+DPO+NLL, RFT), :mod:`~dpo_grpo.lab.run` (a run, its checkpoints),
+:mod:`~dpo_grpo.lab.history`, :mod:`~dpo_grpo.lab.evaluation`,
+:mod:`~dpo_grpo.lab.timing` and :mod:`~dpo_grpo.lab.runtime`; the multi-seed comparison
+is :mod:`dpo_grpo.lab.sweep` (``python -m dpo_grpo.lab.sweep``). With ``transformers``
+installed, :mod:`dpo_grpo.lab.hf` runs the task on a pretrained Hugging Face model, and
+with ``trl``, :mod:`dpo_grpo.lab.trl_scale` runs it with TRL's trainers (both imported
+on demand, not here).
 """
 
-from .experiment import *  # noqa: F401,F403
-from .experiment import LabConfig, LabHistory, LabRun, run_lab  # noqa: F401
+from .config import (
+    DPO_LOSS_TYPES,
+    GRPO_LOSS_TYPES,
+    IS_LEVELS,
+    REWARDS,
+    SCALE_REWARDS,
+    GRPOTaskConfig,
+    LabConfig,
+    runtime_preset,
+)
+from .evaluation import heldout_pass_rate
+from .history import LabHistory
+from .offline import OFFLINE
+from .run import ALGORITHMS, CHECKPOINT_FORMAT, LabRun, budget, run_lab
+from .sft import SFTResult, clear_sft_cache, sft_warmup
+from .task import PromptStream, make_model, make_task, reward_weights, score
+from .timing import rollout_vs_train_time
+
+__all__ = [
+    "ALGORITHMS",
+    "CHECKPOINT_FORMAT",
+    "DPO_LOSS_TYPES",
+    "GRPO_LOSS_TYPES",
+    "IS_LEVELS",
+    "OFFLINE",
+    "REWARDS",
+    "SCALE_REWARDS",
+    "GRPOTaskConfig",
+    "LabConfig",
+    "LabHistory",
+    "LabRun",
+    "PromptStream",
+    "SFTResult",
+    "budget",
+    "clear_sft_cache",
+    "heldout_pass_rate",
+    "make_model",
+    "make_task",
+    "reward_weights",
+    "rollout_vs_train_time",
+    "run_lab",
+    "runtime_preset",
+    "score",
+    "sft_warmup",
+]

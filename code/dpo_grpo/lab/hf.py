@@ -33,14 +33,17 @@ import torch
 
 from .. import _validation as v
 from .. import torch_ops
-from .experiment import PromptStream, _derived_seed, _device
-from .model import AdditionTask, _id_mask, _texts, completion_logps, generate, verify
-
-
-def _hf_cfg(cfg) -> "HFLabConfig":
-    if not isinstance(cfg, HFLabConfig):
-        raise TypeError(f"cfg must be an HFLabConfig, got {type(cfg).__name__}")
-    return cfg
+from .config import GRPOTaskConfig, checked_config
+from .grpo import grpo_update, reference_logps
+from .model import (
+    check_ids_and_mask,
+    completion_logps,
+    generate,
+    text_list,
+    verify,
+)
+from .runtime import as_device, derived_seed
+from .task import PromptStream, make_task
 
 
 #: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the FLOP count and typical
@@ -58,32 +61,28 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 
 @dataclass(frozen=True)
-class HFLabConfig:
-    """Settings of a GRPO run on a Hugging Face causal LM. Field names follow TRL's ``GRPOConfig`` where one
-    exists (``learning_rate`` is ``grpo_lr`` here, ``per_device_train_batch_size`` is ``prompts_per_step *
-    num_generations``)."""
+class HFLabConfig(GRPOTaskConfig):
+    """Settings of a GRPO run on a Hugging Face causal LM: the task and GRPO fields of
+    :class:`dpo_grpo.lab.config.GRPOTaskConfig` (TRL's ``GRPOConfig`` names where one
+    exists: ``learning_rate`` is ``grpo_lr`` here, ``per_device_train_batch_size`` is
+    ``prompts_per_step * num_generations``), with defaults for a 0.5B model, and the
+    model's own fields."""
 
+    # the base's fields, other defaults
+    n_terms: int = 2
+    n_digits: int = 2
+    n_heldout: int = 400
+    max_completion_length: int = 8
+    grpo_steps: int = 200
+    grpo_lr: float = 1e-6
+    prompts_per_step: int = 8
+    num_iterations: int = 1
+    eval_every: int = 20
+    # the model's
     model_name: str = "Qwen/Qwen2.5-0.5B-Instruct"
     system_prompt: str = (
         "Add the numbers. Reply with the sum only: digits, nothing else."
     )
-    n_terms: int = 2
-    n_digits: int = 2
-    n_heldout: int = 400
-    task_seed: int = 1234
-    max_completion_length: int = 8
-    temperature: float = 1.0
-    grpo_steps: int = 200
-    grpo_lr: float = 1e-6
-    prompts_per_step: int = 8
-    num_generations: int = 8
-    num_iterations: int = 1
-    epsilon: float = 0.2
-    beta: float = 0.04
-    loss_type: str = "grpo"
-    scale_rewards: str = "group"
-    max_grad_norm: float = 1.0
-    eval_every: int = 20
     eval_prompts: int = 200  # held-out prompts scored greedily at each evaluation
     dtype: str | None = (
         None  # None: bfloat16 on a GPU with bfloat16 support, else float32
@@ -113,35 +112,14 @@ class HFLabConfig:
             raise ValueError(f"preset name must be one of {cls._PRESETS}, got {name!r}")
         return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
-    def __post_init__(self):
-        for name in (
-            "n_terms",
-            "n_digits",
-            "n_heldout",
-            "max_completion_length",
-            "prompts_per_step",
-            "num_iterations",
-            "eval_every",
-            "eval_prompts",
-        ):
-            v.integer(getattr(self, name), f"HFLabConfig.{name}", minimum=1)
-        v.integer(self.grpo_steps, "HFLabConfig.grpo_steps", minimum=0)
-        v.integer(self.num_generations, "HFLabConfig.num_generations", minimum=2)
-        for name in ("temperature", "grpo_lr", "max_grad_norm"):
-            v.scalar(getattr(self, name), f"HFLabConfig.{name}", positive=True)
-        v.scalar(self.beta, "HFLabConfig.beta", nonnegative=True)
-        if not 0 < self.epsilon < 1:
-            raise ValueError(
-                f"HFLabConfig.epsilon must be in (0, 1), got {self.epsilon!r}"
-            )
-        if self.dtype not in (None, "float32", "bfloat16", "float16"):
-            raise ValueError(
-                f"HFLabConfig.dtype must be None, 'float32', 'bfloat16' or 'float16', got {self.dtype!r}"
-            )
+    def check_fields(self):
+        super().check_fields()
+        v.integer(self.eval_prompts, "HFLabConfig.eval_prompts", minimum=1)
+        v.choice(
+            self.dtype, "HFLabConfig.dtype", (None, "float32", "bfloat16", "float16")
+        )
         if not isinstance(self.model_name, str) or not self.model_name:
-            raise ValueError(
-                f"HFLabConfig.model_name must be a non-empty string, got {self.model_name!r}"
-            )
+            raise self.field_error("model_name", "must be a non-empty string")
 
 
 # --- Models and tokenizers -------------------------------------------------------------------------------------------
@@ -159,7 +137,7 @@ def load_pretrained(cfg: HFLabConfig, device=None):
     """``(model, tokenizer)`` of ``cfg.model_name`` from the Hub (or the local cache), on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    device = _device(device) if device is not None else torch_ops.default_device()
+    device = as_device(device) if device is not None else torch_ops.default_device()
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_name, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(
         cfg.model_name, dtype=_torch_dtype(cfg, device)
@@ -232,8 +210,8 @@ def tiny_random_model(
 def encode_chat_prompts(tokenizer, prompts, cfg: HFLabConfig, device=None):
     """Left-padded ``(ids, mask)`` of each prompt as a chat: system message, the sum as the user message, and the
     generation prompt that opens the assistant's turn (the model's own chat template)."""
-    _hf_cfg(cfg)
-    prompts = _texts(prompts, "prompts")
+    checked_config(cfg, HFLabConfig)
+    prompts = text_list(prompts, "prompts")
     texts = [
         tokenizer.apply_chat_template(
             [
@@ -317,7 +295,7 @@ def hf_logps(
 
 def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
     """Each completion's text up to its end-of-turn token, stripped of surrounding white space."""
-    _id_mask(completion_ids, completion_mask, "completion")
+    check_ids_and_mask(completion_ids, completion_mask, "completion")
     out = []
     for row, m in zip(completion_ids.tolist(), completion_mask.tolist()):
         toks = [t for t, keep in zip(row, m) if keep and t != tokenizer.eos_token_id]
@@ -328,8 +306,8 @@ def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
 def hf_score(prompts, texts, finished) -> torch.Tensor:
     """``(N, 1)`` correctness: the completion ended its turn and is exactly the sum (the lab's verifier)."""
     prompts, texts, finished = (
-        _texts(prompts, "prompts"),
-        _texts(texts, "texts"),
+        text_list(prompts, "prompts"),
+        text_list(texts, "texts"),
         list(v.sequence(finished, "finished")),
     )
     if not len(prompts) == len(texts) == len(finished):
@@ -353,10 +331,10 @@ def hf_pass_rate(
     model, tokenizer, prompts, cfg: HFLabConfig, device, batch_size: int = 64
 ) -> float:
     """Greedy pass rate of ``prompts`` (the held-out measure of the tiny lab)."""
-    _hf_cfg(cfg)
-    prompts = _texts(prompts, "prompts")
+    checked_config(cfg, HFLabConfig)
+    prompts = text_list(prompts, "prompts")
     batch_size = v.integer(batch_size, "batch_size", minimum=1)
-    device = _device(device)
+    device = as_device(device)
     hits = 0
     for i in range(0, len(prompts), batch_size):
         chunk = prompts[i : i + batch_size]
@@ -396,26 +374,23 @@ def run_hf_grpo(
     ``heldout_pass_rate`` (greedy, on the first ``eval_prompts`` held-out prompts). ``compile`` (default: on CUDA)
     passes ``compile=True`` to the book's fused GRPO loss. ``reward_fn(prompts, texts, finished) -> (N, 1)``
     replaces the verifier (:func:`hf_score`, the default)."""
-    _hf_cfg(cfg)
+    checked_config(cfg, HFLabConfig)
     seed = v.integer(seed, "seed", minimum=0)
     if reward_fn is not None and not callable(reward_fn):
         raise TypeError(
             f"reward_fn must be callable or None, got {type(reward_fn).__name__}"
         )
-    device = _device(device) if device is not None else next(model.parameters()).device
+    device = (
+        as_device(device) if device is not None else next(model.parameters()).device
+    )
     compile = (
         device.type == "cuda" if compile is None else v.boolean(compile, "compile")
     )
     model.to(device)
-    task = AdditionTask(
-        n_terms=cfg.n_terms,
-        n_digits=cfg.n_digits,
-        n_heldout=cfg.n_heldout,
-        seed=cfg.task_seed,
-    )
+    task = make_task(cfg)
     heldout = task.heldout_prompts()[: cfg.eval_prompts]
-    stream = PromptStream(task.train_prompts(), _derived_seed(seed, "data"))
-    gen = torch.Generator(device=device).manual_seed(_derived_seed(seed, "sampling"))
+    stream = PromptStream(task.train_prompts(), derived_seed(seed, "data"))
+    gen = torch.Generator(device=device).manual_seed(derived_seed(seed, "sampling"))
     ref = copy.deepcopy(model).eval().requires_grad_(False)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.grpo_lr, weight_decay=0.0)
     g = cfg.num_generations
@@ -466,46 +441,32 @@ def run_hf_grpo(
             g,
             scale_rewards=cfg.scale_rewards,
         )
-        m = cmask.float()
-        ref_logps = None
-        if cfg.beta:
-            with torch.no_grad():
-                ref_logps = hf_logps(ref, pids, pmask, cids, cmask, cfg.temperature)
-        sums = {"loss": 0.0, "kl": 0.0, "clip": 0.0, "grad_norm": 0.0}
-        for _ in range(cfg.num_iterations):
-            new = hf_logps(model, pids, pmask, cids, cmask, cfg.temperature)
-            out = torch_ops.grpo_loss(
-                new,
-                old,
-                ref_logps,
-                adv,
-                m,
-                epsilon=cfg.epsilon,
-                beta=cfg.beta,
-                loss_type=cfg.loss_type,
-                max_completion_length=cfg.max_completion_length,
-                compile=compile,
-            )
-            opt.zero_grad(set_to_none=True)
-            out.loss.backward()
-            sums["grad_norm"] += float(
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-            )
-            opt.step()
-            sums["loss"] += float(out.loss.detach())
-            sums["kl"] += float(out.metrics["kl"]) if "kl" in out.metrics else 0.0
-            sums["clip"] += float(out.metrics["clip_ratio/region_mean"])
+        # the update: the tiny lab's (dpo_grpo.lab.grpo), with this model's log-probs
+        ref_logps = reference_logps(ref, hf_logps, pids, pmask, cids, cmask, cfg)
+        upd = grpo_update(
+            model,
+            opt,
+            hf_logps,
+            pids,
+            pmask,
+            cids,
+            cmask,
+            old,
+            ref_logps,
+            adv,
+            cfg,
+            compile=compile,
+        )
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        k = cfg.num_iterations
         hist["step"].append(step)
-        hist["loss"].append(sums["loss"] / k)
-        hist["kl"].append(sums["kl"] / k)
-        hist["clip_ratio_region"].append(sums["clip"] / k)
-        hist["grad_norm"].append(sums["grad_norm"] / k)
+        hist["loss"].append(upd["loss"])
+        hist["kl"].append(upd["kl"] if cfg.beta else 0.0)
+        hist["clip_ratio_region"].append(upd["clip_ratio_region"])
+        hist["grad_norm"].append(upd["grad_norm"])
         hist["reward_mean"].append(float(rm["reward"]))
         hist["frac_reward_zero_std"].append(float(rm["frac_reward_zero_std"]))
-        hist["completion_length"].append(float(m.sum(1).mean()))
+        hist["completion_length"].append(float(cmask.float().sum(1).mean()))
         hist["step_time_s"].append(time.perf_counter() - t0)
         if step % cfg.eval_every == 0 or step == cfg.grpo_steps:
             evaluate(step)

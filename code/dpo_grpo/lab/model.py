@@ -293,7 +293,7 @@ def count_parameters(model: nn.Module) -> int:
 
 def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
     """Left-padded ``(ids, mask)`` of shape ``(B, P)``: ``PAD.. BOS chars``; ``mask`` is 1 on BOS and the chars."""
-    rows = [[BOS] + vocab.encode(p) for p in _texts(prompts, "prompts")]
+    rows = [[BOS] + vocab.encode(p) for p in text_list(prompts, "prompts")]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -305,7 +305,7 @@ def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
 
 def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB):
     """Right-padded ``(ids, mask)`` of ``text + EOS``, shape ``(B, L)``; ``mask`` is 1 up to and including EOS."""
-    rows = [vocab.encode(t) + [EOS] for t in _texts(texts, "texts")]
+    rows = [vocab.encode(t) + [EOS] for t in text_list(texts, "texts")]
     width = (
         max(len(r) for r in rows)
         if width is None
@@ -320,7 +320,7 @@ def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB)
     return ids.to(device), mask.to(device)
 
 
-def _texts(texts, name) -> list:
+def text_list(texts, name) -> list:
     """A non-empty list of strings (a bare string is one text, not a list of characters: rejected)."""
     if isinstance(texts, str):
         raise TypeError(
@@ -337,8 +337,9 @@ def _texts(texts, name) -> list:
     return texts
 
 
-def _id_mask(ids, mask, name):
-    """Check a 2-D integer id tensor and its same-shaped mask."""
+def check_ids_and_mask(ids, mask, name):
+    """Check a 2-D integer id tensor ``<name>_ids`` ``(B, L)`` and its same-shaped mask
+    ``<name>_mask``; a TypeError/ValueError names the bad one."""
     if (
         not isinstance(ids, torch.Tensor)
         or ids.dim() != 2
@@ -391,7 +392,7 @@ def generate(
     ``model(ids, mask)``) and ``eos_id``/``pad_id`` let the same sampler drive a Hugging Face model
     (:func:`dpo_grpo.lab.hf.hf_generate`).
     """
-    _id_mask(prompt_ids, prompt_mask, "prompt")
+    check_ids_and_mask(prompt_ids, prompt_mask, "prompt")
     max_new_tokens = v.integer(max_new_tokens, "max_new_tokens", minimum=1)
     eos_id, pad_id = (
         v.integer(eos_id, "eos_id", minimum=0),
@@ -450,8 +451,8 @@ def completion_logps(
     arbitrary finite values: multiply by ``completion_mask`` before summing. ``logits_fn(model, ids, mask)``
     (default ``model(ids, mask)``) lets a Hugging Face model use it (:func:`dpo_grpo.lab.hf.hf_logps`).
     """
-    _id_mask(prompt_ids, prompt_mask, "prompt")
-    _id_mask(completion_ids, completion_mask, "completion")
+    check_ids_and_mask(prompt_ids, prompt_mask, "prompt")
+    check_ids_and_mask(completion_ids, completion_mask, "completion")
     if completion_ids.shape[0] != prompt_ids.shape[0]:
         raise ValueError(
             f"completion_ids must have one row per prompt ({prompt_ids.shape[0]}), "

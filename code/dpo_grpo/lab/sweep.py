@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from .. import _validation as v
-from .experiment import ALGORITHMS, LabConfig, budget, run_lab
+from .config import LabConfig
+from .run import ALGORITHMS, budget, run_lab
 
 METHODS = ("grpo", "dpo", "dpo+nll", "rft")
 NAMES = {"grpo": "GRPO", "dpo": "DPO", "dpo+nll": "DPO + NLL", "rft": "RFT"}

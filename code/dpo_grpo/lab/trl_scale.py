@@ -14,9 +14,11 @@ import torch
 
 from .. import _validation as v
 from .. import torch_ops
-from .experiment import LabConfig, _derived_seed
-from .hf import HFLabConfig, encode_chat_prompts, hf_logps
-from .model import AdditionTask, verify
+from .config import GRPOTaskConfig, LabConfig, checked_config
+from .hf import encode_chat_prompts, hf_logps
+from .model import verify
+from .runtime import derived_seed
+from .task import PromptStream, make_task
 
 #: (lab field, TRL 1.16.0 GRPOConfig field, how the lab's value maps) for the GRPO run
 GRPO_NAMES = (
@@ -81,19 +83,12 @@ DPO_NAMES = (
 )
 
 
-def _cfg(cfg):
-    if not isinstance(cfg, (LabConfig, HFLabConfig)):
-        raise TypeError(
-            f"cfg must be a LabConfig or an HFLabConfig, got {type(cfg).__name__}"
-        )
-    return cfg
-
-
 def grpo_args(cfg, output_dir: str, **overrides) -> dict:
     """Keyword arguments of ``trl.GRPOConfig`` that reproduce the lab's GRPO settings (one process; see
     :data:`GRPO_NAMES`). ``overrides`` replace or add TRL fields (``use_vllm``, ``bf16``, ...)."""
-    _cfg(cfg)
-    get = lambda name, default=None: getattr(cfg, name, default)  # noqa: E731  (HFLabConfig has fewer fields)
+    checked_config(cfg, GRPOTaskConfig)
+    # fields only a LabConfig has (an HFLabConfig takes TRL's defaults of the lab)
+    get = lambda name, default=None: getattr(cfg, name, default)  # noqa: E731
     sync = get("ref_sync_steps")
     args = dict(
         output_dir=str(output_dir),
@@ -103,12 +98,12 @@ def grpo_args(cfg, output_dir: str, **overrides) -> dict:
         num_iterations=cfg.num_iterations,
         max_steps=cfg.grpo_steps * cfg.num_iterations,
         epsilon=cfg.epsilon,
-        epsilon_high=get("epsilon_high"),
-        delta=get("delta"),
+        epsilon_high=cfg.epsilon_high,
+        delta=cfg.delta,
         beta=cfg.beta,
         loss_type=cfg.loss_type,
-        importance_sampling_level=get("importance_sampling_level", "token"),
-        use_bias_correction_kl=get("use_bias_correction_kl", False),
+        importance_sampling_level=cfg.importance_sampling_level,
+        use_bias_correction_kl=cfg.use_bias_correction_kl,
         scale_rewards=cfg.scale_rewards,
         temperature=cfg.temperature,
         top_p=1.0,
@@ -177,18 +172,11 @@ def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
     column ``prompt`` (system + user messages) and column ``problem`` (the sum, for the reward function)."""
     from datasets import Dataset
 
-    from .experiment import PromptStream
-
-    _cfg(cfg)
+    checked_config(cfg, GRPOTaskConfig)
     n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
     seed = v.integer(seed, "seed", minimum=0)
-    task = AdditionTask(
-        n_terms=cfg.n_terms,
-        n_digits=cfg.n_digits,
-        n_heldout=cfg.n_heldout,
-        seed=cfg.task_seed,
-    )
-    problems = PromptStream(task.train_prompts(), _derived_seed(seed, "data")).next(
+    task = make_task(cfg)
+    problems = PromptStream(task.train_prompts(), derived_seed(seed, "data")).next(
         n_prompts
     )
     return Dataset.from_dict(
@@ -201,7 +189,7 @@ def preference_dataset(cfg, pairs: dict):
     conversational preference ``datasets.Dataset`` for ``DPOTrainer``."""
     from datasets import Dataset
 
-    _cfg(cfg)
+    checked_config(cfg, GRPOTaskConfig)
     if not isinstance(pairs, dict) or not all(
         k in pairs for k in ("prompts", "chosen", "rejected")
     ):
@@ -259,7 +247,8 @@ class GRPORecorder:
     )
 
     def __init__(self, cfg, tokenizer, reward_funcs, ref_model, reward_weights=None):
-        self.cfg, self.tokenizer = _cfg(cfg), tokenizer
+        self.cfg = checked_config(cfg, GRPOTaskConfig)
+        self.tokenizer = tokenizer
         self.reward_funcs = list(v.sequence(reward_funcs, "reward_funcs"))
         if not self.reward_funcs or not all(callable(f) for f in self.reward_funcs):
             raise TypeError("reward_funcs must be a non-empty list of callables")

@@ -1,0 +1,112 @@
+"""What a lab run logs: :class:`LabHistory`, one list per metric."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class LabHistory:
+    """What a run logged. ``eval_*`` lists and ``heldout_pass_rate`` have one entry per
+    evaluation (the first is the SFT start, before any update; the last is the final
+    policy); the other lists have one entry per step.
+
+    Cumulative ``tokens_generated`` and ``wall_time_s`` count only post-SFT training
+    work (for DPO this includes sampling the preference set, so its first step already
+    carries that cost); evaluation time is excluded. ``peak_memory_bytes`` is
+    ``torch.cuda.max_memory_allocated`` for the step on a GPU, the process's resident
+    set size after the step on a CPU. GRPO fields stay empty in an offline run and vice
+    versa."""
+
+    algorithm: str
+    seed: int
+    config: dict
+    n_parameters: int = 0
+    sft_steps: int = 0  #: SFT steps actually taken (early stop at sft_target_pass_rate)
+    sft_probe_pass_rate: float = (
+        0.0  #: greedy pass rate on the SFT probe of training prompts when SFT stopped
+    )
+    sft_wall_time_s: float = 0.0
+    # evaluation points
+    eval_step: list = field(default_factory=list)
+    heldout_pass_rate: list = field(default_factory=list)
+    #: at ``temperature``, if ``eval_samples > 0``
+    heldout_pass_rate_sampled: list = field(default_factory=list)
+    eval_tokens_generated: list = field(default_factory=list)
+    eval_wall_time_s: list = field(default_factory=list)
+    eval_optimizer_steps: list = field(default_factory=list)
+    eval_completions_sampled: list = field(default_factory=list)
+    # every step (all algorithms)
+    step: list = field(default_factory=list)
+    #: cumulative optimiser steps (GRPO: num_iterations a step)
+    optimizer_steps: list = field(default_factory=list)
+    #: cumulative sampled completions
+    completions_sampled: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    grad_norm: list = field(default_factory=list)
+    lr: list = field(default_factory=list)
+    tokens_generated: list = field(default_factory=list)
+    wall_time_s: list = field(default_factory=list)
+    tokens_per_s: list = field(default_factory=list)
+    peak_memory_bytes: list = field(default_factory=list)
+    # GRPO
+    reward_mean: list = field(default_factory=list)
+    reward_std: list = field(default_factory=list)
+    frac_reward_zero_std: list = field(default_factory=list)
+    train_pass_rate: list = field(default_factory=list)
+    #: groups whose G completions all pass
+    frac_groups_all_correct: list = field(default_factory=list)
+    #: groups whose G completions all fail
+    frac_groups_all_wrong: list = field(default_factory=list)
+    clip_ratio_low: list = field(default_factory=list)
+    clip_ratio_high: list = field(default_factory=list)
+    clip_ratio_region: list = field(default_factory=list)
+    kl: list = field(default_factory=list)
+    completion_length: list = field(default_factory=list)
+    frac_truncated: list = field(default_factory=list)
+    sampler_logp_gap: list = field(default_factory=list)
+    rollout_time_s: list = field(default_factory=list)
+    score_time_s: list = field(default_factory=list)
+    reference_time_s: list = field(default_factory=list)
+    train_time_s: list = field(default_factory=list)
+    ref_version: list = field(default_factory=list)
+    # offline methods (dpo, dpo+nll, rft)
+    n_pairs: int = 0
+    #: token-mean NLL of the chosen completions in the batch
+    nll: list = field(default_factory=list)
+    frac_prompts_without_pair: float | None = None
+    rewards_chosen: list = field(default_factory=list)
+    rewards_rejected: list = field(default_factory=list)
+    rewards_margin: list = field(default_factory=list)
+    rewards_accuracy: list = field(default_factory=list)
+    #: mean implicit reward margin over all training pairs
+    eval_pair_margin: list = field(default_factory=list)
+    policy: torch.nn.Module | None = field(default=None, repr=False, compare=False)
+
+    #: fields that depend on the clock or the machine, not on the computation
+    TIMING_FIELDS = (
+        "sft_wall_time_s",
+        "eval_wall_time_s",
+        "wall_time_s",
+        "tokens_per_s",
+        "peak_memory_bytes",
+        "rollout_time_s",
+        "score_time_s",
+        "reference_time_s",
+        "train_time_s",
+    )
+
+    def as_dict(self, include_timing: bool = True) -> dict:
+        d = {
+            f.name: copy.deepcopy(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "policy"
+        }
+        if not include_timing:
+            for name in self.TIMING_FIELDS:
+                d.pop(name)
+        return d

@@ -1,0 +1,167 @@
+"""The parts a lab run builds from its config: the task (:func:`make_task`), the
+training prompts in seeded order (:class:`PromptStream`), the tiny transformer
+(:func:`make_model`), its completion log-probs (:func:`policy_logps`) and the verifier
+as reward functions (:func:`score`, :func:`reward_weights`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import _validation as v
+from .. import torch_ops
+from .config import GRPOTaskConfig, LabConfig, checked_config
+from .model import (
+    VOCAB,
+    AdditionTask,
+    TinyTransformer,
+    completion_logps,
+    encode_prompts,
+    generate,
+    verify,
+)
+
+
+class PromptStream:
+    """Training prompts in a fresh seeded permutation each epoch; the cursor
+    ``(epoch, pos)`` is the whole state."""
+
+    def __init__(self, prompts, seed: int):
+        self.prompts = v.sequence(prompts, "prompts")
+        if not self.prompts:
+            raise ValueError("prompts must not be empty")
+        self.seed = v.integer(seed, "seed", minimum=0)
+        self.epoch = 0
+        self.pos = 0
+        self._perm = None
+
+    def _order(self):
+        return np.random.default_rng([self.seed, self.epoch]).permutation(
+            len(self.prompts)
+        )
+
+    def next(self, n: int) -> list:
+        n = v.integer(n, "n", minimum=0)
+        out = []
+        while len(out) < n:
+            if self._perm is None:
+                self._perm = self._order()
+            take = min(n - len(out), len(self.prompts) - self.pos)
+            out.extend(self.prompts[i] for i in self._perm[self.pos : self.pos + take])
+            self.pos += take
+            if self.pos == len(self.prompts):
+                self.epoch, self.pos, self._perm = self.epoch + 1, 0, None
+        return out
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def load_state_dict(self, state: dict):
+        self.epoch, self.pos, self._perm = int(state["epoch"]), int(state["pos"]), None
+
+
+def make_task(cfg: GRPOTaskConfig) -> AdditionTask:
+    """The addition task of ``cfg`` (a :class:`LabConfig` or any
+    :class:`GRPOTaskConfig`)."""
+    checked_config(cfg, GRPOTaskConfig)
+    return AdditionTask(
+        n_terms=cfg.n_terms,
+        n_digits=cfg.n_digits,
+        n_heldout=cfg.n_heldout,
+        seed=cfg.task_seed,
+    )
+
+
+def make_model(cfg: LabConfig) -> TinyTransformer:
+    checked_config(cfg)
+    return TinyTransformer(
+        len(VOCAB),
+        d_model=cfg.d_model,
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        d_ff=cfg.d_ff,
+        max_seq_len=cfg.context_length,
+    )
+
+
+def block_log_softmax(logits, token_ids):
+    """``torch_ops.selective_log_softmax`` as one block. The lab's vocabulary has 15
+    tokens, so a contiguous copy of the ``(B, L, V)`` completion logits is tiny, and it
+    lets every position go through one chunk instead of a Python loop over rows (the
+    sliced logits cannot be viewed as one block)."""
+    return torch_ops.selective_log_softmax(
+        logits.contiguous(), token_ids, chunk_size=max(1, token_ids.numel())
+    )
+
+
+def policy_logps(model, pids, pmask, cids, cmask, temperature=1.0):
+    """Per-token completion log-probs ``(B, L)`` of the tiny transformer ``model``
+    (policy or reference), via :func:`block_log_softmax`."""
+    return completion_logps(
+        model,
+        pids,
+        pmask,
+        cids,
+        cmask,
+        temperature=temperature,
+        log_softmax_fn=block_log_softmax,
+    )
+
+
+def score(prompts, completion_ids, finished, cfg: LabConfig) -> torch.Tensor:
+    """The verifier as reward functions: ``(N, K)`` float tensor. Column 0 is
+    correctness (1 if the completion ended with EOS and is exactly the sum); with
+    ``reward="length_bonus"`` column 1 is the number of characters emitted (weighted by
+    ``length_bonus``), a reward a policy can earn without being right."""
+    checked_config(cfg)
+    prompts = v.sequence(prompts, "prompts")
+    if not isinstance(completion_ids, torch.Tensor) or completion_ids.dim() != 2:
+        raise TypeError(
+            "completion_ids must be a 2-D tensor of token ids, got "
+            f"{type(completion_ids).__name__}"
+        )
+    if not isinstance(finished, torch.Tensor) or finished.shape != (
+        completion_ids.shape[0],
+    ):
+        raise ValueError(
+            f"finished must be a tensor of shape ({completion_ids.shape[0]},), got "
+            f"{type(finished).__name__} {tuple(getattr(finished, 'shape', ()))}"
+        )
+    if len(prompts) != completion_ids.shape[0]:
+        raise ValueError(
+            "prompts must have one entry per completion "
+            f"({completion_ids.shape[0]}), got {len(prompts)}"
+        )
+    texts = [VOCAB.decode(row) for row in completion_ids.tolist()]
+    done = finished.tolist()
+    correct = [
+        1.0 if (ok and verify(p, t)) else 0.0 for p, t, ok in zip(prompts, texts, done)
+    ]
+    cols = [correct]
+    if cfg.reward == "length_bonus":
+        cols.append([float(len(t)) for t in texts])
+    return torch.tensor(cols, dtype=torch.float32).T.contiguous()
+
+
+def reward_weights(cfg: LabConfig):
+    """The weights of :func:`score`'s columns (None: the single correctness column)."""
+    checked_config(cfg)
+    return None if cfg.reward == "correct" else [1.0, cfg.length_bonus]
+
+
+def sample_groups(policy, prompts, k: int, cfg: LabConfig, generator, device):
+    """Sample ``k`` completions of each prompt from ``policy`` at ``cfg.temperature``
+    (each prompt ``k`` times in a row: one group). Returns ``(rows, prompt_ids,
+    prompt_mask, rollout)``: the repeated prompts, their encoding and the
+    :class:`dpo_grpo.lab.model.Rollout`."""
+    rows = [p for p in prompts for _ in range(k)]
+    pids, pmask = encode_prompts(rows, device)
+    ro = generate(
+        policy,
+        pids,
+        pmask,
+        cfg.max_completion_length,
+        temperature=cfg.temperature,
+        generator=generator,
+    )
+    return rows, pids, pmask, ro
