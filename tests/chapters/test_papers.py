@@ -7,7 +7,7 @@ import pytest
 
 from dpo_grpo.chapters import papers as pp
 
-BIB = Path(__file__).resolve().parents[1] / "book" / "references.bib"
+BIB = Path(__file__).resolve().parents[2] / "book" / "references.bib"
 
 
 def test_the_four_papers_and_their_ids():

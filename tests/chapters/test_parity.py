@@ -112,17 +112,24 @@ def test_defaults_tables():
     )
     assert pa.TRL_GRPO_DEFAULTS["use_bias_correction_kl"] is True
     assert pa.PAPER_GRPO["loss_type"] == "grpo" and pa.PAPER_GRPO["beta"] == 0.04
-    assert set(pa.TRL_GRPO_DEFAULTS) == set(pa.PAPER_GRPO)
+    # every option of the paper's column, plus the length that dr_grpo divides by
+    assert set(pa.TRL_GRPO_DEFAULTS) - set(pa.PAPER_GRPO) == {"max_completion_length"}
+    assert set(pa.PAPER_GRPO) <= set(pa.TRL_GRPO_DEFAULTS)
 
 
-def test_defaults_match_trl_when_installed():
+def test_defaults_match_trl_when_installed(tmp_path):
     trl = pytest.importorskip("trl")
     import dataclasses
 
     fields = {f.name: f.default for f in dataclasses.fields(trl.GRPOConfig)}
+    # a built config (after __post_init__), as a trainer would read it
+    config = trl.GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[]
+    )
     for key, value in pa.TRL_GRPO_DEFAULTS.items():
-        if key != "std_ddof":
+        if key != "std_ddof":  # not an option: TRL's torch.std divides by G - 1
             assert fields[key] == value, key
+            assert getattr(config, key) == value, key
 
 
 def _bench_file():

@@ -204,7 +204,7 @@ def test_every_trl_issue_the_book_links_is_registered():
     import re
     from pathlib import Path
 
-    book = Path(__file__).resolve().parents[1] / "book"
+    book = Path(__file__).resolve().parents[2] / "book"
     linked = set()
     for path in book.glob("*.ipynb"):
         linked |= {

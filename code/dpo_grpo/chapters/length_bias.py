@@ -23,14 +23,10 @@ from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
 
 __all__ = [
     "LENGTH_GROUP",
-    "TRL_GRPO_DEFAULTS",
     "length_group",
     "Push",
     "per_token_push",
 ]
-
-#: TRL 1.16.0's ``GRPOConfig`` defaults that decide how a ragged batch is averaged (quoted from TRL, not computed).
-TRL_GRPO_DEFAULTS = {"loss_type": "dapo", "max_completion_length": 512, "beta": 0.0}
 
 #: Four answers: right and short, right and long, wrong and short, wrong and long (token counts).
 LENGTH_GROUP = {

@@ -1,13 +1,13 @@
 """The evidence that this package matches TRL 1.16.0: rerun every fixture case and tabulate the differences.
 
-The fixtures (``tests/fixtures/trl_*.json``) were written by ``scripts/make_trl_fixtures.py`` from real TRL 1.16.0
+The fixtures (``dpo_grpo/data/trl_fixtures/trl_*.json``, :data:`dpo_grpo.data.TRL_FIXTURES`) were written by ``scripts/make_trl_fixtures.py`` from real TRL 1.16.0
 trainer objects (``GRPOTrainer._compute_loss``, ``GRPOTrainer._generate_and_score_completions``,
 ``DPOTrainer._compute_loss``). :func:`parity_report` feeds each case's inputs to :func:`dpo_grpo.grpo_loss`,
 :func:`dpo_grpo.reward_advantages` or :func:`dpo_grpo.dpo_loss` and returns one row per case with the maximum
-absolute differences (loss, gradient, metrics). Tolerances are those of ``tests/test_trl_parity.py``.
+absolute differences (loss, gradient, metrics). Tolerances are those of the package's TRL parity tests.
 
 Also here: TRL 1.16.0's GRPO defaults next to the paper's (:data:`TRL_GRPO_DEFAULTS`, :data:`PAPER_GRPO`), and
-the tables of the torch benchmark results in ``bench/results/*.json`` (:func:`load_benchmarks`, through
+the tables of the torch benchmark results in ``dpo_grpo/data/bench_results/*.json`` (:func:`load_benchmarks`, through
 :func:`dpo_grpo.data.bench_results.load_results`).
 """
 
@@ -59,7 +59,9 @@ NEW_GRPO_OPTIONS = (
     "vespo_lambda_neg",
 )
 
-#: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to) DeepSeekMath's GRPO.
+#: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to) DeepSeekMath's GRPO, and the
+#: ``max_completion_length`` that decides how a ragged batch is averaged (``dr_grpo``). The one copy of TRL's
+#: defaults in the package; ``std_ddof`` is not an option (TRL's ``torch.std`` divides by G - 1).
 TRL_GRPO_DEFAULTS = {
     "beta": 0.0,
     "loss_type": "dapo",
@@ -71,6 +73,7 @@ TRL_GRPO_DEFAULTS = {
     "num_generations": 8,
     "num_iterations": 1,
     "std_ddof": 1,
+    "max_completion_length": 512,
 }
 #: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting; the std is unspecified).
 PAPER_GRPO = {
@@ -408,7 +411,7 @@ def group_rows(rows, by, diff_columns) -> list:
 # Benchmark results written by bench/ (torch loss vs TRL's _compute_loss; selective_log_softmax memory)
 # ------------------------------------------------------------------------------------------------------------------
 #
-# Layout of bench/results/<host-kind>.json (bench/bench_grpo_loss.py): {"host": {...}, "run_info": {section: ...},
+# Layout of dpo_grpo/data/bench_results/<host-kind>.json (bench/bench_grpo_loss.py): {"host": {...}, "run_info": {section: ...},
 # <section>: {"shapes": {"<config>/<B>x<T>": {"timing": {variant: {"median_s", "q1_s", "q3_s", ...}},
 # "speedup_vs_trl": {variant: x}, "agreement_vs_torch_eager": {variant: {"loss_abs_diff", "grad_max_abs_diff"}},
 # "peak_extra_bytes": {variant: bytes}, ...}}, ...}}. Files without such a section (other benchmarks) are ignored.
@@ -426,7 +429,7 @@ def _benchmark_sections(data) -> list:
 
 
 def load_benchmarks(directory=None) -> list:
-    """Every ``bench/results/*.json`` holding a per-shape (``grpo_loss``) or per-dtype (``logprobs``) section, as
+    """Every ``dpo_grpo/data/bench_results/*.json`` holding a per-shape (``grpo_loss``) or per-dtype (``logprobs``) section, as
     ``(path, data)`` pairs sorted by file name; ``[]`` when no result exists yet (the chapters then say so)."""
     return load_results(lambda data: bool(_benchmark_sections(data)), directory)
 

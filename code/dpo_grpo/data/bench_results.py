@@ -1,4 +1,5 @@
-"""Reading what ``bench/`` measured: the JSON files in ``bench/results/`` that the chapters render.
+"""Reading what ``bench/`` measured: the JSON files in ``dpo_grpo/data/bench_results/``
+(:data:`dpo_grpo.data.BENCH_RESULTS`, shipped in the package) that the chapters render.
 
 The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON file per kind of machine.
 :func:`load_results` finds the files a chapter needs (by a predicate on their content); the torch-loss tables are
