@@ -1,25 +1,28 @@
-"""The lab's verifiable addition task on a pretrained instruct model from the Hugging Face Hub (needs
-``transformers``; a GPU for a real model).
+"""The lab's verifiable addition task on a pretrained instruct model from the Hugging
+Face Hub (needs ``transformers``; a GPU for a real model).
 
-``HFLabConfig.preset("qwen2.5-0.5b")`` names ``Qwen/Qwen2.5-0.5B-Instruct``; :func:`load_pretrained` loads it with
-``AutoModelForCausalLM`` / ``AutoTokenizer`` (a download on first use), and :func:`run_hf_grpo` runs GRPO on the
-same task as the tiny lab: prompts ``"27+45="`` sent as a user message through the model's own chat template, the
-completion decoded with its own tokenizer up to its end-of-turn token, stripped of surrounding white space, and
-scored by the same verifier (:func:`dpo_grpo.lab.model.verify`). The loss is the book's
+``HFLabConfig.preset("qwen2.5-0.5b")`` names ``Qwen/Qwen2.5-0.5B-Instruct``;
+:func:`load_pretrained` loads it with ``AutoModelForCausalLM`` / ``AutoTokenizer`` (a
+download on first use), and :func:`run_hf_grpo` runs GRPO on the same task as the tiny
+lab: prompts ``"27+45="`` sent as a user message through the model's own chat template,
+the completion decoded with its own tokenizer up to its end-of-turn token, stripped of
+surrounding white space, and scored by the same verifier
+(:func:`dpo_grpo.lab.model.verify`). The loss is the book's
 (:func:`dpo_grpo.torch_ops.grpo_loss`, fused; ``torch.compile`` on CUDA), the advantages
 :func:`dpo_grpo.torch_ops.reward_advantages` (TRL's: sample std, ddof = 1).
 
-Offline (tests, CI), :func:`tiny_random_model` builds a randomly initialised model of the same architecture
-(``Qwen2ForCausalLM`` from a ``Qwen2Config``) and a character-level tokenizer with a ChatML chat template, built
-locally with ``tokenizers``: no download, same code path.
+Offline (tests, CI), :func:`tiny_random_model` builds a randomly initialised model of
+the same architecture (``Qwen2ForCausalLM`` from a ``Qwen2Config``) and a
+character-level tokenizer with a ChatML chat template, built locally with
+``tokenizers``: no download, same code path.
 
-Expected time per GRPO step of the ``qwen2.5-0.5b`` preset (8 prompts x 8 completions, up to 8 new tokens, one
-optimisation epoch, a frozen reference copy) -- *estimates* from the FLOP count (about 4e13 per step: sampling
-without a KV cache re-reads the ~45-token prompt for each new token) and typical sustained throughput, not
-measurements: about 10 s on a T4 (float32 weights: the T4 has no bfloat16 tensor cores; ~10 GB with AdamW and the
-reference), about 1 s on an A100 (bfloat16 weights, latency-bound at this batch size). ``history["step_time_s"]``
-records the real value.
-"""
+Expected time per GRPO step of the ``qwen2.5-0.5b`` preset (8 prompts x 8 completions,
+up to 8 new tokens, one optimisation epoch, a frozen reference copy) -- *estimates* from
+the FLOP count (about 4e13 per step: sampling without a KV cache re-reads the ~45-token
+prompt for each new token) and typical sustained throughput, not measurements: about 10
+s on a T4 (float32 weights: the T4 has no bfloat16 tensor cores; ~10 GB with AdamW and
+the reference), about 1 s on an A100 (bfloat16 weights, latency-bound at this batch
+size). ``history["step_time_s"]`` records the real value."""
 
 from __future__ import annotations
 
@@ -46,15 +49,19 @@ from .runtime import as_device, derived_seed
 from .task import PromptStream, make_task
 
 
-#: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the FLOP count and typical
-#: sustained throughput (see the module docstring), not measurements.
+#: Expected seconds per GRPO step of the ``qwen2.5-0.5b`` preset: ESTIMATES from the
+#: FLOP count and typical sustained throughput (see the module docstring), not
+#: measurements.
 EXPECTED_STEP_SECONDS = {"T4": 10.0, "A100": 1.0}
 #: Parameters of Qwen2.5-0.5B-Instruct (its model card: 0.49B)
 QWEN25_05B_PARAMETERS = 494_032_768
 
-#: ChatML, the format of Qwen2.5's chat template (the tiny local tokenizer uses the same markers)
+#: ChatML, the format of Qwen2.5's chat template (the tiny local tokenizer uses the same
+#: markers)
 CHATML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% for m in messages %}"
+    "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -92,8 +99,9 @@ class HFLabConfig(GRPOTaskConfig):
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "HFLabConfig":
-        """``"qwen2.5-0.5b"``: the real model for a GPU runtime; ``"tiny-random"``: the same task and code path
-        on :func:`tiny_random_model`, a few steps, for CPU tests."""
+        """``"qwen2.5-0.5b"``: the real model for a GPU runtime; ``"tiny-random"``: the
+        same task and code path on :func:`tiny_random_model`, a few steps, for CPU
+        tests."""
         if name == "qwen2.5-0.5b":
             cfg = cls()
         elif name == "tiny-random":
@@ -122,7 +130,7 @@ class HFLabConfig(GRPOTaskConfig):
             raise self.field_error("model_name", "must be a non-empty string")
 
 
-# --- Models and tokenizers -------------------------------------------------------------------------------------------
+# --- Models and tokenizers ------------------------------------------------------------
 
 
 def _torch_dtype(cfg: HFLabConfig, device: torch.device) -> torch.dtype:
@@ -134,7 +142,8 @@ def _torch_dtype(cfg: HFLabConfig, device: torch.device) -> torch.dtype:
 
 
 def load_pretrained(cfg: HFLabConfig, device=None):
-    """``(model, tokenizer)`` of ``cfg.model_name`` from the Hub (or the local cache), on ``device``."""
+    """``(model, tokenizer)`` of ``cfg.model_name`` from the Hub (or the local cache),
+    on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = as_device(device) if device is not None else torch_ops.default_device()
@@ -148,8 +157,9 @@ def load_pretrained(cfg: HFLabConfig, device=None):
 
 
 def char_tokenizer():
-    """A character-level ``PreTrainedTokenizerFast`` built locally: the ChatML special tokens, then one token per
-    printable ASCII character and newline; its chat template is ChatML (the format Qwen2.5 uses)."""
+    """A character-level ``PreTrainedTokenizerFast`` built locally: the ChatML special
+    tokens, then one token per printable ASCII character and newline; its chat template
+    is ChatML (the format Qwen2.5 uses)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -173,16 +183,18 @@ def char_tokenizer():
 def tiny_random_model(
     seed: int = 0, *, hidden_size: int = 32, num_hidden_layers: int = 2
 ):
-    """``(model, tokenizer)``: a randomly initialised ``Qwen2ForCausalLM`` (Qwen2.5's architecture: RMSNorm,
-    rotary positions, grouped-query attention, SwiGLU, tied embeddings) sized for a CPU test, with
-    :func:`char_tokenizer`. Built from a config: nothing is downloaded."""
+    """``(model, tokenizer)``: a randomly initialised ``Qwen2ForCausalLM`` (Qwen2.5's
+    architecture: RMSNorm, rotary positions, grouped-query attention, SwiGLU, tied
+    embeddings) sized for a CPU test, with :func:`char_tokenizer`. Built from a config:
+    nothing is downloaded."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     seed = v.integer(seed, "seed", minimum=0)
     v.integer(num_hidden_layers, "num_hidden_layers", minimum=1)
     if v.integer(hidden_size, "hidden_size", minimum=8) % 8:
         raise ValueError(
-            f"hidden_size must be a multiple of 8 (4 heads of even width), got {hidden_size}"
+            "hidden_size must be a multiple of 8 (4 heads of even width), "
+            f"got {hidden_size}"
         )
     tokenizer = char_tokenizer()
     config = Qwen2Config(
@@ -204,12 +216,13 @@ def tiny_random_model(
     return model.eval(), tokenizer
 
 
-# --- Prompts, sampling, log-probs ------------------------------------------------------------------------------------
+# --- Prompts, sampling, log-probs -----------------------------------------------------
 
 
 def encode_chat_prompts(tokenizer, prompts, cfg: HFLabConfig, device=None):
-    """Left-padded ``(ids, mask)`` of each prompt as a chat: system message, the sum as the user message, and the
-    generation prompt that opens the assistant's turn (the model's own chat template)."""
+    """Left-padded ``(ids, mask)`` of each prompt as a chat: system message, the sum as
+    the user message, and the generation prompt that opens the assistant's turn (the
+    model's own chat template)."""
     checked_config(cfg, HFLabConfig)
     prompts = text_list(prompts, "prompts")
     texts = [
@@ -234,7 +247,8 @@ def encode_chat_prompts(tokenizer, prompts, cfg: HFLabConfig, device=None):
 
 
 def _logits(model, ids, mask):
-    """Logits with positions counted over real tokens only (left padding does not shift the rotary positions)."""
+    """Logits with positions counted over real tokens only (left padding does not shift
+    the rotary positions)."""
     pos = (mask.long().cumsum(1) - 1).clamp(min=0)
     return model(
         input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=False
@@ -254,9 +268,10 @@ def hf_generate(
     greedy: bool = False,
     generator=None,
 ):
-    """Sample up to ``max_new_tokens`` per prompt (or decode greedily), recording each sampled token's log-prob
-    under the tempered distribution: ``(completion_ids, completion_mask, logps, finished)``, as the tiny lab's
-    sampler returns. No KV cache: each new token re-runs the prefix (simple; a serving engine such as vLLM caches)."""
+    """Sample up to ``max_new_tokens`` per prompt (or decode greedily), recording each
+    sampled token's log-prob under the tempered distribution: ``(completion_ids,
+    completion_mask, logps, finished)``, as the tiny lab's sampler returns. No KV cache:
+    each new token re-runs the prefix (simple; a serving engine such as vLLM caches)."""
     out = generate(
         model,
         prompt_ids,
@@ -280,7 +295,8 @@ def hf_logps(
     completion_mask,
     temperature: float = 1.0,
 ):
-    """Per-token log-probs ``(B, L)`` of the completion tokens, one forward pass, tempered as TRL does."""
+    """Per-token log-probs ``(B, L)`` of the completion tokens, one forward pass,
+    tempered as TRL does."""
     return completion_logps(
         model,
         prompt_ids,
@@ -294,7 +310,8 @@ def hf_logps(
 
 
 def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
-    """Each completion's text up to its end-of-turn token, stripped of surrounding white space."""
+    """Each completion's text up to its end-of-turn token, stripped of surrounding white
+    space."""
     check_ids_and_mask(completion_ids, completion_mask, "completion")
     out = []
     for row, m in zip(completion_ids.tolist(), completion_mask.tolist()):
@@ -304,7 +321,8 @@ def decode_completions(tokenizer, completion_ids, completion_mask) -> list:
 
 
 def hf_score(prompts, texts, finished) -> torch.Tensor:
-    """``(N, 1)`` correctness: the completion ended its turn and is exactly the sum (the lab's verifier)."""
+    """``(N, 1)`` correctness: the completion ended its turn and is exactly the sum (the
+    lab's verifier)."""
     prompts, texts, finished = (
         text_list(prompts, "prompts"),
         text_list(texts, "texts"),
@@ -312,7 +330,8 @@ def hf_score(prompts, texts, finished) -> torch.Tensor:
     )
     if not len(prompts) == len(texts) == len(finished):
         raise ValueError(
-            f"prompts, texts and finished must have the same length, got {len(prompts)}, {len(texts)}, "
+            "prompts, texts and finished must have the same length, got "
+            f"{len(prompts)}, {len(texts)}, "
             f"{len(finished)}"
         )
     return torch.tensor(
@@ -323,7 +342,7 @@ def hf_score(prompts, texts, finished) -> torch.Tensor:
     )
 
 
-# --- The run ---------------------------------------------------------------------------------------------------------
+# --- The run --------------------------------------------------------------------------
 
 
 @torch.no_grad()
@@ -367,13 +386,18 @@ def run_hf_grpo(
     reward_fn=None,
     log=None,
 ) -> dict:
-    """GRPO on the addition task with a Hugging Face causal LM (trained in place; a frozen copy is the reference).
+    """GRPO on the addition task with a Hugging Face causal LM (trained in place; a
+    frozen copy is the reference).
 
-    Returns a history dict of lists: per step ``loss``, ``reward_mean``, ``frac_reward_zero_std``, ``kl``,
-    ``clip_ratio_region``, ``completion_length``, ``grad_norm``, ``step_time_s``; per evaluation ``eval_step`` and
-    ``heldout_pass_rate`` (greedy, on the first ``eval_prompts`` held-out prompts). ``compile`` (default: on CUDA)
-    passes ``compile=True`` to the book's fused GRPO loss. ``reward_fn(prompts, texts, finished) -> (N, 1)``
-    replaces the verifier (:func:`hf_score`, the default)."""
+    Returns a history dict of lists: per step ``loss``, ``reward_mean``,
+    ``frac_reward_zero_std``, ``kl``, ``clip_ratio_region``, ``completion_length``,
+    ``grad_norm``, ``step_time_s``; per evaluation ``eval_step`` and
+    ``heldout_pass_rate`` (greedy, on the first ``eval_prompts`` held-out prompts);
+    ``kl`` is 0 when ``beta == 0``. The update is the tiny lab's
+    (:func:`dpo_grpo.lab.grpo.grpo_update`) with :func:`hf_logps`. ``compile`` (default:
+    on CUDA) passes ``compile=True`` to the book's fused GRPO loss. ``reward_fn(prompts,
+    texts, finished) -> (N, 1)`` replaces the verifier (:func:`hf_score`, the default).
+    """
     checked_config(cfg, HFLabConfig)
     seed = v.integer(seed, "seed", minimum=0)
     if reward_fn is not None and not callable(reward_fn):
@@ -472,7 +496,8 @@ def run_hf_grpo(
             evaluate(step)
         if log is not None:
             log(
-                f"step {step}: reward {hist['reward_mean'][-1]:.3f}, kl {hist['kl'][-1]:.4f}, "
+                f"step {step}: reward {hist['reward_mean'][-1]:.3f}, "
+                f"kl {hist['kl'][-1]:.4f}, "
                 f"{hist['step_time_s'][-1]:.2f} s"
             )
     if not all(math.isfinite(x) for x in hist["loss"]):
