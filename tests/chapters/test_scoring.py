@@ -4,8 +4,8 @@ groups)."""
 import numpy as np
 import pytest
 
-import dpo_grpo as dg
 from dpo_grpo.chapters import scoring
+from dpo_grpo.trl_exact.advantages import reward_advantages
 from testing_support import toy_reward_fns, toy_rollout
 
 
@@ -23,7 +23,7 @@ def test_group_statistics_matches_reward_advantages():
     _, ro = toy_rollout()
     rpf = scoring.score(ro, toy_reward_fns())
     stats = scoring.group_statistics(rpf, ro.prompt_ids, 4)
-    ref = dg.reward_advantages(rpf, 4)
+    ref = reward_advantages(rpf, 4)
     np.testing.assert_allclose(stats.advantages, ref.advantages)
     total = rpf.sum(1).reshape(-1, 4)
     np.testing.assert_allclose(stats.mean, total.mean(1))

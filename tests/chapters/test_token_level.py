@@ -4,8 +4,8 @@ vary within an answer, clip regions, loss_type weights, k3, loss and per-token g
 import numpy as np
 import pytest
 
-import dpo_grpo as dg
 from dpo_grpo.chapters import token_level as tl
+from dpo_grpo.trl_exact.grpo import grpo_loss
 
 EX = tl.token_level_example()
 
@@ -55,7 +55,7 @@ def test_weights_and_gradient_match_finite_differences(loss_type):
             x[i, t] += sign * h
             fd[i, t] += (
                 sign
-                * dg.grpo_loss(
+                * grpo_loss(
                     x,
                     EX.logps["old"],
                     EX.logps["ref"],

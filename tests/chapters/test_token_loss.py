@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import dpo_grpo as dg
 import dpo_grpo.trl_exact.grpo  # noqa: F401  (dg.trl_exact.grpo.LOSS_TYPES)
 from dpo_grpo.chapters import rollout, token_loss
+from dpo_grpo.trl_exact.grpo import grpo_loss
 from testing_support import toy_rollout
 
 
@@ -25,7 +26,7 @@ def test_aggregate_matches_grpo_loss(seed, loss_type, beta):
     old = np.log(rng.uniform(0.1, 0.9, (b, t)))
     new = old + rng.normal(0, 0.3, (b, t))
     ref = old + rng.normal(0, 0.2, (b, t))
-    out = dg.grpo_loss(
+    out = grpo_loss(
         new,
         old,
         ref,

@@ -82,11 +82,8 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
 def advantages_by_view_buggy(rewards, group_size, eps=1e-4):
     """BUGGY: ``rewards.view(-1, G)`` then standardise rows. Correct only if rows are already grouped by prompt;
     after a shuffle it still runs and mixes prompts in one baseline. Returns (N,)."""
-    r = _rewards_1d(rewards)
-    g = v.integer(group_size, "group_size", minimum=2)
-    if r.size % g:
-        raise ValueError(f"{r.size} rewards do not split into groups of {g}")
-    return group_advantages(r.reshape(-1, g), eps=eps).reshape(-1)
+    r = np.asarray(rewards, dtype=np.float64)
+    return group_advantages(r.reshape(-1, group_size), eps=eps).reshape(-1)
 
 
 def advantages_by_prompt_id(rewards, prompt_ids, group_size, eps=1e-4):
@@ -370,8 +367,8 @@ def per_token_mean_loss_buggy(per_token_loss, mask):
     """BUGGY when the objective is DeepSeekMath's ``1/G sum_i 1/|y_i| sum_t``: ``(l * m).sum() / m.sum()``.
 
     It runs and looks like "the mean loss", but weights each answer by its length."""
-    lt = v.as_float_array(per_token_loss, "per_token_loss", ndim=2)
-    m = v.binary_mask(mask, "mask", lt.shape).astype(np.float64)
+    lt = np.asarray(per_token_loss, dtype=np.float64)
+    m = np.asarray(mask, dtype=np.float64)
     return float((lt * m).sum() / m.sum())
 
 
