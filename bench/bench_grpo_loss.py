@@ -340,7 +340,7 @@ def numpy_variant(x, opts):
     ref = arrays["ref"] if opts["beta"] != 0 else None
 
     def run():
-        out = dg.grpo_loss(
+        out = dg.trl_exact.grpo_loss(
             arrays["new"], arrays["old"], ref, arrays["adv"], arrays["mask"], **opts
         )
         return out.loss, out.grad  # the analytic gradient is the "backward"

@@ -30,10 +30,17 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the tests that only build a venv (marked ``builds_venv``) first: under pytest-xdist the worker that does not
-    build the book then builds the venvs meanwhile, and the Colab tests find them ready (``fresh_venv``)."""
-    # stable: the rest keep their order
-    items.sort(key=lambda item: item.get_closest_marker("builds_venv") is None)
+    """Order the run for two pytest-xdist workers: first the tests that only build a venv (marked ``builds_venv``,
+    shared through ``fresh_venv``), then the tests that need nothing built, last the tests that read the book build
+    (``built_book``). The first worker to reach the last group builds the book (in parallel, scripts/build_book.py)
+    while the other finishes its unit tests; then both read the one build."""
+
+    def rank(item):
+        if item.get_closest_marker("builds_venv") is not None:
+            return 0
+        return 2 if "built_book" in item.fixturenames else 1
+
+    items.sort(key=rank)  # stable: each group keeps its order
 
 
 @pytest.fixture(scope="session")
@@ -72,8 +79,7 @@ def fresh_venv(tmp_path_factory):
     this one's), pip-installs ``pip_args``, calls ``setup(venv_python)`` and returns the venv's python.
 
     One venv per arguments and test session, shared by the pytest-xdist workers: the first worker to ask builds it
-    under a file lock, the others wait for it and reuse it. (So a test outside the ``built-book`` group can build a
-    venv on one worker while the other builds the book.)
+    under a file lock, the others wait for it and reuse it.
     """
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "venvs"
@@ -111,7 +117,7 @@ def fresh_venv(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The built book: one build per test run, shared by every test that reads it (xdist group "built-book")
+# The built book: one build per test run, shared by every test and worker that reads it (a file lock)
 # ----------------------------------------------------------------------------------------------------------------
 
 BUILD = ROOT / "_build"
@@ -139,21 +145,26 @@ def book_is_stale(page: str = "book/explorables.html") -> bool:
 def built_book() -> Path:
     """``_build/`` after ``make book`` (run here when the build is missing or stale; otherwise reused).
 
-    The tests that use it run on one xdist worker (``xdist_group("built-book")``), so the book is built once.
-    ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests of the built pages)."""
-    if book_is_stale() and not (
-        os.environ.get("DPO_GRPO_REUSE_BUILD") and (BUILD / "html").exists()
-    ):
-        run = subprocess.run(["make", "book"], cwd=ROOT, capture_output=True, text=True)
-        if run.returncode != 0:
-            if book_is_stale():
-                pytest.fail(
-                    "make book failed:\n" + run.stdout[-3000:] + run.stderr[-3000:]
-                )
-            warnings.warn(
-                "make book reported errors (the pages were written):\n"
-                + (run.stdout + run.stderr)[-1500:]
+    One build per test run: the pytest-xdist workers take a file lock, so the first builds and the others wait for
+    it and read the same build. ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests
+    of the built pages)."""
+    BUILD.mkdir(exist_ok=True)
+    with open(BUILD / ".book-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        reuse = os.environ.get("DPO_GRPO_REUSE_BUILD") and (BUILD / "html").exists()
+        if book_is_stale() and not reuse:
+            run = subprocess.run(
+                ["make", "book"], cwd=ROOT, capture_output=True, text=True
             )
+            if run.returncode != 0:
+                if book_is_stale():
+                    pytest.fail(
+                        "make book failed:\n" + run.stdout[-3000:] + run.stderr[-3000:]
+                    )
+                warnings.warn(
+                    "make book reported errors (the pages were written):\n"
+                    + (run.stdout + run.stderr)[-1500:]
+                )
     return BUILD
 
 

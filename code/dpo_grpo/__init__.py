@@ -1,12 +1,18 @@
 """dpo_grpo: the executable companion of "From DPO to GRPO".
 
-The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; README, "Layout"):
+The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; README,
+"Layout"):
 
-- ``reference/``: the article's formulas as short NumPy functions (group advantages, KL estimators, baselines, the
-  bandit, the closed-form DPO optimum, the memory ledger, zero-std groups);
-- ``trl_exact/``: the losses and advantages exactly as TRL 1.16.0 computes them, every option under TRL's name
-  (``dpo_loss``, ``grpo_loss``, ``reward_advantages`` below are these);
-- ``torch_ops/`` (needs torch), ``lab/`` (needs torch), ``interactive/``, ``chapters/``, ``exercises/``, ``data/``.
+- ``reference/``: the article's formulas as short NumPy functions, the ones the chapters
+  print: ``dpo_grpo.dpo_loss``, ``grpo_loss``, ``group_advantages``, ``clip_region``,
+  the KL estimators, baselines, the bandit, the closed-form DPO optimum, the memory
+  ledger, zero-std groups (plus ``finite_difference`` and ``max_abs_error``, the
+  gradient checks of ``chapters/gradcheck.py``);
+- ``trl_exact/``: the losses and advantages exactly as TRL 1.16.0 computes them, every
+  option under TRL's name, called by the layer's name: ``dpo_grpo.trl_exact.grpo_loss``,
+  ``dpo_grpo.trl_exact.dpo_loss``, ``dpo_grpo.trl_exact.reward_advantages``;
+- ``torch_ops/`` (needs torch), ``lab/`` (needs torch), ``interactive/``,
+  ``chapters/``, ``exercises/``, ``data/``.
 """
 
 from .chapters.gradcheck import finite_difference, max_abs_error
@@ -65,14 +71,14 @@ from .reference.zero_std import (
     zero_std_monte_carlo,
     zero_std_probability,
 )
-from .trl_exact.advantages import reward_advantages
-from .trl_exact.dpo import dpo_loss
-from .trl_exact.grpo import (
+from .reference.dpo import dpo_loss
+from .reference.grpo import (
     clip_region,
     clipped_objective,
     clipped_objective_grad,
     grpo_loss,
 )
+from . import trl_exact
 
 __version__ = "0.2.0"
 

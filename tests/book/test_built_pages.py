@@ -21,7 +21,6 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-pytestmark = pytest.mark.xdist_group("built-book")
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb")) + sorted(

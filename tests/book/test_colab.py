@@ -222,8 +222,6 @@ def test_python_312_is_simulated(colab_pythons):
     )
 
 
-# xdist: with the gallery test, which builds the book whose executed notebooks the reader edition takes values from
-@pytest.mark.xdist_group("built-book")
 @pytest.mark.parametrize("stem", STEMS)
 def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
     content = (

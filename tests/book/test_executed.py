@@ -12,7 +12,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-pytestmark = pytest.mark.xdist_group("built-book")
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))

@@ -18,9 +18,8 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-# Under pytest-xdist (make test), every test that builds or reads _build/ (the book build, the reader edition made
-# from its executed notebooks) runs in one worker, in collection order: the gallery test builds the book first.
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("built-book")]
+# One worker drives one Chromium for the whole module (the page is opened once, by the module's fixture).
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("gallery")]
 
 from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
 
@@ -284,9 +283,9 @@ def _check_difficulty(p, data, layout):
     rewards = np.array([[1.0] * k + [0.0] * (g - k) for k in ks]).reshape(-1, 1)
     for j, scale in enumerate(("group", "batch", "none")):
         w = np.abs(
-            dg.reward_advantages(rewards, g, scale_rewards=scale).advantages.reshape(
-                g + 1, g
-            )
+            dg.trl_exact.reward_advantages(
+                rewards, g, scale_rewards=scale
+            ).advantages.reshape(g + 1, g)
         ).sum(axis=1)
         _close(data[j]["y"], w, f"difficulty weight {scale} at {p}")
         _close(data[3 + j]["y"], w / w[g // 2], f"difficulty relative {scale} at {p}")

@@ -240,11 +240,12 @@ def _mismatches(ys, figure) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def notebook_dir(tmp_path_factory):
+def notebook_dir(tmp_path_factory, built_book):
     out = tmp_path_factory.mktemp("reader")
-    # executes the explorables page for its glued values (seconds) instead of reading them from the book build, so
-    # that these tests need no `make book` and run on any xdist worker, beside the built-book group
-    reader_edition.build(out, None, execute=True, stems=["explorables"])
+    # the reader edition of the explorables page, its numbers from the test run's one book build
+    reader_edition.build(
+        out, built_book / "jupyter_execute", execute=False, stems=["explorables"]
+    )
     # the control: what the frontend itself logs for a notebook of the same kinds of Markdown (math included)
     control = nbformat.v4.new_notebook(
         cells=[

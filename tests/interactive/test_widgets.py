@@ -24,7 +24,7 @@ from dpo_grpo.interactive import (  # noqa: E402
 from dpo_grpo.interactive.explorable import flatten_attributes, same_value  # noqa: E402
 from dpo_grpo.reference.advantages import group_advantages  # noqa: E402
 from dpo_grpo.reference.bandit import bandit_trajectory  # noqa: E402
-from dpo_grpo.trl_exact.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
+from dpo_grpo.reference.grpo import clipped_objective, clipped_objective_grad  # noqa: E402
 from dpo_grpo.reference.zero_std import zero_std_probability  # noqa: E402
 
 

@@ -60,7 +60,7 @@ def test_kl_pulls_back_when_started_away_from_reference():
     logits = np.array([2.0, 0.0, 0.0, 0.0])
     logp = dg.log_softmax(logits)
     acts = np.array([0, 0, 1, 2])
-    out = dg.grpo_loss(
+    out = dg.trl_exact.grpo_loss(
         logp[acts, None],
         logp[acts, None],
         np.log(np.full(4, 0.25))[acts, None],

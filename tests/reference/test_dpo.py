@@ -18,7 +18,7 @@ def test_gradient_weight_closed_form():
         rtol=1e-15,
     )
     # the weight is large for a wrongly ranked pair (z < 0) and is what scales the sigmoid loss's gradient
-    out = dg.dpo_loss(z, np.zeros(3), np.zeros(3), np.zeros(3), beta=1.0)
+    out = dg.trl_exact.dpo_loss(z, np.zeros(3), np.zeros(3), np.zeros(3), beta=1.0)
     np.testing.assert_allclose(
         out.grad_policy_chosen, -dg.dpo_gradient_weight(z) / 3, rtol=1e-15
     )

@@ -26,7 +26,9 @@ def test_random_grpo_batch_shapes_masks_and_determinism():
     assert ex.random_grpo_batch(adv_2d=True)["advantages"].shape == (5, 6)
     still = ex.random_grpo_batch(new_noise=0.0, ref_noise=0.0)
     assert np.array_equal(still["new_logps"], still["old_logps"])
-    assert np.isfinite(dg.grpo_loss(**b).loss)  # directly usable as grpo_loss(**batch)
+    assert np.isfinite(
+        dg.trl_exact.grpo_loss(**b).loss
+    )  # directly usable as grpo_loss(**batch)
 
 
 @pytest.mark.parametrize(

@@ -52,26 +52,26 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
         out = T.grpo_loss(_t(new).requires_grad_(), _t(old), _t(ref), _t(adv), _t(mask))
     assert not out.loss.requires_grad
     np.testing.assert_allclose(
-        out.loss.item(), dg.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT
+        out.loss.item(), dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT
     )
     # ref and advantages that require grad switch to the autograd path (gradients flow to them too)
     new_t, ref_t, adv_t = (_t(x).requires_grad_() for x in (new, ref, adv))
     T.grpo_loss(new_t, _t(old), ref_t, adv_t, _t(mask)).loss.backward()
     np.testing.assert_allclose(
-        _np(new_t.grad), dg.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT
+        _np(new_t.grad), dg.trl_exact.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT
     )
     assert ref_t.grad is not None and adv_t.grad is not None
     h = 1e-6
     bumped = adv.copy()
     bumped[1] += h
     fd = (
-        dg.grpo_loss(new, old, ref, bumped, mask).loss
-        - dg.grpo_loss(new, old, ref, adv, mask).loss
+        dg.trl_exact.grpo_loss(new, old, ref, bumped, mask).loss
+        - dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss
     ) / h
     assert abs(adv_t.grad[1].item() - fd) < 1e-5
     # d loss / d ref comes from the k3 term only; checked against finite differences of the NumPy loss
     fd_ref = dg.finite_difference(
-        lambda x: dg.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6
+        lambda x: dg.trl_exact.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6
     )
     assert dg.max_abs_error(_np(ref_t.grad), fd_ref) < 1e-8
     assert np.all(_np(ref_t.grad)[mask == 0] == 0) and np.abs(fd_ref).max() > 1e-4
@@ -137,7 +137,7 @@ SCALES = ["group", "batch", "none", True, False]
 def test_reward_advantages_match_numpy(table, aggregation, scale):
     rpf = _reward_tables()[table]
     weights = None if rpf.shape[1] == 1 else [1.0, 0.5, -2.0]
-    expected = dg.reward_advantages(
+    expected = dg.trl_exact.reward_advantages(
         rpf,
         4,
         reward_weights=weights,
@@ -177,7 +177,7 @@ def test_reward_advantages_property(groups, g, k, seed, nan_frac, scale, aggrega
     # small integers: ties and zero-std groups are common
     rpf = rng.integers(0, 3, (groups * g, k)).astype(float)
     rpf[rng.random(rpf.shape) < nan_frac] = np.nan
-    expected = dg.reward_advantages(
+    expected = dg.trl_exact.reward_advantages(
         rpf, g, scale_rewards=scale, multi_objective_aggregation=aggregation
     )
     out = T.reward_advantages(
@@ -210,7 +210,7 @@ def test_reward_advantages_property(groups, g, k, seed, nan_frac, scale, aggrega
 def test_reward_advantages_invalid_like_numpy(kwargs, err):
     full = dict(rewards_per_func=np.ones((4, 2)), num_generations=2) | kwargs
     with pytest.raises(err):
-        dg.reward_advantages(**full)
+        dg.trl_exact.reward_advantages(**full)
     rpf = full.pop("rewards_per_func")
     with pytest.raises(err):
         T.reward_advantages(_t(rpf) if isinstance(rpf, np.ndarray) else rpf, **full)

@@ -44,7 +44,9 @@ def _np(x):
 def test_dpo_matches_numpy(loss_type, s, beta):
     rng = np.random.default_rng(2)
     pc, pr, rc, rr = (rng.normal(-20, 3, 9) for _ in range(4))
-    expected = dg.dpo_loss(pc, pr, rc, rr, beta, loss_type=loss_type, label_smoothing=s)
+    expected = dg.trl_exact.dpo_loss(
+        pc, pr, rc, rr, beta, loss_type=loss_type, label_smoothing=s
+    )
     pc_t, pr_t = _t(pc).requires_grad_(), _t(pr).requires_grad_()
     out = T.dpo_loss(
         pc_t, pr_t, _t(rc), _t(rr), beta, loss_type=loss_type, label_smoothing=s
@@ -76,7 +78,7 @@ def test_dpo_invalid_like_numpy():
     ]
     for kwargs, err in cases:
         with pytest.raises(err):
-            dg.dpo_loss(*ok, **kwargs)
+            dg.trl_exact.dpo_loss(*ok, **kwargs)
         with pytest.raises(err):
             T.dpo_loss(*map(_t, ok), **kwargs)
     for bad, err in (
@@ -84,7 +86,7 @@ def test_dpo_invalid_like_numpy():
         ([np.zeros(3)] * 3 + [np.full(3, np.nan)], ValueError),
     ):
         with pytest.raises(err):
-            dg.dpo_loss(*bad)
+            dg.trl_exact.dpo_loss(*bad)
         with pytest.raises(err):
             T.dpo_loss(*map(_t, bad))
 

@@ -154,7 +154,7 @@ def _check_against_numpy(
     new, old, ref, adv, mask = _batch(seed, b, t, adv_2d)
     # also exercise ref_logps=None
     ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref
-    expected = dg.grpo_loss(new, old, ref_arg, adv, mask, **opts)
+    expected = dg.trl_exact.grpo_loss(new, old, ref_arg, adv, mask, **opts)
     new_t = _t(new).requires_grad_()
     out = T.grpo_loss(
         new_t,
@@ -249,7 +249,7 @@ def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_t
 
 def test_num_items_in_batch_as_tensor_and_on_policy_old():
     new, old, ref, adv, mask = _batch()
-    expected = dg.grpo_loss(
+    expected = dg.trl_exact.grpo_loss(
         new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40
     )
     out = T.grpo_loss(
@@ -267,7 +267,7 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
     out = T.grpo_loss(new_t, new_t, _t(ref), _t(adv), _t(mask))
     out.loss.backward()
     np.testing.assert_allclose(
-        _np(new_t.grad), dg.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT
+        _np(new_t.grad), dg.trl_exact.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT
     )
     assert (
         torch.all(out.ratio == 1.0)
@@ -295,7 +295,7 @@ def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
     new, old, ref, adv, mask = _batch(3, b=16, t=64)
     tensors = [_t(x, dtype) for x in (new, old, ref, adv)]
     rounded = [_np(x) for x in tensors]  # NumPy sees exactly the values torch sees
-    expected = dg.grpo_loss(*rounded[:3], rounded[3], mask, **opts)
+    expected = dg.trl_exact.grpo_loss(*rounded[:3], rounded[3], mask, **opts)
     new_t = tensors[0].clone().requires_grad_()
     out = T.grpo_loss(new_t, *tensors[1:], _t(mask, dtype), **opts)
     out.loss.backward()
@@ -357,7 +357,7 @@ def test_padding_garbage_cannot_leak(fused, level):
 
 def test_bool_and_int_masks_and_array_likes():
     new, old, ref, adv, mask = _batch()
-    expected = dg.grpo_loss(new, old, ref, adv, mask).loss
+    expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss
     for m in (_t(mask) > 0, _t(mask).long(), mask.tolist()):
         assert (
             abs(
@@ -434,7 +434,7 @@ TYPE_ERRORS = [
 def test_invalid_inputs_raise_like_numpy(change, match):
     kwargs = _ok() | change
     with pytest.raises((ValueError, TypeError), match=match) as numpy_error:
-        dg.grpo_loss(**kwargs)
+        dg.trl_exact.grpo_loss(**kwargs)
     with pytest.raises(numpy_error.type, match=match):
         T.grpo_loss(**_as_torch(kwargs))
 
@@ -550,7 +550,7 @@ def _naive(logits, ids):
 )
 def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     new, old, ref, adv, mask = _batch(4, b=32, t=128)
-    expected = dg.grpo_loss(new, old, ref, adv, mask, **opts)
+    expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask, **opts)
     dev = "cuda"
     new_t = _t(new, device=dev).requires_grad_()
     args = [_t(x, device=dev) for x in (old, ref, adv, mask)]
@@ -587,7 +587,10 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     out.loss.backward()
     rounded = [_np(_t(x, torch.bfloat16)) for x in (new, old, ref, adv)]
     np.testing.assert_allclose(
-        out.loss.item(), dg.grpo_loss(*rounded, mask, **opts).loss, rtol=1e-5, atol=1e-7
+        out.loss.item(),
+        dg.trl_exact.grpo_loss(*rounded, mask, **opts).loss,
+        rtol=1e-5,
+        atol=1e-7,
     )
 
 
@@ -612,7 +615,7 @@ def test_traces_without_graph_breaks():
         ),
     ):
         batch = _batch(adv_2d=adv_2d)
-        expected = dg.grpo_loss(*batch, **opts)
+        expected = dg.trl_exact.grpo_loss(*batch, **opts)
         new, old, ref, adv, mask = (_t(x) for x in batch)
         for fused in (
             paths

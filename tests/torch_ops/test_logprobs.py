@@ -258,14 +258,14 @@ def test_cuda_advantages_dpo_and_selective_log_softmax():
     )
     np.testing.assert_allclose(
         _np(out.advantages),
-        dg.reward_advantages(
+        dg.trl_exact.reward_advantages(
             rpf, 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch"
         ).advantages,
         **TIGHT,
     )
     x = [torch.randn(7, dtype=F64, device=dev) for _ in range(4)]
     np.testing.assert_allclose(
-        T.dpo_loss(*x).loss.item(), dg.dpo_loss(*map(_np, x)).loss, **TIGHT
+        T.dpo_loss(*x).loss.item(), dg.trl_exact.dpo_loss(*map(_np, x)).loss, **TIGHT
     )
     g = torch.Generator(device=dev).manual_seed(0)
     logits = torch.randn(2, 65, 3001, generator=g, device=dev, dtype=F64)

@@ -9,13 +9,13 @@ P = ex.DPO_PAIRS
 
 
 def test_article_pairs_logits_and_loss():
-    loss, logits = dg.dpo_loss(**P, beta=0.1)[:2]
+    loss, logits = dg.trl_exact.dpo_loss(**P, beta=0.1)[:2]
     np.testing.assert_allclose(logits, [0.02, 0.03], atol=1e-12)
     assert round(loss, 6) == 0.680728
 
 
 def test_article_pairs_rewards_metrics_and_gradient():
-    out = dg.dpo_loss(**P, beta=0.1)
+    out = dg.trl_exact.dpo_loss(**P, beta=0.1)
     np.testing.assert_allclose(out.chosen_rewards, [-0.02, 0.02], atol=1e-15)
     np.testing.assert_allclose(out.rejected_rewards, [-0.04, -0.01], atol=1e-15)
     m = out.metrics
@@ -31,7 +31,7 @@ def test_article_pairs_rewards_metrics_and_gradient():
 
 def test_accuracy_counts_strict_wins_only():
     # TRL: (chosen_rewards > rejected_rewards).float().mean(); a tie (policy = reference) is not a win
-    out = dg.dpo_loss(
+    out = dg.trl_exact.dpo_loss(
         [-1.0, -1.0, -1.0], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], [-2.0, -1.0, -2.0]
     )
     # pair 3 wins, pairs 1 and 2 tie at 0
@@ -39,7 +39,7 @@ def test_accuracy_counts_strict_wins_only():
 
 
 def test_swapped_policy_logprobs():
-    out = dg.dpo_loss(
+    out = dg.trl_exact.dpo_loss(
         P["policy_rejected"],
         P["policy_chosen"],
         P["ref_chosen"],
@@ -54,7 +54,7 @@ def test_chosen_probability_drops_but_loss_drops():
     c = ex.DPO_COUNTEREXAMPLE
 
     def loss(p):
-        return dg.dpo_loss(
+        return dg.trl_exact.dpo_loss(
             np.log(p[:1]),
             np.log(p[1:2]),
             np.log(c["ref"][:1]),
@@ -72,7 +72,7 @@ def test_chosen_probability_drops_but_loss_drops():
 
 
 def test_policy_equal_reference_gives_log2():
-    out = dg.dpo_loss([-3.0, -1.0], [-2.0, -5.0], [-3.0, -1.0], [-2.0, -5.0])
+    out = dg.trl_exact.dpo_loss([-3.0, -1.0], [-2.0, -5.0], [-3.0, -1.0], [-2.0, -5.0])
     assert out.loss == pytest.approx(np.log(2), abs=1e-15)
     # equal implicit rewards: no pair is ranked correctly
     assert out.metrics["rewards/accuracies"] == 0.0
@@ -81,7 +81,7 @@ def test_policy_equal_reference_gives_log2():
 def test_gradient_matches_finite_differences():
     pairs = np.stack([P["policy_chosen"], P["policy_rejected"]], axis=1)
     for loss_type, ls in (("sigmoid", 0.0), ("robust", 0.2), ("hinge", 0.0)):
-        out = dg.dpo_loss(
+        out = dg.trl_exact.dpo_loss(
             pairs[:, 0],
             pairs[:, 1],
             P["ref_chosen"],
@@ -93,7 +93,7 @@ def test_gradient_matches_finite_differences():
         analytic = np.column_stack([out.grad_policy_chosen, out.grad_policy_rejected])
         numeric = dg.finite_difference(
             lambda a: (
-                dg.dpo_loss(
+                dg.trl_exact.dpo_loss(
                     a[:, 0],
                     a[:, 1],
                     P["ref_chosen"],
@@ -111,10 +111,10 @@ def test_gradient_matches_finite_differences():
 def test_loss_types_closed_forms():
     z = np.array([-2.0, 0.5, 3.0])
     pc, pr, rc, rr = z, np.zeros(3), np.zeros(3), np.zeros(3)
-    hinge = dg.dpo_loss(pc, pr, rc, rr, beta=1.0, loss_type="hinge").loss
+    hinge = dg.trl_exact.dpo_loss(pc, pr, rc, rr, beta=1.0, loss_type="hinge").loss
     assert hinge == pytest.approx(np.mean(np.maximum(0, 1 - z)))
     s = 0.1
-    robust = dg.dpo_loss(
+    robust = dg.trl_exact.dpo_loss(
         pc, pr, rc, rr, beta=1.0, loss_type="robust", label_smoothing=s
     ).loss
     expected = np.mean(
@@ -122,15 +122,15 @@ def test_loss_types_closed_forms():
         / (1 - 2 * s)
     )
     assert robust == pytest.approx(expected, rel=1e-12)
-    assert dg.dpo_loss(
+    assert dg.trl_exact.dpo_loss(
         pc, pr, rc, rr, beta=1.0, loss_type="robust"
-    ).loss == pytest.approx(dg.dpo_loss(pc, pr, rc, rr, beta=1.0).loss)
+    ).loss == pytest.approx(dg.trl_exact.dpo_loss(pc, pr, rc, rr, beta=1.0).loss)
 
 
 def test_hinge_gradient_is_zero_from_the_kink_on():
     # torch.relu(1 - z), as TRL computes it, has gradient 0 at z = 1: only pairs with z < 1 are pushed
     z = np.array([-2.0, 0.5, 1.0, 3.0])
-    out = dg.dpo_loss(
+    out = dg.trl_exact.dpo_loss(
         z, np.zeros(4), np.zeros(4), np.zeros(4), beta=1.0, loss_type="hinge"
     )
     np.testing.assert_array_equal(out.grad_policy_chosen, [-0.25, -0.25, 0.0, 0.0])
@@ -226,11 +226,11 @@ def test_hinge_gradient_is_zero_from_the_kink_on():
 )
 def test_invalid_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        dg.dpo_loss(**kwargs)
+        dg.trl_exact.dpo_loss(**kwargs)
 
 
 def test_type_errors():
     with pytest.raises(TypeError, match="policy_chosen"):
-        dg.dpo_loss("abc", [1.0], [1.0], [1.0])
+        dg.trl_exact.dpo_loss("abc", [1.0], [1.0], [1.0])
     with pytest.raises(TypeError, match="beta"):
-        dg.dpo_loss([1.0], [1.0], [1.0], [1.0], beta="0.1")
+        dg.trl_exact.dpo_loss([1.0], [1.0], [1.0], [1.0], beta="0.1")

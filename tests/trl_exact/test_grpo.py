@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 
 def test_article_example():
-    out = dg.grpo_loss(**ex.grpo_token_example(), epsilon=0.2, beta=0.04)
+    out = dg.trl_exact.grpo_loss(**ex.grpo_token_example(), epsilon=0.2, beta=0.04)
     np.testing.assert_array_equal(
         np.round(out.ratio[:, 0], 4), [1.2840, 1.1052, 0.7788, 0.9048]
     )
@@ -58,10 +58,10 @@ OPTIONS = [
 @pytest.mark.parametrize("adv_2d", [False, True])
 def test_gradient_matches_finite_differences(opts, adv_2d):
     new, old, ref, adv, mask = _batch(adv_2d=adv_2d)
-    out = dg.grpo_loss(new, old, ref, adv, mask, **opts)
+    out = dg.trl_exact.grpo_loss(new, old, ref, adv, mask, **opts)
 
     def f(x):
-        return dg.grpo_loss(x, old, ref, adv, mask, **opts).loss
+        return dg.trl_exact.grpo_loss(x, old, ref, adv, mask, **opts).loss
 
     assert dg.max_abs_error(out.grad, dg.finite_difference(f, new, h=1e-6)) < 1e-8
     assert np.all(out.grad[mask == 0] == 0)
@@ -69,7 +69,7 @@ def test_gradient_matches_finite_differences(opts, adv_2d):
 
 def test_loss_types_on_a_ragged_batch():
     new, old, ref, adv, mask = _batch()
-    per_tok = dg.grpo_loss(new, old, ref, adv, mask).per_token_loss
+    per_tok = dg.trl_exact.grpo_loss(new, old, ref, adv, mask).per_token_loss
     b, t = mask.shape
     expect = {
         "grpo": np.mean(per_tok.sum(1) / mask.sum(1)),
@@ -78,14 +78,14 @@ def test_loss_types_on_a_ragged_batch():
         "dapo": per_tok.sum() / mask.sum(),
     }
     for lt, value in expect.items():
-        assert dg.grpo_loss(
+        assert dg.trl_exact.grpo_loss(
             new, old, ref, adv, mask, loss_type=lt
         ).loss == pytest.approx(value, rel=1e-13)
-    assert dg.grpo_loss(
+    assert dg.trl_exact.grpo_loss(
         new, old, ref, adv, mask, loss_type="grpo", gradient_accumulation_steps=4
     ).loss == pytest.approx(expect["grpo"] / 4, rel=1e-13)
     # dr_grpo divides by B x max_completion_length (not the batch's width T)
-    assert dg.grpo_loss(
+    assert dg.trl_exact.grpo_loss(
         new, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=10
     ).loss == pytest.approx(per_tok.sum() / (b * 10), rel=1e-13)
     # dapo divides by num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation
@@ -96,15 +96,15 @@ def test_loss_types_on_a_ragged_batch():
         gradient_accumulation_steps=3,
         steps_per_generation=2,
     )
-    assert dg.grpo_loss(new, old, ref, adv, mask, **dapo).loss == pytest.approx(
-        per_tok.sum() / (40 / 4 * 3 / 2), rel=1e-13
-    )
+    assert dg.trl_exact.grpo_loss(
+        new, old, ref, adv, mask, **dapo
+    ).loss == pytest.approx(per_tok.sum() / (40 / 4 * 3 / 2), rel=1e-13)
 
 
 def test_sequence_level_ratio_is_geometric_mean():
     old = np.zeros((2, 2))
     new = np.log(np.array([[2.0, 0.5], [2.0, 2.0]]))
-    out = dg.grpo_loss(
+    out = dg.trl_exact.grpo_loss(
         new,
         old,
         None,
@@ -119,11 +119,11 @@ def test_sequence_level_ratio_is_geometric_mean():
 
 def test_padding_garbage_cannot_leak():
     new, old, ref, adv, mask = _batch(seed=3)
-    clean = dg.grpo_loss(new, old, ref, adv, mask)
+    clean = dg.trl_exact.grpo_loss(new, old, ref, adv, mask)
     dirty = [x.copy() for x in (new, old, ref)]
     for x, junk in zip(dirty, (np.nan, np.inf, -np.inf)):
         x[mask == 0] = junk
-    out = dg.grpo_loss(*dirty, adv, mask)
+    out = dg.trl_exact.grpo_loss(*dirty, adv, mask)
     assert out.loss == clean.loss
     np.testing.assert_array_equal(out.grad, clean.grad)
 
@@ -134,7 +134,10 @@ def test_equal_sequences_with_padding_nan():
     old = np.log(np.full((2, 3), 0.2))
     new = old + 0.1
     new[mask == 0] = np.nan
-    assert abs(dg.grpo_loss(new, old, old, [1.0, -1.0], mask, beta=0).loss) < 1e-15
+    assert (
+        abs(dg.trl_exact.grpo_loss(new, old, old, [1.0, -1.0], mask, beta=0).loss)
+        < 1e-15
+    )
 
 
 def test_full_softmax_surrogate_gradient():
@@ -143,7 +146,7 @@ def test_full_softmax_surrogate_gradient():
 
     def loss(z):
         logp = dg.log_softmax(z)
-        return dg.grpo_loss(
+        return dg.trl_exact.grpo_loss(
             logp[acts, None],
             np.log(s["old_probs"])[acts, None],
             np.log(s["ref_probs"])[acts, None],
@@ -153,7 +156,7 @@ def test_full_softmax_surrogate_gradient():
         ).loss
 
     z = np.log(s["new_probs"])
-    out = dg.grpo_loss(
+    out = dg.trl_exact.grpo_loss(
         np.log(s["new_probs"])[acts, None],
         np.log(s["old_probs"])[acts, None],
         np.log(s["ref_probs"])[acts, None],
@@ -180,7 +183,7 @@ def test_clip_platforms_exactly_where_the_article_says(rho, a, eps):
     if not on_platform:
         assert grad == pytest.approx(a)
     # the GRPO loss gradient agrees: d loss / d log rho = -rho * d objective / d rho
-    out = dg.grpo_loss(
+    out = dg.trl_exact.grpo_loss(
         [[np.log(rho)]], [[0.0]], None, [a], [[1]], epsilon=eps, beta=0.0
     )
     assert out.grad[0, 0] == pytest.approx(-rho * grad, abs=1e-12)
@@ -191,7 +194,7 @@ def test_metrics_count_clipped_tokens():
     new = np.log(np.array([[1.5, 1.0, 0.5], [0.5, 1.0, 1.0]]))
     adv = np.array([1.0, -1.0])
     mask = np.array([[1, 1, 1], [1, 1, 0]])
-    m = dg.grpo_loss(new, old, None, adv, mask, beta=0.0).metrics
+    m = dg.trl_exact.grpo_loss(new, old, None, adv, mask, beta=0.0).metrics
     assert m["clip_ratio/high_mean"] == pytest.approx(1 / 5)
     assert m["clip_ratio/low_mean"] == pytest.approx(1 / 5)
     assert m["clip_ratio/region_mean"] == pytest.approx(2 / 5)
@@ -203,7 +206,7 @@ def test_metrics_count_clipped_tokens():
 
 def test_on_policy_ratio_is_one_and_nothing_is_clipped():
     new, _, ref, adv, mask = _batch()
-    out = dg.grpo_loss(new, new, ref, adv, mask)
+    out = dg.trl_exact.grpo_loss(new, new, ref, adv, mask)
     assert np.all(out.ratio == 1.0) and out.metrics["clip_ratio/region_mean"] == 0.0
 
 
@@ -250,11 +253,11 @@ def _ok():
 def test_invalid_inputs(change, match):
     kwargs = _ok() | change
     with pytest.raises(ValueError, match=match):
-        dg.grpo_loss(**kwargs)
+        dg.trl_exact.grpo_loss(**kwargs)
 
 
 def test_type_errors():
     with pytest.raises(TypeError, match="use_bias_correction_kl"):
-        dg.grpo_loss(**_ok(), use_bias_correction_kl="yes")
+        dg.trl_exact.grpo_loss(**_ok(), use_bias_correction_kl="yes")
     with pytest.raises(TypeError, match="gradient_accumulation_steps"):
-        dg.grpo_loss(**_ok(), gradient_accumulation_steps=1.5)
+        dg.trl_exact.grpo_loss(**_ok(), gradient_accumulation_steps=1.5)

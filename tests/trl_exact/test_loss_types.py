@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dpo_grpo import dpo_loss, grpo_loss
+from dpo_grpo.trl_exact import dpo_loss, grpo_loss
 from dpo_grpo.trl_exact.dpo import (
     DPO_LOSS_TYPES,
     LABEL_SMOOTHING_LOSS_TYPES,

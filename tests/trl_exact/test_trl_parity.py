@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dpo_grpo import dpo_loss, grpo_loss, reward_advantages
+from dpo_grpo.trl_exact import dpo_loss, grpo_loss, reward_advantages
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"

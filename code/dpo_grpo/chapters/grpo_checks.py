@@ -18,7 +18,8 @@ from ..reference.baselines import enumerate_group_gradients
 from ..reference.kl import exact_kl, k3, k3_surrogate_grad_logits, kl_grad_logits
 from ..reference.softmax import log_softmax, softmax
 from ..trl_exact.dpo import dpo_loss
-from ..trl_exact.grpo import clip_region, grpo_loss
+from ..reference.grpo import clip_region
+from ..trl_exact.grpo import grpo_loss
 from .check_result import ARTICLE_REPORTED, EXACT_TOL, FD_TOL, CheckResult, check_result
 from .gradcheck import finite_difference, max_abs_error
 from .misconceptions import clip_kl_toy

@@ -15,7 +15,8 @@ from ..reference.bandit import DEFAULT_REWARDS, bandit_trajectory
 from ..reference.kl import exact_kl, k3
 from ..reference.softmax import log_softmax, softmax
 from ..trl_exact.advantages import reward_advantages
-from ..trl_exact.grpo import clip_region, grpo_loss
+from ..reference.grpo import clip_region
+from ..trl_exact.grpo import grpo_loss
 from .gradcheck import max_abs_error
 
 

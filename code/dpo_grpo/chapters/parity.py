@@ -39,7 +39,7 @@ FIXTURE_FILES = {
     "grpo_loss_types": "trl_grpo_loss_types.json",
     "dpo_loss_family": "trl_dpo_loss_family.json",
 }
-#: (rtol, atol) as in tests/test_trl_parity.py and tests/test_trl_loss_types.py ("float32_log": exo_pair, whose
+#: (rtol, atol) as in tests/trl_exact/test_trl_parity.py and tests/trl_exact/test_loss_types.py ("float32_log": exo_pair, whose
 #: log(eps) and log1p(-eps) are float32 in TRL and may differ from ours by one float32 ulp)
 TOLERANCES = {
     "float64": (0.0, 1e-10),

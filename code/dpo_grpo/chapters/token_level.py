@@ -18,7 +18,8 @@ import numpy as np
 from .. import _validation as v
 from ..reference.softmax import log_softmax
 from ..reference.advantages import group_advantages
-from ..trl_exact.grpo import LOSS_TYPES, clip_region, grpo_loss
+from ..reference.grpo import clip_region
+from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
 
 __all__ = [
     "TOKEN_EXAMPLE",

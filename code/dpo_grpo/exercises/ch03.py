@@ -7,7 +7,7 @@ from ..reference.advantages import group_advantages
 from ..reference.baselines import enumerate_group_gradients
 from ..reference.dpo import log_sigmoid
 from ..trl_exact.dpo import dpo_loss
-from ..trl_exact.grpo import clipped_objective
+from ..reference.grpo import clipped_objective
 from .core import choice, code, numeric
 
 #: 03.1: new sequence log-probs for one pair (the reference is the first pair of section 3.7).

@@ -34,7 +34,7 @@ from ..reference.advantages import group_advantages
 from ..reference.bandit import BanditRun
 from ..reference.dpo import dpo_gradient_weight, log_sigmoid
 from ..trl_exact.dpo import dpo_loss
-from ..trl_exact.grpo import clip_region, clipped_objective, clipped_objective_grad
+from ..reference.grpo import clip_region, clipped_objective, clipped_objective_grad
 from ..reference.kl import exact_kl, k1, k2, k3, k3_expectation, k3_per_action
 from ..reference.memory import (
     BYTES_PER_VALUE,

@@ -47,9 +47,9 @@ def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=No
     """PPO's per-token objective (to maximise), elementwise (section 3.5):
     ``min(min(ρ, δ) A, clip(ρ, 1-ε_low, 1+ε_high) A)``.
 
-    ``epsilon_high=None``: symmetric clip (``ε_high = ε_low = epsilon``); ``delta=None``:
-    no cap on the unclipped branch (INTELLECT-2's ``δ`` when given). ``ratio`` and
-    ``advantage`` broadcast together.
+    ``epsilon_high=None``: symmetric clip (``ε_high = ε_low = epsilon``);
+    ``delta=None``: no cap on the unclipped branch (INTELLECT-2's ``δ`` when given).
+    ``ratio`` and ``advantage`` broadcast together.
     """
     rho, a = _ratio_advantage(ratio, advantage)
     eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
@@ -60,8 +60,8 @@ def clipped_objective(ratio, advantage, epsilon=0.2, epsilon_high=None, delta=No
 def clipped_objective_grad(
     ratio, advantage, epsilon=0.2, epsilon_high=None, delta=None
 ):
-    """d/dρ of :func:`clipped_objective` (section 3.5): ``A`` where the unclipped branch is active,
-    0 on the flat platforms (and above ``delta``)."""
+    """d/dρ of :func:`clipped_objective` (section 3.5): ``A`` where the unclipped branch
+    is active, 0 on the flat platforms (and above ``delta``)."""
     rho, a = _ratio_advantage(ratio, advantage)
     eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
     platform = ((a > 0) & (rho > 1 + eps_high)) | ((a < 0) & (rho < 1 - eps_low))

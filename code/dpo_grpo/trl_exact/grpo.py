@@ -8,8 +8,9 @@ TRL 1.16.0's four newer loss types replace the clipped surrogate: ``cispo`` (a c
 ``log pi``), ``sapo`` (a sigmoid gate on the ratio), ``luspo`` (the clipped surrogate, summed per sequence) and
 ``vespo`` (a detached Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
 
-The per-token clipped objective itself (``clipped_objective``, ``clipped_objective_grad``, ``clip_region``) is
-the readable layer's, :mod:`dpo_grpo.reference.grpo`, re-exported here.
+The per-token clipped objective itself (``clipped_objective``, ``clipped_objective_grad``,
+``clip_region``) lives in the readable layer, :mod:`dpo_grpo.reference.grpo`; its checks
+(``clip_bounds``) are shared with :func:`grpo_options`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
-from ..reference.grpo import (  # noqa: F401 (the clip helpers are re-exported)
-    clip_bounds,
-    clip_region,
-    clipped_objective,
-    clipped_objective_grad,
-)
+from ..reference.grpo import clip_bounds
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 #: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)

@@ -1,0 +1,137 @@
+"""What a chapter shows is what it runs: after ``show_source(f)``, every later call of a function named like ``f``
+calls ``f`` itself, unless the call names another module explicitly (``dg.trl_exact.grpo_loss``, ``torch_ops.
+grpo_loss``: the TRL-exact layer and the fused kernel are called by their layer's name). A bare name or the
+top-level package (``dg.grpo_loss``) must be the function the page printed.
+
+The calls are resolved statically, from the notebook's own imports, against the installed package."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+PACKAGE = "dpo_grpo"
+
+
+def _parse(source: str):
+    try:
+        return ast.parse(re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M))
+    except SyntaxError:
+        return None
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def _resolve(path: str):
+    """The object at a dotted path (``dpo_grpo.reference.dpo.dpo_loss``), or None."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+class Names:
+    """The notebook's import aliases: ``dg`` -> ``dpo_grpo``, ``dpo`` -> ``dpo_grpo.reference.dpo``, ..."""
+
+    def __init__(self):
+        self.alias: dict[str, str] = {}
+
+    def learn(self, tree) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.alias[a.asname or a.name.split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0]
+                    )
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def path(self, dotted: str) -> str | None:
+        head, _, rest = dotted.partition(".")
+        if head not in self.alias:
+            return None
+        return self.alias[head] + (f".{rest}" if rest else "")
+
+
+def violations(cells: list[str]) -> list[str]:
+    """Calls, after a ``show_source(f)``, of a function named like f that is not f and
+    whose qualifier is the bare name or the top-level package."""
+    names, shown, found = Names(), {}, []
+    for index, source in enumerate(cells):
+        tree = _parse(source)
+        if tree is None:
+            continue
+        names.learn(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and _dotted(node.func)):
+                continue
+            dotted = _dotted(node.func)
+            if dotted == "show_source" and node.args and _dotted(node.args[0]):
+                target = names.path(_dotted(node.args[0]))
+                obj = _resolve(target) if target else None
+                if obj is not None:
+                    shown[getattr(obj, "__name__", "")] = (inspect.unwrap(obj), target)
+                continue
+            name = dotted.rsplit(".", 1)[-1]
+            if name not in shown:
+                continue
+            path = names.path(dotted)
+            called = _resolve(path) if path else None
+            f, f_path = shown[name]
+            if called is None or inspect.unwrap(called) is f:
+                continue
+            qualifier = path.rsplit(".", 1)[0] if "." in dotted else None
+            if qualifier is None or qualifier == PACKAGE:
+                found.append(
+                    f"cell {index}: {dotted}(...) is {path}, but the page shows {f_path}"
+                )
+    return found
+
+
+def _code_cells(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_a_top_level_alias_of_another_layer_is_caught():
+    cells = [
+        "import dpo_grpo as dg\nfrom dpo_grpo.reference import dpo\nfrom dpo_grpo.notebook "
+        "import show_source",
+        "show_source(dpo.dpo_loss)",
+        "loss, logits = dpo.dpo_loss([0.], [0.], [0.], [0.])",
+        "import dpo_grpo.trl_exact\nout = dg.trl_exact.dpo_loss([0.], [0.], [0.], [0.])",
+        "from dpo_grpo.trl_exact import dpo_loss\nout = dpo_loss([0.], [0.], [0.], [0.])",
+    ]
+    found = violations(cells)
+    assert len(found) == 1 and "cell 4: dpo_loss(...)" in found[0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_chapter_runs_the_function_it_shows(path):
+    assert violations(_code_cells(path)) == []
