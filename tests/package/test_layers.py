@@ -294,3 +294,72 @@ def test_reference_layer_is_listed_in_its_package():
         "softmax",
         "zero_std",
     ]
+
+
+MAX_MODULE_LINES = 700
+
+
+def private_imports(path: Path, package_root: Path = PACKAGE) -> list[str]:
+    """Names another package module keeps private (``_name``) that ``path`` imports or reads as
+    ``module._name``. Private *modules* (``from .. import _validation``) are allowed: a module
+    is one thing, shared on purpose; a private function or constant is not."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, modules = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").startswith("dpo_grpo")
+        ):
+            base = path.parent
+            for _ in range(max(node.level - 1, 0)):
+                base = base.parent
+            if not node.level:
+                base = package_root.parent
+            folder = (
+                base.joinpath(*(node.module or "").split(".")) if node.module else base
+            )
+            for alias in node.names:
+                is_module = (folder / f"{alias.name}.py").exists() or (
+                    folder / alias.name / "__init__.py"
+                ).exists()
+                if is_module:
+                    modules.add(alias.asname or alias.name)
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{node.module}.{alias.name} (line {node.lineno})")
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_the_private_import_check_catches_one(tmp_path):
+    pkg = tmp_path / "dpo_grpo"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "sub" / "helpers.py").write_text("def _hidden():\n    pass\n")
+    user = pkg / "sub" / "user.py"
+    user.write_text(
+        "from .helpers import _hidden\nfrom . import helpers\nhelpers._hidden()\n"
+        "from .. import sub\n"
+    )
+    assert private_imports(user, pkg) == [
+        "helpers._hidden (line 1)",
+        "helpers._hidden (line 3)",
+    ]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_another_modules_private_names(path):
+    assert private_imports(path) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_module_holds_at_most_700_lines(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, (
+        f"{path.relative_to(PACKAGE)} has {lines} lines: split it along its seams"
+    )
