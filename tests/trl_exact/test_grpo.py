@@ -261,3 +261,29 @@ def test_type_errors():
         dg.trl_exact.grpo_loss(**_ok(), use_bias_correction_kl="yes")
     with pytest.raises(TypeError, match="gradient_accumulation_steps"):
         dg.trl_exact.grpo_loss(**_ok(), gradient_accumulation_steps=1.5)
+
+
+def test_onpolicy_bias_correction_follows_the_reverse_kl_gradient():
+    # On-policy (new == old) the ratio is 1 but differentiable: TRL's default
+    # use_bias_correction_kl=True makes the k3 term follow grad KL(pi_theta || pi_ref)
+    # (k2's gradient), the paper's bare k3 follows p - q = grad KL(pi_ref || pi_theta).
+    p, q = np.array([0.7, 0.2, 0.1]), np.array([0.2, 0.3, 0.5])
+    actions = np.repeat(np.arange(3), [7, 2, 1])  # empirical distribution = p
+    col = lambda probs: np.log(probs)[actions, None]
+    score = np.eye(3)[actions] - p
+    grads = {}
+    for corrected in (False, True):
+        res = dg.trl_exact.grpo_loss(
+            col(p),
+            col(p),
+            col(q),
+            np.zeros(10),
+            np.ones((10, 1)),
+            beta=1.0,
+            loss_type="bnpo",
+            use_bias_correction_kl=corrected,
+        )
+        grads[corrected] = res.grad[:, 0] @ score
+    np.testing.assert_allclose(grads[False], p - q, atol=1e-12)
+    np.testing.assert_allclose(grads[True], dg.kl_grad_logits(np.log(p), q), atol=1e-12)
+    np.testing.assert_allclose(grads[True], [0.4325, -0.2081, -0.2244], atol=5e-5)
