@@ -28,6 +28,11 @@ __all__ = [
     "GRPO_VARIANTS",
     "DPO_VARIANTS",
     "config_code",
+    "Geometry",
+    "rollout_geometry",
+    "PREFERENCE_TRAINERS",
+    "simpo_target_margin",
+    "TRL_CONFIG_CLASSES",
     "run_grpo_variants",
     "run_dpo_variants",
     "dpo_toy_pairs",
@@ -163,7 +168,11 @@ GRPO_VARIANTS = (
             scale_rewards="group",
             num_generations=64,
             max_completion_length=1024,
+            per_device_train_batch_size=16,
+            gradient_accumulation_steps=64,
         ),
+        "one process: 1024 answers (16 questions x 64) per rollout and per update; "
+        "on N processes divide gradient_accumulation_steps by N",
     ),
     Variant(
         "Dr. GRPO",
@@ -186,9 +195,15 @@ GRPO_VARIANTS = (
             num_generations=16,
             max_completion_length=20480,
             mask_truncated_completions=True,
+            per_device_train_batch_size=16,
+            gradient_accumulation_steps=32,
+            steps_per_generation=512,
         ),
-        "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, soft_punish_cache=4096)]; "
-        "dynamic sampling (refill the batch with non-zero-std groups) is not a GRPOConfig option",
+        "one process: 8192 answers (512 prompts x 16) per rollout, 512 per update, "
+        "16 updates per rollout; on N processes divide both step counts by N; "
+        "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, "
+        "soft_punish_cache=4096)]; dynamic sampling (refill the batch with non-zero-std "
+        "groups) is not a GRPOConfig option",
     ),
     Variant(
         "GSPO",
@@ -287,6 +302,7 @@ _RUN_ONLY = {
     "gradient_accumulation_steps",
     "steps_per_generation",
     "mask_truncated_completions",
+    "per_device_train_batch_size",
     "scale_rewards",
 }
 
@@ -297,6 +313,70 @@ def config_code(variant: Variant) -> str:
         raise TypeError(f"variant must be a Variant, got {type(variant).__name__}")
     args = ", ".join(f"{k}={v!r}" for k, v in variant.config.items()).replace("'", '"')
     return f"{variant.trainer}({args})"
+
+
+#: TRL 1.16.0's defaults for the batch geometry of its online trainers' configs
+_GEOMETRY_DEFAULTS = {
+    "GRPOConfig": dict(
+        num_generations=8,
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=1,
+        num_iterations=1,
+    ),
+    "RLOOConfig": dict(
+        num_generations=2,
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=1,
+        num_iterations=1,
+    ),
+}
+
+
+class Geometry(NamedTuple):
+    """How a config cuts one rollout into optimiser updates."""
+
+    completions_per_rollout: int  #: TRL's generation_batch_size
+    prompts_per_rollout: int  #: generation_batch_size / num_generations
+    completions_per_update: int  #: per_device_train_batch_size x processes x grad. acc.
+    updates_per_rollout: float  #: steps_per_generation x num_iterations / grad. acc.
+
+
+def rollout_geometry(variant: Variant, num_processes: int = 1) -> Geometry:
+    """The batch geometry TRL 1.16.0 derives from ``variant.config`` on
+    ``num_processes`` processes, by the rule of ``GRPOConfig.__post_init__``:
+    ``generation_batch_size = per_device_train_batch_size x processes x
+    steps_per_generation`` (``steps_per_generation`` defaults to
+    ``gradient_accumulation_steps``), and it must hold whole groups of
+    ``num_generations``, else ``ValueError`` with TRL's message. A step of TRL's
+    buffer is one micro-batch, so a rollout feeds ``steps_per_generation x
+    num_iterations / gradient_accumulation_steps`` optimiser updates (1: on-policy)."""
+    if not isinstance(variant, Variant) or variant.trainer not in _GEOMETRY_DEFAULTS:
+        raise TypeError("variant must be a GRPOConfig or RLOOConfig Variant")
+    c = {**_GEOMETRY_DEFAULTS[variant.trainer], **variant.config}
+    procs = v.integer(num_processes, "num_processes", minimum=1)
+    per_step = c["per_device_train_batch_size"] * procs
+    accum = c["gradient_accumulation_steps"]
+    if c.get("generation_batch_size") is not None:
+        if c["generation_batch_size"] % per_step:
+            raise ValueError(
+                f"generation_batch_size ({c['generation_batch_size']}) must be "
+                f"divisible by the global batch size ({per_step})."
+            )
+        spg = c["generation_batch_size"] // per_step
+    else:
+        spg = c.get("steps_per_generation") or accum
+    gen = per_step * spg
+    if gen % c["num_generations"]:
+        raise ValueError(
+            f"generation_batch_size ({gen}) must be divisible by num_generations "
+            f"({c['num_generations']})."
+        )
+    return Geometry(
+        gen,
+        gen // c["num_generations"],
+        per_step * accum,
+        spg * c["num_iterations"] / accum,
+    )
 
 
 def run_grpo_variants(batch=None) -> list:
@@ -481,6 +561,60 @@ DPO_VARIANTS = (
         dict(loss_type=["sigmoid", "sft"], loss_weights=[1.0, 1.0], beta=0.1),
     ),
 )
+
+#: The preference losses TRL runs with their own trainer, not a DPOConfig.loss_type;
+#: ``extra`` names the trainer
+PREFERENCE_TRAINERS = (
+    Variant(
+        "KTO",
+        "ethayarajh2024kto",
+        "single answers labelled desirable or undesirable, not pairs; a "
+        "prospect-theory value function",
+        "KTOConfig",
+        dict(beta=0.1, desirable_weight=1.0, undesirable_weight=1.0),
+        "trl.KTOTrainer with an unpaired dataset",
+    ),
+    Variant(
+        "SimPO",
+        "meng2024simpo",
+        "no reference model; the reward is beta x the length-averaged log-prob, "
+        "with a target margin gamma",
+        "CPOConfig",
+        dict(loss_type="simpo", cpo_alpha=0.0, beta=2.0, simpo_gamma=1.0),
+        "trl.experimental.cpo.CPOTrainer",
+    ),
+    Variant(
+        "ORPO",
+        "hong2024orpo",
+        "no reference model; an odds-ratio term added to the SFT loss on the "
+        "chosen answer",
+        "ORPOConfig",
+        dict(beta=0.1),
+        "trl.experimental.orpo.ORPOTrainer",
+    ),
+)
+
+
+def simpo_target_margin(variant: Variant) -> float:
+    """The target margin, in length-averaged log-prob (nats per token), that a
+    ``CPOConfig(loss_type="simpo")`` sets. TRL 1.16.0's loss is
+    ``-log sigmoid(beta * (avg_logp_chosen - avg_logp_rejected) - simpo_gamma)``,
+    so the margin is ``simpo_gamma / beta`` (``CPOConfig`` defaults: ``beta`` 0.1,
+    ``simpo_gamma`` 0.5)."""
+    if not isinstance(variant, Variant) or variant.config.get("loss_type") != "simpo":
+        raise TypeError('variant must be a CPOConfig Variant with loss_type="simpo"')
+    return variant.config.get("simpo_gamma", 0.5) / variant.config.get("beta", 0.1)
+
+
+#: Where each config class of the tables lives in TRL 1.16.0
+TRL_CONFIG_CLASSES = {
+    "GRPOConfig": "trl.GRPOConfig",
+    "RLOOConfig": "trl.RLOOConfig",
+    "DPOConfig": "trl.DPOConfig",
+    "KTOConfig": "trl.KTOConfig",
+    "CPOConfig": "trl.experimental.cpo.CPOConfig",
+    "ORPOConfig": "trl.experimental.orpo.ORPOConfig",
+}
 
 _LENGTHS = {"ipo": (True, True), "sigmoid_norm": (True, True), "sft": (True, False)}
 
