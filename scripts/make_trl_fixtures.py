@@ -2,7 +2,7 @@
 
 Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in well under a minute::
 
-    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (5)
+    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (6)
     .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR  # writes DIR/trl_*.json instead
 
 Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer object returned or logged:
@@ -31,6 +31,12 @@ Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trai
   with ``loss_weights``; the records add the completion token counts (``ipo``, ``sigmoid_norm`` and ``sft`` read
   them). For ``sft`` the gradient reaches only the chosen rows' valid tokens; each gets d loss / d (sequence
   log-prob), which is what is stored.
+
+* ``trl_rloo.json``: ``RLOOTrainer._generate_and_score_completions(inputs)`` (instance patches: fixed completion
+  ids; ``_get_per_token_logps_and_entropies`` returns chosen old log-probs for the policy and ref log-probs for
+  ``trainer.ref_model``), then ``RLOOTrainer._compute_loss`` on that output with a float64 ``new_logps`` leaf:
+  the k1-penalised rewards' leave-one-out advantages, the clipped sequence-ratio loss, its gradient and the
+  clip metrics, for ``chapters.variants.rloo_loss``.
 
 ``--only FILE ...`` writes a subset (e.g. only the two newer files).
 
@@ -1072,6 +1078,132 @@ def dpo_family_cases(env):
 # ----------------------------------------------------------------------------------------------------------------
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# RLOO: RLOOTrainer._generate_and_score_completions, then RLOOTrainer._compute_loss on its output
+# ----------------------------------------------------------------------------------------------------------------
+
+RLOO_B, RLOO_G, RLOO_T = 8, 4, 5
+
+
+def reward_rloo(prompts, completions, row, **kwargs):
+    return [float(REWARD_TABLE["rloo"][i]) for i in row]
+
+
+def run_rloo_case(
+    env, name, seed, *, beta, epsilon_high=None, normalize_advantages=False, sigma=0.1
+):
+    """One RLOO step of TRL's own code: the real ``_generate_and_score_completions`` (instance patches:
+    ``_generate_single_turn`` returns fixed completion ids; ``_get_per_token_logps_and_entropies`` returns the
+    chosen old log-probs for the policy and ref log-probs for ``trainer.ref_model``), then the real
+    ``_compute_loss`` on that output with the new log-probs as a float64 leaf."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(
+        np.concatenate([[RLOO_T, 1], rng.integers(1, RLOO_T + 1, size=RLOO_B - 2)])
+    )
+    old = np.round(np.log(rng.uniform(0.1, 0.9, size=(RLOO_B, RLOO_T))), 6)
+    ref = np.round(old - rng.uniform(0.0, 0.3, size=(RLOO_B, RLOO_T)), 6)
+    new = np.round(old + rng.normal(0.0, sigma, size=(RLOO_B, RLOO_T)), 6)
+    rewards = np.round(rng.uniform(0.0, 1.0, size=RLOO_B), 3)
+    rewards[RLOO_G : 2 * RLOO_G] = (rng.uniform(size=RLOO_G) > 0.5).astype(float)
+    REWARD_TABLE["rloo"] = rewards
+    args = trl.RLOOConfig(
+        output_dir=str(env.root / "out"),
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        seed=0,
+        per_device_train_batch_size=RLOO_B,
+        num_generations=RLOO_G,
+        max_completion_length=RLOO_T,
+        beta=beta,
+        epsilon=EPSILON,
+        epsilon_high=epsilon_high,
+        normalize_advantages=normalize_advantages,
+    )
+    trainer = trl.RLOOTrainer(
+        model=env.model_path,
+        reward_funcs=[reward_rloo],
+        args=args,
+        train_dataset=env.grpo_dataset,
+        processing_class=env.tokenizer,
+    )
+    trainer.model.train()
+    # no EOS in the ids: every listed token is a completion token, the rest padding
+    ids = [[3 + (i % 5)] * int(n) for i, n in enumerate(lengths)]
+    trainer._generate_single_turn = lambda prompt_ids, images, fields: [
+        list(x) for x in ids
+    ]
+    leaf = torch.tensor(new, dtype=torch.float64, requires_grad=True)
+    phase = {"loss": False}
+
+    def fake_logps(model, input_ids, attention_mask, logits_to_keep, *a, **kw):
+        assert logits_to_keep == RLOO_T and input_ids.shape[0] == RLOO_B
+        if phase["loss"]:
+            return leaf, torch.zeros(RLOO_B, RLOO_T, dtype=torch.float64), None
+        table = ref if model is trainer.ref_model else old
+        return torch.tensor(table, dtype=torch.float64), None, None
+
+    trainer._get_per_token_logps_and_entropies = fake_logps
+    batch = [
+        {"prompt": f"w{i // RLOO_G} w{i // RLOO_G + 1}", "row": i}
+        for i in range(RLOO_B)
+    ]
+    out = trainer._generate_and_score_completions(batch)
+    mask = out["completion_mask"].numpy()
+    assert (mask.sum(1) == lengths).all()
+    phase["loss"] = True
+    loss = trainer._compute_loss(trainer.model, out)
+    loss.backward()
+    return {
+        "name": name,
+        "seed": seed,
+        "options": {
+            "beta": trainer.beta,
+            "epsilon": trainer.epsilon_low,
+            "epsilon_high": trainer.epsilon_high,
+            "num_generations": trainer.num_generations,
+            "normalize_advantages": trainer.normalize_advantages,
+        },
+        "inputs": {
+            "new_logps": floats(new),
+            "old_logps": floats(old),
+            "ref_logps": floats(ref),
+            "rewards": floats(rewards),
+            "mask": mask.tolist(),
+        },
+        "old_logps_sum": floats(out["old_logps"]),
+        "advantages": floats(out["advantages"]),
+        "loss": float(loss.item()),
+        "grad_new_logps": floats(leaf.grad),
+        "metrics": {
+            m: last_metric(trainer, m)
+            for m in (
+                "clip_ratio/low_mean",
+                "clip_ratio/high_mean",
+                "clip_ratio/region_mean",
+            )
+        },
+    }
+
+
+def rloo_cases(env):
+    return [
+        run_rloo_case(env, "beta0.05-near", 300, beta=0.05),
+        run_rloo_case(env, "beta0-near", 301, beta=0.0),
+        run_rloo_case(env, "beta0.05-stale", 302, beta=0.05, sigma=0.3),
+        run_rloo_case(
+            env,
+            "beta0.1-normalized-eps_high",
+            303,
+            beta=0.1,
+            epsilon_high=0.28,
+            normalize_advantages=True,
+            sigma=0.3,
+        ),
+    ]
+
+
 def dump(path: Path, produced_by: str, notes: str, cases: list) -> None:
     header = {
         "trl_version": trl.__version__,
@@ -1098,6 +1230,7 @@ FILES = (
     "trl_dpo_loss.json",
     "trl_grpo_loss_types.json",
     "trl_dpo_loss_family.json",
+    "trl_rloo.json",
 )
 
 
@@ -1132,6 +1265,7 @@ def main(argv=None) -> int:
         "trl_dpo_loss.json": dpo_cases,
         "trl_grpo_loss_types.json": grpo_loss_type_cases,
         "trl_dpo_loss_family.json": dpo_family_cases,
+        "trl_rloo.json": rloo_cases,
     }
     with tempfile.TemporaryDirectory(prefix="trl-fixtures-") as tmp:
         env = Env(Path(tmp))
@@ -1174,6 +1308,15 @@ def main(argv=None) -> int:
             "list). chosen_lengths/rejected_lengths = completion tokens per sequence (TRL's completion mask); "
             "ipo and sigmoid_norm divide by them, sft averages the chosen per-token log-probs over them. exo_pair "
             "computes log(eps) and log1p(-eps) in float32.",
+        ),
+        "trl_rloo.json": (
+            "RLOOTrainer._generate_and_score_completions then RLOOTrainer._compute_loss on its output (real "
+            "trainer per case; instance patches: _generate_single_turn returns fixed completion ids, "
+            "_get_per_token_logps_and_entropies returns old/ref log-probs while scoring and the new_logps leaf "
+            "in the loss; rewards from a reward function returning the table)",
+            "advantages float32 when beta == 0 (float rewards), float64 otherwise (k1 from float64 log-probs). "
+            "old_logps_sum = TRL's old_logps (sum over completion tokens). grad_new_logps = d loss / d new_logps. "
+            "clip_ratio/* per sequence.",
         ),
     }
     for name, found in cases.items():

@@ -2,11 +2,13 @@
 batch, and configs whose keys are TRL 1.16.0's own."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
 from dpo_grpo.chapters import variants as V
+from dpo_grpo.data import TRL_FIXTURES
 from dpo_grpo.trl_exact.advantages import reward_advantages
 from dpo_grpo.trl_exact.grpo import grpo_loss
 
@@ -99,3 +101,40 @@ def test_configs_use_trl_field_names():
     assert V.config_code(V.GRPO_VARIANTS[2]).startswith(
         'GRPOConfig(loss_type="dapo", epsilon=0.2, epsilon_high=0.28'
     )
+
+
+RLOO_FIXTURE = json.loads((TRL_FIXTURES / "trl_rloo.json").read_text())
+
+
+def test_rloo_fixture_was_made_by_trl_rlootrainer():
+    assert RLOO_FIXTURE["trl_version"] == "1.16.0"
+    assert "RLOOTrainer._compute_loss" in RLOO_FIXTURE["produced_by"]
+    cases = RLOO_FIXTURE["cases"]
+    assert {c["options"]["beta"] for c in cases} >= {0.0, 0.05}
+    assert any(c["options"]["normalize_advantages"] for c in cases)
+    # the cases reach both clip platforms and the unclipped region
+    assert any(c["metrics"]["clip_ratio/region_mean"] > 0 for c in cases)
+    assert any(c["metrics"]["clip_ratio/region_mean"] < 1 for c in cases)
+
+
+@pytest.mark.parametrize("case", RLOO_FIXTURE["cases"], ids=lambda c: c["name"])
+def test_rloo_loss_matches_trl_rlootrainer(case):
+    o, x = case["options"], case["inputs"]
+    out = V.rloo_loss(
+        x["new_logps"],
+        x["old_logps"],
+        x["ref_logps"],
+        x["rewards"],
+        x["mask"],
+        o["num_generations"],
+        beta=o["beta"],
+        epsilon=o["epsilon"],
+        epsilon_high=o["epsilon_high"],
+        normalize_advantages=o["normalize_advantages"],
+    )
+    # TRL's rewards are float32: advantages agree to float32 precision
+    np.testing.assert_allclose(out.advantages, case["advantages"], rtol=1e-5, atol=1e-6)
+    assert out.loss == pytest.approx(case["loss"], rel=1e-5, abs=1e-7)
+    np.testing.assert_allclose(out.grad, case["grad_new_logps"], rtol=1e-5, atol=1e-7)
+    for name, value in case["metrics"].items():
+        assert out.metrics[name] == pytest.approx(value), name

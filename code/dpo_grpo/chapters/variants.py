@@ -1,6 +1,7 @@
 """Chapter 10: the GRPO variants and the DPO family under TRL 1.16.0's names, each run on one shared toy batch.
 
-- :func:`rloo_loss`: RLOO exactly as TRL's ``RLOOTrainer`` computes it (a separate trainer, not a GRPO option): the
+- :func:`rloo_loss`: RLOO exactly as TRL's ``RLOOTrainer`` computes it (checked against ``trl_rloo.json``, made by
+  TRL's own trainer; a separate trainer, not a GRPO option): the
   k1 KL summed over each sequence is subtracted from its reward (``beta`` 0.05), leave-one-out baseline, one
   *sequence-level* ratio ``exp(sum_t (new - old))``, clipped, and a mean over sequences.
 - :data:`GRPO_VARIANTS`: each paper's change and the TRL config that reproduces its setting (copy-paste ready);
@@ -288,10 +289,13 @@ GRPO_VARIANTS = (
         "RLOO",
         "ahmadian2024rloo",
         "leave-one-out baseline, k1 KL summed per answer subtracted from the "
-        "reward, one ratio per answer (product of token ratios), mean over answers",
+        "reward; the paper: on-policy REINFORCE, no ratio, no clip; TRL's "
+        "RLOOTrainer adds one ratio per answer (product of token ratios) with "
+        "PPO's clip, mean over answers",
         "RLOOConfig",
         dict(beta=0.05, epsilon=0.2, num_generations=4, normalize_advantages=False),
-        "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...))",
+        "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...)); "
+        "one update per rollout (the default) is the paper's on-policy estimator",
     ),
 )
 
