@@ -19,6 +19,10 @@ from dpo_grpo.exercises.grade import (
     to_markdown,
 )
 
+#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
+#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 NUMERIC = next(k for k, e in EXERCISES.items() if e.kind == "numeric")
 CHAPTER = NUMERIC.split(".")[0]
 CHOICE = next(
@@ -141,7 +145,7 @@ def test_cli_appends_rows(folder, tmp_path):
     assert (
         f"score {2 / len(ALL):.0%}" in out.stdout
         and "sandbox:" in out.stderr
-        and f"1/1" in out.stderr
+        and "1/1" in out.stderr
     )
     assert (tmp_path / "g.csv").read_text().count(",correct,") == 2
     assert (tmp_path / "g.md").read_text().count("| correct |") == 2

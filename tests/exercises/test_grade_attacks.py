@@ -11,6 +11,10 @@ import pytest
 from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import chapter_of, grade_path, to_markdown
 
+#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
+#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 VICTIM = "a_victim.ipynb"
 LOOKALIKE = "a_v\u0456ctim.ipynb"  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
 ESCAPE = "\x1b[2K\rz_victim.ipynb"  # erase the line, back to column 0

@@ -14,10 +14,13 @@ import nbformat
 import pytest
 
 import dpo_grpo
-from dpo_grpo.exercises import EXERCISES
 from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import grade_path
 from dpo_grpo.exercises.sandbox import MAX_CAPTURE_BYTES, detect_mode, drain
+
+#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
+#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+pytestmark = pytest.mark.xdist_group("sandbox")
 
 PROBE = "04.4"  # choice; "b" is right
 IDS = chapter_exercises("04")

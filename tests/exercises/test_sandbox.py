@@ -19,6 +19,10 @@ import pytest
 from dpo_grpo.exercises.grade import grade_path
 from dpo_grpo.exercises.sandbox import Limits, detect_mode, run_sandboxed
 
+#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
+#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 MODE = detect_mode()
 HEAD = (
     "from dpo_grpo.exercises import check\nimport os, sys, time, subprocess, ctypes\n"

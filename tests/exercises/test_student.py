@@ -10,6 +10,10 @@ import pytest
 
 from dpo_grpo.exercises.student import strip_solutions
 
+#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
+#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 BOOK = Path(__file__).resolve().parents[2] / "book"
 WITH_EXERCISES = [
     p
