@@ -161,6 +161,7 @@ def test_widget_labels_tell_the_two_epsilons_apart():
     from dpo_grpo.interactive import (
         bandit,
         clip_platform,
+        difficulty,
         group_advantage,
         token_level,
         zero_std,
@@ -169,6 +170,7 @@ def test_widget_labels_tell_the_two_epsilons_apart():
     guard = [
         zero_std.zero_std_widget().controls["eps"],
         group_advantage.group_advantage_widget().controls["eps"],
+        difficulty.difficulty_widget().controls["eps"],
     ]
     clip = [
         clip_platform.clip_platform_widget().controls["epsilon"],
@@ -177,3 +179,6 @@ def test_widget_labels_tell_the_two_epsilons_apart():
     ]
     assert all("ϵ" in c.description and "ε" not in c.description for c in guard)
     assert all("ε" in c.description and "ϵ" not in c.description for c in clip)
+    # the two glyphs look alike in most UI fonts: each label also says what it is
+    assert all("std guard" in c.description for c in guard)
+    assert all("clip radius" in c.description for c in clip)

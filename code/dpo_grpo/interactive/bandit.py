@@ -38,7 +38,7 @@ BANDIT_LABELS = {
     "group_size": "G",
     "beta": "β",
     "lr": "lr",
-    "epsilon": "ε",
+    "epsilon": "clip radius ε",
     "seed": "seed",
 }
 BANDIT_DEFAULTS = {
@@ -229,7 +229,7 @@ def bandit_widget(
         "group_size": int_slider("group size G", group_size, 2, 128),
         "beta": float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),
         "lr": float_slider("learning rate", lr, 0.01, 1.0, 0.01),
-        "epsilon": float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
+        "epsilon": float_slider("clip radius ε", epsilon, 0.05, 0.5, 0.01),
         "seed": int_slider("seed", seed, 0, 99),
         "steps": int_slider("steps", steps, 10, 200, 10),
     }

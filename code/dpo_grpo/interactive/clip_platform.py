@@ -230,7 +230,11 @@ CLIP = Explorable(
         "epsilon_high": [0.1, 0.15, 0.2, 0.25, 0.28, 0.3, 0.35, 0.4],
         "delta": [None, 1.5, 1.75, 2.0, 2.5],
     },
-    labels={"epsilon": "ε_low", "epsilon_high": "ε_high", "delta": "δ"},
+    labels={
+        "epsilon": "clip radius ε_low",
+        "epsilon_high": "clip radius ε_high",
+        "delta": "δ",
+    },
     data=_clip_data,
     traces=_clip_traces,
     updates=_clip_updates,
@@ -255,8 +259,10 @@ def clip_platform_widget(epsilon=0.2, epsilon_high=0.2, delta=None) -> Explorabl
     from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider
 
     controls = {
-        "epsilon": float_slider("ε_low", epsilon, 0.01, 0.6, 0.01),
-        "epsilon_high": float_slider("ε_high", epsilon_high, 0.0, 0.8, 0.01),
+        "epsilon": float_slider("clip radius ε_low", epsilon, 0.01, 0.6, 0.01),
+        "epsilon_high": float_slider(
+            "clip radius ε_high", epsilon_high, 0.0, 0.8, 0.01
+        ),
         "delta_on": W.Checkbox(
             value=delta is not None, description="cap with δ", style=CONTROL_STYLE
         ),

@@ -102,7 +102,7 @@ def difficulty_widget(group_size=8, eps=1e-4):
 
     controls = {
         "group_size": int_slider("group size G", group_size, 2, 64),
-        "eps": log_slider("ε", eps, -8, 0),
+        "eps": log_slider("std guard ϵ", eps, -8, 0),
     }
     return ExplorableWidget(
         DIFFICULTY,

@@ -232,7 +232,7 @@ def group_advantage_widget(
             style=CONTROL_STYLE,
             layout=W.Layout(width="420px"),
         ),
-        "eps": log_slider("ϵ", eps, -10, 0),
+        "eps": log_slider("std guard ϵ", eps, -10, 0),
         "log10_scale": float_slider(
             "log₁₀ |a|", math.log10(abs(scale)) if scale else 0.0, -7.0, 2.0, 0.25
         ),

@@ -230,7 +230,7 @@ ZERO_STD = Explorable(
         "pass_rate": [round(0.05 * k, 2) for k in range(1, 20)],
         "eps": [1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1],
     },
-    labels={"group_size": "G", "pass_rate": "p", "eps": "ϵ"},
+    labels={"group_size": "G", "pass_rate": "p", "eps": "std guard ϵ"},
     data=_zero_data,
     traces=_zero_traces,
     updates=lambda d: {},
@@ -252,7 +252,7 @@ def zero_std_widget(group_size=8, pass_rate=0.8, eps=1e-4) -> ExplorableWidget:
     controls = {
         "group_size": int_slider("group size G", group_size, 2, 64),
         "pass_rate": float_slider("pass rate p", pass_rate, 0.01, 0.99, 0.01),
-        "eps": log_slider("ϵ", eps, -9, 0),
+        "eps": log_slider("std guard ϵ", eps, -9, 0),
     }
     return ExplorableWidget(
         ZERO_STD,
