@@ -138,3 +138,24 @@ def test_rloo_loss_matches_trl_rlootrainer(case):
     np.testing.assert_allclose(out.grad, case["grad_new_logps"], rtol=1e-5, atol=1e-7)
     for name, value in case["metrics"].items():
         assert out.metrics[name] == pytest.approx(value), name
+
+
+def test_reinforcepp_baseline_is_not_trl_batch_scaling():
+    b = V.toy_batch()
+    rpp = V.reinforcepp_baseline_advantages(b["rewards"], 4)
+    trl_batch = reward_advantages(
+        b["rewards"].reshape(-1, 1), 4, scale_rewards="batch"
+    ).advantages
+    assert np.std(rpp, ddof=1) == pytest.approx(1.0, abs=1e-3)
+    ratio = rpp / trl_batch
+    # one factor for the whole batch, > 1: TRL's raw-reward std counts the
+    # between-prompt spread of the group means
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-3)
+    assert ratio[0] > 1.1
+    # groups with equal means: the two agree
+    same = np.array([[0.0, 1.0, 0.5, 0.5], [1.0, 0.0, 0.5, 0.5]])
+    np.testing.assert_allclose(
+        V.reinforcepp_baseline_advantages(same, 4),
+        reward_advantages(same.reshape(-1, 1), 4, scale_rewards="batch").advantages,
+        rtol=1e-3,
+    )

@@ -24,6 +24,7 @@ from ..trl_exact.grpo import grpo_loss
 __all__ = [
     "toy_batch",
     "rloo_loss",
+    "reinforcepp_baseline_advantages",
     "RLOOOutput",
     "Variant",
     "GRPO_VARIANTS",
@@ -140,6 +141,20 @@ def rloo_loss(
         "clip_ratio/region_mean": float((low | high).mean()),
     }
     return RLOOOutput(loss, grad, adv, r, c1, metrics)
+
+
+def reinforcepp_baseline_advantages(rewards, num_generations) -> np.ndarray:
+    """REINFORCE++-baseline's advantage (hu2025reinforcepp): subtract each group's mean
+    reward, then divide by the std of these centred advantages over the whole batch.
+    TRL's ``scale_rewards="batch"`` divides by the std of the *raw* rewards instead,
+    which also counts the spread between prompts' mean rewards, so it is smaller."""
+    r = v.as_float_array(rewards, "rewards").reshape(-1)
+    g = v.integer(num_generations, "num_generations", minimum=2)
+    if r.size % g:
+        raise ValueError(f"rewards ({r.size}) must come in groups of {g}")
+    grouped = r.reshape(-1, g)
+    centred = (grouped - grouped.mean(axis=1, keepdims=True)).reshape(-1)
+    return centred / (np.std(centred, ddof=1) + 1e-4)
 
 
 class Variant(NamedTuple):
@@ -277,13 +292,16 @@ GRPO_VARIANTS = (
         ),
     ),
     Variant(
-        "REINFORCE++ (baseline)",
+        "REINFORCE++ (approx.)",
         "hu2025reinforcepp",
-        "group mean baseline, advantages normalised over the "
-        "whole batch, token-level clip",
+        "group mean baseline, then a division by a batch std, token-level clip; "
+        "TRL's 'batch' divides by the std of the raw rewards (PPO-Lite), "
+        "REINFORCE++-baseline by the std of the group-centred advantages",
         "GRPOConfig",
         dict(scale_rewards="batch", loss_type="dapo", beta=0.0),
-        "REINFORCE++ puts a k1 KL into the reward per token; GRPOConfig can only put k3 into the loss",
+        "not exact: see reinforcepp_baseline_advantages; REINFORCE++-baseline "
+        "puts its KL in the loss (set beta), plain REINFORCE++ a k1 KL in the "
+        "reward per token, which GRPOConfig cannot express",
     ),
     Variant(
         "RLOO",
