@@ -70,3 +70,37 @@ def test_validation_errors():
         pipeline.grpo_step({}, toy_reward_fns())
     with pytest.raises(TypeError, match="ckpt"):
         pipeline.missing_checkpoint_keys([])
+
+
+def test_data_flow_text_stays_inside_its_box():
+    """Issue #28 item 5: box 2's 'frozen snapshot, G per prompt' ran past its box."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = plt.subplots(figsize=(12, 5))
+    pipeline.plot_data_flow(ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [
+        p.get_window_extent(renderer)
+        for p in ax.patches
+        if isinstance(p, FancyBboxPatch)
+    ]
+    assert len(boxes) == len(pipeline.FLOW_STEPS)
+    seen = 0
+    for text in ax.texts:
+        bb = text.get_window_extent(renderer)
+        cx, cy = (bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2
+        for box in boxes:
+            if box.x0 < cx < box.x1 and box.y0 < cy < box.y1:
+                seen += 1
+                margin = 3.0  # pixels at the default dpi
+                assert bb.x0 >= box.x0 + margin and bb.x1 <= box.x1 - margin, (
+                    f"{text.get_text()!r} overflows its box"
+                )
+                assert bb.y0 >= box.y0 and bb.y1 <= box.y1, text.get_text()
+    plt.close(fig)
+    assert seen == 2 * len(pipeline.FLOW_STEPS)  # a title and a line per box

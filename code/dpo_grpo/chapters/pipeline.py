@@ -330,8 +330,8 @@ def restore(ckpt, *, strict=True):
 FLOW_STEPS = (
     ("1. pick prompts", "pass-rate table\n(uniform or frontier)", "prompt ids"),
     (
-        "2. sample with pi_old",
-        "frozen snapshot, G per prompt",
+        "2. sample",
+        "frozen snapshot pi_old,\nG per prompt",
         "token ids, masks,\nold (+ engine) log-probs",
     ),
     ("3. score", "verifiers / reward models", "rewards (N, K),\nNaN = unscorable"),
