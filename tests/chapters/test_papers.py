@@ -130,3 +130,12 @@ def test_out_of_domain_gains_are_quoted_and_computed():
         "points"
     ] == pytest.approx(4.2)
     assert set(pp.rl_gains()) == set(pp.RL_IN_DOMAIN) == {"GSM8K", "MATH"}
+
+
+def test_r1_beta_is_the_value_trls_documentation_cites():
+    trl = pytest.importorskip("trl")
+    import dataclasses
+
+    (beta,) = [f for f in dataclasses.fields(trl.GRPOConfig) if f.name == "beta"]
+    text = beta.metadata["help"]
+    assert "DeepSeek-R1" in text and f"`{pp.R1_KL_BETA}`" in text

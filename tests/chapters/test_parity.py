@@ -29,7 +29,7 @@ def test_every_fixture_case_is_reproduced():
     d = pa.summarize(rep["dpo"], ["loss_diff", "grad_diff"])
     assert d["loss_diff"] < 1e-12
     # sigmoid and hinge at label_smoothing 0.2
-    assert sum(r["ls_ignored_by_trl"] for r in rep["dpo"]) == 4
+    assert sum(r["ls_ignored_by_trl"] == "yes" for r in rep["dpo"]) == 4
 
 
 def test_new_loss_types_are_in_the_report():

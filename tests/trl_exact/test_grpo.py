@@ -287,3 +287,19 @@ def test_onpolicy_bias_correction_follows_the_reverse_kl_gradient():
     np.testing.assert_allclose(grads[False], p - q, atol=1e-12)
     np.testing.assert_allclose(grads[True], dg.kl_grad_logits(np.log(p), q), atol=1e-12)
     np.testing.assert_allclose(grads[True], [0.4325, -0.2081, -0.2244], atol=5e-5)
+
+
+@pytest.mark.parametrize("lam", [0.0, -1.0])
+def test_vespo_accepts_what_trl_accepts(lam):
+    """TRL 1.16 does not check vespo_lambda_*: its weight floors lambda at float32(1e-4),
+    so lambda = 0 (or below) gives the loss of lambda = 1e-4, finite."""
+    batch = ex.random_grpo_batch(seed=3, batch=6, length=5)
+    kw = dict(loss_type="vespo", beta=0.0)
+    got = dg.trl_exact.grpo_loss(
+        **batch, vespo_lambda_pos=lam, vespo_lambda_neg=lam, **kw
+    )
+    floor = float(np.float32(1e-4))
+    want = dg.trl_exact.grpo_loss(
+        **batch, vespo_lambda_pos=floor, vespo_lambda_neg=floor, **kw
+    )
+    assert np.isfinite(got.loss) and got.loss == pytest.approx(want.loss, rel=1e-12)

@@ -236,8 +236,6 @@ def test_grpo_options_reject_bad_new_options():
     for name, bad in (
         ("sapo_temperature_pos", 0.0),
         ("sapo_temperature_neg", -1.0),
-        ("vespo_k_pos", -0.5),
-        ("vespo_lambda_neg", 0.0),
     ):
         with pytest.raises(ValueError, match=name):
             grpo_options(*base, **{name: bad})

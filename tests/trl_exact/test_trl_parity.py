@@ -39,7 +39,7 @@ FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 SCRIPT = ROOT / "scripts" / "make_trl_fixtures.py"
 FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
 #: checked by tests/trl_exact/test_loss_types.py; regenerated and compared here too
-NEW_FILES = ("trl_grpo_loss_types.json", "trl_dpo_loss_family.json")
+NEW_FILES = ("trl_grpo_loss_types.json", "trl_dpo_loss_family.json", "trl_rloo.json")
 TRL_VERSION = "1.16.0"
 
 EXACT = dict(rtol=0.0, atol=1e-10)  # float64 on both sides

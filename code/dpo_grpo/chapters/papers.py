@@ -160,6 +160,11 @@ DEEPSEEKMATH_RL_SETTINGS = {
     "updates_per_exploration": 1,
 }
 
+#: DeepSeek-R1's KL coefficient, the one setting of its GRPO run that TRL 1.16.0's
+#: ``GRPOConfig.beta`` documentation cites (a quotation; its learning rate, group size and
+#: lengths are in the paper)
+R1_KL_BETA = 0.001
+
 #: who built on whom: (from, to, what was inherited)
 LINEAGE = (
     ("schulman2017ppo", "shao2024deepseekmath", "ratio + clip"),

@@ -578,7 +578,7 @@ DPO_VARIANTS = (
     Variant(
         "DPO + SFT (RPO-style)",
         "pang2024irpo",
-        "adds the chosen answer's length-averaged NLL",
+        "adds an NLL on the chosen answers, averaged over all chosen tokens of the batch",
         "DPOConfig",
         dict(loss_type=["sigmoid", "sft"], loss_weights=[1.0, 1.0], beta=0.1),
     ),

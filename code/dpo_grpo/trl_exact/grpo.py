@@ -136,10 +136,11 @@ def grpo_options(
             )
     tau_pos = v.scalar(sapo_temperature_pos, "sapo_temperature_pos", positive=True)
     tau_neg = v.scalar(sapo_temperature_neg, "sapo_temperature_neg", positive=True)
-    k_pos = v.scalar(vespo_k_pos, "vespo_k_pos", nonnegative=True)
-    k_neg = v.scalar(vespo_k_neg, "vespo_k_neg", nonnegative=True)
-    lam_pos = v.scalar(vespo_lambda_pos, "vespo_lambda_pos", positive=True)
-    lam_neg = v.scalar(vespo_lambda_neg, "vespo_lambda_neg", positive=True)
+    # TRL accepts any float here (its weight floors lambda at float32(1e-4)): so do we
+    k_pos = v.scalar(vespo_k_pos, "vespo_k_pos")
+    k_neg = v.scalar(vespo_k_neg, "vespo_k_neg")
+    lam_pos = v.scalar(vespo_lambda_pos, "vespo_lambda_pos")
+    lam_neg = v.scalar(vespo_lambda_neg, "vespo_lambda_neg")
     return GRPOOptions(
         eps_low,
         eps_high,
