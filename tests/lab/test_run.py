@@ -78,7 +78,7 @@ def test_presets_match_budgets_on_both_axes(cpu_cfg):
         "completions_sampled": 5120,
     }
     with pytest.raises(ValueError, match="algorithm"):
-        lab.budget(cpu_cfg, "ppo")
+        lab.budget(cpu_cfg, "a2c")
 
 
 def test_histories_log_both_budget_axes_as_budget_predicts(tiny_cfg):
@@ -199,7 +199,7 @@ def test_presets_and_entry_point_arguments(cpu_cfg, tiny_cfg):
     with pytest.raises(ValueError, match="preset"):
         LabConfig.preset("tpu")
     with pytest.raises(ValueError, match="algorithm"):
-        run_lab(tiny_cfg, algorithm="ppo")
+        run_lab(tiny_cfg, algorithm="a2c")
     with pytest.raises(ValueError, match="seed"):
         run_lab(tiny_cfg, algorithm="grpo", seed=-1)
 

@@ -5,7 +5,8 @@
 :mod:`~dpo_grpo.lab.config` (settings), :mod:`~dpo_grpo.lab.model` (the task, the
 vocabulary and the transformer), :mod:`~dpo_grpo.lab.task` (the parts a run builds from
 its config), :mod:`~dpo_grpo.lab.sft` (the SFT warm-up), :mod:`~dpo_grpo.lab.grpo` (the
-GRPO update, shared with the Hugging Face run) and :mod:`~dpo_grpo.lab.offline` (DPO,
+GRPO update, shared with the Hugging Face run), :mod:`~dpo_grpo.lab.ppo` (PPO with a
+critic, the value network GRPO removes) and :mod:`~dpo_grpo.lab.offline` (DPO,
 DPO+NLL, RFT), :mod:`~dpo_grpo.lab.run` (a run, its checkpoints),
 :mod:`~dpo_grpo.lab.history`, :mod:`~dpo_grpo.lab.evaluation`,
 :mod:`~dpo_grpo.lab.timing` and :mod:`~dpo_grpo.lab.runtime`; the multi-seed comparison
@@ -19,6 +20,7 @@ from .config import (
     DPO_LOSS_TYPES,
     GRPO_LOSS_TYPES,
     IS_LEVELS,
+    PPO_FIELDS,
     REWARDS,
     SCALE_REWARDS,
     GRPOTaskConfig,
@@ -31,7 +33,7 @@ from .offline import OFFLINE
 from .run import ALGORITHMS, CHECKPOINT_FORMAT, LabRun, budget, run_lab
 from .sft import SFTResult, clear_sft_cache, sft_warmup
 from .task import PromptStream, make_model, make_task, reward_weights, score
-from .timing import rollout_vs_train_time
+from .timing import ppo_vs_grpo_cost, rollout_vs_train_time
 
 __all__ = [
     "ALGORITHMS",
@@ -40,6 +42,7 @@ __all__ = [
     "GRPO_LOSS_TYPES",
     "IS_LEVELS",
     "OFFLINE",
+    "PPO_FIELDS",
     "REWARDS",
     "SCALE_REWARDS",
     "GRPOTaskConfig",
@@ -53,6 +56,7 @@ __all__ = [
     "heldout_pass_rate",
     "make_model",
     "make_task",
+    "ppo_vs_grpo_cost",
     "reward_weights",
     "rollout_vs_train_time",
     "run_lab",

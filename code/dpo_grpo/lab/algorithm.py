@@ -1,5 +1,6 @@
 """What a training algorithm supplies to a lab run (:class:`Algorithm`): its learning
-rate, its number of steps, its evaluation interval, its budget and one step. A run
+rate, its number of steps, its evaluation interval, its budget and one step, and, if it
+trains more than the policy (PPO's critic), that state and its checkpoint. A run
 (:class:`dpo_grpo.lab.run.LabRun`) owns the state; the algorithm reads and updates it.
 """
 
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 class Algorithm:
     """The interface :class:`dpo_grpo.lab.run.LabRun` drives. Subclasses override every
-    method but :meth:`evaluate` (default: nothing beyond the held-out pass rate)."""
+    method but :meth:`evaluate` (default: nothing beyond the held-out pass rate) and
+    the state hooks :meth:`setup`, :meth:`state_dict`, :meth:`load_state_dict`
+    (default: no state besides the run's)."""
 
     @staticmethod
     def learning_rate(cfg) -> float:
@@ -39,3 +42,17 @@ class Algorithm:
     @staticmethod
     def evaluate(run):
         """Log the algorithm's own evaluation metrics into ``run.history``."""
+
+    @staticmethod
+    def setup(run):
+        """Build the algorithm's own state on a new ``run`` (called once, after the
+        policy, the reference, the optimiser and the history exist)."""
+
+    @staticmethod
+    def state_dict(run) -> dict:
+        """The algorithm's own state, for the checkpoint (tensors on CPU)."""
+        return {}
+
+    @staticmethod
+    def load_state_dict(run, state: dict):
+        """Restore what :meth:`state_dict` saved."""

@@ -32,6 +32,8 @@ SCALE_REWARDS = tuple(s for s in TRL_SCALE_REWARDS if isinstance(s, str))
 DPO_LOSS_TYPES = tuple(
     t for t in TRL_DPO_LOSS_TYPES if t not in LENGTH_NORMALISED_LOSS_TYPES
 )
+#: the fields only algorithm "ppo" reads (its critic, GAE and value loss)
+PPO_FIELDS = ("vf_coef", "critic_lr", "gae_lambda", "gamma", "cliprange_value")
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,18 @@ class LabConfig(GRPOTaskConfig):
     dpo_sft_weight: float = 1.0
     dpo_prompts: int = 640
     dpo_samples_per_prompt: int = 8
+    # PPO (algorithm "ppo"; the rest as GRPO: grpo_steps, grpo_lr, epsilon, beta as
+    # the per-token k1 KL coefficient of the reward, num_iterations, prompts_per_step
+    # * num_generations completions a step, one per prompt). TRL PPOConfig's names
+    # where it has one (vf_coef, cliprange_value, gamma; its lam is gae_lambda).
+    # vf_coef: weight of the value loss (it scales the critic's gradient, which has
+    # its own optimiser); critic_lr: the critic's learning rate (None: grpo_lr);
+    # cliprange_value: new values are clipped to old value +- cliprange_value
+    vf_coef: float = 0.1
+    critic_lr: float | None = None
+    gae_lambda: float = 0.95
+    gamma: float = 1.0
+    cliprange_value: float = 0.2
     # evaluation and runtime
     offline_eval_every: int | None = (
         10  # offline steps between evaluations (None: eval_every)
@@ -283,6 +297,11 @@ class LabConfig(GRPOTaskConfig):
         )
         for field in ("sft_lr", "dpo_lr", "dpo_beta"):
             v.scalar(getattr(self, field), name + field, positive=True)
+        v.scalar(self.vf_coef, name + "vf_coef", positive=True)
+        v.scalar(self.critic_lr, name + "critic_lr", positive=True, allow_none=True)
+        v.scalar(self.cliprange_value, name + "cliprange_value", positive=True)
+        for field in ("gae_lambda", "gamma"):
+            v.scalar(getattr(self, field), name + field, nonnegative=True, maximum=1)
         for field in ("weight_decay", "length_bonus", "dpo_sft_weight"):
             v.scalar(getattr(self, field), name + field, nonnegative=True)
         v.scalar(

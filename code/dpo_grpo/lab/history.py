@@ -20,12 +20,16 @@ class LabHistory:
     carries that cost); evaluation time is excluded. ``peak_memory_bytes`` is
     ``torch.cuda.max_memory_allocated`` for the step on a GPU, the process's resident
     set size after the step on a CPU. GRPO fields stay empty in an offline run and vice
-    versa."""
+    versa. A PPO run logs the GRPO fields that apply to it (all but the group ones:
+    ``frac_reward_zero_std``, ``frac_groups_*``) and its critic's (``value_loss``,
+    ``explained_variance``, ...); ``kl`` is the same k3 token mean in both."""
 
     algorithm: str
     seed: int
     config: dict
     n_parameters: int = 0
+    #: PPO: the critic's parameters (0 without a critic)
+    n_critic_parameters: int = 0
     sft_steps: int = 0  #: SFT steps actually taken (early stop at sft_target_pass_rate)
     sft_probe_pass_rate: float = (
         0.0  #: greedy pass rate on the SFT probe of training prompts when SFT stopped
@@ -74,6 +78,20 @@ class LabHistory:
     reference_time_s: list = field(default_factory=list)
     train_time_s: list = field(default_factory=list)
     ref_version: list = field(default_factory=list)
+    # PPO (its critic)
+    #: 0.5 * token mean of max((V - R)^2, (clip(V) - R)^2), epoch mean
+    value_loss: list = field(default_factory=list)
+    #: 1 - Var[R - V] / Var[R] over the rollout's valid tokens, V = the critic's
+    #: values before this step's update (out of sample)
+    explained_variance: list = field(default_factory=list)
+    #: fraction of valid tokens where the clipped value loss is the larger one
+    value_clip_fraction: list = field(default_factory=list)
+    critic_grad_norm: list = field(default_factory=list)
+    #: token means of the rollout's values V and returns R = A + V
+    value_mean: list = field(default_factory=list)
+    return_mean: list = field(default_factory=list)
+    #: mean over completions of the summed KL penalty -beta * k1 (TRL's name)
+    non_score_reward: list = field(default_factory=list)
     # offline methods (dpo, dpo+nll, rft)
     n_pairs: int = 0
     #: token-mean NLL of the chosen completions in the batch

@@ -1,8 +1,9 @@
 """A lab run: :class:`LabRun` holds its state (policy, frozen reference, optimiser,
 prompt stream, counters, history) and checkpoints it exactly; :func:`run_lab` runs one
 to the end. What a step does is the algorithm's (:data:`ALGORITHM_STEPS`: GRPO in
-:mod:`dpo_grpo.lab.grpo`, the offline methods in :mod:`dpo_grpo.lab.offline`); a new
-algorithm is one more :class:`dpo_grpo.lab.algorithm.Algorithm` in that table.
+:mod:`dpo_grpo.lab.grpo`, PPO with a critic in :mod:`dpo_grpo.lab.ppo`, the offline
+methods in :mod:`dpo_grpo.lab.offline`); a new algorithm is one more
+:class:`dpo_grpo.lab.algorithm.Algorithm` in that table.
 
 Determinism: on CPU a run is a function of ``(config, algorithm, seed)`` (same torch
 build and CPU type): the model initialisation, data order and sampling use their own
@@ -27,6 +28,7 @@ from .grpo import GRPO
 from .history import LabHistory
 from .model import count_parameters
 from .offline import OFFLINE, Offline, build_preference_set, pair_margin
+from .ppo import PPO
 from .runtime import (
     as_device,
     derived_seed,
@@ -44,6 +46,7 @@ from .task import PromptStream, make_model, make_task, policy_logps
 #: what each algorithm's step is (add an entry to add an algorithm)
 ALGORITHM_STEPS: dict[str, type[Algorithm]] = {
     "grpo": GRPO,
+    "ppo": PPO,
     **{name: Offline for name in OFFLINE},
 }
 ALGORITHMS = tuple(ALGORITHM_STEPS)
@@ -58,9 +61,9 @@ def checked_algorithm(algorithm) -> str:
 
 
 def budget(cfg: LabConfig, algorithm: str) -> dict:
-    """The two budget axes of a run, before it starts: ``optimizer_steps`` (GRPO:
-    ``grpo_steps * num_iterations``; offline: ``dpo_steps``) and
-    ``completions_sampled`` (GRPO: ``grpo_steps * prompts_per_step *
+    """The two budget axes of a run, before it starts: ``optimizer_steps`` (GRPO and
+    PPO: ``grpo_steps * num_iterations``; offline: ``dpo_steps``) and
+    ``completions_sampled`` (GRPO and PPO: ``grpo_steps * prompts_per_step *
     num_generations``, from the current policy; offline: ``dpo_prompts *
     dpo_samples_per_prompt``, all from the SFT policy)."""
     checked_config(cfg)
@@ -79,8 +82,8 @@ def make_optimizer(params, lr: float, cfg: LabConfig):
 
 
 class LabRun:
-    """One GRPO or offline (DPO, DPO+NLL, RFT) run after SFT: state, one ``step()``,
-    evaluation, exact checkpoints."""
+    """One GRPO, PPO or offline (DPO, DPO+NLL, RFT) run after SFT: state, one
+    ``step()``, evaluation, exact checkpoints."""
 
     def __init__(
         self,
@@ -138,6 +141,7 @@ class LabRun:
             sft_probe_pass_rate=sft.probe_pass_rate,
             sft_wall_time_s=sft.seconds,
         )
+        self.method.setup(self)  # the algorithm's own state (PPO: the critic)
         torch.manual_seed(derived_seed(self.seed, "global-torch"))
         np.random.seed(derived_seed(self.seed, "global-numpy") % 2**32)
         random.seed(derived_seed(self.seed, "global-python"))
@@ -177,6 +181,10 @@ class LabRun:
         self.method.evaluate(self)
 
     # -- the algorithms' pieces, as methods of the run --
+    def new_optimizer(self, params, lr: float):
+        """:func:`make_optimizer` with this run's config (the policy's conventions)."""
+        return make_optimizer(params, lr, self.cfg)
+
     def logps(self, model, pids, pmask, cids, cmask, temperature=1.0):
         """Per-token completion log-probs ``(B, L)`` of ``model`` (policy or
         reference): :func:`dpo_grpo.lab.task.policy_logps`."""
@@ -192,8 +200,8 @@ class LabRun:
 
     # -- driver --
     def step(self):
-        """One optimisation step (GRPO: one rollout and ``num_iterations`` updates;
-        offline: one batch of pairs)."""
+        """One optimisation step (GRPO, PPO: one rollout and ``num_iterations``
+        updates; offline: one batch of pairs)."""
         if self.step_count >= self.total_steps:
             raise RuntimeError("the run is finished")
         with torch_threads(self.cfg, self.device):
@@ -267,6 +275,7 @@ class LabRun:
             "data_cursor": self.stream.state_dict(),
             "pair_cursor": dict(self.pair_cursor),
             "pairs": pairs,
+            "algorithm_state": self.method.state_dict(self),
             "history": self.history.as_dict(),
         }
 
@@ -311,6 +320,8 @@ class LabRun:
             state["completions_sampled"],
         )
         run.wall_time = state["wall_time_s"]
+        # checkpoints written before algorithms had their own state have none
+        run.method.load_state_dict(run, state.get("algorithm_state") or {})
         run.history = LabHistory(**state["history"])
         set_rng_state(state["rng"], run.gen)
         return run
@@ -327,9 +338,10 @@ def run_lab(
     resume_from=None,
     stop_after: int | None = None,
 ) -> LabHistory:
-    """SFT warm-up, then ``config.grpo_steps`` GRPO steps or ``config.dpo_steps`` steps
-    of an offline method (``algorithm`` in ``"dpo"``, ``"dpo+nll"``, ``"rft"``); returns
-    the history.
+    """SFT warm-up, then ``config.grpo_steps`` GRPO (``"grpo"``) or PPO (``"ppo"``, with
+    a critic: :mod:`dpo_grpo.lab.ppo`) steps, or ``config.dpo_steps`` steps of an
+    offline method (``algorithm`` in ``"dpo"``, ``"dpo+nll"``, ``"rft"``); returns the
+    history.
 
     ``checkpoint_path`` + ``checkpoint_every=k`` write a checkpoint after every k-th
     step (overwriting); ``resume_from`` continues a saved run exactly (config, algorithm

@@ -27,7 +27,13 @@ from .config import LabConfig
 from .run import ALGORITHMS, budget, run_lab
 
 METHODS = ("grpo", "dpo", "dpo+nll", "rft")
-NAMES = {"grpo": "GRPO", "dpo": "DPO", "dpo+nll": "DPO + NLL", "rft": "RFT"}
+NAMES = {
+    "grpo": "GRPO",
+    "ppo": "PPO",
+    "dpo": "DPO",
+    "dpo+nll": "DPO + NLL",
+    "rft": "RFT",
+}
 METRICS = (
     "final_greedy",
     "final_sampled",

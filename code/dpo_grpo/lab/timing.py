@@ -1,5 +1,7 @@
-"""What a GRPO step spends its time on: :func:`rollout_vs_train_time`, sampling L tokens
-against one training pass over them, for the lab's model shape."""
+"""What a step costs. :func:`rollout_vs_train_time`: what a GRPO step spends its time
+on, sampling L tokens against one training pass over them, for the lab's model shape.
+:func:`ppo_vs_grpo_cost`: what the critic costs, PPO against GRPO on the same model
+and batch (parameters, optimiser state, memory, time per step)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import torch
 from .. import _validation as v
 from .config import LabConfig, checked_config
 from .model import VOCAB, completion_logps, encode_prompts
+from .model import count_parameters
+from .run import LabRun
 from .runtime import as_device, resolve_device, synchronize, torch_threads
 from .task import make_model, make_task
 
@@ -90,3 +94,90 @@ def rollout_vs_train_time(
                 }
             )
     return rows
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of every tensor in ``optimizer``'s state (AdamW: two moments a
+    parameter, and a step counter)."""
+    return sum(
+        x.numel() * x.element_size()
+        for state in optimizer.state.values()
+        for x in state.values()
+        if torch.is_tensor(x)
+    )
+
+
+PHASES = ("rollout_time_s", "score_time_s", "reference_time_s", "train_time_s")
+
+
+def ppo_vs_grpo_cost(cfg: LabConfig, steps: int = 3, seed: int = 0, device=None):
+    """PPO (with its critic) against GRPO on the same config, seed, SFT model and
+    number of completions per step: ``steps`` steps of each (no evaluation), then for
+    each ``{"grpo": ..., "ppo": ...}``:
+
+    - ``parameters``: per model (``policy``, ``reference``, PPO's ``critic``) and
+      ``trainable_parameters`` (policy, + critic);
+    - ``optimizer_state_bytes``: every optimiser's state after the steps;
+    - ``training_state_bytes``: weights of every model, plus a gradient and the
+      optimiser state of every trainable one (what a step holds besides
+      activations; comparable on a CPU, where ``peak_memory_bytes`` is the process's
+      resident set size, which only grows from one run to the next);
+    - ``peak_memory_bytes``: the largest of the steps' (GPU: peak allocated);
+    - ``step_seconds_median`` (the first step left out when ``steps > 1``) and
+      ``phase_seconds_median`` (rollout, score, reference + values, train);
+
+    and ``"ppo_over_grpo"``, the ratios of the scalar ones."""
+    checked_config(cfg)
+    steps = v.integer(steps, "steps", minimum=1)
+    seed = v.integer(seed, "seed", minimum=0)
+    # never finished, never evaluated within the measured steps
+    run_cfg = dataclasses.replace(cfg, grpo_steps=steps + 1, eval_every=steps + 1)
+    out = {}
+    for algorithm in ("grpo", "ppo"):
+        run = LabRun(run_cfg, algorithm, seed, device=device)
+        for _ in range(steps):
+            run.step()
+        models = {"policy": run.policy, "reference": run.ref}
+        optimizers = [run.opt]
+        if algorithm == "ppo":
+            models["critic"] = run.critic
+            optimizers.append(run.critic_opt)
+        h = run.history
+        skip = 1 if steps > 1 else 0
+        seconds = np.diff([0.0, *h.wall_time_s])[skip:]
+        trainable = [
+            p for m in models.values() for p in m.parameters() if p.requires_grad
+        ]
+        opt_bytes = sum(optimizer_state_bytes(o) for o in optimizers)
+        weight_bytes = sum(
+            p.numel() * p.element_size()
+            for m in models.values()
+            for p in m.parameters()
+        )
+        grad_bytes = sum(p.numel() * p.element_size() for p in trainable)
+        out[algorithm] = {
+            "parameters": {k: count_parameters(m) for k, m in models.items()},
+            "trainable_parameters": sum(p.numel() for p in trainable),
+            "optimizer_state_bytes": opt_bytes,
+            "training_state_bytes": weight_bytes + grad_bytes + opt_bytes,
+            "peak_memory_bytes": int(max(h.peak_memory_bytes)),
+            "step_seconds_median": float(np.median(seconds)),
+            "phase_seconds_median": {
+                k.replace("_time_s", ""): float(np.median(getattr(h, k)[skip:]))
+                for k in PHASES
+            },
+            "completions_per_step": cfg.prompts_per_step * cfg.num_generations,
+            "optimizer_steps_per_step": cfg.num_iterations,
+            "steps": steps,
+        }
+    out["ppo_over_grpo"] = {
+        k: out["ppo"][k] / out["grpo"][k]
+        for k in (
+            "trainable_parameters",
+            "optimizer_state_bytes",
+            "training_state_bytes",
+            "peak_memory_bytes",
+            "step_seconds_median",
+        )
+    }
+    return out
