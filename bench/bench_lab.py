@@ -22,10 +22,15 @@ Side by side (``--trl``, on by default when TRL is installed): this book's GRPO 
 the same prompts, batch, completion length and options, timed from the start of a step (sampling included) to the
 end of its optimiser step; medians over the steps after the first.
 
+What the critic costs (``ppo_vs_grpo``): ``dpo_grpo.lab.ppo_vs_grpo_cost``, PPO with its critic against GRPO on
+the same model, seed and batch (the same completions per step): parameters, optimiser-state bytes, training-state
+bytes, peak memory and the median time per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone).
+
 Usage::
 
     .venv/bin/python bench/bench_lab.py                 # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
     .venv/bin/python bench/bench_lab.py --preset gpu    # on a GPU machine
+    .venv/bin/python bench/bench_lab.py --ppo-only --ppo-steps 3   # PPO vs GRPO cost only
 """
 
 from __future__ import annotations
@@ -221,6 +226,17 @@ def main(argv=None):
         help="also time TRL's GRPOTrainer against the lab's step (default: when trl is installed)",
     )
     parser.add_argument(
+        "--ppo-steps",
+        type=int,
+        default=10,
+        help="steps of PPO and of GRPO in the cost comparison (default 10)",
+    )
+    parser.add_argument(
+        "--ppo-only",
+        action="store_true",
+        help="run only the PPO-vs-GRPO cost section",
+    )
+    parser.add_argument(
         "--results",
         type=pathlib.Path,
         default=None,
@@ -241,7 +257,10 @@ def main(argv=None):
     )
     cfg = LabConfig.preset(args.preset, device=str(device))
     record = {
-        "benchmark": "bench_lab.py: GRPO step time split in the tiny-transformer lab",
+        "benchmark": (
+            "bench_lab.py: GRPO step time split in the tiny-transformer lab; "
+            "PPO (critic) vs GRPO cost"
+        ),
         "host": host,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"
@@ -262,6 +281,10 @@ def main(argv=None):
         "scenarios": {},
     }
     t0 = time.perf_counter()
+    record["ppo_vs_grpo"] = ppo_section(cfg, args.ppo_steps, args.seed)
+    if args.ppo_only:
+        finish(record, out_path, t0)
+        return
     for name, overrides in scenarios(args.preset, args.steps).items():
         run_cfg = dataclasses.replace(cfg, **overrides)
         h = run_lab(run_cfg, algorithm="grpo", seed=args.seed)
@@ -302,6 +325,27 @@ def main(argv=None):
             f"GRPO step on {r['model']}, batch {r['batch']}: lab {r['lab_step_seconds_median'] * 1e3:.0f} ms, "
             f"TRL {r['trl']} {r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)"
         )
+    finish(record, out_path, t0)
+
+
+def ppo_section(cfg, steps: int, seed: int) -> dict:
+    """``lab.ppo_vs_grpo_cost`` on ``cfg``, printed as a small table."""
+    out = lab.ppo_vs_grpo_cost(cfg, steps=steps, seed=seed)
+    print(f"PPO (critic) vs GRPO, {steps} steps each, same model and batch:")
+    for alg in ("grpo", "ppo"):
+        r = out[alg]
+        print(
+            f"  {alg:<4} trainable {r['trainable_parameters']:>10,d} params, optimiser state "
+            f"{r['optimizer_state_bytes'] / 2**20:8.2f} MiB, training state "
+            f"{r['training_state_bytes'] / 2**20:8.2f} MiB, peak {r['peak_memory_bytes'] / 2**20:8.1f} MiB, "
+            f"{r['step_seconds_median'] * 1e3:7.1f} ms/step"
+        )
+    ratio = ", ".join(f"{k} x{v:.2f}" for k, v in out["ppo_over_grpo"].items())
+    print(f"  PPO / GRPO: {ratio}")
+    return out
+
+
+def finish(record: dict, out_path: pathlib.Path, t0: float):
     record["total_seconds"] = time.perf_counter() - t0
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(record, indent=1) + "\n")
