@@ -18,13 +18,25 @@ def test_chapters_1_to_5_are_levelled(chapter):
 
 def test_the_derivations_are_there():
     derivations = {k for k, e in EXERCISES.items() if e.level == 3}
-    assert {"03.8", "03.9", "03.10", "03.11", "01.6", "02.6", "05.6"} <= derivations
+    assert {
+        "03.8",
+        "03.9",
+        "03.10",
+        "03.11",
+        "01.6",
+        "01.7",
+        "02.6",
+        "05.6",
+        "05.7",
+    } <= derivations
 
 
 def test_derivation_answers():
     assert check("03.9", 0.8)
     assert check("03.10", [0.4, 0.0, -0.4])
-    assert check("01.6", 16)
+    assert check("01.6", 2 + 14 / 8) and not check("01.6", 16)
+    assert check("01.7", 8 / 18) and not check("01.7", 8 / 20)
+    assert check("05.7", 1.1848835) and not check("05.7", 1.0)
     assert check("02.6", 0.002 / (0.002 + 2e-4))
     assert check("03.11", "b") and not check("03.11", "a")
 

@@ -128,25 +128,71 @@ choice(
 )
 
 
+def _zero2_bytes_per_param(n_gpus):
+    """Per-GPU bytes per parameter under ZeRO-2: bf16 weights replicated; bf16
+    gradients, fp32 master copy and two fp32 moments sharded over n_gpus."""
+    return 2 + (2 + 4 + 8) / n_gpus
+
+
 numeric(
     "01.6",
-    "Derive the bytes per parameter of the logical training state under mixed-precision AdamW: bf16 weights, bf16 "
-    "gradients, an fp32 master copy and two fp32 moments.",
-    lambda: training_state_ledger(1).total_bytes,
+    "Derive the per-GPU bytes of logical training state per parameter of one trainable model under ZeRO-2 "
+    "(gradients and optimizer state sharded, weights replicated) on n GPUs, with the recipe of section 1.3 (bf16 "
+    "weights and gradients, fp32 master copy, two fp32 moments; ZeRO counts the master copy as optimizer state). "
+    "Evaluate your formula at n = 8.",
+    lambda: _zero2_bytes_per_param(8),
     rtol=1e-9,
     atol=1e-9,
     mistakes={
-        "no master": (
-            lambda: training_state_ledger(1, master_weights=False).total_bytes,
-            "Mixed precision keeps an fp32 master copy of the weights next to the bf16 ones.",
+        "master replicated": (
+            2 + 4 + (2 + 8) / 8,
+            "You kept the fp32 master copy on every GPU; ZeRO counts it as optimizer state and shards it "
+            "from stage 1 on.",
         ),
-        "no moments": (
-            8,
-            "AdamW also keeps two moments per parameter (mean and mean square), each in fp32.",
+        "ZeRO-1": (
+            2 + 2 + 12 / 8,
+            "That is ZeRO-1: only the optimizer state is sharded. Stage 2 shards the gradients too.",
         ),
-        "all fp32": (
-            20,
-            "Weights and gradients are bf16 (2 bytes each) in this recipe.",
+        "ZeRO-3": (
+            16 / 8,
+            "That is ZeRO-3 / FSDP full sharding; ZeRO-2 still keeps a full bf16 copy of the weights on every GPU.",
+        ),
+        "no sharding": (
+            16,
+            "That is the unsharded total; ZeRO-2 divides part of it by n.",
+        ),
+    },
+    level=3,
+)
+
+
+def _critic_flop_share_rule_reward():
+    """PPO-RLHF with a rule reward, per generated token, in units of N FLOPs: generate
+    2, policy update 6, reference 2, critic values 2, critic update 6."""
+    critic = 2 + 6
+    return critic / (2 + 6 + 2 + critic)
+
+
+numeric(
+    "01.7",
+    "Section 1.5 counts about 2N FLOPs per token for a forward pass and 6N for a forward and backward pass. Derive "
+    "the fraction of PPO-RLHF's FLOPs per generated token that the critic accounts for when the reward is a rule "
+    "(no reward model), all models the policy's size and one update per rollout.",
+    _critic_flop_share_rule_reward,
+    rtol=1e-6,
+    mistakes={
+        "kept the reward model": (
+            8 / 20,
+            "That is the share with a reward model (section 1.5's 20N); a rule reward runs no forward pass.",
+        ),
+        "update only": (
+            6 / 18,
+            "The critic also runs a forward pass over every rollout token to give the values (2N), besides its "
+            "update (6N).",
+        ),
+        "no reference": (
+            8 / 16,
+            "The frozen reference still runs a forward pass (2N) for the KL penalty.",
         ),
     },
     level=3,

@@ -200,3 +200,40 @@ numeric(
     },
     level=3,
 )
+
+
+#: 05.7: one position's logits, the sampling temperature, the sampled token
+_LOGITS_057, _T_057, _TOKEN_057 = np.array([2.0, 0.5, 0.0, -1.0]), 0.7, 0
+
+
+def _logp(logits, t, token):
+    z = np.asarray(logits) / t
+    return float(z[token] - np.log(np.exp(z).sum()))
+
+
+numeric(
+    "05.7",
+    "A completion token (id 0) was sampled at temperature T = 0.7 from logits [2.0, 0.5, 0.0, -1.0]. The trainer "
+    "computes the current log-prob as TRL does (logits / T), but the old log-prob was stored from the untempered "
+    "logits (T = 1). Before any update (same weights), derive the ratio pi_theta / pi_old that the clipped loss sees "
+    "for this token.",
+    lambda: float(np.exp(_logp(_LOGITS_057, _T_057, 0) - _logp(_LOGITS_057, 1.0, 0))),
+    mistakes={
+        "on-policy": (
+            1.0,
+            "The ratio is 1 only when both log-probs come from the same distribution; here one is softmax(z / T) "
+            "and the other softmax(z).",
+        ),
+        "inverted": (
+            lambda: float(
+                np.exp(_logp(_LOGITS_057, 1.0, 0) - _logp(_LOGITS_057, _T_057, 0))
+            ),
+            "That is pi_old / pi_theta: the current (tempered) log-prob goes in the numerator.",
+        ),
+        "logit ratio": (
+            lambda: float(np.exp(2.0 / _T_057 - 2.0)),
+            "The normalisers differ too: subtract each distribution's own logsumexp.",
+        ),
+    },
+    level=3,
+)
