@@ -99,12 +99,16 @@ def _fake_google_colab(python: Path) -> None:
     )
 
 
+#: Colab's packages that only the torch chapters use: the venv without torch leaves them out.
+WITH_TORCH = {"torch", "transformers", "tokenizers"}
+
+
 def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
     """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
     pins = [
         f"{name}=={version}"
         for name, version in PINS.items()
-        if torch or name != "torch"
+        if torch or name not in WITH_TORCH
     ]
     return fresh_venv("colab", *pins, python=python, setup=_fake_google_colab)
 
