@@ -1,5 +1,5 @@
-"""The lab: a tiny transformer trained with GRPO or DPO on a verifiable addition task
-(needs torch).
+"""The lab: a tiny transformer trained with GRPO, PPO (with a critic) or DPO on a
+verifiable addition task (needs torch).
 
 ``LabConfig`` and ``run_lab`` are the entry points. The modules, one thing each:
 :mod:`~dpo_grpo.lab.config` (settings), :mod:`~dpo_grpo.lab.model` (the task, the
