@@ -23,6 +23,7 @@ from ..trl_exact.grpo import grpo_loss
 
 __all__ = [
     "toy_batch",
+    "variant_loss",
     "rloo_loss",
     "reinforcepp_baseline_advantages",
     "RLOOOutput",
@@ -41,12 +42,14 @@ __all__ = [
 ]
 
 
-def toy_batch(drift: float = 1.0, seed: int = 0) -> dict:
+def toy_batch(drift: float = 1.0, seed: int = 0, push: float = 0.22) -> dict:
     """Two prompts x four answers, ragged lengths (2 to 6 tokens), rewards ``[0.2, 0.8, 1.4, 0.6]`` and
-    ``[0, 0, 1, 0]``; ``old`` log-probs (sampling policy), ``new`` = ``old`` + ``drift`` x (0.22 in the direction of
-    each answer's advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1`` is a stale batch
-    (token ratios between about 0.7 and 1.5, so the clips and gates act); ``drift=0.1`` is one small step away."""
+    ``[0, 0, 1, 0]``; ``old`` log-probs (sampling policy), ``new`` = ``old`` + ``drift`` x (``push`` in the direction
+    of each answer's advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1`` is a stale
+    batch (token ratios between about 0.7 and 1.5, so the clips and gates act); :func:`calibrated_drift` gives the
+    drift of one small step (:mod:`~dpo_grpo.chapters.variant_directions`)."""
     drift = v.scalar(drift, "drift", nonnegative=True)
+    push = v.scalar(push, "push", nonnegative=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     rewards = np.array([[0.2, 0.8, 1.4, 0.6], [0.0, 0.0, 1.0, 0.0]])
     lengths = np.array([5, 2, 4, 3, 6, 3, 2, 5])
@@ -55,7 +58,7 @@ def toy_batch(drift: float = 1.0, seed: int = 0) -> dict:
     old = np.log(rng.uniform(0.1, 0.6, (8, width)))
     ref = old - 0.05
     direction = np.sign(reward_advantages(rewards.reshape(-1, 1), 4).advantages)
-    new = old + drift * (0.22 * direction[:, None] + rng.normal(0.0, 0.12, old.shape))
+    new = old + drift * (push * direction[:, None] + rng.normal(0.0, 0.12, old.shape))
     return {
         "rewards": rewards,
         "lengths": lengths,
@@ -65,6 +68,7 @@ def toy_batch(drift: float = 1.0, seed: int = 0) -> dict:
         "ref": ref,
         "num_generations": 4,
         "drift": drift,
+        "push": push,
     }
 
 
@@ -401,6 +405,56 @@ def rollout_geometry(variant: Variant, num_processes: int = 1) -> Geometry:
     )
 
 
+def variant_loss(var: Variant, batch: dict) -> dict:
+    """One row of :data:`GRPO_VARIANTS` on ``batch``: ``advantages`` (B,), ``loss``, ``grad`` (d loss / d new, (B, T))
+    and ``metric`` (TRL's name, value), through :func:`rloo_loss` or :func:`grpo_loss` with the row's config."""
+    if not isinstance(var, Variant):
+        raise TypeError(f"var must be a Variant, got {type(var).__name__}")
+    b, g = batch, batch["num_generations"]
+    if var.trainer == "RLOOConfig":
+        out = rloo_loss(
+            b["new"],
+            b["old"],
+            b["ref"],
+            b["rewards"],
+            b["mask"],
+            g,
+            beta=var.config["beta"],
+            epsilon=var.config["epsilon"],
+        )
+        metric = ("clip_ratio/region_mean", out.metrics["clip_ratio/region_mean"])
+        return {
+            "advantages": np.asarray(out.advantages),
+            "loss": out.loss,
+            "grad": out.grad,
+            "metric": metric,
+        }
+    scale = var.config.get("scale_rewards", "group")
+    adv = reward_advantages(
+        np.asarray(b["rewards"]).reshape(-1, 1), g, scale_rewards=scale
+    ).advantages
+    kw = {k: val for k, val in var.config.items() if k not in _RUN_ONLY}
+    kw.setdefault("beta", 0.0)
+    ref = b["ref"] if kw["beta"] else None
+    out = grpo_loss(
+        b["new"],
+        b["old"],
+        ref,
+        adv,
+        b["mask"],
+        max_completion_length=b["mask"].shape[1],
+        **kw,
+    )
+    names = ("clip_ratio/region_mean", "cispo_clip_ratio", "vespo/phi_seq_mean")
+    name = next((k for k in names if k in out.metrics), None)
+    return {
+        "advantages": np.asarray(adv),
+        "loss": out.loss,
+        "grad": out.grad,
+        "metric": (name, out.metrics[name] if name else None),
+    }
+
+
 def run_grpo_variants(batch=None) -> list:
     """Every row of :data:`GRPO_VARIANTS` on ``batch`` (default :func:`toy_batch`), one update on stale samples.
 
@@ -410,63 +464,16 @@ def run_grpo_variants(batch=None) -> list:
     mean soft-gate weight is not logged by TRL: ``None``).
     """
     b = toy_batch() if batch is None else batch
-    g = b["num_generations"]
     rows = []
     for var in GRPO_VARIANTS:
-        if var.trainer == "RLOOConfig":
-            out = rloo_loss(
-                b["new"],
-                b["old"],
-                b["ref"],
-                b["rewards"],
-                b["mask"],
-                g,
-                beta=var.config["beta"],
-                epsilon=var.config["epsilon"],
-            )
-            adv, grad, loss = out.advantages, out.grad, out.loss
-            metric = ("clip_ratio/region_mean", out.metrics["clip_ratio/region_mean"])
-        else:
-            scale = var.config.get("scale_rewards", "group")
-            adv = reward_advantages(
-                b["rewards"].reshape(-1, 1), g, scale_rewards=scale
-            ).advantages
-            kw = {k: val for k, val in var.config.items() if k not in _RUN_ONLY}
-            kw.setdefault("beta", 0.0)
-            ref = b["ref"] if kw["beta"] else None
-            out = grpo_loss(
-                b["new"],
-                b["old"],
-                ref,
-                adv,
-                b["mask"],
-                max_completion_length=b["mask"].shape[1],
-                **kw,
-            )
-            adv, grad, loss = adv, out.grad, out.loss
-            name = next(
-                (
-                    k
-                    for k in (
-                        "clip_ratio/region_mean",
-                        "cispo_clip_ratio",
-                        "vespo/phi_seq_mean",
-                    )
-                    if k in out.metrics
-                ),
-                None,
-            )
-            metric = (name, out.metrics[name] if name else None)
+        out = variant_loss(var, b)
         rows.append(
             {
                 "name": var.name,
                 "config": config_code(var),
-                "advantages": np.asarray(adv),
-                "loss": loss,
-                "grad": grad,
-                "grad_norm": float(np.linalg.norm(grad)),
-                "push": -grad.sum(axis=1),
-                "metric": metric,
+                **out,
+                "grad_norm": float(np.linalg.norm(out["grad"])),
+                "push": -out["grad"].sum(axis=1),
             }
         )
     return rows
