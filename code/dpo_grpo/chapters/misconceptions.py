@@ -7,6 +7,8 @@ rewards are all equal.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _validation as v
@@ -345,6 +347,58 @@ def trl_step_log(
             )
             z = z - lr * grad
     return log
+
+
+def sign_test(differences) -> dict:
+    """Two-sided sign test of paired ``differences`` (ties dropped): how many are
+    positive out of the non-zero ones, and the exact binomial p-value under
+    "positive and negative equally likely"."""
+    d = v.as_float_array(differences, "differences", ndim=1)
+    d = d[d != 0]
+    n, k = d.size, int((d > 0).sum())
+    if n == 0:
+        return {"n": 0, "positive": 0, "p_value": 1.0}
+    tail = sum(math.comb(n, i) for i in range(max(k, n - k), n + 1)) / 2.0**n
+    return {"n": n, "positive": k, "p_value": min(1.0, 2.0 * tail)}
+
+
+def num_iterations_drift(
+    num_iterations=(1, 4),
+    seeds=tuple(range(20)),
+    steps=25,
+    group_size=8,
+    beta=0.04,
+    lr=0.3,
+    last=5,
+) -> dict:
+    """:func:`trl_step_log` for each ``num_iterations`` over several seeds, at the
+    same learning rate: per seed the logged ``kl`` averaged over the last ``last``
+    rollouts and the mean ``clip_ratio``; the paired differences of the KL (largest
+    minus smallest ``num_iterations``) with their :func:`sign_test`."""
+    mus = [v.integer(m, "num_iterations", minimum=1) for m in num_iterations]
+    if len(mus) < 2:
+        raise ValueError("num_iterations must hold at least two values")
+    seeds = [v.integer(s, "seed", minimum=0) for s in seeds]
+    last = v.integer(last, "last", minimum=1)
+    if last > steps:
+        raise ValueError(f"last must be at most steps ({steps}), got {last}")
+    kl, clip = {}, {}
+    for mu in mus:
+        kl[mu], clip[mu] = [], []
+        for seed in seeds:
+            log = trl_step_log(
+                steps=steps,
+                group_size=group_size,
+                beta=beta,
+                num_iterations=mu,
+                lr=lr,
+                seed=seed,
+            )
+            kl[mu].append(np.mean([r["kl"] for r in log if r["step"] >= steps - last]))
+            clip[mu].append(np.mean([r["clip_ratio"] for r in log]))
+        kl[mu], clip[mu] = np.array(kl[mu]), np.array(clip[mu])
+    diff = kl[max(mus)] - kl[min(mus)]
+    return {"kl": kl, "clip_ratio": clip, "kl_difference": diff, **sign_test(diff)}
 
 
 def length_weights(
