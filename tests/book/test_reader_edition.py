@@ -74,7 +74,7 @@ def test_references_and_links_go_to_the_online_book_or_colab():
         ctx,
     )
     assert out == (
-        "See [section 3.5](https://some-fork.github.io/the-book/book/03_derivations.html#ch03-grpo-ppo), "
+        "See [section 3.5](https://some-fork.github.io/the-book/book/03b_grpo_derivations.html#ch03-grpo-ppo), "
         "[ch. 4](https://colab.research.google.com/github/Some-Fork/the-book/blob/notebooks/04_code.ipynb), "
         "[sec](https://some-fork.github.io/the-book/book/04_code.html#x), "
         "[about](https://some-fork.github.io/the-book/book/about.html) and [web](https://x.org/a.md)."
@@ -82,7 +82,9 @@ def test_references_and_links_go_to_the_online_book_or_colab():
 
 
 def test_figures_numbered_and_referenced():
-    ctx = _ctx({"f": {"text/plain": "<Figure>", "image/png": PNG}})
+    ctx = _ctx(
+        {"f": {"text/plain": "<Figure>", "image/png": PNG}}, stem="03b_grpo_derivations"
+    )
     out = re_.convert_markdown(
         "```{glue:figure} f\n:name: fig-ch03-groups\n\nThe caption.\n```\n\n"
         "As {numref}`fig-ch03-groups` shows.",
@@ -91,7 +93,7 @@ def test_figures_numbered_and_referenced():
     assert out.startswith(f'<img src="data:image/png;base64,{PNG}"')
     assert "**Figure 1.** The caption." in out
     assert (
-        "As [Figure 1](https://some-fork.github.io/the-book/book/03_derivations.html#fig-ch03-groups) shows."
+        "As [Figure 1](https://some-fork.github.io/the-book/book/03b_grpo_derivations.html#fig-ch03-groups) shows."
         in out
     )
 
