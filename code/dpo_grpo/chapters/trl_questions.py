@@ -416,7 +416,9 @@ def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
 
 #: What each metric of a TRL 1.16.0 GRPO log line measures (the order of :func:`log_line`).
 LOG_LINE_MEANINGS = {
-    "loss": "the loss of the last micro-batch: clipped surrogate + beta * k3, normalised by loss_type",
+    "loss": "clipped surrogate + beta * k3, normalised by loss_type; per log: the sum of "
+    "the micro-batch losses (each / gradient_accumulation_steps) over the optimiser "
+    "steps since the last log",
     "grad_norm": "L2 norm of the gradient over all trainable parameters, before clipping to max_grad_norm",
     "num_tokens": "prompt + completion tokens seen so far (here: this step only)",
     "completions/mean_length": "mean completion length in tokens (EOS included)",
@@ -443,6 +445,18 @@ LOG_LINE_MEANINGS = {
 }
 
 
+def _normalise(per_token_loss, mask, loss_type, max_completion_length) -> float:
+    """TRL's loss normalisations for one micro-batch that is the whole batch."""
+    x = per_token_loss * mask
+    if loss_type == "grpo":
+        return float((x.sum(1) / np.maximum(mask.sum(1), 1.0)).mean())
+    if loss_type in ("bnpo", "dapo"):
+        return float(x.sum() / max(mask.sum(), 1.0))
+    if loss_type == "dr_grpo":
+        return float(x.sum() / (mask.shape[0] * max_completion_length))
+    raise ValueError(f"use_vllm supports grpo, bnpo, dapo, dr_grpo; got {loss_type!r}")
+
+
 def log_line(
     seed: int = 1,
     *,
@@ -455,6 +469,9 @@ def log_line(
     epsilon: float = 0.2,
     loss_type: str = "dapo",
     update_scale: float = 0.2,
+    use_vllm: bool = False,
+    sampler_noise: float = 0.05,
+    vllm_clip_max: float = 3.0,
 ) -> dict:
     """One realistic GRPO step, logged as TRL 1.16.0 logs it, every value recomputed from its definition.
 
@@ -464,7 +481,14 @@ def log_line(
     token is even, a stand-in for a checked answer) and ``format`` (0.5 when it terminated), weights 1 and 1. The
     step is the *second* update on this generation batch (``num_iterations=2``): the current logits are the old ones
     moved by ``update_scale`` times a seeded perturbation, so ratios differ from 1 and the clip statistics are
-    non-zero. Returns ``metrics`` (TRL's keys, in :data:`LOG_LINE_MEANINGS` order), ``inputs`` (the arrays that
+    non-zero; ``update_scale=0`` makes it the first update (every ratio 1).
+
+    ``use_vllm=True`` adds TRL's default ``vllm_importance_sampling_correction``
+    (mode ``"sequence_mask"``): the sampler's log-probs are the old ones plus seeded
+    noise of size ``sampler_noise`` (vLLM's numerics differ from the trainer's); the
+    per-sequence ratio ``exp(sum of (old - sampler))`` is set to 0 above
+    ``vllm_clip_max`` and multiplies the per-token policy loss (not the KL term); the
+    ``sampling/*`` metrics are logged. Returns ``metrics`` (TRL's keys, in :data:`LOG_LINE_MEANINGS` order), ``inputs`` (the arrays that
     produced them) and ``checks``: each metric recomputed a second way (by hand from the arrays), to compare.
     """
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
@@ -507,6 +531,7 @@ def log_line(
     fmt = 0.5 * (~truncated)
     rpf = np.column_stack([accuracy, fmt])
     adv = reward_advantages(rpf, g)
+    kw = dict(epsilon=epsilon, loss_type=loss_type, max_completion_length=lmax)
     out = grpo_loss(
         new,
         old,
@@ -518,6 +543,31 @@ def log_line(
         loss_type=loss_type,
         max_completion_length=lmax,
     )
+    sampling = {}
+    if use_vllm:
+        sampler = old + v.scalar(sampler_noise, "sampler_noise", nonnegative=True) * (
+            rng.normal(0.0, 1.0, old.shape)
+        )
+        diff = (old - sampler) * mask
+        is_ratio = np.exp(diff.sum(axis=1, keepdims=True))  # (B, 1), sequence level
+        is_ratio = np.where(is_ratio > vllm_clip_max, 0.0, is_ratio)
+        # TRL: per_token_loss * importance_sampling_ratio, then + beta * per_token_kl
+        pol = grpo_loss(new, old, None, adv.advantages, mask, beta=0.0, **kw)
+        kl_part = out.per_token_loss - pol.per_token_loss
+        per_tok = pol.per_token_loss * is_ratio + kl_part
+        out = out._replace(
+            loss=_normalise(per_tok, mask, loss_type, lmax),
+            per_token_loss=per_tok,
+            grad=pol.grad * is_ratio + (out.grad - pol.grad),
+        )
+        delta = np.abs(old - sampler)[mask > 0]
+        sampling = {
+            "sampling/sampling_logp_difference/mean": float(delta.mean()),
+            "sampling/sampling_logp_difference/max": float(delta.max()),
+            "sampling/importance_sampling_ratio/min": float(is_ratio.min()),
+            "sampling/importance_sampling_ratio/mean": float(is_ratio.mean()),
+            "sampling/importance_sampling_ratio/max": float(is_ratio.max()),
+        }
     # chain rule to the parameters (the logits): d logp_token / d logits = onehot - softmax
     onehot = np.eye(vocab)[tokens]
     grad_params = out.grad[..., None] * (onehot - np.exp(new_full))
@@ -559,6 +609,7 @@ def log_line(
         "clip_ratio/region_mean",
     ):
         metrics[key] = out.metrics[key]
+    metrics.update(sampling)
     # second computations, by hand from the arrays
     ratio = np.exp(new - old)
     a = adv.advantages[:, None] * np.ones_like(mask)
@@ -594,6 +645,9 @@ def log_line(
         "old_logps": old,
         "ref_logps": ref,
     }
+    if use_vllm:
+        inputs["sampler_logps"] = sampler
+        inputs["importance_sampling_ratio"] = is_ratio
     return {
         "metrics": metrics,
         "checks": checks,
@@ -604,6 +658,7 @@ def log_line(
             "epsilon": epsilon,
             "loss_type": loss_type,
             "max_completion_length": lmax,
-            "num_iterations": 2,
+            "num_iterations": 2 if update_scale else 1,
+            "use_vllm": use_vllm,
         },
     }
