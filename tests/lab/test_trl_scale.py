@@ -33,9 +33,11 @@ def test_grpo_and_dpo_args_map_the_lab_config_onto_trl_names(tmp_path):
         ("max_completion_length", "max_completion_length"),
         ("grpo_lr", "learning_rate"),
         ("use_bias_correction_kl", "use_bias_correction_kl"),
-        ("warmup_steps", "warmup_steps"),
     ]:
         assert getattr(g, trl_name) == getattr(cfg, lab_name), lab_name
+    # the lab's scheduler steps once per rollout, TRL's once per optimiser step
+    assert cfg.num_iterations > 1
+    assert g.warmup_steps == cfg.warmup_steps * cfg.num_iterations
     assert g.lr_scheduler_type == "constant_with_warmup" and not g.sync_ref_model
     d = trl.DPOConfig(
         **trl_scale.dpo_args(cfg, tmp_path, "dpo+nll", use_cpu=True, bf16=False)
@@ -81,7 +83,7 @@ def test_grpo_trainer_logs_the_metrics_this_package_recomputes(checkpoint, tmp_p
         n_heldout=10,
         grpo_steps=3,
         grpo_lr=1e-2,
-        num_iterations=1,
+        num_iterations=2,
         num_generations=8,
         prompts_per_step=2,
     )
@@ -118,20 +120,27 @@ def test_grpo_trainer_logs_the_metrics_this_package_recomputes(checkpoint, tmp_p
         processing_class=tok,
     )
     rec.trainer = trainer
+    trainer.add_callback(rec.callback())
     trainer.train()
     rows = rec.compare(trainer.state.log_history)
-    assert len(rows) == 3
-    for row in rows:
-        assert set(row) == set(trl_scale.GRPORecorder.METRICS)
+    assert len(rows) == 3 * 2  # 3 rollouts x num_iterations optimiser steps
+    for i, row in enumerate(rows):
+        rollout_keys = {"reward", "reward_std", "frac_reward_zero_std"}
+        assert (rollout_keys <= set(row)) == (i % 2 == 0), (i, row)
+        assert {"loss", "kl", "clip_ratio/region_mean"} <= set(row)
         for name, (theirs, ours) in row.items():
             assert math.isclose(theirs, ours, rel_tol=1e-4, abs_tol=1e-6), (
+                i,
                 name,
                 theirs,
                 ours,
             )
     assert rows[0]["kl"] == (0.0, 0.0)  # step 1: policy == reference
-    # later: moved, and a non-trivial batch
-    assert rows[-1]["kl"][0] > 0 and any(r["reward"][0] > 0 for r in rows)
+    # at a rollout's first step the ratio is 1 and nothing is clipped; at its second
+    # the ratios have moved and clipping acts
+    assert all(r["clip_ratio/region_mean"][0] == 0.0 for r in rows[0::2])
+    assert any(r["clip_ratio/region_mean"][0] > 0.0 for r in rows[1::2])
+    assert rows[-1]["kl"][0] > 0 and any(r["reward"][0] > 0 for r in rows[0::2])
 
 
 def test_dpo_trainer_runs_on_the_labs_pairs_with_the_mapped_loss(checkpoint, tmp_path):
@@ -167,6 +176,12 @@ def test_distributed_configs():
         and one["num_processes"] == 8
         and "main_process_ip" not in one
     )
+    # DeepSpeed's settings in one place: the YAML only names the JSON file
+    assert one["deepspeed_config"] == {
+        "deepspeed_config_file": "ds_config.json",
+        "zero3_init_flag": False,
+    }
+    assert "mixed_precision" not in one
     two = yaml.safe_load(
         trl_scale.accelerate_config(2, 8, zero_stage=3, machine_rank=1)
     )
@@ -174,6 +189,7 @@ def test_distributed_configs():
         two["num_processes"] == 16
         and two["machine_rank"] == 1
         and two["deepspeed_config"]["zero3_init_flag"]
+        and two["deepspeed_config"]["deepspeed_multinode_launcher"] == "standard"
     )
     ds = trl_scale.deepspeed_config(3)
     assert (
@@ -226,3 +242,61 @@ def test_trl_scale_functions_reject_bad_input(checkpoint):
         trl_scale.verifier_reward("eos")
     with pytest.raises(TypeError, match="ref_model"):
         trl_scale.GRPORecorder(cfg, tok, [len], ref_model=None)
+
+
+@pytest.mark.parametrize("num_machines", [1, 2])
+def test_launch_files_pass_accelerates_own_start_up_checks(tmp_path, num_machines):
+    """accelerate 1.16's launcher, run on the written files up to the point where it
+    would start the processes: parse, validate, export the DeepSpeed environment,
+    build the DeepSpeedPlugin that TrainingArguments builds for the script."""
+    pytest.importorskip("accelerate")
+    files = trl_scale.write_launch_files(
+        tmp_path, num_machines=num_machines, gpus_per_machine=8
+    )
+    for rank in range(num_machines):
+        got = trl_scale.check_launch_files(
+            tmp_path, machine_rank=rank if num_machines > 1 else None
+        )
+        # torchrun on every node with its own rank, not pdsh from node 0
+        assert got["launcher"] == "torchrun", got
+        assert got["nproc_per_node"] == 8 and got["node_rank"] == rank
+        assert got["nnodes"] == num_machines
+        assert got["zero_stage"] == 2 and not got["zero3_init_flag"]
+        assert got["env"]["ACCELERATE_DEEPSPEED_CONFIG_FILE"] == "ds_config.json"
+    assert "deepspeed=" not in files["train_grpo.py"].read_text()  # one place
+    # the script's global batch over the processes the files start
+    n = num_machines * 8
+    cfg = hf.HFLabConfig.preset("qwen2.5-0.5b")
+    assert f"num_processes={n}" in files["train_grpo.py"].read_text()
+    assert trl_scale.scaled_grpo_args(cfg, "out", num_processes=n)[
+        "per_device_train_batch_size"
+    ] * n == (cfg.prompts_per_step * cfg.num_generations)
+
+
+def test_launch_check_catches_the_two_start_up_failures(tmp_path):
+    """What accelerate refused before: ZeRO settings in the YAML (and a top-level
+    mixed_precision) next to a deepspeed= file; several nodes without the standard
+    launcher fall back to pdsh."""
+    pytest.importorskip("accelerate")
+    files = trl_scale.write_launch_files(tmp_path, num_machines=2, gpus_per_machine=8)
+    good = files["accelerate.yaml"].read_text()
+    files["accelerate.yaml"].write_text(
+        good.replace("  deepspeed_multinode_launcher: standard\n", "")
+    )
+    assert trl_scale.check_launch_files(tmp_path, machine_rank=1)["launcher"] == (
+        "deepspeed --launcher pdsh"
+    )
+    files["accelerate.yaml"].write_text(
+        good.replace(
+            "  deepspeed_config_file: ds_config.json\n",
+            "  zero_stage: 2\n  gradient_accumulation_steps: 1\n",
+        )
+        + "mixed_precision: bf16\n"
+    )
+    script = files["train_grpo.py"].read_text()
+    assert "vllm='colocate'" in script
+    files["train_grpo.py"].write_text(
+        script.replace("vllm='colocate'", "vllm='colocate', deepspeed='ds_config.json'")
+    )
+    with pytest.raises(ValueError, match="deepspeed_config_file"):
+        trl_scale.check_launch_files(tmp_path, machine_rank=0)

@@ -50,7 +50,8 @@ GRPO_NAMES = (
     (
         "warmup_steps",
         "warmup_steps",
-        "with lr_scheduler_type='constant_with_warmup' (the lab's schedule)",
+        "x num_iterations (the lab's scheduler steps once per rollout, TRL's once "
+        "per optimiser step); lr_scheduler_type='constant_with_warmup'",
     ),
     (
         "ref_sync_steps",
@@ -112,7 +113,9 @@ def grpo_args(cfg, output_dir: str, **overrides) -> dict:
         max_grad_norm=cfg.max_grad_norm,
         weight_decay=get("weight_decay", 0.0),
         lr_scheduler_type="constant_with_warmup",
-        warmup_steps=get("warmup_steps", 0),
+        # the lab's scheduler steps once per rollout: its warm-up spans
+        # warmup_steps x num_iterations optimiser steps, TRL's unit
+        warmup_steps=get("warmup_steps", 0) * cfg.num_iterations,
         sync_ref_model=sync is not None,
         ref_model_sync_steps=sync or 512,
         ref_model_mixup_alpha=get("ref_mixup_alpha", 0.6),
@@ -227,13 +230,22 @@ def verifier_reward(eos_token_id: int):
 
 
 class GRPORecorder:
-    """Wraps reward functions for ``GRPOTrainer``; at every call (one per generation batch, before the update) it
-    recomputes the step's metrics with this package: the rewards' aggregate statistics
-    (:func:`torch_ops.reward_advantages`), and, from the trainer's current model and a frozen copy of the initial
-    one (``ref_model``: load it from the same checkpoint before the trainer is built; a ``deepcopy`` of the
-    trainer's model would share its wrapped ``forward``), the per-token log-probs (:func:`dpo_grpo.lab.hf.hf_logps`) and :func:`torch_ops.grpo_loss`'s loss, KL and
-    clip ratios. With ``num_iterations=1`` the ratio is 1 and these are the numbers TRL logs for the step.
-    ``recorder.steps`` holds one dict per call; :meth:`compare` lines them up with ``trainer.state.log_history``.
+    """Recomputes, with this package, the GRPO metrics TRL logs at every optimiser step.
+
+    It wraps the reward functions for ``GRPOTrainer``. At each call (once per
+    rollout, right after sampling, before the rollout's first update) it records the
+    rewards' statistics (:func:`torch_ops.reward_advantages`) and, from the trainer's
+    current model, the rollout's old per-token log-probs
+    (:func:`dpo_grpo.lab.hf.hf_logps`), and those of ``ref_model``, a frozen copy of
+    the initial model (load it from the same checkpoint before the trainer is built;
+    a ``deepcopy`` of the trainer's model would share its wrapped ``forward``). Each
+    optimiser step's loss, KL and clip ratios are :func:`torch_ops.grpo_loss` on the
+    log-probs of the model as it is when the step starts: at a rollout's first step
+    they are the old ones (ratio 1); at its later steps (``num_iterations`` > 1) the
+    recorder's :meth:`callback`, added to the trainer, recomputes them after the
+    earlier updates, so the ratios differ from 1 and clipping acts.
+    ``recorder.steps`` holds one dict per optimiser step; :meth:`compare` lines them
+    up with ``trainer.state.log_history``.
     """
 
     METRICS = (
@@ -242,6 +254,8 @@ class GRPORecorder:
         "frac_reward_zero_std",
         "kl",
         "loss",
+        "clip_ratio/low_mean",
+        "clip_ratio/high_mean",
         "clip_ratio/region_mean",
         "completions/mean_length",
     )
@@ -261,6 +275,7 @@ class GRPORecorder:
         self.ref = ref_model.eval().requires_grad_(False)
         self.steps = []
         self._pending = {}
+        self._rollout = None
 
     def funcs(self) -> list:
         """One TRL reward function per wrapped function, recording what they return."""
@@ -282,6 +297,32 @@ class GRPORecorder:
             call.__name__ = getattr(fn, "__name__", f"reward_{k}")
             wrapped.append(call)
         return wrapped
+
+    def callback(self):
+        """A ``transformers.TrainerCallback`` for ``trainer.add_callback``: at the
+        start of every optimiser step that reuses a rollout, it records the step."""
+        from transformers import TrainerCallback
+
+        recorder = self
+
+        class _Reuse(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                if recorder._rollout is not None and state.global_step % (
+                    recorder.cfg.num_iterations
+                ):
+                    recorder._record_step(recorder._rollout, {})
+
+        return _Reuse()
+
+    @torch.no_grad()
+    def _logps(self, model, r):
+        was_training = model.training
+        model.eval()
+        out = hf_logps(
+            model, r["pids"], r["pmask"], r["cids"], r["cmask"], self.cfg.temperature
+        )
+        model.train(was_training)
+        return out
 
     @torch.no_grad()
     def _record(self, prompts, completion_ids, kwargs):
@@ -309,47 +350,60 @@ class GRPORecorder:
             cmask[i, : len(c)] = True
         problems = [p[-1]["content"] for p in prompts]
         pids, pmask = encode_chat_prompts(tok, problems, cfg, dev)
-        was_training = model.training
-        model.eval()
-        new = hf_logps(model, pids, pmask, cids, cmask, cfg.temperature)
-        ref = (
-            hf_logps(self.ref, pids, pmask, cids, cmask, cfg.temperature)
-            if cfg.beta
-            else None
-        )
-        model.train(was_training)
-        out = torch_ops.grpo_loss(
-            new,
-            new,
-            ref,
-            adv,
-            cmask.float(),
-            epsilon=cfg.epsilon,
-            beta=cfg.beta,
-            loss_type=cfg.loss_type,
-            max_completion_length=cfg.max_completion_length,
-        )
-        self.steps.append(
+        r = {"pids": pids, "pmask": pmask, "cids": cids, "cmask": cmask, "adv": adv}
+        r["old"] = self._logps(model, r)
+        r["ref"] = self._logps(self.ref, r) if cfg.beta else None
+        self._rollout = r
+        self._record_step(
+            r,
             {
                 "reward": float(rm["reward"]),
                 "reward_std": float(rm["reward_std"]),
                 "frac_reward_zero_std": float(rm["frac_reward_zero_std"]),
-                "kl": float(out.metrics["kl"]) if "kl" in out.metrics else 0.0,
-                "loss": float(out.loss),
-                "clip_ratio/region_mean": float(out.metrics["clip_ratio/region_mean"]),
                 "completions/mean_length": float(cmask.sum(1).float().mean()),
-            }
+            },
+            new=r["old"],
         )
 
+    @torch.no_grad()
+    def _record_step(self, r, row, new=None):
+        cfg = self.cfg
+        if new is None:
+            new = self._logps(self.trainer.model, r)
+        out = torch_ops.grpo_loss(
+            new,
+            r["old"],
+            r["ref"],
+            r["adv"],
+            r["cmask"].float(),
+            epsilon=cfg.epsilon,
+            epsilon_high=cfg.epsilon_high,
+            delta=cfg.delta,
+            beta=cfg.beta,
+            loss_type=cfg.loss_type,
+            importance_sampling_level=cfg.importance_sampling_level,
+            use_bias_correction_kl=cfg.use_bias_correction_kl,
+            max_completion_length=cfg.max_completion_length,
+        )
+        row = dict(row, loss=float(out.loss))
+        row["kl"] = float(out.metrics["kl"]) if "kl" in out.metrics else 0.0
+        for k in ("low_mean", "high_mean", "region_mean"):
+            row[f"clip_ratio/{k}"] = float(out.metrics[f"clip_ratio/{k}"])
+        self.steps.append(row)
+
     def compare(self, log_history) -> list:
-        """One row per step: ``{metric: (TRL's logged value, ours)}`` for every metric both have."""
-        logged = [h for h in log_history if "reward" in h]
-        rows = []
-        for trl_row, ours in zip(logged, self.steps):
-            rows.append(
-                {k: (float(trl_row[k]), ours[k]) for k in self.METRICS if k in trl_row}
+        """One row per optimiser step: ``{metric: (TRL's logged value, ours)}`` for
+        every metric both have (the reward statistics only at a rollout's first)."""
+        logged = [h for h in log_history if "loss" in h and "train_loss" not in h]
+        if len(logged) != len(self.steps):
+            raise ValueError(
+                f"TRL logged {len(logged)} steps and the recorder {len(self.steps)}: "
+                "add recorder.callback() to the trainer, and log every step"
             )
-        return rows
+        return [
+            {k: (float(h[k]), ours[k]) for k in self.METRICS if k in h and k in ours}
+            for h, ours in zip(logged, self.steps)
+        ]
 
 
 def deepspeed_config(zero_stage: int = 2) -> dict:
@@ -383,9 +437,18 @@ def accelerate_config(
     machine_rank: int = 0,
     main_process_ip: str = "10.0.0.1",
     main_process_port: int = 29500,
+    deepspeed_config_file: str = "ds_config.json",
 ) -> str:
     """The ``accelerate launch --config_file`` YAML for ``num_machines`` x ``gpus_per_machine`` processes with
-    DeepSpeed ZeRO ``zero_stage`` (each machine runs the same file with its own ``machine_rank``)."""
+    DeepSpeed (each machine runs the same file with its own ``--machine_rank``).
+
+    DeepSpeed's settings live in one place, the JSON file ``deepspeed_config_file`` (:func:`deepspeed_config`): the
+    YAML only names it, so it carries no ``zero_stage``, offload, clipping or top-level ``mixed_precision`` (which
+    accelerate 1.16 rejects next to a config file), and the training script passes no ``deepspeed=`` of its own.
+    ``zero_stage`` only sets ``zero3_init_flag`` (build a stage-3 model sharded from the start). Several machines
+    use ``deepspeed_multinode_launcher: standard``: ``accelerate launch`` then starts ``torchrun`` on each node with
+    that node's ``--machine_rank``; without it accelerate falls back to ``pdsh``, which logs into every node from
+    node 0 and needs a hostfile."""
     for name, value, low in (
         ("num_machines", num_machines, 1),
         ("gpus_per_machine", gpus_per_machine, 1),
@@ -402,13 +465,12 @@ def accelerate_config(
         "compute_environment: LOCAL_MACHINE",
         "distributed_type: DEEPSPEED",
         "deepspeed_config:",
-        f"  zero_stage: {zero_stage}",
-        "  gradient_accumulation_steps: 1",
-        "  offload_optimizer_device: none",
-        "  offload_param_device: none",
+        f"  deepspeed_config_file: {deepspeed_config_file}",
         f"  zero3_init_flag: {'true' if zero_stage == 3 else 'false'}",
-        f"  zero3_save_16bit_model: {'true' if zero_stage == 3 else 'false'}",
-        "mixed_precision: bf16",
+    ]
+    if num_machines > 1:
+        lines.append("  deepspeed_multinode_launcher: standard")
+    lines += [
         f"num_machines: {num_machines}",
         f"num_processes: {num_machines * gpus_per_machine}",
         f"machine_rank: {machine_rank}",
@@ -422,6 +484,82 @@ def accelerate_config(
         ]
     lines += ["main_training_function: main", "use_cpu: false"]
     return "\n".join(lines) + "\n"
+
+
+def check_launch_files(directory, machine_rank: int | None = None) -> dict:
+    """Run accelerate 1.16's own start-up checks on the files :func:`write_launch_files` wrote into ``directory``,
+    as ``accelerate launch --config_file accelerate.yaml [--machine_rank k] train_grpo.py`` would on node ``k``:
+    its argument parser and ``_validate_launch_command`` on the YAML, ``prepare_deepspeed_cmd_env`` (the command
+    and the environment it exports), then, in that environment and in ``directory``, the ``DeepSpeedPlugin`` that
+    ``TrainingArguments`` builds for the script (from ``deepspeed=`` if the script passes one, else from the
+    exported config file), which raises where accelerate would refuse to start. Needs no GPU and no ``deepspeed``.
+    Returns ``launcher`` (``"torchrun"``, or the external command accelerate would run, e.g. ``"deepspeed
+    --launcher pdsh"``), ``nnodes``, ``nproc_per_node``, ``node_rank``, ``zero_stage``, ``mixed_precision``,
+    ``zero3_init_flag`` and ``env`` (the ``ACCELERATE_*`` variables it exports)."""
+    import ast
+    import contextlib
+    import os
+    import pathlib
+
+    from accelerate.commands.launch import (
+        _validate_launch_command,
+        launch_command_parser,
+    )
+    from accelerate.utils import DeepSpeedPlugin
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    d = pathlib.Path(directory)
+    argv = ["--config_file", str(d / "accelerate.yaml")]
+    if machine_rank is not None:
+        argv += [
+            "--machine_rank",
+            str(v.integer(machine_rank, "machine_rank", minimum=0)),
+        ]
+    args = launch_command_parser().parse_args(argv + [str(d / "train_grpo.py")])
+    args, defaults, mp_from_config = _validate_launch_command(args)
+    if not args.use_deepspeed:
+        raise ValueError("accelerate.yaml does not select DeepSpeed")
+    # what launch_command does before deepspeed_launcher
+    fields = list(defaults.deepspeed_config) if defaults else []
+    if mp_from_config:
+        fields.append("mixed_precision")
+    args.deepspeed_fields_from_accelerate_config = ",".join(fields)
+    cmd, env = prepare_deepspeed_cmd_env(args)
+    env = {k: x for k, x in env.items() if k.startswith("ACCELERATE_")}
+    # the script's own deepspeed= keyword, if any (TrainingArguments passes it on)
+    script = ast.parse((d / "train_grpo.py").read_text(encoding="utf-8"))
+    passed = [
+        kw.value.value
+        for node in ast.walk(script)
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+        if kw.arg == "deepspeed" and isinstance(kw.value, ast.Constant)
+    ]
+    saved = {k: os.environ.get(k) for k in env}
+    with contextlib.chdir(d):
+        try:
+            os.environ.update(env)
+            plugin = DeepSpeedPlugin(hf_ds_config=passed[0] if passed else None)
+        finally:
+            for k, x in saved.items():
+                if x is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = x
+    launcher = "torchrun"
+    if cmd is not None:  # an external launcher: deepspeed --launcher pdsh, ...
+        k = cmd.index("--launcher") if "--launcher" in cmd else len(cmd)
+        launcher = " ".join(cmd[:1] + cmd[k : k + 2])
+    return {
+        "launcher": launcher,
+        "nnodes": int(getattr(args, "nnodes", 1)),
+        "nproc_per_node": int(getattr(args, "nproc_per_node", 0)) or None,
+        "node_rank": int(getattr(args, "node_rank", args.machine_rank or 0)),
+        "zero_stage": plugin.zero_stage,
+        "mixed_precision": env["ACCELERATE_MIXED_PRECISION"],
+        "zero3_init_flag": plugin.zero3_init_flag,
+        "env": env,
+    }
 
 
 def scaled_grpo_args(
@@ -479,8 +617,8 @@ def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> fl
     return (w + g + o) * n_parameters
 
 
-TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL, launched by accelerate on every process of every node:
-    accelerate launch --config_file accelerate.yaml train_grpo.py"""
+TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL. On node K (K = 0, 1, ...):
+    accelerate launch --config_file accelerate.yaml --machine_rank K train_grpo.py"""
 from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
@@ -488,11 +626,21 @@ from dpo_grpo.lab import hf, trl_scale
 
 cfg = hf.HFLabConfig.preset("qwen2.5-0.5b")
 tokenizer = AutoTokenizer.from_pretrained(cfg.model_name, padding_side="left")
-args = GRPOConfig(**trl_scale.scaled_grpo_args(cfg, "grpo-out", num_processes={num_processes}, vllm={vllm!r},
-                                               deepspeed="ds_config.json"))
-trainer = GRPOTrainer(model=cfg.model_name, reward_funcs=[trl_scale.verifier_reward(tokenizer.eos_token_id)],
-                      args=args, train_dataset=trl_scale.prompt_dataset(cfg, cfg.grpo_steps * cfg.prompts_per_step),
-                      processing_class=tokenizer)
+# DeepSpeed's settings: ds_config.json, which accelerate.yaml names (none here)
+args = GRPOConfig(
+    **trl_scale.scaled_grpo_args(
+        cfg, "grpo-out", num_processes={num_processes}, vllm={vllm!r}
+    )
+)
+trainer = GRPOTrainer(
+    model=cfg.model_name,
+    reward_funcs=[trl_scale.verifier_reward(tokenizer.eos_token_id)],
+    args=args,
+    train_dataset=trl_scale.prompt_dataset(
+        cfg, cfg.grpo_steps * cfg.prompts_per_step
+    ),
+    processing_class=tokenizer,
+)
 trainer.train()
 '''
 
@@ -501,7 +649,7 @@ def write_launch_files(
     directory,
     num_machines: int = 2,
     gpus_per_machine: int = 8,
-    zero_stage: int = 3,
+    zero_stage: int = 2,
     vllm: str | None = "colocate",
 ) -> dict:
     """Write ``accelerate.yaml``, ``ds_config.json`` and ``train_grpo.py`` for a multi-node GRPO run of the
