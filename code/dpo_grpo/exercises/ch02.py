@@ -173,11 +173,11 @@ numeric(
     mistakes={
         "no eps": (
             1.0,
-            "Without the guard the answer is exactly 1; with it the denominator is d/2 + eps.",
+            "Without the guard the answer is exactly 1: keep eps in the denominator.",
         ),
         "eps once": (
             lambda: _D6 / (_D6 + _EPS6),
-            "The std of [0, d] is d/2, so (d/2) / (d/2 + eps) = d / (d + 2 eps).",
+            "Check the population std of the two rewards [0, d]: it is not d.",
         ),
         "sample std": (
             lambda: float(

@@ -132,7 +132,7 @@ numeric(
                 ).exact
                 / 4
             ),
-            "E[mean(r) s_i] is (1/G) of the true gradient; what is left after subtracting it?",
+            "E[mean(r) g_i] is (1/G) of the true gradient; what is left after subtracting it?",
         ),
     },
     level=2,
