@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,22 +17,7 @@ import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
 from dpo_grpo.reference import examples as ex  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-F64 = torch.float64
-TIGHT = dict(rtol=1e-12, atol=1e-12)
-cuda = pytest.mark.cuda
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"
-)
-
-
-def _t(x, dtype=F64, device="cpu"):
-    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
-
-
-def _np(x):
-    return x.detach().double().cpu().numpy()
+from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -49,16 +33,24 @@ def _batch(seed=0, b=5, t=6, adv_2d=False):
 def test_no_grad_and_autograd_to_ref_and_advantages():
     new, old, ref, adv, mask = _batch()
     with torch.no_grad():
-        out = T.grpo_loss(_t(new).requires_grad_(), _t(old), _t(ref), _t(adv), _t(mask))
+        out = T.grpo_loss(
+            tensor(new).requires_grad_(),
+            tensor(old),
+            tensor(ref),
+            tensor(adv),
+            tensor(mask),
+        )
     assert not out.loss.requires_grad
     np.testing.assert_allclose(
         out.loss.item(), dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT
     )
     # ref and advantages that require grad switch to the autograd path (gradients flow to them too)
-    new_t, ref_t, adv_t = (_t(x).requires_grad_() for x in (new, ref, adv))
-    T.grpo_loss(new_t, _t(old), ref_t, adv_t, _t(mask)).loss.backward()
+    new_t, ref_t, adv_t = (tensor(x).requires_grad_() for x in (new, ref, adv))
+    T.grpo_loss(new_t, tensor(old), ref_t, adv_t, tensor(mask)).loss.backward()
     np.testing.assert_allclose(
-        _np(new_t.grad), dg.trl_exact.grpo_loss(new, old, ref, adv, mask).grad, **TIGHT
+        to_numpy(new_t.grad),
+        dg.trl_exact.grpo_loss(new, old, ref, adv, mask).grad,
+        **TIGHT,
     )
     assert ref_t.grad is not None and adv_t.grad is not None
     h = 1e-6
@@ -73,8 +65,8 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
     fd_ref = dg.finite_difference(
         lambda x: dg.trl_exact.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6
     )
-    assert dg.max_abs_error(_np(ref_t.grad), fd_ref) < 1e-8
-    assert np.all(_np(ref_t.grad)[mask == 0] == 0) and np.abs(fd_ref).max() > 1e-4
+    assert dg.max_abs_error(to_numpy(ref_t.grad), fd_ref) < 1e-8
+    assert np.all(to_numpy(ref_t.grad)[mask == 0] == 0) and np.abs(fd_ref).max() > 1e-4
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -87,7 +79,7 @@ def test_group_advantages_match_numpy(ddof):
     r = np.random.default_rng(0).normal(size=(4, 8))
     r[1] = 1.0  # zero-std group: advantages 0
     np.testing.assert_allclose(
-        _np(T.group_advantages(_t(r), ddof=ddof)),
+        to_numpy(T.group_advantages(tensor(r), ddof=ddof)),
         dg.group_advantages(r, ddof=ddof),
         **TIGHT,
     )
@@ -100,9 +92,9 @@ def test_group_advantages_match_numpy(ddof):
         with pytest.raises(err):
             dg.group_advantages(bad)
         with pytest.raises(err):
-            T.group_advantages(bad if isinstance(bad, str) else _t(bad))
+            T.group_advantages(bad if isinstance(bad, str) else tensor(bad))
     with pytest.raises(ValueError, match="eps"):
-        T.group_advantages(_t(r), eps=0)
+        T.group_advantages(tensor(r), eps=0)
 
 
 def _reward_tables():
@@ -145,15 +137,15 @@ def test_reward_advantages_match_numpy(table, aggregation, scale):
         multi_objective_aggregation=aggregation,
     )
     out = T.reward_advantages(
-        _t(rpf),
+        tensor(rpf),
         4,
         reward_weights=weights,
         scale_rewards=scale,
         multi_objective_aggregation=aggregation,
     )
-    np.testing.assert_allclose(_np(out.advantages), expected.advantages, **TIGHT)
+    np.testing.assert_allclose(to_numpy(out.advantages), expected.advantages, **TIGHT)
     np.testing.assert_allclose(
-        _np(out.rewards), expected.rewards, **TIGHT, equal_nan=True
+        to_numpy(out.rewards), expected.rewards, **TIGHT, equal_nan=True
     )
     assert set(out.metrics) == set(expected.metrics)
     for name, value in expected.metrics.items():
@@ -181,10 +173,10 @@ def test_reward_advantages_property(groups, g, k, seed, nan_frac, scale, aggrega
         rpf, g, scale_rewards=scale, multi_objective_aggregation=aggregation
     )
     out = T.reward_advantages(
-        _t(rpf), g, scale_rewards=scale, multi_objective_aggregation=aggregation
+        tensor(rpf), g, scale_rewards=scale, multi_objective_aggregation=aggregation
     )
     np.testing.assert_allclose(
-        _np(out.advantages), expected.advantages, rtol=1e-12, atol=1e-9
+        to_numpy(out.advantages), expected.advantages, rtol=1e-12, atol=1e-9
     )
     for name, value in expected.metrics.items():
         np.testing.assert_allclose(
@@ -213,7 +205,7 @@ def test_reward_advantages_invalid_like_numpy(kwargs, err):
         dg.trl_exact.reward_advantages(**full)
     rpf = full.pop("rewards_per_func")
     with pytest.raises(err):
-        T.reward_advantages(_t(rpf) if isinstance(rpf, np.ndarray) else rpf, **full)
+        T.reward_advantages(tensor(rpf) if isinstance(rpf, np.ndarray) else rpf, **full)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -244,7 +236,7 @@ def test_advantages_match_trl_fixtures():
     for case in _fixture("trl_advantages.json"):
         o = case["options"]
         out = T.reward_advantages(
-            _t(_nan_array(case["inputs"]["rewards_per_func"])),
+            tensor(_nan_array(case["inputs"]["rewards_per_func"])),
             o["num_generations"],
             reward_weights=o["reward_weights"],
             scale_rewards=o["scale_rewards"],
@@ -252,7 +244,7 @@ def test_advantages_match_trl_fixtures():
         )
         # TRL's advantage pipeline is float32 end to end
         np.testing.assert_allclose(
-            _np(out.advantages),
+            to_numpy(out.advantages),
             case["advantages"],
             rtol=1e-5,
             atol=1e-6,

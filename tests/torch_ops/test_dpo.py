@@ -4,7 +4,6 @@ validation as NumPy."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,22 +13,7 @@ torch = pytest.importorskip("torch")
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-F64 = torch.float64
-TIGHT = dict(rtol=1e-12, atol=1e-12)
-cuda = pytest.mark.cuda
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"
-)
-
-
-def _t(x, dtype=F64, device="cpu"):
-    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
-
-
-def _np(x):
-    return x.detach().double().cpu().numpy()
+from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -47,21 +31,25 @@ def test_dpo_matches_numpy(loss_type, s, beta):
     expected = dg.trl_exact.dpo_loss(
         pc, pr, rc, rr, beta, loss_type=loss_type, label_smoothing=s
     )
-    pc_t, pr_t = _t(pc).requires_grad_(), _t(pr).requires_grad_()
+    pc_t, pr_t = tensor(pc).requires_grad_(), tensor(pr).requires_grad_()
     out = T.dpo_loss(
-        pc_t, pr_t, _t(rc), _t(rr), beta, loss_type=loss_type, label_smoothing=s
+        pc_t, pr_t, tensor(rc), tensor(rr), beta, loss_type=loss_type, label_smoothing=s
     )
     assert out._fields[:2] == ("loss", "logits")
     out.loss.backward()
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
-    np.testing.assert_allclose(_np(out.logits), expected.logits, **TIGHT)
-    np.testing.assert_allclose(_np(pc_t.grad), expected.grad_policy_chosen, **TIGHT)
-    np.testing.assert_allclose(_np(pr_t.grad), expected.grad_policy_rejected, **TIGHT)
+    np.testing.assert_allclose(to_numpy(out.logits), expected.logits, **TIGHT)
     np.testing.assert_allclose(
-        _np(out.chosen_rewards), expected.chosen_rewards, **TIGHT
+        to_numpy(pc_t.grad), expected.grad_policy_chosen, **TIGHT
     )
     np.testing.assert_allclose(
-        _np(out.rejected_rewards), expected.rejected_rewards, **TIGHT
+        to_numpy(pr_t.grad), expected.grad_policy_rejected, **TIGHT
+    )
+    np.testing.assert_allclose(
+        to_numpy(out.chosen_rewards), expected.chosen_rewards, **TIGHT
+    )
+    np.testing.assert_allclose(
+        to_numpy(out.rejected_rewards), expected.rejected_rewards, **TIGHT
     )
     for name, value in expected.metrics.items():
         np.testing.assert_allclose(out.metrics[name].item(), value, **TIGHT)
@@ -80,7 +68,7 @@ def test_dpo_invalid_like_numpy():
         with pytest.raises(err):
             dg.trl_exact.dpo_loss(*ok, **kwargs)
         with pytest.raises(err):
-            T.dpo_loss(*map(_t, ok), **kwargs)
+            T.dpo_loss(*map(tensor, ok), **kwargs)
     for bad, err in (
         ([np.zeros(3)] * 3 + [np.zeros(4)], ValueError),
         ([np.zeros(3)] * 3 + [np.full(3, np.nan)], ValueError),
@@ -88,7 +76,7 @@ def test_dpo_invalid_like_numpy():
         with pytest.raises(err):
             dg.trl_exact.dpo_loss(*bad)
         with pytest.raises(err):
-            T.dpo_loss(*map(_t, bad))
+            T.dpo_loss(*map(tensor, bad))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -110,14 +98,14 @@ def test_dpo_matches_trl_fixtures():
         # TRL ignores it for sigmoid and hinge
         s = o["label_smoothing"] if o["loss_type"] == "robust" else 0.0
         pc, pr = (
-            _t(x["policy_chosen"]).requires_grad_(),
-            _t(x["policy_rejected"]).requires_grad_(),
+            tensor(x["policy_chosen"]).requires_grad_(),
+            tensor(x["policy_rejected"]).requires_grad_(),
         )
         out = T.dpo_loss(
             pc,
             pr,
-            _t(x["ref_chosen"]),
-            _t(x["ref_rejected"]),
+            tensor(x["ref_chosen"]),
+            tensor(x["ref_rejected"]),
             o["beta"],
             loss_type=o["loss_type"],
             label_smoothing=s,
@@ -127,10 +115,10 @@ def test_dpo_matches_trl_fixtures():
             out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=case["name"]
         )
         np.testing.assert_allclose(
-            _np(pc.grad), case["grad_policy_chosen"], rtol=0, atol=1e-10
+            to_numpy(pc.grad), case["grad_policy_chosen"], rtol=0, atol=1e-10
         )
         np.testing.assert_allclose(
-            _np(pr.grad), case["grad_policy_rejected"], rtol=0, atol=1e-10
+            to_numpy(pr.grad), case["grad_policy_rejected"], rtol=0, atol=1e-10
         )
         for metric, value in out.metrics.items():
             atol = 1e-7 if metric == "rewards/accuracies" else 1e-10

@@ -31,21 +31,7 @@ from dpo_grpo import torch_ops as T  # noqa: E402
 from dpo_grpo.reference import examples as ex  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-F64 = torch.float64
-TIGHT = dict(rtol=1e-12, atol=1e-12)
-cuda = pytest.mark.cuda
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"
-)
-
-
-def _t(x, dtype=F64, device="cpu"):
-    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
-
-
-def _np(x):
-    return x.detach().double().cpu().numpy()
+from torch_support import tensor, to_numpy, FIXTURES, F64, TIGHT, cuda, needs_cuda  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -155,13 +141,13 @@ def _check_against_numpy(
     # also exercise ref_logps=None
     ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref
     expected = dg.trl_exact.grpo_loss(new, old, ref_arg, adv, mask, **opts)
-    new_t = _t(new).requires_grad_()
+    new_t = tensor(new).requires_grad_()
     out = T.grpo_loss(
         new_t,
-        _t(old),
-        None if ref_arg is None else _t(ref_arg),
-        _t(adv),
-        _t(mask),
+        tensor(old),
+        None if ref_arg is None else tensor(ref_arg),
+        tensor(adv),
+        tensor(mask),
         fused=fused,
         per_token=per_token,
         compile=compile,
@@ -172,9 +158,12 @@ def _check_against_numpy(
     assert out.loss.shape == () and out.loss.dtype == F64
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT, err_msg="loss")
     np.testing.assert_allclose(
-        _np(new_t.grad), expected.grad, **TIGHT, err_msg="autograd vs analytic grad"
+        to_numpy(new_t.grad),
+        expected.grad,
+        **TIGHT,
+        err_msg="autograd vs analytic grad",
     )
-    assert np.all(_np(new_t.grad)[mask == 0] == 0.0), (
+    assert np.all(to_numpy(new_t.grad)[mask == 0] == 0.0), (
         "gradient must be exactly zero on padding"
     )
     _check_metrics(out, expected)
@@ -185,9 +174,11 @@ def _check_against_numpy(
             and out.per_token_kl is None
         )
         return out
-    np.testing.assert_allclose(_np(out.ratio), expected.ratio, **TIGHT, err_msg="ratio")
     np.testing.assert_allclose(
-        _np(out.per_token_loss),
+        to_numpy(out.ratio), expected.ratio, **TIGHT, err_msg="ratio"
+    )
+    np.testing.assert_allclose(
+        to_numpy(out.per_token_loss),
         expected.per_token_loss,
         **TIGHT,
         err_msg="per_token_loss",
@@ -196,7 +187,7 @@ def _check_against_numpy(
         assert out.per_token_kl is None
     else:
         np.testing.assert_allclose(
-            _np(out.per_token_kl),
+            to_numpy(out.per_token_kl),
             expected.per_token_kl,
             **TIGHT,
             err_msg="per_token_kl",
@@ -253,21 +244,23 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
         new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40
     )
     out = T.grpo_loss(
-        _t(new),
-        _t(old),
-        _t(ref),
-        _t(adv),
-        _t(mask),
+        tensor(new),
+        tensor(old),
+        tensor(ref),
+        tensor(adv),
+        tensor(mask),
         loss_type="dapo",
         num_items_in_batch=torch.tensor(40),
     )
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
     # old = new (TRL's on-policy shortcut): old is fixed data, so the gradient is still the policy gradient
-    new_t = _t(new).requires_grad_()
-    out = T.grpo_loss(new_t, new_t, _t(ref), _t(adv), _t(mask))
+    new_t = tensor(new).requires_grad_()
+    out = T.grpo_loss(new_t, new_t, tensor(ref), tensor(adv), tensor(mask))
     out.loss.backward()
     np.testing.assert_allclose(
-        _np(new_t.grad), dg.trl_exact.grpo_loss(new, new, ref, adv, mask).grad, **TIGHT
+        to_numpy(new_t.grad),
+        dg.trl_exact.grpo_loss(new, new, ref, adv, mask).grad,
+        **TIGHT,
     )
     assert (
         torch.all(out.ratio == 1.0)
@@ -293,15 +286,15 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
 )
 def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
     new, old, ref, adv, mask = _batch(3, b=16, t=64)
-    tensors = [_t(x, dtype) for x in (new, old, ref, adv)]
-    rounded = [_np(x) for x in tensors]  # NumPy sees exactly the values torch sees
+    tensors = [tensor(x, dtype) for x in (new, old, ref, adv)]
+    rounded = [to_numpy(x) for x in tensors]  # NumPy sees exactly the values torch sees
     expected = dg.trl_exact.grpo_loss(*rounded[:3], rounded[3], mask, **opts)
     new_t = tensors[0].clone().requires_grad_()
-    out = T.grpo_loss(new_t, *tensors[1:], _t(mask, dtype), **opts)
+    out = T.grpo_loss(new_t, *tensors[1:], tensor(mask, dtype), **opts)
     out.loss.backward()
     assert out.loss.dtype == torch.float32 and new_t.grad.dtype == dtype
     np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-5, atol=1e-7)
-    g, scale = _np(new_t.grad), np.abs(expected.grad).max()
+    g, scale = to_numpy(new_t.grad), np.abs(expected.grad).max()
     rtol, atol = (
         (1e-5, 1e-5 * scale) if dtype == torch.float32 else (2**-7, 1e-3 * scale)
     )
@@ -318,11 +311,11 @@ def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
 def test_padding_garbage_cannot_leak(fused, level):
     new, old, ref, adv, mask = _batch(adv_2d=True)
     clean = T.grpo_loss(
-        _t(new),
-        _t(old),
-        _t(ref),
-        _t(adv),
-        _t(mask),
+        tensor(new),
+        tensor(old),
+        tensor(ref),
+        tensor(adv),
+        tensor(mask),
         importance_sampling_level=level,
         use_bias_correction_kl=True,
     )
@@ -331,13 +324,13 @@ def test_padding_garbage_cannot_leak(fused, level):
     for x, junk in zip(dirty, (np.nan, np.inf, -np.inf, np.nan)):
         x[pad] = junk
     dirty[0][pad & (np.arange(6) % 2 == 0)] = -np.inf
-    new_t = _t(dirty[0]).requires_grad_()
+    new_t = tensor(dirty[0]).requires_grad_()
     out = T.grpo_loss(
         new_t,
-        _t(dirty[1]),
-        _t(dirty[2]),
-        _t(dirty[3]),
-        _t(mask),
+        tensor(dirty[1]),
+        tensor(dirty[2]),
+        tensor(dirty[3]),
+        tensor(mask),
         importance_sampling_level=level,
         use_bias_correction_kl=True,
         fused=fused,
@@ -352,22 +345,27 @@ def test_padding_garbage_cannot_leak(fused, level):
         (out.ratio, clean.ratio),
     ):
         assert torch.isfinite(a).all()
-        np.testing.assert_allclose(_np(a), _np(b), **TIGHT)
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), **TIGHT)
 
 
 def test_bool_and_int_masks_and_array_likes():
     new, old, ref, adv, mask = _batch()
     expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss
-    for m in (_t(mask) > 0, _t(mask).long(), mask.tolist()):
+    for m in (tensor(mask) > 0, tensor(mask).long(), mask.tolist()):
         assert (
             abs(
-                T.grpo_loss(_t(new), _t(old), _t(ref), _t(adv), m).loss.item()
+                T.grpo_loss(
+                    tensor(new), tensor(old), tensor(ref), tensor(adv), m
+                ).loss.item()
                 - expected
             )
             < 1e-12
         )
     assert (
-        abs(T.grpo_loss(_t(new), old, ref.tolist(), adv, mask).loss.item() - expected)
+        abs(
+            T.grpo_loss(tensor(new), old, ref.tolist(), adv, mask).loss.item()
+            - expected
+        )
         < 1e-12
     )
 
@@ -383,7 +381,9 @@ def _ok():
 
 
 def _as_torch(kwargs):
-    return {k: (_t(x) if isinstance(x, np.ndarray) else x) for k, x in kwargs.items()}
+    return {
+        k: (tensor(x) if isinstance(x, np.ndarray) else x) for k, x in kwargs.items()
+    }
 
 
 INVALID = [
@@ -487,17 +487,19 @@ CLIP = set(T.CLIP_METRICS)
 def test_grpo_matches_trl_fixtures(per_token):
     for case in _fixture("trl_grpo_loss.json"):
         o, x = case["options"], case["inputs"]
-        new_t = _t(x["new_logps"]).requires_grad_()
+        new_t = tensor(x["new_logps"]).requires_grad_()
         old = (
-            new_t.detach() if x["old_logps"] is None else _t(_nan_array(x["old_logps"]))
+            new_t.detach()
+            if x["old_logps"] is None
+            else tensor(_nan_array(x["old_logps"]))
         )
-        ref = None if x["ref_logps"] is None else _t(_nan_array(x["ref_logps"]))
+        ref = None if x["ref_logps"] is None else tensor(_nan_array(x["ref_logps"]))
         out = T.grpo_loss(
             new_t,
             old,
             ref,
-            _t(x["advantages"]),
-            _t(x["mask"]),
+            tensor(x["advantages"]),
+            tensor(x["mask"]),
             per_token=per_token,
             **o,
         )
@@ -507,7 +509,7 @@ def test_grpo_matches_trl_fixtures(per_token):
             out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=name
         )
         np.testing.assert_allclose(
-            _np(new_t.grad),
+            to_numpy(new_t.grad),
             np.array(case["grad_new_logps"]),
             rtol=0,
             atol=1e-10,
@@ -552,12 +554,14 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     new, old, ref, adv, mask = _batch(4, b=32, t=128)
     expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask, **opts)
     dev = "cuda"
-    new_t = _t(new, device=dev).requires_grad_()
-    args = [_t(x, device=dev) for x in (old, ref, adv, mask)]
+    new_t = tensor(new, device=dev).requires_grad_()
+    args = [tensor(x, device=dev) for x in (old, ref, adv, mask)]
     out = T.grpo_loss(new_t, *args, **opts)
     out.loss.backward()
     np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(_np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(
+        to_numpy(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
+    )
     new_t.grad = None
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host-device synchronisation raises
@@ -579,13 +583,13 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
             out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12
         )
         np.testing.assert_allclose(
-            _np(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
+            to_numpy(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
         )
     # bfloat16 on the GPU, within the documented tolerance
-    new_b = _t(new, torch.bfloat16, dev).requires_grad_()
+    new_b = tensor(new, torch.bfloat16, dev).requires_grad_()
     out = T.grpo_loss(new_b, *[x.to(torch.bfloat16) for x in args], **opts)
     out.loss.backward()
-    rounded = [_np(_t(x, torch.bfloat16)) for x in (new, old, ref, adv)]
+    rounded = [to_numpy(tensor(x, torch.bfloat16)) for x in (new, old, ref, adv)]
     np.testing.assert_allclose(
         out.loss.item(),
         dg.trl_exact.grpo_loss(*rounded, mask, **opts).loss,
@@ -616,7 +620,7 @@ def test_traces_without_graph_breaks():
     ):
         batch = _batch(adv_2d=adv_2d)
         expected = dg.trl_exact.grpo_loss(*batch, **opts)
-        new, old, ref, adv, mask = (_t(x) for x in batch)
+        new, old, ref, adv, mask = (tensor(x) for x in batch)
         for fused in (
             paths
         ):  # under tracing the fused path takes its functional (out=-free) form
@@ -629,9 +633,9 @@ def test_traces_without_graph_breaks():
             out = fn(new_t, old, ref, adv, mask)
             out.loss.backward()
             np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
-            np.testing.assert_allclose(_np(new_t.grad), expected.grad, **TIGHT)
+            np.testing.assert_allclose(to_numpy(new_t.grad), expected.grad, **TIGHT)
             np.testing.assert_allclose(
-                _np(out.per_token_loss), expected.per_token_loss, **TIGHT
+                to_numpy(out.per_token_loss), expected.per_token_loss, **TIGHT
             )
             for name, value in expected.metrics.items():
                 np.testing.assert_allclose(
@@ -647,12 +651,12 @@ def test_traces_without_graph_breaks():
     )
     out = sls(logits, ids)
     out.sum().backward()
-    np.testing.assert_allclose(_np(out), _np(_naive(logits, ids)), **TIGHT)
+    np.testing.assert_allclose(to_numpy(out), to_numpy(_naive(logits, ids)), **TIGHT)
     # d sum_r log p_r(id_r) / d logits = onehot(id) - softmax(logits)
     expected = torch.nn.functional.one_hot(ids, 5).to(F64) - torch.softmax(
         logits.detach(), -1
     )
-    np.testing.assert_allclose(_np(logits.grad), _np(expected), **TIGHT)
+    np.testing.assert_allclose(to_numpy(logits.grad), to_numpy(expected), **TIGHT)
 
 
 @pytest.mark.parametrize(
@@ -720,7 +724,7 @@ def test_compile_without_a_cxx_compiler_explains(tmp_path):
 
 
 def test_per_token_and_compile_arguments():
-    new, old, ref, adv, mask = (_t(x) for x in _batch())
+    new, old, ref, adv, mask = (tensor(x) for x in _batch())
     with pytest.raises(TypeError, match="compile must be a bool"):
         T.grpo_loss(new, old, ref, adv, mask, compile="yes")
     with pytest.raises(TypeError, match="per_token must be a bool"):
@@ -729,11 +733,11 @@ def test_per_token_and_compile_arguments():
         T.grpo_loss(new, old, ref, adv, mask, per_token=False, fused=False)
     # without the per-token tensors an overflow still raises (it shows in the gradient: 0 * inf = NaN)
     args = [
-        _t([[1000.0]]).requires_grad_(),
-        _t([[0.0]]),
-        _t([[0.0]]),
-        _t([1.0]),
-        _t([[1.0]]),
+        tensor([[1000.0]]).requires_grad_(),
+        tensor([[0.0]]),
+        tensor([[0.0]]),
+        tensor([1.0]),
+        tensor([[1.0]]),
     ]
     with pytest.raises(ValueError, match="overflow"):
         T.grpo_loss(*args, beta=0.0, per_token=False)
@@ -741,6 +745,12 @@ def test_per_token_and_compile_arguments():
 
 def test_bias_corrected_kl_overflow_raises():
     # exp(new - old) and expm1(ref - new) are finite, their product is not: an error, never a silent inf
-    args = [_t([[700.0]]), _t([[0.0]]), _t([[1400.0]]), _t([1.0]), _t([[1.0]])]
+    args = [
+        tensor([[700.0]]),
+        tensor([[0.0]]),
+        tensor([[1400.0]]),
+        tensor([1.0]),
+        tensor([[1.0]]),
+    ]
     with pytest.raises(ValueError, match="overflow"):
         T.grpo_loss(*args, use_bias_correction_kl=True)

@@ -3,7 +3,6 @@ memory) and saved_tensor_bytes; CUDA checks when a GPU is present."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,22 +14,7 @@ torch = pytest.importorskip("torch")
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-F64 = torch.float64
-TIGHT = dict(rtol=1e-12, atol=1e-12)
-cuda = pytest.mark.cuda
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"
-)
-
-
-def _t(x, dtype=F64, device="cpu"):
-    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
-
-
-def _np(x):
-    return x.detach().double().cpu().numpy()
+from torch_support import tensor, to_numpy, F64, TIGHT, cuda, needs_cuda  # noqa: E402
 
 
 def _reward_tables():
@@ -76,11 +60,11 @@ def _compare_with_naive(
     b = logits.detach().clone().requires_grad_()
     ours = T.selective_log_softmax(a, ids, chunk_size, inplace_backward=inplace)
     naive = _naive(b.to(ours.dtype), ids)
-    np.testing.assert_allclose(_np(ours), _np(naive), **tol)
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(naive), **tol)
     (ours * weights.to(ours.dtype)).sum().backward()
     (naive * weights.to(naive.dtype)).sum().backward()
     assert a.grad.dtype == logits.dtype
-    np.testing.assert_allclose(_np(a.grad), _np(b.grad), **tol)
+    np.testing.assert_allclose(to_numpy(a.grad), to_numpy(b.grad), **tol)
     if inplace:  # the gradient was written into the logits' own storage: no new vocabulary-sized buffer
         assert a.grad.data_ptr() == a.data_ptr()
     return ours
@@ -116,7 +100,7 @@ def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
         if extra is not None:
             loss = loss + extra(logits)
         loss.backward()
-        return _np(h.grad), _np(wt.grad)
+        return to_numpy(h.grad), to_numpy(wt.grad)
 
     tol = TIGHT if dtype == F64 else dict(rtol=2**-6, atol=2e-2)
     inplace = lambda x, i: T.selective_log_softmax(x, i, 5, inplace_backward=True)  # noqa: E731
@@ -168,7 +152,7 @@ def test_selective_log_softmax_low_precision(dtype):
     ours = T.selective_log_softmax(logits, ids, chunk_size=8)
     assert ours.dtype == torch.float32  # bf16 logits are reduced in float32
     exact = _naive(logits.double(), ids)
-    np.testing.assert_allclose(_np(ours), _np(exact), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(exact), rtol=0, atol=1e-5)
     if dtype == torch.float32:
         _compare_with_naive(logits, ids, chunk_size=8, tol=dict(rtol=1e-5, atol=1e-6))
     else:
@@ -176,7 +160,9 @@ def test_selective_log_softmax_low_precision(dtype):
         T.selective_log_softmax(a, ids, 8).sum().backward()
         b = logits.double().requires_grad_()
         _naive(b, ids).sum().backward()
-        np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=2**-7, atol=1e-3)
+        np.testing.assert_allclose(
+            to_numpy(a.grad), to_numpy(b.grad), rtol=2**-7, atol=1e-3
+        )
 
 
 def test_selective_log_softmax_saves_no_vocabulary_sized_tensor():
@@ -254,10 +240,13 @@ def test_cuda_advantages_dpo_and_selective_log_softmax():
     dev = "cuda"
     rpf = _reward_tables()["unscorable"]
     out = T.reward_advantages(
-        _t(rpf, device=dev), 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch"
+        tensor(rpf, device=dev),
+        4,
+        reward_weights=[1.0, 0.5, -2.0],
+        scale_rewards="batch",
     )
     np.testing.assert_allclose(
-        _np(out.advantages),
+        to_numpy(out.advantages),
         dg.trl_exact.reward_advantages(
             rpf, 4, reward_weights=[1.0, 0.5, -2.0], scale_rewards="batch"
         ).advantages,
@@ -265,7 +254,9 @@ def test_cuda_advantages_dpo_and_selective_log_softmax():
     )
     x = [torch.randn(7, dtype=F64, device=dev) for _ in range(4)]
     np.testing.assert_allclose(
-        T.dpo_loss(*x).loss.item(), dg.trl_exact.dpo_loss(*map(_np, x)).loss, **TIGHT
+        T.dpo_loss(*x).loss.item(),
+        dg.trl_exact.dpo_loss(*map(to_numpy, x)).loss,
+        **TIGHT,
     )
     g = torch.Generator(device=dev).manual_seed(0)
     logits = torch.randn(2, 65, 3001, generator=g, device=dev, dtype=F64)
