@@ -105,6 +105,9 @@ def fresh_venv(tmp_path_factory):
                             "install",
                             "-q",
                             "--disable-pip-version-check",
+                            # modules compile on first import: compiling all of torch at install
+                            # time took 20 s against 6 s
+                            "--no-compile",
                             *pip_args,
                         ]
                     )
