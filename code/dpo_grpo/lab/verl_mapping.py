@@ -1,0 +1,372 @@
+"""The lab's PPO (:mod:`dpo_grpo.lab.ppo`) by the names of verl, an engine that runs
+PPO with a critic at scale (TRL 1.16 has no PPO trainer).
+
+verl (``volcengine/verl``) is configured by Hydra overrides of its
+``verl/trainer/config/ppo_trainer.yaml`` (``python3 -m verl.trainer.main_ppo
+key=value ...``). :data:`PPO_TO_VERL` maps every setting the lab's PPO reads to the
+keys that carry it there, :func:`verl_overrides` gives the values for a
+:class:`~dpo_grpo.lab.config.LabConfig` and :data:`VERL_DEFAULTS` holds verl's own
+default of each key it sets, as read at :data:`VERL_COMMIT`. ``critic=False`` writes
+the lab's GRPO run instead: ``algorithm.adv_estimator=grpo``, for which verl starts no
+critic worker (``critic.enable`` is null: verl builds a critic only for ``gae``).
+"""
+
+from __future__ import annotations
+
+from .config import LabConfig, checked_config
+
+#: the verl version and commit whose config the keys and defaults were read from
+VERL_VERSION = "0.8.0.dev"
+VERL_COMMIT = "b178a3cd56f58b2d502255daba591e92833930a7"
+
+_A = "actor_rollout_ref.actor."
+_R = "actor_rollout_ref.rollout."
+
+#: (lab setting, verl keys, how the lab's value maps) for PPO with a critic; a setting
+#: in parentheses is a behaviour of the lab's PPO that has no field of its own
+PPO_TO_VERL = (
+    ("(critic)", ("algorithm.adv_estimator",), "'gae': verl builds a critic worker"),
+    (
+        "(critic from the SFT model)",
+        ("critic.model.path",),
+        (
+            "the SFT checkpoint, as actor_rollout_ref.model.path; verl adds the scalar "
+            "value head (a token-classification model with one label)"
+        ),
+    ),
+    ("grpo_steps", ("trainer.total_training_steps",), "same value (one rollout each)"),
+    ("grpo_lr", (_A + "optim.lr",), "same value"),
+    ("critic_lr", ("critic.optim.lr",), "same value (None: grpo_lr)"),
+    (
+        "prompts_per_step, num_generations",
+        ("data.train_batch_size", _R + "n"),
+        "prompts_per_step x num_generations prompts, n=1: one completion each",
+    ),
+    (
+        "num_iterations",
+        (
+            _A + "ppo_epochs",
+            "critic.ppo_epochs",
+            _A + "ppo_mini_batch_size",
+            "critic.ppo_mini_batch_size",
+        ),
+        (
+            "epochs = num_iterations; mini-batch = the whole batch (one optimiser step "
+            "of each model per epoch)"
+        ),
+    ),
+    (
+        "epsilon",
+        (_A + "clip_ratio", _A + "clip_ratio_low"),
+        (
+            "same value in both (verl's yaml sets clip_ratio_low and clip_ratio_high, "
+            "which override clip_ratio)"
+        ),
+    ),
+    ("epsilon_high", (_A + "clip_ratio_high",), "same value (None: epsilon)"),
+    (
+        "delta",
+        (_A + "clip_ratio_c",),
+        (
+            "same value (dual clip: for A < 0 the same bound as TRL's delta when "
+            "delta >= 1 + epsilon_high); None: 1e9, a bound that never acts "
+            "(verl always applies one, default 3.0)"
+        ),
+    ),
+    (
+        "beta",
+        (
+            "algorithm.use_kl_in_reward",
+            "algorithm.kl_penalty",
+            "algorithm.kl_ctrl.type",
+            "algorithm.kl_ctrl.kl_coef",
+            _A + "use_kl_loss",
+        ),
+        (
+            "the KL in the reward: use_kl_in_reward (beta > 0), kl_penalty 'kl' (k1), "
+            "a fixed controller with kl_coef=beta; no KL loss"
+        ),
+    ),
+    ("gae_lambda", ("algorithm.lam",), "same value (verl's default is 1.0)"),
+    ("gamma", ("algorithm.gamma",), "same value"),
+    ("cliprange_value", ("critic.cliprange_value",), "same value (default 0.5)"),
+    (
+        "vf_coef",
+        ("critic.grad_clip", "critic.optim.clip_grad"),
+        (
+            "no loss weight in verl (the critic has its own optimiser): clipping the "
+            "unweighted gradient at max_grad_norm / vf_coef is the lab's clipping of the "
+            "weighted one, and AdamW's step does not see the weight (up to its eps)"
+        ),
+    ),
+    (
+        "(advantage whitening)",
+        ("algorithm.adv_estimator",),
+        (
+            "built in: verl's gae estimator whitens the advantages over the batch's "
+            "tokens (core_algos.compute_gae_advantage_return)"
+        ),
+    ),
+    (
+        "(token-mean losses)",
+        (_A + "loss_agg_mode", "critic.loss_agg_mode"),
+        "'token-mean' (the lab's policy loss is loss_type 'bnpo')",
+    ),
+    (
+        "temperature",
+        (_R + "temperature", _R + "top_p", _R + "top_k"),
+        "same value; top_p=1, top_k=-1: plain sampling",
+    ),
+    ("max_completion_length", ("data.max_response_length",), "same value"),
+    (
+        "max_grad_norm",
+        (_A + "grad_clip", _A + "optim.clip_grad"),
+        "same value (the FSDP worker reads grad_clip, the newer engine clip_grad)",
+    ),
+    (
+        "weight_decay",
+        (_A + "optim.weight_decay", "critic.optim.weight_decay"),
+        "same value (verl's default is 0.01)",
+    ),
+    (
+        "warmup_steps",
+        (
+            _A + "optim.lr_warmup_steps",
+            "critic.optim.lr_warmup_steps",
+            _A + "optim.lr_scheduler_type",
+            "critic.optim.lr_scheduler_type",
+        ),
+        (
+            "same value: verl's schedulers step once per training step, as the lab's; "
+            "'constant' (with warm-up)"
+        ),
+    ),
+    ("(critic trained from step 1)", ("trainer.critic_warmup",), "0"),
+    (
+        "ref_sync_steps, ref_mixup_alpha",
+        (),
+        "None only: verl's reference model stays frozen",
+    ),
+    (
+        "reward, length_bonus",
+        ("custom_reward_function.path", "custom_reward_function.name"),
+        (
+            "the verifier as a compute_score function in a file of your own; the "
+            "score is the reward of the completion's last token"
+        ),
+    ),
+)
+
+#: (lab setting, verl keys, how) of the lab's GRPO in verl, where it differs from
+#: :data:`PPO_TO_VERL` (``critic=False``)
+GRPO_TO_VERL = (
+    (
+        "(no critic)",
+        ("algorithm.adv_estimator",),
+        "'grpo': verl starts no critic worker",
+    ),
+    (
+        "prompts_per_step, num_generations",
+        ("data.train_batch_size", _R + "n"),
+        "prompts_per_step prompts, n=num_generations completions each",
+    ),
+    (
+        "num_iterations",
+        (_A + "ppo_epochs", _A + "ppo_mini_batch_size"),
+        "epochs = num_iterations; mini-batch = prompts_per_step (the whole batch)",
+    ),
+    (
+        "beta",
+        (
+            _A + "use_kl_loss",
+            _A + "kl_loss_coef",
+            _A + "kl_loss_type",
+            "algorithm.use_kl_in_reward",
+        ),
+        (
+            "the KL in the loss: use_kl_loss, kl_loss_coef=beta, 'low_var_kl' (k3); "
+            "none in the reward"
+        ),
+    ),
+    (
+        "scale_rewards",
+        ("algorithm.norm_adv_by_std_in_grpo",),
+        "'group': True, 'none': False ('batch' has no verl counterpart)",
+    ),
+    (
+        "loss_type",
+        (_A + "loss_agg_mode",),
+        "'grpo': 'seq-mean-token-mean', 'bnpo': 'token-mean'",
+    ),
+)
+
+#: verl's default of every key :func:`verl_overrides` sets, at :data:`VERL_COMMIT`
+#: (``verl/trainer/config/_generated_ppo_trainer.yaml``; None: null, "???": required)
+VERL_DEFAULTS = {
+    "algorithm.adv_estimator": "gae",
+    "algorithm.gamma": 1.0,
+    "algorithm.lam": 1.0,
+    "algorithm.use_kl_in_reward": False,
+    "algorithm.kl_penalty": "kl",
+    "algorithm.kl_ctrl.type": "fixed",
+    "algorithm.kl_ctrl.kl_coef": 0.001,
+    "algorithm.norm_adv_by_std_in_grpo": True,
+    "data.train_batch_size": 1024,
+    "data.max_response_length": 512,
+    _R + "n": 1,
+    _R + "temperature": 1.0,
+    _R + "top_p": 1,
+    _R + "top_k": -1,
+    _A + "optim.lr": 1e-06,
+    _A + "optim.weight_decay": 0.01,
+    _A + "optim.lr_warmup_steps": -1,
+    _A + "optim.lr_scheduler_type": "constant",
+    _A + "optim.clip_grad": 1.0,
+    _A + "grad_clip": 1.0,
+    _A + "ppo_epochs": 1,
+    _A + "ppo_mini_batch_size": 256,
+    _A + "clip_ratio": 0.2,
+    _A + "clip_ratio_low": 0.2,
+    _A + "clip_ratio_high": 0.2,
+    _A + "clip_ratio_c": 3.0,
+    _A + "loss_agg_mode": "token-mean",
+    _A + "use_kl_loss": False,
+    _A + "kl_loss_coef": 0.001,
+    _A + "kl_loss_type": "low_var_kl",
+    "critic.optim.lr": 1e-05,
+    "critic.optim.weight_decay": 0.01,
+    "critic.optim.lr_warmup_steps": -1,
+    "critic.optim.lr_scheduler_type": "constant",
+    "critic.optim.clip_grad": 1.0,
+    "critic.grad_clip": 1.0,
+    "critic.ppo_epochs": "${oc.select:actor_rollout_ref.actor.ppo_epochs,1}",
+    "critic.ppo_mini_batch_size": (
+        "${oc.select:actor_rollout_ref.actor.ppo_mini_batch_size,256}"
+    ),
+    "critic.cliprange_value": 0.5,
+    "critic.loss_agg_mode": "${oc.select:actor_rollout_ref.actor.loss_agg_mode,"
+    "token-mean}",
+    "trainer.total_training_steps": None,
+    "trainer.critic_warmup": 0,
+}
+#: keys :data:`PPO_TO_VERL` names without a value of the lab's (paths of your own)
+VERL_PATH_KEYS = (
+    "critic.model.path",
+    "custom_reward_function.path",
+    "custom_reward_function.name",
+)
+#: ``clip_ratio_c`` for the lab's ``delta=None``: a dual-clip bound that never acts
+NO_DUAL_CLIP = 1e9
+
+_LOSS_AGG = {"grpo": "seq-mean-token-mean", "bnpo": "token-mean"}
+
+
+def _unsupported(cfg: LabConfig, critic: bool):
+    if cfg.ref_sync_steps is not None:
+        raise ValueError(
+            "cfg.ref_sync_steps must be None: verl's reference model stays frozen"
+        )
+    if not critic:
+        if cfg.scale_rewards not in ("group", "none"):
+            raise ValueError(
+                "cfg.scale_rewards must be 'group' or 'none' for verl's grpo, "
+                f"got {cfg.scale_rewards!r}"
+            )
+        if cfg.loss_type not in _LOSS_AGG:
+            raise ValueError(
+                f"cfg.loss_type must be one of {tuple(_LOSS_AGG)} for verl, "
+                f"got {cfg.loss_type!r}"
+            )
+        if cfg.importance_sampling_level != "token" or cfg.use_bias_correction_kl:
+            raise ValueError(
+                "cfg.importance_sampling_level must be 'token' and "
+                "cfg.use_bias_correction_kl False for verl's vanilla policy loss"
+            )
+
+
+def verl_overrides(cfg: LabConfig, critic: bool = True) -> dict:
+    """``{verl key: value}``: the Hydra overrides of ``verl.trainer.main_ppo`` that
+    run the lab's PPO (``critic=True``: GAE, a critic, the KL in the reward) or the
+    lab's GRPO (``critic=False``: ``adv_estimator=grpo``, no critic, the KL in the
+    loss) with ``cfg``'s settings (see :data:`PPO_TO_VERL` and :data:`GRPO_TO_VERL`).
+    The paths (model, critic, reward file) are yours to add. Raises ValueError for a
+    setting verl cannot express (a reference that syncs, a batch-scaled reward)."""
+    checked_config(cfg)
+    if not isinstance(critic, bool):
+        raise TypeError(f"critic must be a bool, got {type(critic).__name__}")
+    _unsupported(cfg, critic)
+    eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
+    out = {
+        "algorithm.adv_estimator": "gae" if critic else "grpo",
+        "trainer.total_training_steps": cfg.grpo_steps,
+        "data.max_response_length": cfg.max_completion_length,
+        _R + "temperature": cfg.temperature,
+        _R + "top_p": 1.0,
+        _R + "top_k": -1,
+        _A + "optim.lr": cfg.grpo_lr,
+        _A + "optim.weight_decay": cfg.weight_decay,
+        _A + "optim.lr_warmup_steps": cfg.warmup_steps,
+        _A + "optim.lr_scheduler_type": "constant",
+        _A + "optim.clip_grad": cfg.max_grad_norm,
+        _A + "grad_clip": cfg.max_grad_norm,
+        _A + "ppo_epochs": cfg.num_iterations,
+        _A + "clip_ratio": cfg.epsilon,
+        _A + "clip_ratio_low": cfg.epsilon,
+        _A + "clip_ratio_high": eps_high,
+        _A + "clip_ratio_c": NO_DUAL_CLIP if cfg.delta is None else cfg.delta,
+    }
+    if not critic:
+        return out | {
+            "data.train_batch_size": cfg.prompts_per_step,
+            _R + "n": cfg.num_generations,
+            _A + "ppo_mini_batch_size": cfg.prompts_per_step,
+            _A + "loss_agg_mode": _LOSS_AGG[cfg.loss_type],
+            _A + "use_kl_loss": cfg.beta > 0,
+            _A + "kl_loss_coef": cfg.beta,
+            _A + "kl_loss_type": "low_var_kl",
+            "algorithm.use_kl_in_reward": False,
+            "algorithm.norm_adv_by_std_in_grpo": cfg.scale_rewards == "group",
+        }
+    n = cfg.prompts_per_step * cfg.num_generations
+    critic_lr = cfg.grpo_lr if cfg.critic_lr is None else cfg.critic_lr
+    return out | {
+        "data.train_batch_size": n,
+        _R + "n": 1,
+        _A + "ppo_mini_batch_size": n,
+        _A + "loss_agg_mode": "token-mean",
+        _A + "use_kl_loss": False,
+        "algorithm.use_kl_in_reward": cfg.beta > 0,
+        "algorithm.kl_penalty": "kl",
+        "algorithm.kl_ctrl.type": "fixed",
+        "algorithm.kl_ctrl.kl_coef": cfg.beta,
+        "algorithm.gamma": cfg.gamma,
+        "algorithm.lam": cfg.gae_lambda,
+        "critic.optim.lr": critic_lr,
+        "critic.optim.weight_decay": cfg.weight_decay,
+        "critic.optim.lr_warmup_steps": cfg.warmup_steps,
+        "critic.optim.lr_scheduler_type": "constant",
+        "critic.optim.clip_grad": cfg.max_grad_norm / cfg.vf_coef,
+        "critic.grad_clip": cfg.max_grad_norm / cfg.vf_coef,
+        "critic.ppo_epochs": cfg.num_iterations,
+        "critic.ppo_mini_batch_size": n,
+        "critic.cliprange_value": cfg.cliprange_value,
+        "critic.loss_agg_mode": "token-mean",
+        "trainer.critic_warmup": 0,
+    }
+
+
+def verl_command(overrides: dict) -> str:
+    """The ``python3 -m verl.trainer.main_ppo`` command line of ``overrides`` (one
+    ``key=value`` per line; booleans as ``true``/``false``, None as ``null``)."""
+    if not isinstance(overrides, dict) or not all(
+        isinstance(k, str) for k in overrides
+    ):
+        raise TypeError("overrides must be a dict with string keys (verl_overrides)")
+
+    def text(x):
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        return "null" if x is None else str(x)
+
+    lines = [f"    {k}={text(x)}" for k, x in overrides.items()]
+    return " \\\n".join(["python3 -m verl.trainer.main_ppo", *lines])

@@ -1,0 +1,173 @@
+"""Tests of dpo_grpo.lab.verl_mapping: every setting the lab's PPO reads is mapped to
+verl, and every verl key it names exists in verl's config with the default it states
+(the fixture data/verl_fixtures/verl_ppo_trainer_keys.json, read from verl's
+generated ppo_trainer.yaml at the commit it names; no network here)."""
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dpo_grpo.data import __file__ as data_init
+from dpo_grpo.lab import (
+    PPO_FIELDS,
+    LabConfig,
+    ppo,
+)
+from dpo_grpo.lab import verl_mapping as vm
+
+FIXTURE = json.loads(
+    (Path(data_init).parent / "verl_fixtures" / "verl_ppo_trainer_keys.json").read_text(
+        encoding="utf-8"
+    )
+)
+#: LabConfig fields the PPO run reads outside lab/ppo.py (its optimiser, scheduler,
+#: step count, sampler and reward)
+READ_ELSEWHERE = {
+    "grpo_steps",
+    "weight_decay",
+    "warmup_steps",
+    "max_completion_length",
+    "reward",
+    "length_bonus",
+}
+
+
+def _fields_ppo_reads() -> set:
+    tree = ast.parse(Path(ppo.__file__).read_text(encoding="utf-8"))
+    fields = {f.name for f in dataclasses.fields(LabConfig)}
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in fields
+        and (
+            (isinstance(node.value, ast.Name) and node.value.id == "cfg")
+            or (isinstance(node.value, ast.Attribute) and node.value.attr == "cfg")
+        )
+    }
+
+
+def _mapped(rows) -> set:
+    return {name.strip() for row in rows for name in row[0].split(",")}
+
+
+def test_every_setting_the_labs_ppo_reads_is_mapped():
+    read = _fields_ppo_reads() | READ_ELSEWHERE
+    assert set(PPO_FIELDS) <= read and {"epsilon", "beta", "gae_lambda"} <= read
+    missing = read - _mapped(vm.PPO_TO_VERL)
+    assert not missing, f"lab PPO settings without a verl row: {sorted(missing)}"
+    for name, keys, how in vm.PPO_TO_VERL:
+        assert how and (keys or "None only" in how), name
+
+
+def test_every_verl_key_exists_in_verls_config_with_the_stated_default():
+    assert FIXTURE["verl_commit"] == vm.VERL_COMMIT
+    assert FIXTURE["verl_version"] == vm.VERL_VERSION
+    known = FIXTURE["keys"]
+    cfg = LabConfig.preset("cpu")
+    named = set(vm.VERL_DEFAULTS) | set(vm.VERL_PATH_KEYS)
+    for rows in (vm.PPO_TO_VERL, vm.GRPO_TO_VERL):
+        named |= {k for _, keys, _ in rows for k in keys}
+    for critic in (True, False):
+        named |= set(vm.verl_overrides(cfg, critic=critic))
+    assert not named - set(known), sorted(named - set(known))
+    for key, default in vm.VERL_DEFAULTS.items():
+        assert known[key] == default, (key, known[key], default)
+    # every key the overrides set has its verl default on record
+    assert set(vm.verl_overrides(cfg)) <= set(vm.VERL_DEFAULTS)
+
+
+def test_ppo_overrides_carry_the_labs_values():
+    cfg = LabConfig.preset("cpu", critic_lr=1e-4, epsilon_high=0.28, delta=2.0)
+    o = vm.verl_overrides(cfg)
+    a, c = "actor_rollout_ref.actor.", "critic."
+    assert o["algorithm.adv_estimator"] == "gae"
+    assert o["algorithm.lam"] == cfg.gae_lambda and o["algorithm.gamma"] == cfg.gamma
+    assert o["algorithm.use_kl_in_reward"] and not o[a + "use_kl_loss"]
+    assert o["algorithm.kl_penalty"] == "kl"  # k1, as the lab's token_rewards
+    assert o["algorithm.kl_ctrl.kl_coef"] == cfg.beta
+    assert o[c + "cliprange_value"] == cfg.cliprange_value
+    assert o[c + "optim.lr"] == 1e-4 and o[a + "optim.lr"] == cfg.grpo_lr
+    assert o[a + "clip_ratio_low"] == o[a + "clip_ratio"] == cfg.epsilon
+    assert o[a + "clip_ratio_high"] == 0.28 and o[a + "clip_ratio_c"] == 2.0
+    n = cfg.prompts_per_step * cfg.num_generations
+    assert o["data.train_batch_size"] == n and o["actor_rollout_ref.rollout.n"] == 1
+    assert o[a + "ppo_mini_batch_size"] == o[c + "ppo_mini_batch_size"] == n
+    assert o[a + "ppo_epochs"] == o[c + "ppo_epochs"] == cfg.num_iterations
+    assert o[c + "grad_clip"] == pytest.approx(cfg.max_grad_norm / cfg.vf_coef)
+    assert o[a + "optim.weight_decay"] == cfg.weight_decay == 0.0
+    assert o[a + "optim.lr_warmup_steps"] == cfg.warmup_steps
+    assert o["trainer.total_training_steps"] == cfg.grpo_steps
+    # defaults: critic_lr None -> grpo_lr, delta None -> a bound that never acts
+    d = vm.verl_overrides(LabConfig.preset("cpu"))
+    assert d[c + "optim.lr"] == cfg.grpo_lr
+    assert d[a + "clip_ratio_c"] == vm.NO_DUAL_CLIP
+    assert d[a + "clip_ratio_high"] == cfg.epsilon
+    assert not vm.verl_overrides(LabConfig.preset("cpu", beta=0.0))[
+        "algorithm.use_kl_in_reward"
+    ]
+
+
+def test_critic_off_is_grpo_with_no_critic_keys():
+    cfg = LabConfig.preset("cpu")
+    o = vm.verl_overrides(cfg, critic=False)
+    a = "actor_rollout_ref.actor."
+    assert o["algorithm.adv_estimator"] == "grpo"
+    assert not [k for k in o if k.startswith("critic.")]
+    assert o["data.train_batch_size"] == cfg.prompts_per_step
+    assert o["actor_rollout_ref.rollout.n"] == cfg.num_generations
+    assert o[a + "use_kl_loss"] and o[a + "kl_loss_coef"] == cfg.beta
+    assert o[a + "kl_loss_type"] == "low_var_kl" and not o["algorithm.use_kl_in_reward"]
+    assert o[a + "loss_agg_mode"] == "seq-mean-token-mean"  # loss_type "grpo"
+    assert o["algorithm.norm_adv_by_std_in_grpo"]
+    src = FIXTURE["source_checked"]
+    assert any("need_critic" in where for where in src.values())
+
+
+def test_critic_gradient_clip_stands_for_vf_coef():
+    """AdamW on vf_coef * loss clipped at max_grad_norm takes the step of AdamW on the
+    unweighted loss clipped at max_grad_norm / vf_coef (up to Adam's eps)."""
+    cfg = LabConfig.preset("cpu")
+    clip = vm.verl_overrides(cfg)["critic.grad_clip"]
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(16, 4, generator=gen), torch.randn(16, generator=gen)
+    w0 = torch.randn(4, generator=gen) * 3  # large errors at first: clipped
+    out = []
+    for weight, max_norm in ((cfg.vf_coef, cfg.max_grad_norm), (1.0, clip)):
+        w = w0.clone().requires_grad_(True)
+        opt = torch.optim.AdamW([w], lr=0.5, weight_decay=0.0, eps=1e-12)
+        clipped = []
+        for _ in range(40):
+            opt.zero_grad()
+            (weight * ((x @ w - y) ** 2).mean()).backward()
+            norm = float(torch.nn.utils.clip_grad_norm_([w], max_norm))
+            clipped.append(norm > max_norm)
+            opt.step()
+        assert any(clipped) and not all(clipped), clipped  # clipping acts, then not
+        out.append(w.detach())
+    torch.testing.assert_close(out[0], out[1], rtol=1e-5, atol=1e-6)
+
+
+def test_verl_mapping_rejects_what_verl_cannot_express():
+    with pytest.raises(TypeError, match="cfg"):
+        vm.verl_overrides("cfg")
+    with pytest.raises(TypeError, match="critic"):
+        vm.verl_overrides(LabConfig.preset("cpu"), critic="no")
+    with pytest.raises(ValueError, match="ref_sync_steps"):
+        vm.verl_overrides(LabConfig.preset("cpu", ref_sync_steps=4))
+    with pytest.raises(ValueError, match="scale_rewards"):
+        vm.verl_overrides(LabConfig.preset("cpu", scale_rewards="batch"), critic=False)
+    with pytest.raises(TypeError, match="overrides"):
+        vm.verl_command(["a=1"])
+    text = vm.verl_command({"a.b": True, "c": None, "d": 0.5})
+    assert text.splitlines() == [
+        "python3 -m verl.trainer.main_ppo \\",
+        "    a.b=true \\",
+        "    c=null \\",
+        "    d=0.5",
+    ]
