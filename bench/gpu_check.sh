@@ -3,7 +3,7 @@
 # named by PIP_FIND_LINKS, or a reachable index). In under 8 minutes it:
 #   1. creates a venv (reusing a CUDA torch already installed system-wide, if there is one),
 #   2. installs torch (unpinned CUDA wheel), numpy, pytest, hypothesis and this package (pip install -e .),
-#   3. runs tests/test_torch_ops.py (the CUDA tests included) and both benchmarks,
+#   3. runs tests/torch_ops/ (the CUDA tests included) and both benchmarks,
 #   4. writes code/dpo_grpo/data/bench_results/cuda-<gpu>.json and code/dpo_grpo/data/bench_results/gpu_check.log, and copies them to $OUT if set.
 # Usage:  bash bench/gpu_check.sh          (from anywhere; PYTHON=python3.11 VENV=/tmp/venv to override;
 #         GPU_CHECK_DRY_RUN=1 only builds and checks the environment)
@@ -33,14 +33,15 @@ trap copy_out EXIT
 
 # --- 1-2. environment ---------------------------------------------------------------------------------------------
 if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  log "system torch has CUDA: venv with --system-site-packages"
-  run "$PY" -m venv --system-site-packages "$VENV" || exit 1
+  # that Python may itself be a venv (a venv made from it would not see its packages): use it as it is
+  log "$PY has a CUDA torch: using it directly"
+  VPY="$PY"
   NEED="numpy pytest hypothesis"
 else
   run "$PY" -m venv "$VENV" || exit 1
+  VPY="$VENV/bin/python"
   NEED="torch numpy pytest hypothesis"
 fi
-VPY="$VENV/bin/python"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 for pkg in $NEED; do
   mod=$pkg
@@ -50,13 +51,8 @@ for pkg in $NEED; do
     || timeout 240 "$VPY" -m pip install -q --no-index "$pkg" >>"$LOG" 2>&1 \
     || { log "could not install $pkg"; exit 1; }
 done
-if ! run timeout 120 "$VPY" -m pip install -q --no-deps -e . \
-    && ! run timeout 120 "$VPY" -m pip install -q --no-deps --no-build-isolation -e .; then
-  # no setuptools reachable: the package is pure Python under code/, so a .pth file is an equivalent editable install
-  SITE=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-  echo "$REPO/code" > "$SITE/dpo_grpo_repo.pth"
-  log "pip install -e . unavailable offline: added $SITE/dpo_grpo_repo.pth"
-fi
+# the package is pure Python under code/: putting code/ on the path is an editable install that needs no build tools
+export PYTHONPATH="$REPO/code${PYTHONPATH:+:$PYTHONPATH}"
 run "$VPY" -c "import torch, numpy, dpo_grpo.torch_ops as T; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'NO GPU', 'default_device', T.default_device())" || exit 1
 if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then log "dry run: environment ready, tests and benchmarks skipped"; exit 0; fi
@@ -66,7 +62,7 @@ if ! "$VPY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 
 fi
 
 # --- 3. tests and benchmarks (each under its own timeout; the total stays under 8 minutes) --------------------------
-run timeout 120 "$VPY" -m pytest tests/test_torch_ops.py -q -p no:cacheprovider -rs || STATUS=1
+run timeout 180 "$VPY" -m pytest tests/torch_ops -q -p no:cacheprovider -rs || STATUS=1
 # GPU timings are milliseconds: a small budget per shape is plenty; torch.compile (Triton) only where it matters
 run timeout 240 "$VPY" bench/bench_grpo_loss.py --no-trl --budget 5 --compile full lean \
   || STATUS=1

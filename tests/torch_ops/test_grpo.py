@@ -694,6 +694,25 @@ def test_compiled_loss_matches_numpy(opts):
         _check_against_numpy(opts, compile=True, **kw)
 
 
+def test_compiled_kernels_past_dynamos_default_limit_do_not_fail(monkeypatch):
+    """Each set of options, dtype and device is a kernel of its own; dynamo's default limit (8) made the
+    ninth a hard error under fullgraph=True (seen on a GPU: the loss on CUDA, then on the CPU). The global
+    limit is set to 1 here, so that two dtypes are already past it."""
+    from dpo_grpo.torch_ops import grpo_kernel
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+
+    def double(x):
+        return x * 2
+
+    compiled = grpo_kernel.maybe_compiled(double, True)
+    for dtype in (torch.float32, torch.float64):
+        assert compiled(torch.ones(3, dtype=dtype)).tolist() == [2.0, 2.0, 2.0]
+    assert (
+        torch._dynamo.config.recompile_limit == 1
+    )  # the caller's setting is left alone
+
+
 def test_compile_without_a_cxx_compiler_explains(tmp_path):
     code = (
         "import torch, torch._inductor.config as ic\n"

@@ -32,11 +32,16 @@ def token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
 
 
 _COMPILED: dict = {}
+#: Kernels dynamo may keep per function. Its default (8) counts every set of options, dtype and device, and
+#: with ``fullgraph=True`` the ninth is an error, not a fallback: seen on a GPU when one process ran the loss
+#: on CUDA and then on the CPU. Raised only while the loss runs, not for the caller's own compiled code.
+RECOMPILE_LIMIT = 64
 
 
 def maybe_compiled(fn, compile: bool):
     """``fn``, or its ``torch.compile`` (one per function, kept for the process: dynamo caches a kernel per set of
-    options, dtype and device, compiled for dynamic shapes, so a new batch or completion length reuses it)."""
+    options, dtype and device, up to RECOMPILE_LIMIT, compiled for dynamic shapes, so a new batch or completion
+    length reuses it)."""
     if not compile:
         return fn
     if fn not in _COMPILED:
@@ -44,7 +49,8 @@ def maybe_compiled(fn, compile: bool):
 
         def call(*args, _compiled=compiled):
             try:
-                return _compiled(*args)
+                with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+                    return _compiled(*args)
             except (
                 torch._dynamo.exc.BackendCompilerFailed
             ) as exc:  # e.g. no working C++ compiler on a CPU
