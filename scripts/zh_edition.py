@@ -1,0 +1,223 @@
+"""The Chinese edition's source: the English book with every Markdown block replaced by its translation.
+
+    python scripts/zh_edition.py update [STEM ...]   # merge the English into i18n/zh/*.po (msgmerge), print status
+    python scripts/zh_edition.py status [--strict]   # per page: translated, missing, fuzzy, stale
+    python scripts/zh_edition.py generate [--out _build/zh_src]
+
+``generate`` (run by ``scripts/build_book.py --zh``, i.e. ``make book``) writes a Jupyter Book project into
+``_build/zh_src/`` (generated, never committed): every page of ``_toc.yml`` with each Markdown block replaced by its
+current translation from ``i18n/zh/<stem>.po`` (``zh_catalog``), code cells unchanged except the set-up cell (tag
+``colab-setup``), which first sets ``DPO_GRPO_LANG=zh`` so that figures, widgets and ``check`` speak Chinese in the
+build and in the Chinese reader edition. A block with no current translation (missing or fuzzy) stays English, and
+the page then opens with a note saying how many blocks are still English. Its ``_config.yml`` is the English one
+with the Chinese title, ``language: zh_CN``, the language switch pointing back to the English site and the launch
+buttons pointing at the Chinese reader edition; its ``_toc.yml`` has the captions translated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import md_blocks
+import nbformat
+import yaml
+import zh_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "_build" / "zh_src"
+#: Where the Chinese site sits inside the English one (``_build/html/zh/``); the language switches use it.
+SITE_PREFIX = "zh/"
+SETUP_TAG = "colab-setup"
+LANG_LINES = (
+    "import os\n\n"
+    'os.environ["DPO_GRPO_LANG"] = "zh"  # 中文版：图、控件和 check 的反馈用中文\n'
+)
+FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英文原文。\n:::"
+
+
+def setup_cell_zh(source: str) -> str:
+    """The set-up cell of the Chinese edition: the English one with ``DPO_GRPO_LANG=zh`` set before any code."""
+    lines = source.split("\n")
+    k = 0
+    while k < len(lines) and lines[k].startswith("#"):
+        k += 1
+    head = "\n".join(lines[:k])
+    return (head + "\n" if head else "") + LANG_LINES + "\n".join(lines[k:])
+
+
+def translate_markdown(text: str, cat) -> tuple[str, int]:
+    """``text`` with each translatable block replaced by its current translation; also how many stayed English."""
+    blocks = md_blocks.split_blocks(text)
+    out, english = [], 0
+    for b in blocks:
+        zh = zh_catalog.translation(cat, b.text) if b.translatable else None
+        if b.translatable and zh is None:
+            english += 1
+        out.append(b.text if zh is None else zh)
+    return md_blocks.join_blocks(
+        blocks, out, md_blocks.trailing_text(text, blocks)
+    ), english
+
+
+def _with_note(text: str, n: int) -> str:
+    """``text`` with the fallback note after its first heading."""
+    blocks = md_blocks.split_blocks(text)
+    texts = [b.text for b in blocks]
+    at = next((i for i, b in enumerate(blocks) if md_blocks.HEADING.match(b.text)), -1)
+    note = FALLBACK_NOTE.format(n=n)
+    if at < 0:
+        return note + "\n\n" + text
+    texts[at] = texts[at] + "\n\n" + note
+    return md_blocks.join_blocks(blocks, texts, md_blocks.trailing_text(text, blocks))
+
+
+def translate_page(page: Path, cat) -> tuple[str | nbformat.NotebookNode, int]:
+    """The Chinese page (notebook or Markdown text) and how many of its blocks stayed English."""
+    if page.suffix == ".md":
+        text, english = translate_markdown(page.read_text(encoding="utf-8"), cat)
+        return (_with_note(text, english) if english else text), english
+    nb = nbformat.read(page, as_version=4)
+    english, first_md = 0, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source, n = translate_markdown(cell.source, cat)
+            english += n
+            first_md = first_md or cell
+        elif cell.cell_type == "code" and SETUP_TAG in cell.metadata.get("tags", []):
+            cell.source = setup_cell_zh(cell.source)
+    if english and first_md is not None:
+        first_md.source = _with_note(first_md.source, english)
+    return nb, english
+
+
+def config_zh(config: dict, title: str) -> dict:
+    """The Chinese ``_config.yml`` from the English one."""
+    cfg = yaml.safe_load(yaml.safe_dump(config))
+    cfg["title"] = title
+    sphinx_config = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx_config["language"] = zh_catalog.LOCALE
+    sphinx_config["book_assets_node_modules"] = str(ROOT / "node_modules")
+    sphinx_config["book_language_switch"] = {"label": "English", "root": "../"}
+    sphinx_config["book_reader_prefix"] = SITE_PREFIX
+    return cfg
+
+
+def toc_zh(toc: dict, cat) -> dict:
+    toc = yaml.safe_load(yaml.safe_dump(toc))
+    for part in toc.get("parts", []):
+        if part.get("caption"):
+            part["caption"] = (
+                zh_catalog.translation(cat, part["caption"]) or part["caption"]
+            )
+    return toc
+
+
+def generate(
+    out: Path = OUT, catalogs: Path = zh_catalog.CATALOGS, root: Path = ROOT
+) -> dict[str, int]:
+    """Write the Chinese edition's source into ``out``; return, per page stem, how many blocks stayed English."""
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "book").mkdir(parents=True)
+    english = {}
+    for page in zh_catalog.toc_pages(root):
+        cat = zh_catalog.load(zh_catalog.catalog_path(page.stem, catalogs))
+        translated, english[page.stem] = translate_page(page, cat)
+        target = out / page.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(translated, str):
+            target.write_text(translated, encoding="utf-8")
+        else:
+            nbformat.write(translated, target)
+    for extra in (root / "book").glob("*.bib"):
+        shutil.copy2(extra, out / "book" / extra.name)
+    book_cat = zh_catalog.load(
+        zh_catalog.catalog_path(zh_catalog.BOOK_CATALOG, catalogs)
+    )
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    title = zh_catalog.translation(book_cat, config["title"]) or config["title"]
+    (out / "_config.yml").write_text(
+        yaml.safe_dump(config_zh(config, title), allow_unicode=True, sort_keys=False),
+        encoding="utf-8",
+    )
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    (out / "_toc.yml").write_text(
+        yaml.safe_dump(toc_zh(toc, book_cat), allow_unicode=True, sort_keys=False),
+        encoding="utf-8",
+    )
+    return english
+
+
+def update_all(
+    stems=None, catalogs: Path = zh_catalog.CATALOGS, root: Path = ROOT
+) -> list[zh_catalog.Status]:
+    """``msgmerge`` every page's catalog (or those of ``stems``) and the book catalog; return their status."""
+    statuses = []
+    for page in zh_catalog.toc_pages(root):
+        if stems and page.stem not in stems:
+            continue
+        english = zh_catalog.page_template(page)
+        cat = zh_catalog.update(page.stem, english, catalogs)
+        statuses.append(
+            zh_catalog.status(page.stem, [m.id for m in english if m.id], cat)
+        )
+    if not stems or zh_catalog.BOOK_CATALOG in stems:
+        english = zh_catalog.book_template(root)
+        cat = zh_catalog.update(zh_catalog.BOOK_CATALOG, english, catalogs)
+        statuses.append(
+            zh_catalog.status(
+                zh_catalog.BOOK_CATALOG, [m.id for m in english if m.id], cat
+            )
+        )
+    return statuses
+
+
+def status_all(
+    catalogs: Path = zh_catalog.CATALOGS, root: Path = ROOT
+) -> list[zh_catalog.Status]:
+    statuses = []
+    for page in zh_catalog.toc_pages(root):
+        blocks = [b for _, b in zh_catalog.english_blocks(page)]
+        cat = zh_catalog.load(zh_catalog.catalog_path(page.stem, catalogs))
+        statuses.append(zh_catalog.status(page.stem, blocks, cat))
+    cat = zh_catalog.load(zh_catalog.catalog_path(zh_catalog.BOOK_CATALOG, catalogs))
+    statuses.append(
+        zh_catalog.status(zh_catalog.BOOK_CATALOG, zh_catalog.toc_texts(root), cat)
+    )
+    return statuses
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("update", help="merge the English into the catalogs (msgmerge)")
+    up.add_argument(
+        "stems", nargs="*", help="page stems (default: every page, and _book)"
+    )
+    st = sub.add_parser("status", help="translated / missing / fuzzy / stale per page")
+    st.add_argument(
+        "--strict", action="store_true", help="exit 1 unless every page is complete"
+    )
+    gen = sub.add_parser("generate", help="write the Chinese edition's source")
+    gen.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args(argv)
+    if a.command == "generate":
+        english = generate(a.out)
+        for stem, n in english.items():
+            if n:
+                print(f"{stem}: {n} blocks still in English")
+        print("wrote", a.out)
+        return 0
+    statuses = update_all(a.stems or None) if a.command == "update" else status_all()
+    for s in statuses:
+        print(s.summary())
+    if a.command == "status" and a.strict and not all(s.complete for s in statuses):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
