@@ -29,6 +29,7 @@ from .history import LabHistory
 from .model import count_parameters
 from .offline import OFFLINE, Offline, build_preference_set, pair_margin
 from .ppo import PPO
+from .progress import bar, wanted
 from .runtime import (
     as_device,
     derived_seed,
@@ -337,6 +338,7 @@ def run_lab(
     checkpoint_every: int | None = None,
     resume_from=None,
     stop_after: int | None = None,
+    progress: bool | None = None,
 ) -> LabHistory:
     """SFT warm-up, then ``config.grpo_steps`` GRPO (``"grpo"``) or PPO (``"ppo"``, with
     a critic: :mod:`dpo_grpo.lab.ppo`) steps, or ``config.dpo_steps`` steps of an
@@ -347,7 +349,8 @@ def run_lab(
     step (overwriting); ``resume_from`` continues a saved run exactly (config, algorithm
     and seed come from the checkpoint and must agree with the ones given, if given);
     ``stop_after=n`` returns after step n (to simulate an interruption).
-    ``history.policy`` is the final policy."""
+    ``progress``: a bar over the steps with the time left (None: where someone
+    watches, :mod:`dpo_grpo.lab.progress`). ``history.policy`` is the final policy."""
     cfg = LabConfig.preset("cpu") if config is None else config
     if not isinstance(cfg, LabConfig):
         raise TypeError(f"config must be a LabConfig, got {type(cfg).__name__}")
@@ -365,6 +368,7 @@ def run_lab(
         raise ValueError(
             f"stop_after must be a non-negative integer, got {stop_after!r}"
         )
+    show = wanted(progress)
     dev = as_device(device) if device is not None else resolve_device(cfg)
     with torch_threads(cfg, dev):
         if resume_from is not None:
@@ -377,9 +381,19 @@ def run_lab(
         else:
             run = LabRun(cfg, algorithm, seed, device=dev)
             run.evaluate()  # the SFT start
-        while not run.finished and (stop_after is None or run.step_count < stop_after):
-            run.step()
-            if checkpoint_every is not None and run.step_count % checkpoint_every == 0:
-                run.save(checkpoint_path)
+        shown = bar(run.total_steps - run.step_count, f"{algorithm} seed {seed}", show)
+        try:
+            while not run.finished and (
+                stop_after is None or run.step_count < stop_after
+            ):
+                run.step()
+                shown.update(1)
+                if (
+                    checkpoint_every is not None
+                    and run.step_count % checkpoint_every == 0
+                ):
+                    run.save(checkpoint_path)
+        finally:
+            shown.close()
         run.history.policy = run.policy
         return run.history
