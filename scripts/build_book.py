@@ -6,18 +6,30 @@ sphinx-togglebutton, sphinxcontrib-bibtex and this book's extension are all para
 still executed exactly once, in a fresh kernel, as in a serial build.
 
     python scripts/build_book.py [jupyter-book build options, default: . --all -W -n --keep-going]
+    python scripts/build_book.py --zh [--pages STEM,...] [options, default: --all -W -n --keep-going]
+
+``--zh`` builds the Chinese edition (``make book`` runs both): ``scripts/zh_edition.py`` writes its source into
+``_build/zh_src/``, jupyter-book builds it into ``_build/zh/`` with ``DPO_GRPO_LANG=zh`` in the kernels' environment
+(figures, widgets and ``check`` in Chinese), and its HTML is copied to ``_build/html/zh/``, so that the two sites are
+one tree and each page's language switch is a relative link. ``--pages`` builds only those pages (and the root):
+a translator's quick look, with links to the other pages left dangling (drop ``-W``).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
+from pathlib import Path
 
 from jupyter_book import sphinx
 from jupyter_book.cli import main as cli
 
 DEFAULT_ARGS = [".", "--all", "-W", "-n", "--keep-going"]
+ZH_DEFAULT_ARGS = ["--all", "-W", "-n", "--keep-going"]
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
 
 
 def jobs() -> int:
@@ -29,10 +41,40 @@ def jobs() -> int:
     return os.cpu_count() or 1
 
 
-def main(argv: list[str]) -> int:
+def build(args: list[str]) -> int:
     # the CLI imports build_sphinx from jupyter_book.sphinx when it runs: give it the jobs there
     sphinx.build_sphinx = functools.partial(sphinx.build_sphinx, jobs=jobs())
-    return cli.main(["build", *(argv or DEFAULT_ARGS)], standalone_mode=False) or 0
+    return cli.main(["build", *args], standalone_mode=False) or 0
+
+
+def build_zh(args: list[str], pages: list[str] | None = None) -> int:
+    """The Chinese edition (see the module docstring)."""
+    import zh_edition
+
+    english = zh_edition.generate(zh_edition.OUT, only=pages)
+    untranslated = {stem: n for stem, n in english.items() if n}
+    if untranslated:
+        print(
+            f"Chinese edition: {len(untranslated)} pages keep English blocks: "
+            + ", ".join(f"{stem} ({n})" for stem, n in untranslated.items())
+        )
+    os.environ["DPO_GRPO_LANG"] = "zh"  # the kernels inherit it
+    out = BUILD / "zh"
+    rc = build([str(zh_edition.OUT), "--path-output", str(out), *args])
+    site, target = out / "_build" / "html", BUILD / "html" / zh_edition.SITE_PREFIX
+    if site.is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(site, target)
+    return rc
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--zh"]:
+        argv, pages = argv[1:], None
+        if argv[:1] == ["--pages"]:
+            pages, argv = argv[1].split(","), argv[2:]
+        return build_zh(argv or ZH_DEFAULT_ARGS, pages)
+    return build(argv or DEFAULT_ARGS)
 
 
 if __name__ == "__main__":

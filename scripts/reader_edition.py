@@ -18,6 +18,11 @@
   set-up cell (tagged ``colab-setup``, hidden on the site) stays the first code cell.
 - Outputs are cleared; a header cell links the online chapter and the Colab button.
 
+``--lang zh`` writes the Chinese reader edition (``make notebooks`` writes both) from the Chinese edition's source
+(``_build/zh_src/book``, ``scripts/zh_edition.py``) and its executed build (``_build/zh/_build/jupyter_execute``)
+into ``_build/notebooks/zh/``: the words this script adds (figure, exercise, solution, note, the header cell) are
+Chinese, and its links go to the Chinese site (``.../zh/book/<name>.html``) and notebooks (``.../notebooks/zh/``).
+
 The book's URL and the Colab URLs derive from ``repository.url`` in ``_config.yml`` (GitHub Pages:
 ``https://OWNER.github.io/REPO/``; Colab: ``.../github/OWNER/REPO/blob/notebooks/<name>.ipynb``, the branch the
 Pages workflow publishes). :func:`leftover_myst` lists any role or directive left; the build fails on one.
@@ -70,6 +75,49 @@ COLLAPSED_TAGS = {
     "hide-cell": "Hidden code",
     "hide-input": "Code",
 }
+#: The words this script writes into a reader notebook, per edition (``--lang``).
+WORDS = {
+    "en": {
+        "Figure": "Figure",
+        "Exercise": "Exercise",
+        "Solution": "Solution",
+        "Hidden code": "Hidden code",
+        "Code": "Code",
+        "click to show": " (click to show)",
+        "double-click": " (double-click to show the code)",
+        "header": "Reader edition of *{title}*, generated from [the online book]({page}) with its computed"
+        " numbers filled in ([open in Colab]({colab})). Run the first code cell first.",
+    },
+    "zh": {
+        "Figure": "图",
+        "Exercise": "练习",
+        "Solution": "答案",
+        "Hidden code": "隐藏的代码",
+        "Code": "代码",
+        "click to show": "（点击展开）",
+        "double-click": "（双击显示代码）",
+        "header": "*{title}* 的读者版：由[在线版]({page})生成，计算出的数字已经填入（[在 Colab 中打开]({colab})）。"
+        "请先运行第一个代码单元。",
+        "note": "注",
+        "tip": "提示",
+        "hint": "提示",
+        "warning": "警告",
+        "important": "重要",
+        "caution": "小心",
+        "attention": "注意",
+        "danger": "危险",
+        "error": "错误",
+        "seealso": "另见",
+    },
+}
+LANGUAGES = tuple(WORDS)
+
+
+def word(lang: str, key: str) -> str:
+    """The word ``key`` in edition ``lang`` (English where the edition has none)."""
+    if lang not in WORDS:
+        raise ValueError(f"lang: expected one of {LANGUAGES}, got {lang!r}")
+    return WORDS[lang].get(key, WORDS["en"].get(key, key))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -80,11 +128,13 @@ COLLAPSED_TAGS = {
 @dataclass(frozen=True)
 class Urls:
     repository: str
+    #: the edition's folder on the site and on the reader branch: "" (English) or "zh/"
+    prefix: str = ""
 
     @classmethod
-    def from_config(cls, root: Path = ROOT) -> "Urls":
+    def from_config(cls, root: Path = ROOT, prefix: str = "") -> "Urls":
         cfg = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
-        return cls(cfg["repository"]["url"].rstrip("/"))
+        return cls(cfg["repository"]["url"].rstrip("/"), prefix)
 
     @property
     def owner_repo(self) -> str:
@@ -103,10 +153,14 @@ class Urls:
         return f"https://{owner.lower()}.github.io/{repo}"
 
     def page(self, stem: str, anchor: str = "") -> str:
-        return f"{self.book}/book/{stem}.html" + (f"#{anchor}" if anchor else "")
+        return f"{self.book}/{self.prefix}book/{stem}.html" + (
+            f"#{anchor}" if anchor else ""
+        )
 
     def colab(self, stem: str) -> str:
-        return f"{COLAB}/{self.owner_repo}/blob/{READER_BRANCH}/{stem}.ipynb"
+        return (
+            f"{COLAB}/{self.owner_repo}/blob/{READER_BRANCH}/{self.prefix}{stem}.ipynb"
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -204,7 +258,12 @@ def _glue_from_outputs(nb) -> dict[str, dict]:
 
 
 def load_glue(
-    stem: str, executed: Path | None, *, execute: bool = True, timeout: int = 600
+    stem: str,
+    executed: Path | None,
+    *,
+    execute: bool = True,
+    timeout: int = 600,
+    book: Path = BOOK,
 ) -> dict[str, dict]:
     """The glued MIME bundles of ``book/<stem>.ipynb``: from ``executed`` if there, else by executing it."""
     if executed is not None:
@@ -222,12 +281,12 @@ def load_glue(
     import nbclient
 
     os.environ.setdefault("PLOTLY_RENDERER", "plotly_mimetype")
-    nb = nbformat.read(BOOK / f"{stem}.ipynb", as_version=4)
+    nb = nbformat.read(book / f"{stem}.ipynb", as_version=4)
     nbclient.NotebookClient(
         nb,
         timeout=timeout,
         kernel_name="python3",
-        resources={"metadata": {"path": str(BOOK)}},
+        resources={"metadata": {"path": str(book)}},
     ).execute()
     return _glue_from_outputs(nb)
 
@@ -285,6 +344,8 @@ class Context:
     figures: dict[str, int] = field(default_factory=dict)
     # stems that have a reader notebook
     notebooks: set[str] = field(default_factory=set)
+    # the edition: the words this script adds (WORDS)
+    lang: str = "en"
 
 
 class ReaderEditionError(ValueError):
@@ -336,9 +397,9 @@ def _role(m: re.Match, ctx: Context) -> str:
         stem, heading = ctx.labels[label]
         if title is None:
             if label in ctx.figures and stem == ctx.stem:
-                title = f"Figure {ctx.figures[label]}"
+                title = f"{word(ctx.lang, 'Figure')} {ctx.figures[label]}"
             else:
-                title = "Figure" if name == "numref" else heading
+                title = word(ctx.lang, "Figure") if name == "numref" else heading
         title = title.replace("%s", str(ctx.figures.get(label, ""))).replace(
             "{number}", str(ctx.figures.get(label, ""))
         )
@@ -385,8 +446,8 @@ def _figure(name: str, arg: str, options: dict, body: str, ctx: Context) -> str:
         img = f'<img src="data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}" alt="Figure {number}">'
     else:
         raise ReaderEditionError(f"{ctx.stem}: glued figure {key!r} has no PNG/SVG")
-    caption = body.strip()
-    return f"{img}\n\n**Figure {number}.** {caption}".rstrip()
+    caption = convert_markdown(body.strip(), ctx) if ctx.lang != "en" else body.strip()
+    return f"{img}\n\n**{word(ctx.lang, 'Figure')} {number}.** {caption}".rstrip()
 
 
 def _literalinclude(arg: str, options: dict, ctx: Context) -> str:
@@ -416,16 +477,21 @@ def _directive(name: str, arg: str, options: dict, body: str, ctx: Context) -> s
     if name == "glue:figure":
         return _figure(name, arg, options, body, ctx)
     if name in ("exercise", "solution"):
-        title = "Exercise" if name == "exercise" else "Solution"
+        title = word(ctx.lang, "Exercise" if name == "exercise" else "Solution")
         if arg.strip() and name == "exercise":
             title += f": {arg.strip()}"
         text = convert_markdown(body, ctx).strip()
         if name == "solution":
-            return f"<details><summary><b>{title}</b> (click to show)</summary>\n\n{text}\n\n</details>"
+            return (
+                f"<details><summary><b>{title}</b>{word(ctx.lang, 'click to show')}</summary>"
+                f"\n\n{text}\n\n</details>"
+            )
         return f"**{title}.** {text}"
     if name in ADMONITIONS:
         title = (
-            arg.strip() if name == "admonition" else (arg.strip() or name.capitalize())
+            arg.strip()
+            if name == "admonition"
+            else (arg.strip() or WORDS[ctx.lang].get(name, name.capitalize()))
         )
         text = convert_markdown(body, ctx).strip()
         return "\n".join(
@@ -516,11 +582,11 @@ def leftover_myst(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def collapse(cell, title: str) -> None:
+def collapse(cell, title: str, lang: str = "en") -> None:
     """Collapse a code cell in Colab (form) and JupyterLab/Notebook 7 (source_hidden); it still runs."""
     src = cell.source
     if not src.startswith("#@title"):
-        cell.source = f"#@title {title} (double-click to show the code)\n" + src
+        cell.source = f"#@title {title}{word(lang, 'double-click')}\n" + src
     cell.metadata["cellView"] = "form"
     cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
 
@@ -541,7 +607,7 @@ def convert_notebook(nb, ctx: Context):
             cell.outputs, cell.execution_count = [], None
             for tag, title in COLLAPSED_TAGS.items():
                 if tag in tags:
-                    collapse(cell, title)
+                    collapse(cell, word(ctx.lang, title), ctx.lang)
                     break
             if "hide-output" in tags:
                 cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
@@ -573,8 +639,9 @@ def convert_notebook(nb, ctx: Context):
         ctx.stem,
     )
     header = nbformat.v4.new_markdown_cell(
-        f"Reader edition of *{title}*, generated from [the online book]({ctx.urls.page(ctx.stem)}) with its computed"
-        f" numbers filled in ([open in Colab]({ctx.urls.colab(ctx.stem)})). Run the first code cell first."
+        word(ctx.lang, "header").format(
+            title=title, page=ctx.urls.page(ctx.stem), colab=ctx.urls.colab(ctx.stem)
+        )
     )
     header["id"] = "reader-edition-header"
     nb.cells = [header] + cells
@@ -604,29 +671,50 @@ def binder_requirements(urls: Urls, branch: str = "main", torch: str = "2.13.0")
     return BINDER_REQUIREMENTS.format(url=urls.repository, branch=branch, torch=torch)
 
 
+#: The Chinese edition (``--lang zh``): its source (scripts/zh_edition.py), executed build and output.
+ZH_DEFAULTS = {
+    "book": ROOT / "_build" / "zh_src" / "book",
+    "executed": ROOT / "_build" / "zh" / "_build" / "jupyter_execute",
+    "out": ROOT / "_build" / "notebooks" / "zh",
+    "prefix": "zh/",
+}
+
+
 def build(
-    out: Path, executed: Path | None = None, *, execute: bool = True, stems=None
+    out: Path,
+    executed: Path | None = None,
+    *,
+    execute: bool = True,
+    stems=None,
+    book: Path = BOOK,
+    lang: str = "en",
 ) -> list[Path]:
+    """Write the reader notebooks of ``book`` (the English ``book/``, or the Chinese edition's source with
+    ``lang="zh"``) into ``out``."""
+    word(lang, "Figure")  # a clear error for an unknown lang
+    prefix = ZH_DEFAULTS["prefix"] if lang == "zh" else ""
     urls, bib = (
-        Urls.from_config(),
+        Urls.from_config(prefix=prefix),
         parse_bib((BOOK / "references.bib").read_text(encoding="utf-8")),
     )
-    (out / "binder").mkdir(parents=True, exist_ok=True)
-    (out / "binder" / "requirements.txt").write_text(
-        binder_requirements(urls), encoding="utf-8"
-    )
-    labels, notebooks = collect_labels(), {p.stem for p in BOOK.glob("*.ipynb")}
+    if lang == "en":  # one Binder environment for the branch, at its top
+        (out / "binder").mkdir(parents=True, exist_ok=True)
+        (out / "binder" / "requirements.txt").write_text(
+            binder_requirements(urls), encoding="utf-8"
+        )
+    labels, notebooks = collect_labels(book), {p.stem for p in book.glob("*.ipynb")}
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for stem in sorted(stems or notebooks):
-        nb = nbformat.read(BOOK / f"{stem}.ipynb", as_version=4)
+        nb = nbformat.read(book / f"{stem}.ipynb", as_version=4)
         ctx = Context(
             stem,
-            load_glue(stem, executed, execute=execute),
+            load_glue(stem, executed, execute=execute, book=book),
             bib,
             labels,
             urls,
             notebooks=notebooks,
+            lang=lang,
         )
         reader = convert_notebook(nb, ctx)
         path = out / f"{stem}.ipynb"
@@ -642,10 +730,22 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--executed",
         type=Path,
-        default=ROOT / "_build" / "jupyter_execute",
-        help="myst-nb's executed notebooks (make book); missing ones are executed here",
+        default=None,
+        help="myst-nb's executed notebooks (make book; default _build/jupyter_execute, with --lang zh "
+        "_build/zh/_build/jupyter_execute); missing ones are executed here",
     )
-    ap.add_argument("--out", type=Path, default=ROOT / "_build" / "notebooks")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default _build/notebooks (with --lang zh: _build/notebooks/zh)",
+    )
+    ap.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        default="en",
+        help="zh: the Chinese edition, from _build/zh_src/book (scripts/zh_edition.py generate)",
+    )
     ap.add_argument(
         "--no-execute", action="store_true", help="fail instead of executing a notebook"
     )
@@ -653,9 +753,20 @@ def main(argv=None) -> int:
         "stems", nargs="*", help="notebook names without .ipynb (default: all of book/)"
     )
     a = ap.parse_args(argv)
+    zh = a.lang == "zh"
+    executed = a.executed or (
+        ZH_DEFAULTS["executed"] if zh else ROOT / "_build" / "jupyter_execute"
+    )
+    out = a.out or (ZH_DEFAULTS["out"] if zh else ROOT / "_build" / "notebooks")
+    book = ZH_DEFAULTS["book"] if zh else BOOK
     try:
         for p in build(
-            a.out, a.executed, execute=not a.no_execute, stems=a.stems or None
+            out,
+            executed,
+            execute=not a.no_execute,
+            stems=a.stems or None,
+            book=book,
+            lang=a.lang,
         ):
             print("wrote", p.relative_to(ROOT) if p.is_relative_to(ROOT) else p)
     except ReaderEditionError as exc:

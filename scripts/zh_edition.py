@@ -115,15 +115,49 @@ def toc_zh(toc: dict, cat) -> dict:
     return toc
 
 
+def _has_bibliography(page: Path) -> bool:
+    return page.suffix == ".md" and "{bibliography}" in page.read_text(encoding="utf-8")
+
+
+def only_pages(toc: dict, stems: set[str]) -> dict:
+    """``toc`` with only the pages whose stem is in ``stems`` (and the root)."""
+
+    def keep(entries):
+        kept = []
+        for entry in entries or []:
+            sections = keep(entry.get("sections"))
+            if Path(entry.get("file", "")).stem in stems or sections:
+                entry = (
+                    dict(entry, sections=sections)
+                    if sections
+                    else {k: v for k, v in entry.items() if k != "sections"}
+                )
+                kept.append(entry)
+        return kept
+
+    toc = dict(toc)
+    parts = [dict(p, chapters=keep(p.get("chapters"))) for p in toc.get("parts", [])]
+    toc["parts"] = [p for p in parts if p["chapters"]]
+    return toc
+
+
 def generate(
-    out: Path = OUT, catalogs: Path = zh_catalog.CATALOGS, root: Path = ROOT
+    out: Path = OUT,
+    catalogs: Path = zh_catalog.CATALOGS,
+    root: Path = ROOT,
+    only: list[str] | None = None,
 ) -> dict[str, int]:
-    """Write the Chinese edition's source into ``out``; return, per page stem, how many blocks stayed English."""
+    """Write the Chinese edition's source into ``out``; return, per page stem, how many blocks stayed English.
+    ``only``: these page stems (and the root page) alone, for a quick look at a page."""
     if out.exists():
         shutil.rmtree(out)
     (out / "book").mkdir(parents=True)
     english = {}
-    for page in zh_catalog.toc_pages(root):
+    pages = zh_catalog.toc_pages(root)
+    if only:  # the root, those pages, and the page with the bibliography (or every citation is unresolved)
+        only = list(only) + [p.stem for p in pages if _has_bibliography(p)]
+        pages = pages[:1] + [p for p in pages[1:] if p.stem in only]
+    for page in pages:
         cat = zh_catalog.load(zh_catalog.catalog_path(page.stem, catalogs))
         translated, english[page.stem] = translate_page(page, cat)
         target = out / page.relative_to(root)
@@ -144,6 +178,8 @@ def generate(
         encoding="utf-8",
     )
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    if only:
+        toc = only_pages(toc, set(only))
     (out / "_toc.yml").write_text(
         yaml.safe_dump(toc_zh(toc, book_cat), allow_unicode=True, sort_keys=False),
         encoding="utf-8",
@@ -203,9 +239,12 @@ def main(argv=None) -> int:
     )
     gen = sub.add_parser("generate", help="write the Chinese edition's source")
     gen.add_argument("--out", type=Path, default=OUT)
+    gen.add_argument(
+        "--pages", help="comma-separated page stems: only these (and the root)"
+    )
     a = ap.parse_args(argv)
     if a.command == "generate":
-        english = generate(a.out)
+        english = generate(a.out, only=a.pages.split(",") if a.pages else None)
         for stem, n in english.items():
             if n:
                 print(f"{stem}: {n} blocks still in English")

@@ -30,7 +30,10 @@ What it does, so that the built site works with no network at read time (opened 
    page's source notebook on ``repository.branch``: MyST that Colab shows as raw text. An ``html-page-context``
    handler (after the theme's) points them at the reader edition on the ``notebooks`` branch that the Pages
    workflow publishes (``scripts/reader_edition.py``): ``.../blob/notebooks/<name>.ipynb`` for Colab,
-   ``.../v2/gh/OWNER/REPO/notebooks?urlpath=lab/tree/<name>.ipynb`` for Binder (JupyterLab).
+   ``.../v2/gh/OWNER/REPO/notebooks?urlpath=lab/tree/<name>.ipynb`` for Binder (JupyterLab). The Chinese edition
+   sets ``book_reader_prefix: zh/`` (``.../blob/notebooks/zh/<name>.ipynb``).
+5. **Language switch.** ``book_language_switch: {label: 中文, root: zh/}`` puts a header link to the same page in
+   the other edition (the Chinese site is built into ``_build/html/zh/``; ``scripts/zh_edition.py``).
 """
 
 from __future__ import annotations
@@ -295,8 +298,11 @@ def dedupe_scripts(files):
 READER_BRANCH = "notebooks"
 
 
-def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) -> int:
-    """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook; return how many changed."""
+def reader_launch_buttons(
+    header_buttons, pagename: str, repository_url: str, prefix: str = ""
+) -> int:
+    """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook (``prefix``: the folder of the
+    edition on the reader branch, ``"zh/"`` for the Chinese one); return how many changed."""
     import re
 
     m = re.match(
@@ -317,13 +323,13 @@ def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) ->
             if "/github/" in url and "colab" in url:
                 base = url.split("/github/", 1)[0]
                 button["url"] = (
-                    f"{base}/github/{owner_repo}/blob/{READER_BRANCH}/{name}.ipynb"
+                    f"{base}/github/{owner_repo}/blob/{READER_BRANCH}/{prefix}{name}.ipynb"
                 )
                 changed += 1
             elif "/v2/gh/" in url:
                 base = url.split("/v2/gh/", 1)[0]
                 button["url"] = (
-                    f"{base}/v2/gh/{owner_repo}/{READER_BRANCH}?urlpath=lab/tree/{name}.ipynb"
+                    f"{base}/v2/gh/{owner_repo}/{READER_BRANCH}?urlpath=lab/tree/{prefix}{name}.ipynb"
                 )
                 changed += 1
     return changed
@@ -331,7 +337,42 @@ def reader_launch_buttons(header_buttons, pagename: str, repository_url: str) ->
 
 def _launch_buttons(app, pagename, templatename, context, doctree):
     repository_url = (app.config.html_theme_options or {}).get("repository_url", "")
-    reader_launch_buttons(context.get("header_buttons"), pagename, repository_url)
+    reader_launch_buttons(
+        context.get("header_buttons"),
+        pagename,
+        repository_url,
+        app.config.book_reader_prefix,
+    )
+
+
+def language_switch_url(pagename: str, root: str) -> str:
+    """The same page in the other edition: ``root`` is that edition's site root seen from this one's (``"zh/"``
+    from the English site, ``"../"`` from the Chinese one, which is built into ``_build/html/zh/``)."""
+    return "../" * pagename.count("/") + root + pagename + ".html"
+
+
+def language_switch(header_buttons, pagename: str, switch: dict) -> bool:
+    """Put a link to ``pagename`` in the other edition first among the header buttons; False if none is set."""
+    if not switch or header_buttons is None:
+        return False
+    header_buttons.insert(
+        0,
+        {
+            "type": "link",
+            "url": language_switch_url(pagename, switch["root"]),
+            "tooltip": switch["label"],
+            "text": switch["label"],
+            "icon": "fas fa-language",
+            "label": "language-switch",
+        },
+    )
+    return True
+
+
+def _language_switch(app, pagename, templatename, context, doctree):
+    language_switch(
+        context.get("header_buttons"), pagename, app.config.book_language_switch
+    )
 
 
 #: Jupyter Book's own extensions that do not declare parallel reading safe, though they are: multitoc numbering
@@ -350,9 +391,14 @@ def _declare_parallel_safe(app):
 
 def setup(app):
     app.add_config_value("book_assets_node_modules", "", "env", types=[str])
+    # The Chinese edition (scripts/zh_edition.py): the header link to the other edition's page, and the folder of
+    # this edition's notebooks on the reader branch (the launch buttons)
+    app.add_config_value("book_language_switch", {}, "html", types=[dict])
+    app.add_config_value("book_reader_prefix", "", "html", types=[str])
     app.connect("builder-inited", _declare_parallel_safe)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", page_scripts, priority=900)
     # after sphinx-book-theme's (501)
     app.connect("html-page-context", _launch_buttons, priority=600)
+    app.connect("html-page-context", _language_switch, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
