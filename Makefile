@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 export PLOTLY_RENDERER ?= plotly_mimetype
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book test install student notebooks clean wheel
+.PHONY: book book-zh test install student notebooks clean wheel
 
 # --no-compile: Python compiles a module when it is first imported; compiling every file of every package at install
 # time (torch's thousands) doubled the install's time (1 min 43 s against 52 s measured here).
@@ -29,9 +29,16 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
-# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py)
+# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py);
+# then the Chinese edition (book/ with the translations of i18n/zh/*.po, scripts/zh_edition.py) into _build/html/zh/,
+# even when the English build reported warnings (the exit status is the English one's, else the Chinese one's).
 book: $(STAMP) $(NODE_STAMP)
-	$(PY) scripts/build_book.py . --all -W -n --keep-going
+	$(PY) scripts/build_book.py . --all -W -n --keep-going; en=$$?; \
+	$(PY) scripts/build_book.py --zh --all -W -n --keep-going && exit $$en
+
+# The Chinese edition alone (after `make book` has built the English one it links to)
+book-zh: $(STAMP) $(NODE_STAMP)
+	$(PY) scripts/build_book.py --zh --all -W -n --keep-going
 
 # The tests and every notebook run against the package as a reader installs it: a wheel built from this checkout,
 # unpacked into _build/wheel-site/ and put first on PYTHONPATH (kernels inherit it). A module or data file missing
@@ -51,9 +58,11 @@ test: $(STAMP) $(NODE_STAMP) wheel
 
 # The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
 # executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the
-# `notebooks` branch, where the Colab links point.
+# `notebooks` branch, where the Colab links point. The Chinese reader edition goes to _build/notebooks/zh/.
 notebooks: $(STAMP)
 	$(PY) scripts/reader_edition.py --executed _build/jupyter_execute --out _build/notebooks
+	$(PY) scripts/zh_edition.py generate
+	$(PY) scripts/reader_edition.py --lang zh
 
 student: $(STAMP)
 	$(PY) -m dpo_grpo.exercises student book _build/student
