@@ -24,6 +24,7 @@ results the Explorables page shows. The test fails only on a redraw slower than 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -38,9 +39,10 @@ import nbformat
 import numpy as np
 import pytest
 
-# one xdist worker runs the whole module: a server, a browser and a kernel per frontend at a time, and the last test of
-# each frontend reads the redraw times its slider tests recorded in this process
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live-widgets")]
+# one xdist worker runs each frontend's tests (a group per frontend, set on the server fixture's params: the
+# frontends run side by side on two workers): a server, a browser and a kernel, and the frontend's last test reads
+# the redraw times its slider tests recorded in that process
+pytestmark = [pytest.mark.browser]
 
 from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
 
@@ -297,7 +299,12 @@ def test_the_widgets7_venv_has_colab_widgets_and_jupyterlab_3(widgets7_python):
     assert got == [pins["ipywidgets"], pins["plotly"], pins["jupyterlab"]], got
 
 
-@pytest.fixture(scope="module", params=list(FRONTENDS))
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(f, marks=pytest.mark.xdist_group(f"live-{f}")) for f in FRONTENDS
+    ],
+)
 def server(request, notebook_dir, tmp_path_factory):
     frontend = request.param
     app, kernel, options, mode = FRONTENDS[frontend]
@@ -555,6 +562,9 @@ def test_every_explorable_was_drawn_and_times_are_recorded(page):
     times = DRAW_MS.get(frontend, {})
     assert sorted(times) == sorted(TITLES), f"run with the slider tests: {times}"
     DRAW_MS_OUT.parent.mkdir(parents=True, exist_ok=True)
-    recorded = json.loads(DRAW_MS_OUT.read_text()) if DRAW_MS_OUT.exists() else {}
-    recorded[frontend] = {"draw_ms": times}
-    DRAW_MS_OUT.write_text(json.dumps(recorded, indent=1))
+    # two workers may each finish a frontend at once: read, update and write under a lock
+    with open(f"{DRAW_MS_OUT}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        recorded = json.loads(DRAW_MS_OUT.read_text()) if DRAW_MS_OUT.exists() else {}
+        recorded[frontend] = {"draw_ms": times}
+        DRAW_MS_OUT.write_text(json.dumps(recorded, indent=1))
