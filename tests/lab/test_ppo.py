@@ -180,6 +180,17 @@ def test_ppo_runs_are_deterministic(tiny_cfg):
     assert other.as_dict(include_timing=False) != first.as_dict(include_timing=False)
 
 
+def test_a_ppo_history_hands_back_its_final_critic(tiny_cfg):
+    h = run_lab(dataclasses.replace(tiny_cfg, grpo_steps=1), algorithm="ppo", seed=0)
+    assert h.critic is not None and h.critic.head.out_features == 1
+    assert any(
+        p.data_ptr() != q.data_ptr()
+        for p, q in zip(h.critic.parameters(), h.policy.parameters())
+    )
+    assert "critic" not in h.as_dict()
+    assert run_lab(dataclasses.replace(tiny_cfg, grpo_steps=1), "grpo").critic is None
+
+
 def test_ppo_checkpoint_resume_is_bit_for_bit(tmp_path, tiny_cfg):
     cfg = dataclasses.replace(tiny_cfg, ref_sync_steps=2)
     full = run_lab(cfg, algorithm="ppo", seed=1)

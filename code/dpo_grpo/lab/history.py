@@ -104,6 +104,8 @@ class LabHistory:
     #: mean implicit reward margin over all training pairs
     eval_pair_margin: list = field(default_factory=list)
     policy: torch.nn.Module | None = field(default=None, repr=False, compare=False)
+    #: PPO: the final critic (None for the other algorithms)
+    critic: torch.nn.Module | None = field(default=None, repr=False, compare=False)
 
     #: fields that depend on the clock or the machine, not on the computation
     TIMING_FIELDS = (
@@ -122,7 +124,7 @@ class LabHistory:
         d = {
             f.name: copy.deepcopy(getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if f.name != "policy"
+            if f.name not in ("policy", "critic")
         }
         if not include_timing:
             for name in self.TIMING_FIELDS:

@@ -350,7 +350,8 @@ def run_lab(
     and seed come from the checkpoint and must agree with the ones given, if given);
     ``stop_after=n`` returns after step n (to simulate an interruption).
     ``progress``: a bar over the steps with the time left (None: where someone
-    watches, :mod:`dpo_grpo.lab.progress`). ``history.policy`` is the final policy."""
+    watches, :mod:`dpo_grpo.lab.progress`). ``history.policy`` is the final policy
+    (and, for PPO, ``history.critic`` the final critic)."""
     cfg = LabConfig.preset("cpu") if config is None else config
     if not isinstance(cfg, LabConfig):
         raise TypeError(f"config must be a LabConfig, got {type(cfg).__name__}")
@@ -396,4 +397,5 @@ def run_lab(
         finally:
             shown.close()
         run.history.policy = run.policy
+        run.history.critic = getattr(run, "critic", None)
         return run.history
