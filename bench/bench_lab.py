@@ -24,7 +24,8 @@ end of its optimiser step; medians over the steps after the first.
 
 What the critic costs (``ppo_vs_grpo``): ``dpo_grpo.lab.ppo_vs_grpo_cost``, PPO with its critic against GRPO on
 the same model, seed and batch (the same completions per step): parameters, optimiser-state bytes, training-state
-bytes, peak memory and the median time per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone).
+bytes, peak memory and the median time per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone and
+writes it into the existing results file, keeping its other sections).
 
 Usage::
 
@@ -283,6 +284,17 @@ def main(argv=None):
     t0 = time.perf_counter()
     record["ppo_vs_grpo"] = ppo_section(cfg, args.ppo_steps, args.seed)
     if args.ppo_only:
+        # the other sections of an existing results file are kept
+        if out_path.is_file():
+            kept = json.loads(out_path.read_text())
+            kept["ppo_vs_grpo"] = dict(
+                record["ppo_vs_grpo"],
+                measured={k: record[k] for k in ("date", "host", "torch", "device")},
+            )
+            kept["ppo_vs_grpo"]["seconds"] = time.perf_counter() - t0
+            out_path.write_text(json.dumps(kept, indent=1) + "\n")
+            print(f"wrote the ppo_vs_grpo section into {out_path}")
+            return
         finish(record, out_path, t0)
         return
     for name, overrides in scenarios(args.preset, args.steps).items():
