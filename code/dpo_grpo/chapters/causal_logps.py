@@ -1,4 +1,4 @@
-"""Per-token log-probs of a real causal LM (chapter 5, section 5.17).
+"""Per-token log-probs of a real causal LM (chapter 5, section 5.16).
 
 The four details of step 5 that a toy table of logits hides:
 

@@ -1,4 +1,4 @@
-"""Six silent pitfalls of a GRPO implementation (section 5.14): each runs without error yet gives a wrong number.
+"""Six silent pitfalls of a GRPO implementation (chapter 5, page II): each runs without error yet gives a wrong number.
 
 For each pitfall the module has the buggy version (``*_buggy``), the fixed version and a detector that raises
 ``ValueError`` (or returns a report) so the bug is caught by an assertion rather than by a failed run weeks later.

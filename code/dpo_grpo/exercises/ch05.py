@@ -1,4 +1,4 @@
-"""Exercises of chapter 5 (a production trainer side by side)."""
+"""Exercises of chapter 5 (Production I, a trainer side by side, and Production II, six silent pitfalls)."""
 
 import numpy as np
 
