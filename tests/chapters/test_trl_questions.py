@@ -1,4 +1,4 @@
-"""The computed answers to TRL users' questions (chapters 6, 8 and the log-line page): each against a hand value."""
+"""The computed answers to TRL users' questions (chapter 6 and the page "Reading a TRL run"): each against a hand value."""
 
 import math
 

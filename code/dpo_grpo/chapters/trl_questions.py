@@ -1,5 +1,5 @@
-"""Computed answers to the questions TRL users ask most about their GRPO and DPO logs (chapters 6, 8 and the page
-"Read a TRL log line").
+"""Computed answers to the questions TRL users ask most about their GRPO and DPO logs (chapter 6 and the page
+"Reading a TRL run").
 
 Every function builds a small batch, runs it through the package's TRL 1.16.0-exact pieces
 (:func:`dpo_grpo.trl_exact.advantages.reward_advantages`, :func:`dpo_grpo.trl_exact.grpo.grpo_loss`,

@@ -1,4 +1,5 @@
-"""Exercises of chapter 8 (common misconceptions and trainer FAQs)."""
+"""Exercises of chapter 8 (common misconceptions; 08.1, 08.2 and 08.4 use the page
+"Reading a TRL run")."""
 
 import numpy as np
 
