@@ -32,9 +32,11 @@ ALLOWED = {
     "trl_exact": {"_validation", "reference"},
     "torch_ops": {"_validation", "reference", "trl_exact"},
     "data": {"_validation"},
-    "lab": {"_validation", "reference", "trl_exact", "torch_ops"},
+    "lab": {"_validation", "i18n", "reference", "trl_exact", "torch_ops"},
+    "i18n": set(),
     "chapters": {
         "_validation",
+        "i18n",
         "tables",
         "reference",
         "trl_exact",
@@ -43,6 +45,7 @@ ALLOWED = {
     },
     "interactive": {
         "_validation",
+        "i18n",
         "tables",
         "reference",
         "trl_exact",
@@ -51,6 +54,7 @@ ALLOWED = {
     },
     "exercises": {
         "_validation",
+        "i18n",
         "tables",
         "reference",
         "trl_exact",
@@ -61,7 +65,7 @@ ALLOWED = {
         "interactive",
     },
     "notebook": set(),
-    "tables": {"_validation"},
+    "tables": {"_validation", "i18n"},
     "__init__": {"_validation", "reference", "trl_exact", "chapters"},
 }
 TOOLING = ("dpo_grpo_book", "bench", "scripts", "tests", "conftest")

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..i18n import tr
 from ._wire import decode_array
 
 EXERCISES: dict[str, "Exercise"] = {}
@@ -82,7 +83,9 @@ class Feedback:
             "error": "⚠️",
             "recorded": "📝",
         }[self.status]
-        return f"{mark} Exercise {self.exercise_id}: {self.message}"
+        return f"{mark} " + tr(
+            "Exercise {id}: {message}", id=self.exercise_id, message=self.message
+        )
 
     _repr_pretty_ = lambda self, p, cycle: p.text(repr(self))  # noqa: E731  (IPython display)
 

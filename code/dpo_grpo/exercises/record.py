@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 
+from ..i18n import N_, tr
 from .core import Feedback
 from .selfcheck import record_answer
 
 EXERCISE_ID = re.compile(r"[0-9A-Za-z_.\-]{1,32}")
-RECORDED = "answer recorded; your teacher's grader will mark it (no feedback in the graded edition)."
+RECORDED = N_(
+    "answer recorded; your teacher's grader will mark it (no feedback in the graded edition)."
+)
 
 
 def check(exercise_id: str, answer) -> Feedback:
@@ -26,7 +29,7 @@ def check(exercise_id: str, answer) -> Feedback:
         return Feedback(
             exercise_id,
             "not attempted",
-            "replace None with your answer and run the cell again.",
+            tr("replace None with your answer and run the cell again."),
         )
     record_answer(exercise_id, answer)
-    return Feedback(exercise_id, "recorded", RECORDED)
+    return Feedback(exercise_id, "recorded", tr(RECORDED))

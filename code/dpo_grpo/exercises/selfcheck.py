@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from ._wire import decode_value, encode_answer, encode_value
+from ..i18n import tr
 from .core import Feedback
 
 ANSWERS_ENV = "DPO_GRPO_ANSWERS"  # the file check() appends answers to, inside the grader's sandbox
@@ -191,27 +192,38 @@ def _check_numeric(entry, salt, answer):
     except (TypeError, ValueError):
         return (
             "incorrect",
-            f"expected a number or an array of numbers, got {type(answer).__name__}",
+            tr(
+                "expected a number or an array of numbers, got {type}",
+                type=type(answer).__name__,
+            ),
         )
     shape = tuple(entry["exact"]["shape"])
     if arr.shape != shape:
-        return "incorrect", f"expected shape {shape}, got {arr.shape}"
+        return "incorrect", tr(
+            "expected shape {want}, got {got}", want=shape, got=arr.shape
+        )
     if not np.all(np.isfinite(arr)):
-        return "incorrect", "your answer contains NaN or inf"
+        return "incorrect", tr("your answer contains NaN or inf")
     if matches(arr, entry["exact"], salt, "exact"):
-        return "correct", "correct."
+        return "correct", tr("correct.")
     for i, m in enumerate(entry["mistakes"]):
         if matches(arr, m["fp"], salt, f"mistake{i}"):
-            return "incorrect", f"not quite. {m['hint']}"
+            return "incorrect", tr("not quite. {hint}", hint=tr(m["hint"]))
     rtol, atol = entry["rtol"], entry["atol"]
     if matches(arr, entry["close"], salt, "close"):
-        return "incorrect", (
-            f"close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you rounded, "
-            "keep at least five significant figures."
+        return "incorrect", tr(
+            "close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you rounded, "
+            "keep at least five significant figures.",
+            rtol=rtol,
+            atol=atol,
         )
     return (
         "incorrect",
-        f"not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your computation.",
+        tr(
+            "not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your computation.",
+            rtol=rtol,
+            atol=atol,
+        ),
     )
 
 
@@ -219,18 +231,24 @@ def _check_choice(entry, salt, answer):
     if not isinstance(answer, str) or answer.strip().lower() not in {
         k.lower() for k in entry["options"]
     }:
-        return "incorrect", f"answer with one of the letters {entry['options']}"
+        return "incorrect", tr(
+            "answer with one of the letters {letters}", letters=entry["options"]
+        )
     h = _digest(salt, "choice", answer.strip().lower())
     if h == entry["answer"]:
-        return "correct", "correct."
-    return "incorrect", "not this one. " + entry["hints"].get(
-        h, "Reread the section and try again."
+        return "correct", tr("correct.")
+    hint = entry["hints"].get(h)
+    return "incorrect", tr(
+        "not this one. {hint}",
+        hint=tr("Reread the section and try again.") if hint is None else tr(hint),
     )
 
 
 def _check_code(entry, salt, answer):
     if not callable(answer):
-        return "incorrect", f"expected a function, got {type(answer).__name__}"
+        return "incorrect", tr(
+            "expected a function, got {type}", type=type(answer).__name__
+        )
     cases = [decode_value(c) for c in entry["cases"]]
     for j, args in enumerate(cases):
         try:
@@ -240,7 +258,12 @@ def _check_code(entry, salt, answer):
         ) as exc:  # the student's code raised: report it, don't crash the notebook
             return (
                 "error",
-                f"your function raised {type(exc).__name__} on test case {j + 1}: {exc}",
+                tr(
+                    "your function raised {error} on test case {j}: {exc}",
+                    error=type(exc).__name__,
+                    j=j + 1,
+                    exc=exc,
+                ),
             )
         try:
             arr = np.asarray(got, dtype=np.float64)
@@ -252,12 +275,14 @@ def _check_code(entry, salt, answer):
             if arr is not None and matches(
                 arr, m["outputs"][j], salt, f"mistake{i}case{j}"
             ):
-                return "incorrect", f"test case {j + 1} fails. {m['hint']}"
+                return "incorrect", tr(
+                    "test case {j} fails. {hint}", j=j + 1, hint=tr(m["hint"])
+                )
         return (
             "incorrect",
-            f"test case {j + 1} of {len(cases)} gives a different result.",
+            tr("test case {j} of {n} gives a different result.", j=j + 1, n=len(cases)),
         )
-    return "correct", f"correct on all {len(cases)} test cases."
+    return "correct", tr("correct on all {n} test cases.", n=len(cases))
 
 
 def record_answer(exercise_id: str, answer) -> None:
@@ -297,7 +322,7 @@ def check(exercise_id: str, answer) -> Feedback:
     if answer is None or answer is Ellipsis:
         status, message = (
             "not attempted",
-            "replace None with your answer and run the cell again.",
+            tr("replace None with your answer and run the cell again."),
         )
     else:
         checker = {
@@ -310,7 +335,11 @@ def check(exercise_id: str, answer) -> Feedback:
         except Exception as exc:  # never let a checker crash a student's notebook
             status, message = (
                 "error",
-                f"could not check this answer ({type(exc).__name__}: {exc})",
+                tr(
+                    "could not check this answer ({error}: {exc})",
+                    error=type(exc).__name__,
+                    exc=exc,
+                ),
             )
     record_answer(exercise_id, answer)
     return Feedback(exercise_id, status, message)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from ..reference.bandit import DEFAULT_REWARDS
 from .explorable import (
     GREEN,
@@ -38,8 +39,8 @@ BANDIT_LABELS = {
     "group_size": "G",
     "beta": "β",
     "lr": "lr",
-    "epsilon": "clip radius ε",
-    "seed": "seed",
+    "epsilon": N_("clip radius ε"),
+    "seed": N_("seed"),
 }
 BANDIT_DEFAULTS = {
     "group_size": 32,
@@ -49,7 +50,12 @@ BANDIT_DEFAULTS = {
     "seed": 7,
     "steps": 80,
 }
-ACTION_NAMES = [f"a{i} (reward {r:g})" for i, r in enumerate(DEFAULT_REWARDS)]
+
+
+def _action_name(a):
+    return tr("a{i} (reward {r:g})", i=a, r=DEFAULT_REWARDS[a])
+
+
 _BANDIT_PANELS = ((1, 1), (1, 2), (1, 3), (2, 1), (2, 2))
 
 
@@ -75,12 +81,12 @@ def _bandit_lines(d, on, showlegend):
             "mode": "lines",
             "x": d["step"].tolist(),
             "y": round_sig(d["probs"][:, a]),
-            "name": ACTION_NAMES[a],
+            "name": _action_name(a),
             "legendgroup": f"a{a}",
             "showlegend": showlegend,
             "line": {"color": ACTION_COLORS[a], "width": 3 if a == d["best"] else 1.8},
-            "hovertemplate": "step %{x}: %{y:.4f}<extra>"
-            + ACTION_NAMES[a]
+            "hovertemplate": tr("step %{x}: %{y:.4f}<extra>")
+            + _action_name(a)
             + "</extra>",
             **on,
         }
@@ -98,7 +104,7 @@ def _bandit_traces(panels):
 
 
 def _bandit_layout():
-    titles = [f"vary {BANDIT_LABELS[k]}" for k in BANDIT_PARAMS]
+    titles = [tr("vary {knob}", knob=tr(BANDIT_LABELS[k])) for k in BANDIT_PARAMS]
     fig = book_subplots(
         2,
         3,
@@ -108,9 +114,9 @@ def _bandit_layout():
         horizontal_spacing=0.07,
         shared_yaxes=True,
     )
-    fig.update_yaxes(range=[0, 1], title_text="probability", col=1)
+    fig.update_yaxes(range=[0, 1], title_text=tr("probability"), col=1)
     fig.update_yaxes(range=[0, 1])
-    fig.update_xaxes(title_text="step")
+    fig.update_xaxes(title_text=tr("step"))
     fig.update_xaxes(visible=False, row=2, col=3)
     fig.update_yaxes(visible=False, row=2, col=3)
     fig.update_layout(
@@ -120,12 +126,14 @@ def _bandit_layout():
             "xanchor": "left",
             "yanchor": "top",
             "font": {"size": 12},
-            "title": {"text": "action (reward)"},
+            "title": {"text": tr("action (reward)")},
         },
         margin={"t": 80, "b": 130},
         title={
-            "text": "each panel varies one knob; the others stay at G = 32, β = 0.02, lr = 0.18, "
-            "ε = 0.2, seed 7",
+            "text": tr(
+                "each panel varies one knob; the others stay at G = 32, β = 0.02, lr = 0.18, "
+                "ε = 0.2, seed 7"
+            ),
             "font": {"size": 13},
             "x": 0,
             "xref": "paper",
@@ -164,7 +172,7 @@ def _bandit_slider_places(layout, params):
 
 BANDIT = Explorable(
     name="bandit",
-    title="The group bandit",
+    title=N_("The group bandit"),
     defaults={k: BANDIT_DEFAULTS[k] for k in BANDIT_PARAMS},
     grid={
         "group_size": [2, 4, 8, 16, 32, 64],
@@ -194,9 +202,9 @@ def _bandit_live_layout():
         template=TEMPLATE,
         height=440,
         title={"text": "", "font": {"size": 13}},
-        xaxis={"title": {"text": "step"}},
-        yaxis={"title": {"text": "probability"}, "range": [0, 1]},
-        legend={"title": {"text": "action (reward)"}},
+        xaxis={"title": {"text": tr("step")}},
+        yaxis={"title": {"text": tr("probability")}, "range": [0, 1]},
+        legend={"title": {"text": tr("action (reward)")}},
         margin={"l": 60, "r": 175, "t": 50, "b": 60},
     )
     return fig.layout.to_plotly_json()
@@ -204,15 +212,18 @@ def _bandit_live_layout():
 
 BANDIT_LIVE = Explorable(
     name="bandit_live",
-    title="The group bandit (live)",
+    title=N_("The group bandit (live)"),
     defaults=dict(BANDIT_DEFAULTS),
     grid={},
     labels=BANDIT_LABELS,
     data=lambda p: _bandit_run(**p),
     traces=lambda d: _bandit_lines(d, {}, showlegend=True),
     updates=lambda d: {
-        "title.text": "G = {group_size}, β = {beta:g}, lr = {lr:g}, ε = {epsilon:g}, seed {seed}, "
-        "{steps} steps".format(**d["params"])
+        "title.text": tr(
+            "G = {group_size}, β = {beta:g}, lr = {lr:g}, ε = {epsilon:g}, seed {seed}, "
+            "{steps} steps",
+            **d["params"],
+        )
     },
     layout=_bandit_live_layout,
 )
@@ -226,18 +237,18 @@ def bandit_widget(
     from .widgets import ExplorableWidget, float_slider, int_slider
 
     controls = {
-        "group_size": int_slider("group size G", group_size, 2, 128),
-        "beta": float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),
-        "lr": float_slider("learning rate", lr, 0.01, 1.0, 0.01),
-        "epsilon": float_slider("clip radius ε", epsilon, 0.05, 0.5, 0.01),
-        "seed": int_slider("seed", seed, 0, 99),
-        "steps": int_slider("steps", steps, 10, 200, 10),
+        "group_size": int_slider(tr("group size G"), group_size, 2, 128),
+        "beta": float_slider(tr("β (KL weight)"), beta, 0.0, 1.0, 0.01),
+        "lr": float_slider(tr("learning rate"), lr, 0.01, 1.0, 0.01),
+        "epsilon": float_slider(tr("clip radius ε"), epsilon, 0.05, 0.5, 0.01),
+        "seed": int_slider(tr("seed"), seed, 0, 99),
+        "steps": int_slider(tr("steps"), steps, 10, 200, 10),
     }
     return ExplorableWidget(
         BANDIT_LIVE,
         controls,
         dict,
-        title="The group bandit",
-        help_text="GRPO on four actions, no critic",
+        title=tr("The group bandit"),
+        help_text=tr("GRPO on four actions, no critic"),
         columns=3,
     )

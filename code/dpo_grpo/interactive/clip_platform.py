@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from .explorable import (
     BLUE,
     GREY,
@@ -46,10 +47,10 @@ REGION_COLOR = {
     "inside": "#111111",
 }
 REGION_TEXT = {
-    "platform": "clip platform: gradient 0",
-    "wrong_direction": "wrong direction: not clipped",
-    "capped": "capped by δ: gradient 0",
-    "inside": "inside the clip interval",
+    "platform": N_("clip platform: gradient 0"),
+    "wrong_direction": N_("wrong direction: not clipped"),
+    "capped": N_("capped by δ: gradient 0"),
+    "inside": N_("inside the clip interval"),
 }
 
 
@@ -84,7 +85,7 @@ def _clip_traces(d):
             }
         )
 
-    pos, neg = "A > 0 (per unit |A|)", "A < 0 (per unit |A|)"
+    pos, neg = tr("A > 0 (per unit |A|)"), tr("A < 0 (per unit |A|)")
     curve(rho, d["objective_pos"], 1, 1, BLUE, pos, True)  # 0: eps_high
     curve(rho[left], d["objective_neg"][left], 1, 2, RED, neg, True)  # 1: eps_low
     curve(rho[right], d["objective_neg"][right], 1, 2, RED, neg, False)  # 2: delta
@@ -96,9 +97,15 @@ def _clip_traces(d):
         region = "capped" if seq["capped"][i] else str(seq["region"][i])
         a = float(seq["advantage"][i])
         col = 1 if a > 0 else 2
-        text = (
-            f"{seq['label'][i]}<br>ρ = {seq['ratio'][i]:.4f}, A = {a:+.4f}<br>objective ρA clipped = "
-            f"{seq['objective'][i]:+.4f}<br>d/dρ = {seq['grad'][i]:+.4f}<br>{REGION_TEXT[region]}"
+        text = tr(
+            "{label}<br>ρ = {ratio:.4f}, A = {a:+.4f}<br>objective ρA clipped = "
+            "{objective:+.4f}<br>d/dρ = {grad:+.4f}<br>{region}",
+            label=seq["label"][i],
+            ratio=seq["ratio"][i],
+            a=a,
+            objective=seq["objective"][i],
+            grad=seq["grad"][i],
+            region=tr(REGION_TEXT[region]),
         )
         traces.append(
             {
@@ -106,7 +113,7 @@ def _clip_traces(d):
                 "mode": "markers",
                 "x": round_sig([seq["ratio"][i]]),
                 "y": round_sig([seq["objective_unit"][i]]),
-                "name": f"answer {i}: ρ = {seq['ratio'][i]:.4f}",
+                "name": tr("answer {i}: ρ = {ratio:.4f}", i=i, ratio=seq["ratio"][i]),
                 "marker": {
                     "size": 13,
                     "symbol": SEQ_SYMBOLS[i],
@@ -120,7 +127,7 @@ def _clip_traces(d):
             }
         )
     for key in ("platform", "wrong_direction", "capped"):  # 10-12: legend only
-        traces.append(legend_square_trace(REGION_TEXT[key], REGION_LEGEND[key]))
+        traces.append(legend_square_trace(tr(REGION_TEXT[key]), REGION_LEGEND[key]))
     return traces
 
 
@@ -150,10 +157,10 @@ def _clip_layout():
         2,
         2,
         [
-            "A > 0 (a good answer): objective",
-            "A < 0 (a bad answer): objective",
-            "A > 0: gradient d/dρ",
-            "A < 0: gradient d/dρ",
+            tr("A > 0 (a good answer): objective"),
+            tr("A < 0 (a bad answer): objective"),
+            tr("A > 0: gradient d/dρ"),
+            tr("A < 0: gradient d/dρ"),
         ],
         height=660,
         shared_xaxes=True,
@@ -209,13 +216,13 @@ def _clip_layout():
         margin={"t": 140},
     )
     fig.update_xaxes(range=[X_MIN, X_MAX])
-    fig.update_xaxes(title_text="ratio ρ = π_θ / π_old", row=2)
+    fig.update_xaxes(title_text=tr("ratio ρ = π_θ / π_old"), row=2)
     fig.update_yaxes(
         range=[0.3, 1.5], row=1, col=1, title_text="min(ρA, clip(ρ)A) / |A|"
     )
     fig.update_yaxes(range=[-2.3, -0.5], row=1, col=2)
     fig.update_yaxes(
-        range=[-0.15, 1.15], row=2, col=1, title_text="d objective / dρ / |A|"
+        range=[-0.15, 1.15], row=2, col=1, title_text=tr("d objective / dρ / |A|")
     )
     fig.update_yaxes(range=[-1.15, 0.15], row=2, col=2)
     return fig.layout.to_plotly_json()
@@ -223,7 +230,7 @@ def _clip_layout():
 
 CLIP = Explorable(
     name="clip_platform",
-    title="Clip platforms",
+    title=N_("Clip platforms"),
     defaults={"epsilon": 0.2, "epsilon_high": 0.2, "delta": None},
     grid={
         "epsilon": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4],
@@ -231,8 +238,8 @@ CLIP = Explorable(
         "delta": [None, 1.5, 1.75, 2.0, 2.5],
     },
     labels={
-        "epsilon": "clip radius ε_low",
-        "epsilon_high": "clip radius ε_high",
+        "epsilon": N_("clip radius ε_low"),
+        "epsilon_high": N_("clip radius ε_high"),
         "delta": "δ",
     },
     data=_clip_data,
@@ -259,12 +266,12 @@ def clip_platform_widget(epsilon=0.2, epsilon_high=0.2, delta=None) -> Explorabl
     from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider
 
     controls = {
-        "epsilon": float_slider("clip radius ε_low", epsilon, 0.01, 0.6, 0.01),
+        "epsilon": float_slider(tr("clip radius ε_low"), epsilon, 0.01, 0.6, 0.01),
         "epsilon_high": float_slider(
-            "clip radius ε_high", epsilon_high, 0.0, 0.8, 0.01
+            tr("clip radius ε_high"), epsilon_high, 0.0, 0.8, 0.01
         ),
         "delta_on": W.Checkbox(
-            value=delta is not None, description="cap with δ", style=CONTROL_STYLE
+            value=delta is not None, description=tr("cap with δ"), style=CONTROL_STYLE
         ),
         "delta": float_slider("δ", 2.0 if delta is None else delta, 1.05, 3.0, 0.05),
     }
@@ -280,6 +287,6 @@ def clip_platform_widget(epsilon=0.2, epsilon_high=0.2, delta=None) -> Explorabl
         CLIP,
         controls,
         to_params,
-        title="Clip platforms",
-        help_text="per-token objective and gradient vs the ratio ρ",
+        title=tr("Clip platforms"),
+        help_text=tr("per-token objective and gradient vs the ratio ρ"),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..reference.advantages import group_advantages
 from ..reference.bandit import DEFAULT_REWARDS
@@ -125,7 +126,7 @@ def _traces(d):
         x = list(range(1, len(run["clip"]) + 1))
         for col, series, name, color in (
             (1, "clip", "clip_ratio/region_mean", "#d62728"),
-            (2, "spread", "std of log-ratio", "#1f77b4"),
+            (2, "spread", tr("std of log-ratio"), "#1f77b4"),
         ):
             t.append(
                 {
@@ -138,7 +139,9 @@ def _traces(d):
                     "showlegend": row == 1,
                     "line": {"color": color, "width": 1.5},
                     "marker": {"size": 4},
-                    "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+                    "hovertemplate": tr(
+                        "{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>", name=name
+                    ),
                     **on_subplot(row, col, 2),
                 }
             )
@@ -150,16 +153,16 @@ def _layout():
         2,
         2,
         [
-            "clip fraction, vary num_iterations",
-            "ratio spread, vary num_iterations",
-            "clip fraction, vary steps_per_generation",
-            "ratio spread, vary steps_per_generation",
+            tr("clip fraction, vary num_iterations"),
+            tr("ratio spread, vary num_iterations"),
+            tr("clip fraction, vary steps_per_generation"),
+            tr("ratio spread, vary steps_per_generation"),
         ],
         height=820,
         vertical_spacing=0.34,
         horizontal_spacing=0.1,
     )
-    fig.update_xaxes(title_text="optimizer step")
+    fig.update_xaxes(title_text=tr("optimizer step"))
     fig.update_yaxes(range=[0, 1], col=1)
     fig.update_layout(margin={"t": 80, "b": 130, "r": 200})  # r: the legend
     return fig.layout.to_plotly_json()
@@ -180,7 +183,7 @@ def _places(layout, params):
 
 CLIP_REUSE = Explorable(
     name="clip_reuse",
-    title="Reusing a generation batch",
+    title=N_("Reusing a generation batch"),
     defaults=dict(DEFAULTS),
     grid={"num_iterations": [1, 2, 3, 4, 6, 8], "steps_per_generation": [1, 2, 4, 8]},
     labels={
@@ -218,17 +221,17 @@ def clip_reuse_widget(
         "steps_per_generation": int_slider(
             "steps_per_generation", steps_per_generation, 1, 16
         ),
-        "lr": float_slider("learning rate", lr, 0.01, 2.0, 0.01),
-        "epsilon": float_slider("clip ε", epsilon, 0.05, 0.5, 0.01),
-        "group_size": int_slider("group size G", group_size, 2, 64),
-        "rollouts": int_slider("rollouts", rollouts, 1, 40),
-        "seed": int_slider("seed", seed, 0, 99),
+        "lr": float_slider(tr("learning rate"), lr, 0.01, 2.0, 0.01),
+        "epsilon": float_slider(tr("clip ε"), epsilon, 0.05, 0.5, 0.01),
+        "group_size": int_slider(tr("group size G"), group_size, 2, 64),
+        "rollouts": int_slider(tr("rollouts"), rollouts, 1, 40),
+        "seed": int_slider(tr("seed"), seed, 0, 99),
     }
     return ExplorableWidget(
         CLIP_REUSE,
         controls,
         dict,
-        title="Reusing a generation batch",
-        help_text="only a rollout's first step is on-policy",
+        title=tr("Reusing a generation batch"),
+        help_text=tr("only a rollout's first step is on-policy"),
         columns=3,
     )

@@ -5,6 +5,7 @@ the section 6.10 budget live (:func:`cost_explorer`). plotly and ipywidgets are 
 
 from __future__ import annotations
 
+from ..i18n import N_, plotly_font, tr
 from .. import _validation as v
 from ..chapters.costs import (
     ALGORITHMS,
@@ -33,10 +34,10 @@ _COLORS = {
     "rollout": "#1d4ed8",
 }
 _MEM_COLORS = {
-    "policy (trainable)": "#fca5a5",
-    "critic (trainable)": "#b91c1c",
-    "reference (frozen)": "#93c5fd",
-    "reward model (frozen)": "#fcd34d",
+    N_("policy (trainable)"): "#fca5a5",
+    N_("critic (trainable)"): "#b91c1c",
+    N_("reference (frozen)"): "#93c5fd",
+    N_("reward model (frozen)"): "#fcd34d",
 }
 
 
@@ -71,12 +72,12 @@ def _curves(w: Workload, group_sizes, t):
 
 
 _LINE_STYLE = {
-    "PPO, 1 answer per prompt": dict(color=_COLORS["ppo"], dash="solid"),
-    "PPO, G answers per prompt": dict(color=_COLORS["ppo_same"], dash="solid"),
+    N_("PPO, 1 answer per prompt"): dict(color=_COLORS["ppo"], dash="solid"),
+    N_("PPO, G answers per prompt"): dict(color=_COLORS["ppo_same"], dash="solid"),
     "GRPO": dict(color=_COLORS["grpo"], dash="solid"),
-    "DPO (pairs, no sampling)": dict(color=_COLORS["dpo"], dash="solid"),
-    "GRPO generation + scoring": dict(color=_COLORS["rollout"], dash="dot"),
-    "PPO critic (G answers per prompt)": dict(color=_COLORS["critic"], dash="dot"),
+    N_("DPO (pairs, no sampling)"): dict(color=_COLORS["dpo"], dash="solid"),
+    N_("GRPO generation + scoring"): dict(color=_COLORS["rollout"], dash="dot"),
+    N_("PPO critic (G answers per prompt)"): dict(color=_COLORS["critic"], dash="dot"),
 }
 
 
@@ -122,25 +123,28 @@ def cost_figure(
         reward_model_size = int(
             v.scalar(reward_model_size, "reward_model_size", positive=True)
         )
-    rewards = [("rule checker", None), ("reward model", reward_model_size)]
+    rewards = [
+        (tr("rule checker"), None),
+        (tr("reward model"), reward_model_size),
+    ]
 
     mem_title = (
-        f"logical state per GPU (GB, sharded over {base.n_gpus})"
+        tr("logical state per GPU (GB, sharded over {n})", n=base.n_gpus)
         if base.shard_states
-        else "logical state (GB, unsharded)"
+        else tr("logical state (GB, unsharded)")
     )
     fig = make_subplots(
         rows=1,
         cols=2,
         column_widths=[0.62, 0.38],
         horizontal_spacing=0.1,
-        subplot_titles=("estimated seconds per step", mem_title),
+        subplot_titles=(tr("estimated seconds per step"), mem_title),
     )
     scenarios = []  # (label, [trace indices per answer length], memory trace indices)
     for n in sizes:
         for rlabel, rsize in rewards:
             rparams = None if rsize is None else (n if rsize == "same" else int(rsize))
-            label = f"{_size_label(n)} policy, {rlabel}"
+            label = tr("{size} policy, {reward}", size=_size_label(n), reward=rlabel)
             per_len = []
             for L in lens:
                 w = base.with_(n_params=n, answer_len=L, reward_params=rparams)
@@ -150,12 +154,13 @@ def cost_figure(
                         go.Scatter(
                             x=gs,
                             y=_r4(ys),
-                            name=name,
+                            name=tr(name),
                             mode="lines+markers",
                             line=dict(width=2, **_LINE_STYLE[name]),
                             visible=False,
                             legendgroup=name,
-                            hovertemplate=f"{name}<br>G=%{{x}}<br>%{{y:.3g}} s<extra></extra>",
+                            hovertemplate=tr(name)
+                            + "<br>G=%{x}<br>%{y:.3g} s<extra></extra>",
                         ),
                         row=1,
                         col=1,
@@ -171,12 +176,12 @@ def cost_figure(
                     go.Bar(
                         x=[LABELS[a] for a in ALGORITHMS],
                         y=_r4(ys),
-                        name=comp,
+                        name=tr(comp),
                         marker_color=color,
                         visible=False,
                         legendgroup=comp,
                         showlegend=True,
-                        hovertemplate=f"{comp}<br>%{{y:.1f}} GB<extra></extra>",
+                        hovertemplate=tr(comp) + "<br>%{y:.1f} GB<extra></extra>",
                     ),
                     row=1,
                     col=2,
@@ -211,7 +216,7 @@ def cost_figure(
                 y=-0.1,
                 yanchor="top",
                 currentvalue=dict(
-                    prefix="answer length (tokens): ", font=dict(size=12)
+                    prefix=tr("answer length (tokens): "), font=dict(size=12)
                 ),
                 pad=dict(t=30, b=0),
             )
@@ -252,8 +257,13 @@ def cost_figure(
         margin=dict(t=120, b=230, l=60, r=20),
         legend=dict(orientation="h", y=-0.5, yanchor="top", x=0.0, font=dict(size=11)),
         title=dict(
-            text=f"One step: {base.prompts} prompts of {base.prompt_len} tokens on {base.n_gpus} GPUs "
-            f"(illustrative throughputs)",
+            text=tr(
+                "One step: {prompts} prompts of {tokens} tokens on {gpus} GPUs "
+                "(illustrative throughputs)",
+                prompts=base.prompts,
+                tokens=base.prompt_len,
+                gpus=base.n_gpus,
+            ),
             x=0.0,
             xanchor="left",
             y=0.985,
@@ -262,13 +272,15 @@ def cost_figure(
     )
     fig.update_xaxes(
         type="log",
-        title_text="group size G",
+        title_text=tr("group size G"),
         tickvals=gs,
         ticktext=[str(g) for g in gs],
         row=1,
         col=1,
     )
-    fig.update_yaxes(type="log", dtick=1, title_text="seconds", row=1, col=1)
+    fig.update_yaxes(type="log", dtick=1, title_text=tr("seconds"), row=1, col=1)
+    if plotly_font():
+        fig.update_layout(font=plotly_font())
     return fig
 
 
@@ -293,7 +305,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             min=8.5,
             max=11,
             step=0.05,
-            description="policy parameters",
+            description=tr("policy parameters"),
             style=style,
             layout=lay,
             readout_format=".3g",
@@ -310,7 +322,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             value=base.ppo_samples,
             min=1,
             max=128,
-            description="PPO answers/prompt",
+            description=tr("PPO answers/prompt"),
             style=style,
             layout=lay,
         ),
@@ -318,7 +330,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             value=base.prompts,
             min=1,
             max=1024,
-            description="prompts per step",
+            description=tr("prompts per step"),
             style=style,
             layout=lay,
         ),
@@ -327,7 +339,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             min=16,
             max=8192,
             step=16,
-            description="prompt tokens",
+            description=tr("prompt tokens"),
             style=style,
             layout=lay,
         ),
@@ -336,7 +348,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             min=16,
             max=32768,
             step=16,
-            description="answer tokens",
+            description=tr("answer tokens"),
             style=style,
             layout=lay,
         ),
@@ -348,7 +360,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
                 ("reward model, 70B", 70e9),
             ],
             value=0.0,
-            description="reward",
+            description=tr("reward"),
             style=style,
             layout=lay,
         ),
@@ -356,7 +368,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             value=base.inner_epochs,
             min=1,
             max=8,
-            description="updates per rollout",
+            description=tr("updates per rollout"),
             style=style,
             layout=lay,
         ),
@@ -366,7 +378,7 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             min=-4,
             max=0,
             step=0.25,
-            description="trainable fraction",
+            description=tr("trainable fraction"),
             style=style,
             layout=lay,
             readout_format=".2g",
@@ -375,18 +387,18 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             value=base.n_gpus,
             min=1,
             max=256,
-            description="GPUs",
+            description=tr("GPUs"),
             style=style,
             layout=lay,
         ),
         "shard_states": W.Checkbox(
-            value=base.shard_states, description="shard states (ZeRO-3/FSDP)"
+            value=base.shard_states, description=tr("shard states (ZeRO-3/FSDP)")
         ),
         "critic_remote": W.Checkbox(
-            value=base.critic_remote, description="critic in a separate service"
+            value=base.critic_remote, description=tr("critic in a separate service")
         ),
         "reward_remote": W.Checkbox(
-            value=base.reward_remote, description="reward scorer remote"
+            value=base.reward_remote, description=tr("reward scorer remote")
         ),
     }
     out = W.Output()
@@ -401,10 +413,13 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
         grpo = step_time(step_cost("grpo", w), t)
         state["workload"] = w
         state["text"] = format_rows(budget_rows(w, t))
-        state["note"] = (
-            f"critic of PPO at the same rollout: {crit['state_bytes'] / GB:.1f} GB state per GPU, "
-            f"{crit['seconds']:.3g} s per step; GRPO generation + scoring: "
-            f"{grpo['generation'] + grpo['scoring']:.3g} s per step"
+        state["note"] = tr(
+            "critic of PPO at the same rollout: {gb:.1f} GB state per GPU, "
+            "{seconds:.3g} s per step; GRPO generation + scoring: "
+            "{rollout:.3g} s per step",
+            gb=crit["state_bytes"] / GB,
+            seconds=crit["seconds"],
+            rollout=grpo["generation"] + grpo["scoring"],
         )
         if not in_kernel():
             return
@@ -424,8 +439,10 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
         w.observe(render, names="value")
     render()
     note = W.HTML(
-        "<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
-        "measure your own with <code>dpo_grpo.chapters.phase_timer.PhaseTimer</code>.</small>"
+        tr(
+            "<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
+            "measure your own with <code>dpo_grpo.chapters.phase_timer.PhaseTimer</code>.</small>"
+        )
     )
     ui = W.HBox([W.VBox(list(c.values()) + [note]), out])
     # for programmatic use: ui.controls["group_size"].value = 16

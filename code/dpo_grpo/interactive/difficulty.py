@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
 from .explorable import Explorable, book_subplots, on_subplot, round_sig
@@ -56,7 +57,10 @@ def _traces(d):
                     "legendgroup": scale,
                     "showlegend": col == 1,
                     "line": {"color": COLORS[scale]},
-                    "hovertemplate": f"{scale}<br>pass rate %{{x}}: %{{y:.4g}}<extra></extra>",
+                    "hovertemplate": tr(
+                        "{scale}<br>pass rate %{{x}}: %{{y:.4g}}<extra></extra>",
+                        scale=scale,
+                    ),
                     **on_subplot(1, col, 2),
                 }
             )
@@ -67,12 +71,12 @@ def _layout():
     fig = book_subplots(
         1,
         2,
-        ["prompt weight Σ|A|", "relative to a half-solved prompt"],
+        [tr("prompt weight Σ|A|"), tr("relative to a half-solved prompt")],
         height=500,
         horizontal_spacing=0.1,
     )
     fig.update_xaxes(
-        title_text="pass rate k / G of the prompt's group", range=[-0.03, 1.03]
+        title_text=tr("pass rate k / G of the prompt's group"), range=[-0.03, 1.03]
     )
     fig.update_layout(margin={"r": 205})  # the legend
     return fig.layout.to_plotly_json()
@@ -80,10 +84,10 @@ def _layout():
 
 DIFFICULTY = Explorable(
     name="difficulty",
-    title="Difficulty weighting",
+    title=N_("Difficulty weighting"),
     defaults={"group_size": 8, "eps": 1e-4},
     grid={"group_size": [4, 6, 8, 12, 16, 32]},
-    labels={"group_size": "group size G"},
+    labels={"group_size": N_("group size G")},
     data=lambda p: difficulty_data(**p),
     traces=_traces,
     updates=lambda d: {},
@@ -101,13 +105,13 @@ def difficulty_widget(group_size=8, eps=1e-4):
     from .widgets import ExplorableWidget, int_slider, log_slider
 
     controls = {
-        "group_size": int_slider("group size G", group_size, 2, 64),
-        "eps": log_slider("std guard ϵ", eps, -8, 0),
+        "group_size": int_slider(tr("group size G"), group_size, 2, 64),
+        "eps": log_slider(tr("std guard ϵ"), eps, -8, 0),
     }
     return ExplorableWidget(
         DIFFICULTY,
         controls,
         dict,
-        title="Difficulty weighting",
-        help_text="which prompts the std division up-weights",
+        title=tr("Difficulty weighting"),
+        help_text=tr("which prompts the std division up-weights"),
     )

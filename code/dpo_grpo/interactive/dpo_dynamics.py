@@ -8,6 +8,7 @@ every slider combination is exact). ``dpo_dynamics_figure()`` and ``dpo_dynamics
 
 from __future__ import annotations
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..chapters.displacement import dpo_displacement
 from .explorable import Explorable, book_subplots, on_subplot, round_sig
@@ -69,7 +70,9 @@ def _traces(d):
                     "legendgroup": series,
                     "showlegend": col == 1,
                     "line": {"color": color},
-                    "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+                    "hovertemplate": tr(
+                        "{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>", name=name
+                    ),
                     **on_subplot(1, col, 2),
                 }
             )
@@ -81,13 +84,13 @@ def _layout():
         1,
         2,
         [
-            f"vary β (pair similarity {FIXED_SIMILARITY})",
-            f"vary the pair's similarity (β = {FIXED_BETA})",
+            tr("vary β (pair similarity {s})", s=FIXED_SIMILARITY),
+            tr("vary the pair's similarity (β = {beta})", beta=FIXED_BETA),
         ],
         height=520,
         horizontal_spacing=0.1,
     )
-    fig.update_xaxes(title_text="gradient step")
+    fig.update_xaxes(title_text=tr("gradient step"))
     fig.update_yaxes(title_text="β · (log π − log π_ref)", col=1)
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
     fig.update_layout(margin={"l": 75, "r": 170})  # the legend
@@ -96,7 +99,7 @@ def _layout():
 
 DPO_DYNAMICS = Explorable(
     name="dpo_dynamics",
-    title="DPO dynamics",
+    title=N_("DPO dynamics"),
     defaults={
         "beta": FIXED_BETA,
         "similarity": FIXED_SIMILARITY,
@@ -107,7 +110,7 @@ DPO_DYNAMICS = Explorable(
         "beta": [0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
         "similarity": [-0.5, 0.0, 0.5, 0.8, 0.9, 0.99],
     },
-    labels={"beta": "β", "similarity": "cos(chosen, rejected)"},
+    labels={"beta": "β", "similarity": N_("cos(chosen, rejected)")},
     data=lambda p: dpo_dynamics_data(**p),
     traces=_traces,
     updates=lambda d: {},
@@ -130,17 +133,23 @@ def dpo_dynamics_widget(
     controls = {
         "beta": log_slider("β", beta, -2, 1, 0.05),
         "similarity": float_slider(
-            "cos(chosen, rejected)", similarity, -0.95, 0.99, 0.01
+            tr("cos(chosen, rejected)"), similarity, -0.95, 0.99, 0.01
         ),
-        "steps": int_slider("steps", steps, 10, 400, 10),
+        "steps": int_slider(tr("steps"), steps, 10, 400, 10),
         "other_alignment": float_slider(
-            "other answers along the pair's difference", other_alignment, 0.0, 2.0, 0.05
+            tr("other answers along the pair's difference"),
+            other_alignment,
+            0.0,
+            2.0,
+            0.05,
         ),
     }
     return ExplorableWidget(
         DPO_DYNAMICS,
         controls,
         dict,
-        title="DPO dynamics",
-        help_text="chosen, rejected and margin as β and the pair's similarity change",
+        title=tr("DPO dynamics"),
+        help_text=tr(
+            "chosen, rejected and margin as β and the pair's similarity change"
+        ),
     )

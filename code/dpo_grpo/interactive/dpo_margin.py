@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from .explorable import (
     BLUE,
@@ -78,11 +79,11 @@ def _dpo_traces(d):
                 "mode": "lines",
                 "x": round_sig(m),
                 "y": round_sig(d[key]),
-                "name": "selected β",
+                "name": tr("selected β"),
                 "legendgroup": "sel",
                 "showlegend": key == "loss",
                 "line": {"color": BLUE, "width": 3},
-                "hovertemplate": "u = %{x:.2f}: %{y:.4f}<extra>selected β</extra>",
+                "hovertemplate": tr("u = %{x:.2f}: %{y:.4f}<extra>selected β</extra>"),
                 **on,
             }
         )
@@ -93,11 +94,13 @@ def _dpo_traces(d):
                 "mode": "markers",
                 "x": [round_sig(d["margin"])],
                 "y": [round_sig(d[key])],
-                "name": "the article's pair",
+                "name": tr("the article's pair"),
                 "legendgroup": "pair",
                 "showlegend": key == "pair_loss",
                 "marker": {"color": RED, "size": 11, "symbol": "diamond"},
-                "hovertemplate": "u = %{x:.3f}: %{y:.4f}<extra>the article's pair</extra>",
+                "hovertemplate": tr(
+                    "u = %{x:.3f}: %{y:.4f}<extra>the article's pair</extra>"
+                ),
                 **on,
             }
         )
@@ -107,9 +110,9 @@ def _dpo_traces(d):
         "log π_ref(y_w)",
         "log π_θ(y_l)",
         "log π_ref(y_l)",
-        "chosen log-ratio",
-        "rejected log-ratio",
-        "margin u",
+        tr("chosen log-ratio"),
+        tr("rejected log-ratio"),
+        tr("margin u"),
     ]
     # top to bottom in reading order
     cats, vals_order = (
@@ -136,18 +139,18 @@ def _dpo_traces(d):
             "textposition": "outside",
             "marker": {"color": [PURPLE, RED, BLUE, GREY, RED, GREY, BLUE]},
             "showlegend": False,
-            "name": "log-probs",
+            "name": tr("log-probs"),
             "hovertemplate": "%{y}: %{x:.4f}<extra></extra>",
             "cliponaxis": False,
             **c_on,
         }
     )
     cats2 = [
-        "reward r_w = β·chosen",
-        "reward r_l = β·rejected",
+        tr("reward r_w = β·chosen"),
+        tr("reward r_l = β·rejected"),
         "logit β·u",
-        "loss −log σ(β·u)",
-        "weight σ(−β·u)",
+        tr("loss −log σ(β·u)"),
+        tr("weight σ(−β·u)"),
     ]
     vals2 = [
         d["chosen_reward"],
@@ -168,7 +171,7 @@ def _dpo_traces(d):
             "textposition": "outside",
             "marker": {"color": [ORANGE, GREEN, PURPLE, RED, BLUE]},
             "showlegend": False,
-            "name": "β-scaled",
+            "name": tr("β-scaled"),
             "hovertemplate": "%{y}: %{x:.4f}<extra></extra>",
             "cliponaxis": False,
             **e_on,
@@ -182,19 +185,19 @@ def _dpo_layout():
         2,
         2,
         [
-            "loss −log σ(β u)",
-            "gradient weight σ(−β u)",
-            "the article's pair: log-probs",
-            "scaled by β",
+            tr("loss −log σ(β u)"),
+            tr("gradient weight σ(−β u)"),
+            tr("the article's pair: log-probs"),
+            tr("scaled by β"),
         ],
         height=760,
         vertical_spacing=0.2,
         horizontal_spacing=0.22,
     )
-    fig.update_xaxes(title_text="log-ratio margin u", row=1)
+    fig.update_xaxes(title_text=tr("log-ratio margin u"), row=1)
     fig.update_yaxes(range=[0, 6], row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    fig.update_xaxes(range=[-3.6, 1.2], title_text="nats", row=2, col=1)
+    fig.update_xaxes(range=[-3.6, 1.2], title_text=tr("nats"), row=2, col=1)
     fig.update_xaxes(range=[-0.8, 1.6], row=2, col=2)
     fig.update_yaxes(tickfont_size=11, row=2)
     fig.update_layout(
@@ -248,5 +251,5 @@ def dpo_widget(
         controls,
         dict,
         title="DPO",
-        help_text="loss and gradient weight vs the margin",
+        help_text=tr("loss and gradient weight vs the margin"),
     )

@@ -42,6 +42,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..i18n import language, plotly_font, tr
+
 __all__ = [
     "Explorable",
     "PAGE_BUDGET_BYTES",
@@ -107,7 +109,7 @@ def format_value(value, digits=3):
     """A slider label: ``None`` -> "off", ints as they are, floats to ``digits``
     significant digits (``1e-4`` style when tiny or huge), sequences joined by ", "."""
     if value is None:
-        return "off"
+        return tr("off")
     if isinstance(value, (tuple, list)):
         return ", ".join(format_value(v, digits) for v in value)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -296,15 +298,20 @@ class Explorable:
         return d, self.traces(d), self.updates(d)
 
     def base_layout(self) -> dict:
-        """The layout as a plain dict (template expanded), computed once."""
+        """The layout as a plain dict (template expanded), computed once per language (:mod:`dpo_grpo.i18n`);
+        in Chinese its font family is a CJK stack."""
+        lang = language()
         if self._layout_cache is None:
-            self._layout_cache = go.Figure(layout=self.layout()).to_plotly_json()[
-                "layout"
-            ]
+            self._layout_cache = {}
+        if lang not in self._layout_cache:
+            layout = go.Figure(layout=self.layout()).to_plotly_json()["layout"]
+            if plotly_font():
+                layout["font"] = {**layout.get("font", {}), **plotly_font()}
+            self._layout_cache[lang] = layout
         # the template is never updated: share it instead of copying ~10 kB of nested dicts on every update
         return {
             k: v if k == "template" else copy.deepcopy(v)
-            for k, v in self._layout_cache.items()
+            for k, v in self._layout_cache[lang].items()
         }
 
     def figure_dict(self, data=None, **overrides) -> dict:
@@ -355,13 +362,13 @@ class Explorable:
         # Each slider rewrites the rectangle (its traces) x (its attributes): no other slider may own a cell of it.
         rects = {}
         for param, (_, owned, _) in per_param.items():
-            tr = sorted({i for i, _ in owned})
+            owned_tr = sorted({i for i, _ in owned})
             at = sorted({a for _, a in owned})
-            rects[param] = (tr, at)
+            rects[param] = (owned_tr, at)
         params = list(per_param)
         for a in params:
-            tr, at = rects[a]
-            cells = {(i, k) for i in tr for k in at}
+            owned_tr, at = rects[a]
+            cells = {(i, k) for i in owned_tr for k in at}
             for b in params:
                 if a != b and (
                     cells & per_param[b][1] or per_param[a][2] & per_param[b][2]
@@ -378,16 +385,16 @@ class Explorable:
             set_layout_path(layout, path, value)
         sliders = []
         for param, (states, owned, owned_layout) in per_param.items():
-            tr, at = rects[param]
+            owned_tr, at = rects[param]
             steps = []
             for value, flats, updates in states:
-                data_update = {k: [flats[i].get(k) for i in tr] for k in at}
+                data_update = {k: [flats[i].get(k) for i in owned_tr] for k in at}
                 layout_update = {k: updates[k] for k in sorted(owned_layout)}
                 steps.append(
                     {
                         "method": "update",
                         "label": self.label(param, value),
-                        "args": [data_update, layout_update, tr],
+                        "args": [data_update, layout_update, owned_tr],
                     }
                 )
             active = next(
@@ -401,7 +408,7 @@ class Explorable:
                     "steps": steps,
                     "name": param,
                     "currentvalue": {
-                        "prefix": f"{self.labels.get(param, param)} = ",
+                        "prefix": f"{tr(self.labels.get(param, param))} = ",
                         "font": {"size": 13},
                         "xanchor": "left",
                     },

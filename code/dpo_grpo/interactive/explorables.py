@@ -29,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from ..reference.advantages import group_advantages
 from ..reference.bandit import BanditRun
@@ -94,7 +95,10 @@ def example_sequences():
     return {
         "ratio": ratio,
         "advantage": advantage,
-        "label": [f"answer {i} (r = {r:g})" for i, r in enumerate(ex.REWARD_GROUPS[0])],
+        "label": [
+            tr("answer {i} (r = {r:g})", i=i, r=r)
+            for i, r in enumerate(ex.REWARD_GROUPS[0])
+        ],
     }
 
 
@@ -583,7 +587,7 @@ MEMORY_RECIPE_SHORT = {
 }
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
-ALGORITHM_LABELS = {"ppo": "PPO (actor + critic)", "grpo": "GRPO", "dpo": "DPO"}
+ALGORITHM_LABELS = {"ppo": N_("PPO (actor + critic)"), "grpo": "GRPO", "dpo": "DPO"}
 #: Stacked components, bottom to top.
 MEMORY_COMPONENTS = (
     "policy weights",
@@ -674,7 +678,7 @@ def memory_ledger_data(
             "precomputed_reference": bool(precomputed_reference),
         },
         "algorithms": ALGORITHMS,
-        "labels": [ALGORITHM_LABELS[a] for a in ALGORITHMS],
+        "labels": [tr(ALGORITHM_LABELS[a]) for a in ALGORITHMS],
         "components": components,
         "component_labels": {
             "policy weights": f"policy weights ({weight_dtype})",

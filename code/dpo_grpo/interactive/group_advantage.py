@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from .explorable import (
     BLUE,
@@ -74,9 +75,9 @@ def _adv_traces(d):
             "type": "bar",
             "x": x,
             "y": round_sig(d["transformed"], 6),
-            "name": "rewards a·r + b",
+            "name": tr("rewards a·r + b"),
             "marker": {"color": GREY},
-            "hovertemplate": "answer %{x}: %{y:.6g}<extra></extra>",
+            "hovertemplate": tr("answer %{x}: %{y:.6g}<extra></extra>"),
             **a_on,
         },  # 0
         {
@@ -84,27 +85,27 @@ def _adv_traces(d):
             "mode": "lines",
             "x": [0.5, g + 0.5],
             "y": round_sig([d["mean"]] * 2, 6),
-            "name": "group mean (the baseline)",
+            "name": tr("group mean (the baseline)"),
             "line": {"color": "black", "dash": "dash"},
-            "hovertemplate": "mean %{y:.6g}<extra></extra>",
+            "hovertemplate": tr("mean %{y:.6g}<extra></extra>"),
             **a_on,
         },  # 1
         {
             "type": "bar",
             "x": x,
             "y": round_sig(d["advantages_ddof0"]),
-            "name": "advantage, ddof 0 (population std)",
+            "name": tr("advantage, ddof 0 (population std)"),
             "marker": {"color": BLUE},
-            "hovertemplate": "answer %{x}: %{y:.4f}<extra>ddof 0</extra>",
+            "hovertemplate": tr("answer %{x}: %{y:.4f}<extra>ddof 0</extra>"),
             **b_on,
         },  # 2
         {
             "type": "bar",
             "x": x,
             "y": round_sig(d["advantages_ddof1"]),
-            "name": "advantage, ddof 1 (sample std, TRL)",
+            "name": tr("advantage, ddof 1 (sample std, TRL)"),
             "marker": {"color": ORANGE},
-            "hovertemplate": "answer %{x}: %{y:.4f}<extra>ddof 1</extra>",
+            "hovertemplate": tr("answer %{x}: %{y:.4f}<extra>ddof 1</extra>"),
             **b_on,
         },
     ]  # 3
@@ -116,9 +117,9 @@ def _adv_traces(d):
                 "mode": "lines",
                 "x": round_sig(d["scales"]),
                 "y": round_sig(d["best_advantage_vs_scale"][e]),
-                "name": f"best answer, ϵ = {format_value(e)}",
+                "name": tr("best answer, ϵ = {eps}", eps=format_value(e)),
                 "line": {"color": PURPLE, "dash": dashes[k % 4], "width": 2},
-                "hovertemplate": "scale %{x:.2g}: %{y:.4f}<extra>ϵ = "
+                "hovertemplate": tr("scale %{x:.2g}: %{y:.4f}<extra>ϵ = ")
                 + format_value(e)
                 + "</extra>",
                 **c_on,
@@ -132,7 +133,7 @@ def _adv_traces(d):
             "mode": "markers",
             "x": [round_sig(max(abs(a), 1e-7))],
             "y": [round_sig(d["advantages_ddof0"][d["best_index"]])],
-            "name": "this transform (ϵ of the bars)",
+            "name": tr("this transform (ϵ of the bars)"),
             "marker": {"color": BLUE, "size": 12, "symbol": "diamond"},
             "hovertemplate": "|a| = %{x:.2g}: %{y:.4f}<extra></extra>",
             **c_on,
@@ -144,9 +145,11 @@ def _adv_traces(d):
 def _adv_updates(d):
     # the first subplot title (annotation 0) carries the group's statistics
     return {
-        "annotations[0].text": (
-            f"rewards: mean {d['mean']:.4g}, std {d['std_ddof0']:.3g} (ddof 0), "
-            f"{d['std_ddof1']:.3g} (ddof 1)"
+        "annotations[0].text": tr(
+            "rewards: mean {mean:.4g}, std {std0:.3g} (ddof 0), {std1:.3g} (ddof 1)",
+            mean=d["mean"],
+            std0=d["std_ddof0"],
+            std1=d["std_ddof1"],
         )
     }
 
@@ -156,25 +159,25 @@ def _adv_layout():
         2,
         2,
         [
-            "rewards",
-            "advantages (r − mean) / (std + ϵ), ϵ = 1e-4",
-            "the best answer's advantage for rewards a·r, vs the scale a",
+            tr("rewards"),
+            tr("advantages (r − mean) / (std + ϵ), ϵ = 1e-4"),
+            tr("the best answer's advantage for rewards a·r, vs the scale a"),
         ],
         height=720,
         specs=[[{}, {}], [{"colspan": 2}, None]],
         vertical_spacing=0.17,
         horizontal_spacing=0.1,
     )
-    fig.update_xaxes(title_text="answer", dtick=1, row=1, col=1)
-    fig.update_xaxes(title_text="answer", dtick=1, row=1, col=2)
+    fig.update_xaxes(title_text=tr("answer"), dtick=1, row=1, col=1)
+    fig.update_xaxes(title_text=tr("answer"), dtick=1, row=1, col=2)
     fig.update_xaxes(
-        title_text="scale a (log scale): ϵ stops mattering once a·std ≫ ϵ",
+        title_text=tr("scale a (log scale): ϵ stops mattering once a·std ≫ ϵ"),
         type="log",
         row=2,
         col=1,
     )
     fig.update_yaxes(range=[-2.2, 2.2], row=1, col=2)
-    fig.update_yaxes(range=[-1.8, 1.8], title_text="advantage", row=2, col=1)
+    fig.update_yaxes(range=[-1.8, 1.8], title_text=tr("advantage"), row=2, col=1)
     fig.update_layout(
         barmode="group",
         legend={"orientation": "h", "x": 0, "y": 1.06, "yanchor": "bottom"},
@@ -185,14 +188,14 @@ def _adv_layout():
 
 GROUP_ADVANTAGE = Explorable(
     name="group_advantage",
-    title="Group advantages",
+    title=N_("Group advantages"),
     defaults={
         "transform": (1.0, 0.0),
         "rewards": tuple(float(r) for r in ex.REWARD_GROUPS[0]),
         "eps": 1e-4,
     },
     grid={"transform": list(TRANSFORMS)},
-    labels={"transform": "rewards"},
+    labels={"transform": N_("rewards")},
     formats={"transform": _transform_label},
     data=_adv_data,
     traces=_adv_traces,
@@ -227,19 +230,19 @@ def group_advantage_widget(
     controls = {
         "rewards": W.Text(
             value=", ".join(f"{r:g}" for r in rewards),
-            description="rewards (2 to 16)",
+            description=tr("rewards (2 to 16)"),
             continuous_update=False,
             style=CONTROL_STYLE,
             layout=W.Layout(width="420px"),
         ),
-        "eps": log_slider("std guard ϵ", eps, -10, 0),
+        "eps": log_slider(tr("std guard ϵ"), eps, -10, 0),
         "log10_scale": float_slider(
             "log₁₀ |a|", math.log10(abs(scale)) if scale else 0.0, -7.0, 2.0, 0.25
         ),
         "negate": W.Checkbox(
-            value=scale < 0, description="a < 0 (flip)", style=CONTROL_STYLE
+            value=scale < 0, description=tr("a < 0 (flip)"), style=CONTROL_STYLE
         ),
-        "shift": float_slider("shift b", shift, -50.0, 50.0, 0.5, ".1f"),
+        "shift": float_slider(tr("shift b"), shift, -50.0, 50.0, 0.5, ".1f"),
     }
 
     def to_params(v):
@@ -253,6 +256,6 @@ def group_advantage_widget(
         GROUP_ADVANTAGE,
         controls,
         to_params,
-        title="Group advantages",
-        help_text="advantages are invariant to a·r + b (a > 0) until a·std ≈ ϵ",
+        title=tr("Group advantages"),
+        help_text=tr("advantages are invariant to a·r + b (a > 0) until a·std ≈ ϵ"),
     )

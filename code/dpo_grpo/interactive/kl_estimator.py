@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from .explorable import (
     BLUE,
@@ -66,7 +67,7 @@ def _kl_traces(d):
                 "mode": "markers",
                 "x": [round_sig(dl)],
                 "y": [round_sig(d["at_delta"][key])],
-                "name": f"{key} at Δ",
+                "name": tr("{key} at Δ", key=key),
                 "legendgroup": key,
                 "showlegend": False,
                 "marker": {
@@ -78,11 +79,11 @@ def _kl_traces(d):
                 **a_on,
             }
         )
-    acts = ["action 0", "action 1", "action 2"]
+    acts = [tr("action {i}", i=i) for i in range(3)]
     for key, color, name in (
-        ("p", BLUE, "π_θ = p (current)"),
+        ("p", BLUE, tr("π_θ = p (current)")),
         ("q", GREY, "π_ref = q"),
-        ("sampling", ORANGE, "sampling μ = (1−τ)·p + τ·π_old"),
+        ("sampling", ORANGE, tr("sampling μ = (1−τ)·p + τ·π_old")),
     ):  # 6,7 static; 8 mix
         t.append(
             {
@@ -96,8 +97,8 @@ def _kl_traces(d):
             }
         )
     for key, color, name in (
-        ("biased_vs_mix", RED, "E_μ[k3] (bare: biased)"),
-        ("corrected_vs_mix", GREEN, "E_μ[(p/μ)·k3] (ratio-corrected)"),
+        ("biased_vs_mix", RED, tr("E_μ[k3] (bare: biased)")),
+        ("corrected_vs_mix", GREEN, tr("E_μ[(p/μ)·k3] (ratio-corrected)")),
     ):  # 9,10 static
         t.append(
             {
@@ -119,9 +120,9 @@ def _kl_traces(d):
             "mode": "lines",
             "x": [0, 1],
             "y": round_sig([d["exact"]] * 2),
-            "name": "KL(p‖q) exact",
+            "name": tr("KL(p‖q) exact"),
             "line": {"color": "black", "dash": "dot"},
-            "hovertemplate": "%{y:.4f}<extra>exact KL</extra>",
+            "hovertemplate": tr("%{y:.4f}<extra>exact KL</extra>"),
             **c_on,
         }
     )
@@ -132,10 +133,13 @@ def _kl_traces(d):
             "mode": "markers",
             "x": round_sig([d["params"]["mix"]] * 2),
             "y": round_sig([d["biased"], d["corrected"]]),
-            "name": "at this t",
+            "name": tr("at this t"),
             "showlegend": False,
             "marker": {"color": [RED, GREEN], "size": 12, "symbol": "diamond"},
-            "text": [f"biased {d['biased']:.4f}", f"corrected {d['corrected']:.4f}"],
+            "text": [
+                tr("biased {v:.4f}", v=d["biased"]),
+                tr("corrected {v:.4f}", v=d["corrected"]),
+            ],
             "hovertemplate": "%{text}<extra></extra>",
             **c_on,
         }
@@ -148,9 +152,9 @@ def _kl_layout():
         2,
         2,
         [
-            "k1, k2, k3 at one sampled token",
-            "p, q and the sampling distribution μ",
-            "average of k3 over tokens drawn from μ, vs the mix τ",
+            tr("k1, k2, k3 at one sampled token"),
+            tr("p, q and the sampling distribution μ"),
+            tr("average of k3 over tokens drawn from μ, vs the mix τ"),
         ],
         height=720,
         specs=[[{}, {}], [{"colspan": 2}, None]],
@@ -159,13 +163,15 @@ def _kl_layout():
     )
     fig.update_xaxes(title_text="Δ = log π_ref − log π_θ", row=1, col=1)
     fig.update_yaxes(range=[-3.2, 8], row=1, col=1)
-    fig.update_yaxes(range=[0, 0.8], title_text="probability", row=1, col=2)
+    fig.update_yaxes(range=[0, 0.8], title_text=tr("probability"), row=1, col=2)
     fig.update_xaxes(
-        title_text="τ: μ = (1 − τ)·p + τ·π_old (τ = 0: on-policy; τ = 1: the old policy)",
+        title_text=tr(
+            "τ: μ = (1 − τ)·p + τ·π_old (τ = 0: on-policy; τ = 1: the old policy)"
+        ),
         row=2,
         col=1,
     )
-    fig.update_yaxes(range=[0, 1.25], title_text="nats", row=2, col=1)
+    fig.update_yaxes(range=[0, 1.25], title_text=tr("nats"), row=2, col=1)
     fig.update_layout(
         barmode="group",
         legend={"orientation": "h", "x": 0, "y": 1.06, "yanchor": "bottom"},
@@ -176,7 +182,7 @@ def _kl_layout():
 
 KL = Explorable(
     name="kl_estimator",
-    title="KL estimators",
+    title=N_("KL estimators"),
     defaults={
         "delta": 0.5,
         "mix": 1.0,
@@ -218,7 +224,7 @@ def kl_estimator_widget(
     )
     controls = {
         "delta": float_slider("Δ = log π_ref − log π_θ", delta, -3.0, 3.0, 0.05),
-        "mix": float_slider("τ (sample from (1−τ)p + τ·old)", mix, 0.0, 1.0, 0.02),
+        "mix": float_slider(tr("τ (sample from (1−τ)p + τ·old)"), mix, 0.0, 1.0, 0.02),
         "p": text("p = π_θ", p),
         "q": text("q = π_ref", q),
         "old": text("π_old", old),
@@ -237,6 +243,6 @@ def kl_estimator_widget(
         KL,
         controls,
         to_params,
-        title="KL estimators",
-        help_text="k3 is unbiased on-policy; off-policy it needs the ratio p/μ",
+        title=tr("KL estimators"),
+        help_text=tr("k3 is unbiased on-policy; off-policy it needs the ratio p/μ"),
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..reference import examples as ex
 from ..reference.kl import estimator_views, exact_kl, kl_grad_logits, policy_gap_family
@@ -103,9 +104,9 @@ def _traces(d):
             "mode": "lines",
             "x": round_sig(g),
             "y": round_sig(d["kl"]),
-            "name": "KL(π_θ‖π_ref) exact",
+            "name": tr("KL(π_θ‖π_ref) exact"),
             "line": {"color": "black", "dash": "dot", "width": 2},
-            "hovertemplate": "κ = %{x:.2f}: %{y:.4f}<extra>exact KL</extra>",
+            "hovertemplate": tr("κ = %{x:.2f}: %{y:.4f}<extra>exact KL</extra>"),
             **a_on,
         }
     ]
@@ -119,7 +120,9 @@ def _traces(d):
                 "name": name,
                 "legendgroup": k,
                 "line": {"color": color, "width": 2.5},
-                "hovertemplate": "κ = %{x:.2f}: mean %{y:.4f}<extra>" + k + "</extra>",
+                "hovertemplate": tr("κ = %{x:.2f}: mean %{y:.4f}<extra>")
+                + k
+                + "</extra>",
                 **a_on,
             }
         )
@@ -133,7 +136,9 @@ def _traces(d):
                 "legendgroup": k,
                 "showlegend": False,
                 "line": {"color": color, "width": 2.5},
-                "hovertemplate": "κ = %{x:.2f}: std %{y:.4f}<extra>" + k + "</extra>",
+                "hovertemplate": tr("κ = %{x:.2f}: std %{y:.4f}<extra>")
+                + k
+                + "</extra>",
                 **b_on,
             }
         )
@@ -145,9 +150,9 @@ def _traces(d):
             "x": [round_sig(gap)] * 3,  # 7 gap
             "y": [round_sig(d["at"][k].mean) for k, _, _ in ESTIMATORS],
             "showlegend": False,
-            "name": "at κ",
+            "name": tr("at κ"),
             "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
-            "hovertemplate": "mean %{y:.4f}<extra></extra>",
+            "hovertemplate": tr("mean %{y:.4f}<extra></extra>"),
             **a_on,
         }
     )
@@ -158,9 +163,9 @@ def _traces(d):
             "x": [round_sig(gap)] * 3,  # 8 gap
             "y": [round_sig(np.sqrt(d["at"][k].variance)) for k, _, _ in ESTIMATORS],
             "showlegend": False,
-            "name": "at κ",
+            "name": tr("at κ"),
             "marker": {"color": [c for _, c, _ in ESTIMATORS], "size": 11},
-            "hovertemplate": "std %{y:.4f}<extra></extra>",
+            "hovertemplate": tr("std %{y:.4f}<extra></extra>"),
             **b_on,
         }
     )
@@ -175,9 +180,10 @@ def _traces(d):
                 "legendgroup": k,
                 "showlegend": False,
                 "marker": {"color": color},
-                "hovertemplate": "%{x}: %{y:.4f}<extra>expected gradient of "
-                + k
-                + " as a loss</extra>",
+                "hovertemplate": tr(
+                    "%{{x}}: %{{y:.4f}}<extra>expected gradient of {k} as a loss</extra>",
+                    k=k,
+                ),
                 **c_on,
             }
         )
@@ -188,7 +194,7 @@ def _traces(d):
             "y": round_sig(d["true_grad"]),
             "name": "∇ KL(π_θ‖π_ref)",  # 12 gap
             "marker": {"color": GREEN},
-            "hovertemplate": "%{x}: %{y:.4f}<extra>true gradient</extra>",
+            "hovertemplate": tr("%{x}: %{y:.4f}<extra>true gradient</extra>"),
             **c_on,
         }
     )
@@ -200,19 +206,19 @@ def _layout():
         1,
         3,
         [
-            "mean of k over tokens a ~ π_θ",
-            "standard deviation of k",
-            "expected gradient of β·k in the loss (β = 1)",
+            tr("mean of k over tokens a ~ π_θ"),
+            tr("standard deviation of k"),
+            tr("expected gradient of β·k in the loss (β = 1)"),
         ],
         height=470,
         horizontal_spacing=0.08,
     )
     fig.update_xaxes(
-        title_text="policy gap κ (0 = π_ref, 1 = the article's π_θ)", col=1
+        title_text=tr("policy gap κ (0 = π_ref, 1 = the article's π_θ)"), col=1
     )
-    fig.update_xaxes(title_text="policy gap κ", col=2)
+    fig.update_xaxes(title_text=tr("policy gap κ"), col=2)
     fig.update_xaxes(title_text="logit", col=3)
-    fig.update_yaxes(title_text="nats", col=1)
+    fig.update_yaxes(title_text=tr("nats"), col=1)
     fig.update_yaxes(range=[0, 2.5], col=2)
     fig.update_yaxes(range=[-0.6, 0.7], col=3)
     fig.update_layout(
@@ -225,13 +231,13 @@ def _layout():
 
 KL_VARIANCE = Explorable(
     name="kl_variance",
-    title="KL estimators: bias, variance, gradient",
+    title=N_("KL estimators: bias, variance, gradient"),
     defaults={
         "gap": 1.0,
         **{k: tuple(float(x) for x in ex.KL_EXAMPLE[k]) for k in ("p", "q")},
     },
     grid={"gap": GAP_GRID},
-    labels={"gap": "policy gap κ"},
+    labels={"gap": N_("policy gap κ")},
     data=_data,
     traces=_traces,
     updates=lambda d: {},
@@ -259,8 +265,8 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
         layout=W.Layout(width="260px"),
     )
     controls = {
-        "gap": float_slider("policy gap κ", gap, 0.0, 3.0, 0.05),
-        "p": text("π_θ at κ = 1", p),
+        "gap": float_slider(tr("policy gap κ"), gap, 0.0, 3.0, 0.05),
+        "p": text(tr("π_θ at κ = 1"), p),
         "q": text("π_ref", q),
     }
 
@@ -275,7 +281,9 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
         KL_VARIANCE,
         controls,
         to_params,
-        title="KL estimators: bias, variance, gradient",
-        help_text="k3: unbiased and low-variance near π_ref; as a loss it follows KL(π_ref‖π_θ)",
+        title=tr("KL estimators: bias, variance, gradient"),
+        help_text=tr(
+            "k3: unbiased and low-variance near π_ref; as a loss it follows KL(π_ref‖π_θ)"
+        ),
         columns=3,
     )

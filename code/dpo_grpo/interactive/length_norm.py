@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..trl_exact.grpo import grpo_loss
 from .explorable import Explorable, book_subplots, on_subplot, round_sig
@@ -91,7 +92,11 @@ def _traces(d):
                         "showlegend": col == 1,
                         "line": {"color": COLORS[lt], "dash": dash},
                         "marker": {"size": 5},
-                        "hovertemplate": f"{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
+                        "hovertemplate": tr(
+                            "{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
+                            lt=lt,
+                            sign=sign,
+                        ),
                         **on_subplot(1, col, 2),
                     }
                 )
@@ -102,16 +107,21 @@ def _layout():
     fig = book_subplots(
         1,
         2,
-        ["push per token (−∂loss/∂log π)", "push per answer (per token × length)"],
+        [
+            tr("push per token (−∂loss/∂log π)"),
+            tr("push per answer (per token × length)"),
+        ],
         height=520,
         horizontal_spacing=0.1,
     )
-    fig.update_xaxes(type="log", title_text="length of this answer (tokens)")
+    fig.update_xaxes(type="log", title_text=tr("length of this answer (tokens)"))
     # the legend
     fig.update_layout(
         title={
-            "text": "one answer in a group of 4; the other answers have the slider's length; "
-            "on-policy, β = 0",
+            "text": tr(
+                "one answer in a group of 4; the other answers have the slider's length; "
+                "on-policy, β = 0"
+            ),
             "font": {"size": 13},
             "x": 0,
             "xref": "paper",
@@ -123,10 +133,10 @@ def _layout():
 
 LENGTH_NORM = Explorable(
     name="length_norm",
-    title="Length normalisation",
+    title=N_("Length normalisation"),
     defaults={"other_length": 100, "max_completion_length": 512, "group_size": 4},
     grid={"other_length": [10, 25, 50, 100, 200, 400]},
-    labels={"other_length": "other answers' length"},
+    labels={"other_length": N_("other answers' length")},
     data=lambda p: length_norm_data(**p),
     traces=_traces,
     updates=lambda d: {},
@@ -145,17 +155,17 @@ def length_norm_widget(other_length=100, max_completion_length=512, group_size=4
     from .widgets import ExplorableWidget, int_slider
 
     controls = {
-        "other_length": int_slider("other answers' length", other_length, 1, 512),
+        "other_length": int_slider(tr("other answers' length"), other_length, 1, 512),
         "max_completion_length": int_slider(
             "max_completion_length", max_completion_length, 512, 4096, 64
         ),
-        "group_size": int_slider("group size G", group_size, 2, 16),
+        "group_size": int_slider(tr("group size G"), group_size, 2, 16),
     }
     return ExplorableWidget(
         LENGTH_NORM,
         controls,
         dict,
-        title="Length normalisation",
-        help_text="who gets pushed how hard per token",
+        title=tr("Length normalisation"),
+        help_text=tr("who gets pushed how hard per token"),
         columns=3,
     )

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
-from ..reference.memory import GB, GiB
+from ..i18n import N_, tr
+from ..reference.memory import BYTES_PER_VALUE, GB, GiB
 from .explorable import TEMPLATE, Explorable, round_sig
 from .explorables import (
     MEMORY_COMPONENTS,
@@ -38,7 +39,26 @@ COMPONENT_COLORS = {
 RECIPES = tuple(MEMORY_RECIPES)
 
 
+def component_labels(d) -> dict:
+    """The legend names of :func:`memory_ledger_data`'s components, in the reader's language."""
+    p = d["params"]
+    return {
+        "policy weights": tr("policy weights ({dtype})", dtype=p["weight_dtype"]),
+        "policy gradients": tr("policy gradients ({dtype})", dtype=p["grad_dtype"]),
+        "policy fp32 master weights": tr("policy fp32 master weights"),
+        "policy optimizer states": tr(
+            "policy {optimizer} states (fp32)", optimizer=p["optimizer"]
+        ),
+        "critic (trainable state)": tr("critic: full trainable state"),
+        "reference (frozen)": tr(
+            "reference model (frozen, bf16: {n} bytes/param)", n=BYTES_PER_VALUE["bf16"]
+        ),
+        "reward model (frozen)": tr("reward model (frozen, bf16)"),
+    }
+
+
 def _memory_traces_for(d, visible=True, unit="GB"):
+    labels = component_labels(d)
     scale = GB if unit == "GB" else GiB
     other, other_scale = ("GiB", GiB) if unit == "GB" else ("GB", GB)
     t = []
@@ -49,12 +69,12 @@ def _memory_traces_for(d, visible=True, unit="GB"):
                 "type": "bar",
                 "x": d["labels"],
                 "y": round_sig(b / scale, 5),
-                "name": d["component_labels"][comp],
+                "name": labels[comp],
                 "legendgroup": comp,
                 "visible": visible,
                 "marker": {"color": COMPONENT_COLORS[comp]},
                 "customdata": round_sig(b / other_scale, 5),
-                "hovertemplate": f"%{{x}}<br>{d['component_labels'][comp]}: %{{y:.4g}} {unit} "
+                "hovertemplate": f"%{{x}}<br>{labels[comp]}: %{{y:.4g}} {unit} "
                 f"(%{{customdata:.4g}} {other})<extra></extra>",
             }
         )
@@ -116,10 +136,10 @@ def _memory_layout():
         height=560,
         barmode="stack",
         title={
-            "text": "logical training state (no activations, no sharding)",
+            "text": tr("logical training state (no activations, no sharding)"),
             "font": {"size": 14},
         },
-        yaxis={"title": {"text": "GB (10⁹ bytes)"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": tr("GB (10⁹ bytes)")}, "rangemode": "tozero"},
         legend={"x": 1.02, "y": 1, "font": {"size": 11}},
         margin={"l": 70, "r": 310, "t": 60, "b": 150},
     )
@@ -128,13 +148,16 @@ def _memory_layout():
 
 MEMORY = Explorable(
     name="memory_ledger",
-    title="Memory ledger",
+    title=N_("Memory ledger"),
     defaults={"n_billion": 7.0, "recipe": RECIPES[0]},
     grid={
         "n_billion": [0.5, 1.0, 1.5, 3.0, 7.0, 8.0, 13.0, 14.0, 32.0, 70.0],
         "recipe": list(RECIPES),
     },
-    labels={"n_billion": "parameters (billions)", "recipe": "precision + optimizer"},
+    labels={
+        "n_billion": N_("parameters (billions)"),
+        "recipe": N_("precision + optimizer"),
+    },
     formats={
         "n_billion": lambda v: f"{v:g}B",
         "recipe": lambda v: MEMORY_RECIPE_SHORT[v],
@@ -175,7 +198,7 @@ def _memory_live_data(p):
 
 MEMORY_LIVE = Explorable(
     name="memory_ledger_live",
-    title="Memory ledger (live)",
+    title=N_("Memory ledger (live)"),
     defaults={
         "n_billion": 7.0,
         "weight_dtype": "bf16",
@@ -192,7 +215,9 @@ MEMORY_LIVE = Explorable(
     data=_memory_live_data,
     traces=lambda d: _memory_traces_for(d, unit=d["unit"]),
     updates=lambda d: {
-        "yaxis.title.text": "GB (10⁹ bytes)" if d["unit"] == "GB" else "GiB (2³⁰ bytes)"
+        "yaxis.title.text": tr("GB (10⁹ bytes)")
+        if d["unit"] == "GB"
+        else tr("GiB (2³⁰ bytes)")
     },
     layout=_memory_layout,
 )
@@ -223,29 +248,36 @@ def memory_ledger_widget(
         layout=W.Layout(width="220px"),
     )
     controls = {
-        "n_billion": log_slider("parameters (billions)", n_billion, -1, 3, 0.05, ".3g"),
+        "n_billion": log_slider(
+            tr("parameters (billions)"), n_billion, -1, 3, 0.05, ".3g"
+        ),
         "unit": W.ToggleButtons(
-            options=["GB", "GiB"], value=unit, description="unit", style=CONTROL_STYLE
+            options=["GB", "GiB"],
+            value=unit,
+            description=tr("unit"),
+            style=CONTROL_STYLE,
         ),
         "weight_dtype": drop("weights", dtypes, weight_dtype),
         "grad_dtype": drop("gradients", dtypes, grad_dtype),
         "optimizer": drop("optimizer", ["adamw", "sgd_momentum", "sgd"], optimizer),
         "master_weights": W.Checkbox(
-            value=master_weights, description="fp32 master weights", style=CONTROL_STYLE
+            value=master_weights,
+            description=tr("fp32 master weights"),
+            style=CONTROL_STYLE,
         ),
         "reward_model": W.Checkbox(
             value=reward_model,
-            description="PPO: reward model (same size)",
+            description=tr("PPO: reward model (same size)"),
             style=CONTROL_STYLE,
         ),
         "grpo_reward_model": W.Checkbox(
             value=grpo_reward_model,
-            description="GRPO: reward model (else rule-based)",
+            description=tr("GRPO: reward model (else rule-based)"),
             style=CONTROL_STYLE,
         ),
         "precomputed_reference": W.Checkbox(
             value=precomputed_reference,
-            description="DPO: precomputed reference log-probs",
+            description=tr("DPO: precomputed reference log-probs"),
             style=CONTROL_STYLE,
         ),
     }
@@ -253,6 +285,6 @@ def memory_ledger_widget(
         MEMORY_LIVE,
         controls,
         dict,
-        title="Memory ledger",
-        help_text="logical training state, no activations or sharding",
+        title=tr("Memory ledger"),
+        help_text=tr("logical training state, no activations or sharding"),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from .. import _validation as v
 from ..chapters.token_level import LOSS_TYPES_SHOWN, token_level_example, token_table
 from .explorable import Explorable, book_subplots, round_sig
@@ -98,7 +99,7 @@ def _traces(d):
             "colorbar": {"title": {"text": "∂L/∂log π_θ"}, "x": 1.0, "len": 0.8},
             "xaxis": "x2",
             "yaxis": "y2",
-            "hovertemplate": "%{y}, %{x}: gradient %{z:.5f}<extra></extra>",
+            "hovertemplate": tr("%{y}, %{x}: gradient %{z:.5f}<extra></extra>"),
         },  # 1: epsilon
     ]
     ii, tt = np.nonzero(tab.region == "platform")
@@ -115,7 +116,7 @@ def _traces(d):
                 "color": "#333",
                 "line": {"width": 2, "color": "#333"},
             },
-            "name": "on a clip platform: gradient 0 (from the surrogate)",
+            "name": tr("on a clip platform: gradient 0 (from the surrogate)"),
             "showlegend": True,
             "hoverinfo": "skip",
             "xaxis": "x2",
@@ -129,8 +130,13 @@ def _updates(d):
     tab = d["table"]
     n_clipped = int((tab.region == "platform").sum())
     return {
-        "annotations[2].text": f"ε = {d['epsilon']:g}: loss {tab.loss:+.5f}, {n_clipped} of "
-        f"{int(d['example'].mask.sum())} tokens on a platform"
+        "annotations[2].text": tr(
+            "ε = {eps:g}: loss {loss:+.5f}, {n} of {total} tokens on a platform",
+            eps=d["epsilon"],
+            loss=tab.loss,
+            n=n_clipped,
+            total=int(d["example"].mask.sum()),
+        )
     }
 
 
@@ -139,8 +145,8 @@ def _layout():
         1,
         2,
         [
-            "ratio ρ = π_θ / π_old per token",
-            "gradient of the loss w.r.t. each token's log π_θ",
+            tr("ratio ρ = π_θ / π_old per token"),
+            tr("gradient of the loss w.r.t. each token's log π_θ"),
         ],
         height=430,
         horizontal_spacing=0.2,
@@ -168,10 +174,10 @@ def _data(params):
 
 TOKEN_LEVEL = Explorable(
     name="token_level",
-    title="Token-level GRPO",
+    title=N_("Token-level GRPO"),
     defaults={"epsilon": 0.2, "beta": 0.04, "loss_type": "grpo"},
     grid={"epsilon": EPSILON_GRID},
-    labels={"epsilon": "clip radius ε"},
+    labels={"epsilon": N_("clip radius ε")},
     data=_data,
     traces=_traces,
     updates=_updates,
@@ -192,8 +198,8 @@ def token_level_widget(epsilon=0.2, beta=0.04, loss_type="grpo"):
     from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider
 
     controls = {
-        "epsilon": float_slider("clip radius ε", epsilon, 0.01, 0.8, 0.01),
-        "beta": float_slider("β (KL weight)", beta, 0.0, 1.0, 0.01),
+        "epsilon": float_slider(tr("clip radius ε"), epsilon, 0.01, 0.8, 0.01),
+        "beta": float_slider(tr("β (KL weight)"), beta, 0.0, 1.0, 0.01),
         "loss_type": W.Dropdown(
             options=list(LOSS_TYPES_SHOWN),
             value=loss_type,
@@ -205,7 +211,7 @@ def token_level_widget(epsilon=0.2, beta=0.04, loss_type="grpo"):
         TOKEN_LEVEL,
         controls,
         dict,
-        title="Token-level GRPO",
-        help_text="ratios vary within an answer; crosses: clipped tokens",
+        title=tr("Token-level GRPO"),
+        help_text=tr("ratios vary within an answer; crosses: clipped tokens"),
         columns=3,
     )

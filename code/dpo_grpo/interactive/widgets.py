@@ -38,6 +38,7 @@ import time
 
 import ipywidgets as W
 
+from ..i18n import tr
 from .explorable import PLOTLY_CONFIG, flatten_attributes, same_value
 
 __all__ = [
@@ -215,7 +216,11 @@ class ExplorableWidget(W.VBox):
         self.error = None
         self.data, self.figure = data, figure
         self.last_update_ms = (time.perf_counter() - start) * 1e3
-        self.status.value = f"<span style='color:#888;font-size:11px'>recomputed in {self.last_update_ms:.1f} ms</span>"
+        self.status.value = (
+            "<span style='color:#888;font-size:11px'>"
+            + tr("recomputed in {ms:.1f} ms", ms=self.last_update_ms)
+            + "</span>"
+        )
         if self.mode == "figurewidget":
             if (
                 self._flat_traces is not None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import N_, tr
 from .explorable import (
     BLUE,
     ORANGE,
@@ -76,26 +77,30 @@ def _zero_traces(d):
         on_subplot(2, 1, 2),
         on_subplot(2, 2, 2),
     )
-    t.append(line(d["p"], d["prob_vs_p"], "pᴳ + (1−p)ᴳ (exact)", BLUE, a))  # 0: G
+    t.append(line(d["p"], d["prob_vs_p"], tr("pᴳ + (1−p)ᴳ (exact)"), BLUE, a))  # 0: G
     # 1: G
     t.append(
         dots(
             d["mc_p"],
             d["mc_vs_p"],
-            f"Monte Carlo ({d['n_groups']} groups, seed {d['seed']})",
+            tr(
+                "Monte Carlo ({n} groups, seed {seed})", n=d["n_groups"], seed=d["seed"]
+            ),
             BLUE,
             a,
         )
     )
     # 2: p
-    t.append(line(d["g"], d["prob_vs_g"], "one prompt: exact", BLUE, b, legend=False))
-    t.append(dots(d["g"], d["mc_vs_g"], "one prompt: Monte Carlo", BLUE, b))  # 3: p
+    t.append(
+        line(d["g"], d["prob_vs_g"], tr("one prompt: exact"), BLUE, b, legend=False)
+    )
+    t.append(dots(d["g"], d["mc_vs_g"], tr("one prompt: Monte Carlo"), BLUE, b))  # 3: p
     # 4: p
     t.append(
         line(
             d["g"],
             d["batch_expected_vs_g"],
-            "batch of prompts: expected fraction",
+            tr("batch of prompts: expected fraction"),
             ORANGE,
             b,
         )
@@ -103,7 +108,12 @@ def _zero_traces(d):
     # 5: p
     t.append(
         dots(
-            d["g"], d["batch_simulated_vs_g"], "batch: one seeded draw", ORANGE, b, "x"
+            d["g"],
+            d["batch_simulated_vs_g"],
+            tr("batch: one seeded draw"),
+            ORANGE,
+            b,
+            "x",
         )
     )
     # 6: p
@@ -113,9 +123,9 @@ def _zero_traces(d):
             "x": round_sig((edges[:-1] + edges[1:]) / 2),
             "y": counts.tolist(),
             "width": 0.048,
-            "name": f"batch pass rates ({d['batch_pass_rates'].size} prompts)",
+            "name": tr("batch pass rates ({n} prompts)", n=d["batch_pass_rates"].size),
             "marker": {"color": ORANGE},
-            "hovertemplate": "pass rate ≈ %{x:.3f}<br>%{y} prompts<extra></extra>",
+            "hovertemplate": tr("pass rate ≈ %{x:.3f}<br>%{y} prompts<extra></extra>"),
             **c,
         }
     )
@@ -124,7 +134,7 @@ def _zero_traces(d):
         line(
             d["gap"],
             d["two_sample"],
-            "advantage of the better answer in [0, d]",
+            tr("advantage of the better answer in [0, d]"),
             PURPLE,
             e,
             hover="A = %{y:.4f}",
@@ -142,7 +152,7 @@ def _zero_traces(d):
                 for x, y in zip(d["gaps"], d["two_sample_at_gaps"])
             ],
             "textposition": ["top center", "bottom right", "top right"],
-            "name": "the article's gaps",
+            "name": tr("the article's gaps"),
             "marker": {"color": PURPLE, "size": 9},
             "textfont": {"size": 10},
             "showlegend": False,
@@ -151,10 +161,10 @@ def _zero_traces(d):
         }
     )
     t.append(
-        vline_trace(p, 0, 1, a, name="pass rate p", hover=[f"p = {p:g}"] * 2)
+        vline_trace(p, 0, 1, a, name=tr("pass rate p"), hover=[f"p = {p:g}"] * 2)
     )  # 9: p
     t.append(
-        vline_trace(g, 0, 1, b, name="group size G", hover=[f"G = {g}"] * 2)
+        vline_trace(g, 0, 1, b, name=tr("group size G"), hover=[f"G = {g}"] * 2)
     )  # 10: G
     # 11: eps
     t.append(
@@ -166,7 +176,7 @@ def _zero_traces(d):
             "showlegend": False,
             "marker": {"symbol": "x", "size": 10, "color": "black"},
             "name": "d = 2ϵ",
-            "hovertemplate": "d = 2ε: the advantage is halved<extra></extra>",
+            "hovertemplate": tr("d = 2ε: the advantage is halved<extra></extra>"),
             **e,
         }
     )
@@ -178,34 +188,36 @@ def _zero_layout():
         2,
         2,
         [
-            "all G rewards equal, vs pass rate p",
-            "no signal, vs group size G (at p)",
-            "a batch's pass rates (Beta, mean p)",
-            "group [0, d]: advantage d / (d + 2ϵ)",
+            tr("all G rewards equal, vs pass rate p"),
+            tr("no signal, vs group size G (at p)"),
+            tr("a batch's pass rates (Beta, mean p)"),
+            tr("group [0, d]: advantage d / (d + 2ϵ)"),
         ],
         height=720,
         vertical_spacing=0.16,
         horizontal_spacing=0.1,
     )
-    fig.update_xaxes(title_text="pass rate p", range=[0, 1], row=1, col=1)
+    fig.update_xaxes(title_text=tr("pass rate p"), range=[0, 1], row=1, col=1)
     fig.update_yaxes(
-        title_text="probability of zero std", range=[0, 1.02], row=1, col=1
+        title_text=tr("probability of zero std"), range=[0, 1.02], row=1, col=1
     )
     fig.update_xaxes(
-        title_text="group size G (log scale)",
+        title_text=tr("group size G (log scale)"),
         type="log",
         tickvals=[2, 4, 8, 16, 32, 64],
         row=1,
         col=2,
     )
     fig.update_yaxes(
-        title_text="fraction with no signal", range=[0, 1.02], row=1, col=2
+        title_text=tr("fraction with no signal"), range=[0, 1.02], row=1, col=2
     )
-    fig.update_xaxes(title_text="pass rate", range=[0, 1], row=2, col=1)
-    fig.update_yaxes(title_text="prompts", row=2, col=1)
-    fig.update_xaxes(title_text="reward gap d (log scale)", type="log", row=2, col=2)
+    fig.update_xaxes(title_text=tr("pass rate"), range=[0, 1], row=2, col=1)
+    fig.update_yaxes(title_text=tr("prompts"), row=2, col=1)
+    fig.update_xaxes(
+        title_text=tr("reward gap d (log scale)"), type="log", row=2, col=2
+    )
     fig.update_yaxes(
-        title_text="advantage of the better answer", range=[0, 1.1], row=2, col=2
+        title_text=tr("advantage of the better answer"), range=[0, 1.1], row=2, col=2
     )
     fig.update_layout(
         legend={"orientation": "h", "x": 0, "y": 1.08, "yanchor": "bottom"},
@@ -216,7 +228,7 @@ def _zero_layout():
 
 ZERO_STD = Explorable(
     name="zero_std",
-    title="Zero-std groups",
+    title=N_("Zero-std groups"),
     defaults={
         "group_size": 8,
         "pass_rate": 0.8,
@@ -230,7 +242,7 @@ ZERO_STD = Explorable(
         "pass_rate": [round(0.05 * k, 2) for k in range(1, 20)],
         "eps": [1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1],
     },
-    labels={"group_size": "G", "pass_rate": "p", "eps": "std guard ϵ"},
+    labels={"group_size": "G", "pass_rate": "p", "eps": N_("std guard ϵ")},
     data=_zero_data,
     traces=_zero_traces,
     updates=lambda d: {},
@@ -250,15 +262,15 @@ def zero_std_widget(group_size=8, pass_rate=0.8, eps=1e-4) -> ExplorableWidget:
     from .widgets import ExplorableWidget, float_slider, int_slider, log_slider
 
     controls = {
-        "group_size": int_slider("group size G", group_size, 2, 64),
-        "pass_rate": float_slider("pass rate p", pass_rate, 0.01, 0.99, 0.01),
-        "eps": log_slider("std guard ϵ", eps, -9, 0),
+        "group_size": int_slider(tr("group size G"), group_size, 2, 64),
+        "pass_rate": float_slider(tr("pass rate p"), pass_rate, 0.01, 0.99, 0.01),
+        "eps": log_slider(tr("std guard ϵ"), eps, -9, 0),
     }
     return ExplorableWidget(
         ZERO_STD,
         controls,
         dict,
-        title="Zero-std groups",
-        help_text="0/1 rewards: when does a group carry no signal?",
+        title=tr("Zero-std groups"),
+        help_text=tr("0/1 rewards: when does a group carry no signal?"),
         columns=3,
     )

@@ -1,0 +1,138 @@
+"""The package's user-facing text in the reader's language: English (the default) or Chinese (中文版).
+
+The language is the environment variable ``DPO_GRPO_LANG`` (``"en"`` or ``"zh"``), read at each call, so a
+notebook's set-up cell can choose it before or after ``import dpo_grpo``. :func:`tr` returns the translation of an
+English figure title, axis title, legend name, widget label or ``check`` message, filled with its computed numbers
+by :meth:`str.format`: ``tr("clip ε = {eps:.2f}", eps=0.2)``. Without fields the text comes back as it is, so a
+plotly hovertemplate's ``%{x}`` needs no escaping.
+
+The Chinese catalog is ``data/i18n/zh.json`` (English text -> Chinese text), shipped in the wheel. A string with
+no Chinese entry falls back to English rather than break a reader's notebook; ``tests/package/test_i18n.py``
+fails on such a string, and on catalog entries that no code uses any more. Strings defined before the language is
+known (module-level labels) are marked with :func:`N_` where they are written and translated with :func:`tr` where
+they are shown.
+
+:func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese glyphs when the language
+is ``"zh"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+
+__all__ = [
+    "CJK_FONT_FAMILY",
+    "LANGUAGES",
+    "LANG_ENV",
+    "N_",
+    "catalog",
+    "language",
+    "plotly_font",
+    "tr",
+    "use_cjk_matplotlib_font",
+]
+
+#: The environment variable that chooses the language.
+LANG_ENV = "DPO_GRPO_LANG"
+#: The languages the package speaks.
+LANGUAGES = ("en", "zh")
+#: The font stack of Chinese figures: the web font the Chinese site serves (Noto Sans SC), then the CJK fonts a
+#: reader's system has (Linux, Windows, macOS).
+CJK_FONT_FAMILY = (
+    "Noto Sans SC, Noto Sans CJK SC, Microsoft YaHei, PingFang SC, "
+    "WenQuanYi Micro Hei, sans-serif"
+)
+#: The CJK font files matplotlib can read (Debian's fonts-noto-cjk, then other common places); the first that
+#: exists is used.
+CJK_FONT_FILES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/google-noto-cjk/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "/System/Library/Fonts/PingFang.ttc",
+    "C:/Windows/Fonts/msyh.ttc",
+)
+_CATALOG_DIR = Path(__file__).resolve().parent / "data" / "i18n"
+
+
+def language() -> str:
+    """The reader's language, ``"en"`` or ``"zh"``: the environment variable ``DPO_GRPO_LANG`` (default ``"en"``)."""
+    value = os.environ.get(LANG_ENV, "").strip() or "en"
+    if value not in LANGUAGES:
+        raise ValueError(
+            f"environment variable {LANG_ENV} must be one of {', '.join(LANGUAGES)}, got {value!r}"
+        )
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(lang: str = "zh") -> dict[str, str]:
+    """The translations into ``lang`` (English text -> translated text), read once from ``data/i18n/<lang>.json``."""
+    if lang not in LANGUAGES or lang == "en":
+        raise ValueError(
+            f"lang must be a translated language ({', '.join(LANGUAGES[1:])}), got {lang!r}"
+        )
+    with open(_CATALOG_DIR / f"{lang}.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def N_(text: str, /) -> str:
+    """Mark ``text`` for the catalog where it is defined and return it unchanged (gettext's convention); the code
+    that shows it passes it through :func:`tr`."""
+    return text
+
+
+def tr(text: str, /, **fields) -> str:
+    """``text`` (an English UI string) in the current language, then ``.format(**fields)`` when fields are given.
+
+    A string the catalog lacks falls back to English; so does a translation whose fields do not format.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    lang = language()
+    out = text if lang == "en" else catalog(lang).get(text, text)
+    if not fields:
+        return out
+    try:
+        return out.format(**fields)
+    except (KeyError, IndexError, ValueError):
+        if out is text:
+            raise
+        return text.format(**fields)
+
+
+def plotly_font() -> dict:
+    """The ``layout.font`` additions of a figure in the current language: a CJK font stack in Chinese, else none."""
+    return {"family": CJK_FONT_FAMILY} if language() == "zh" else {}
+
+
+def use_cjk_matplotlib_font() -> str | None:
+    """In Chinese, register the first CJK font file found (:data:`CJK_FONT_FILES`) with matplotlib and put its
+    family first in ``font.sans-serif``; returns the family name, or ``None`` in English or when no file exists
+    (matplotlib then warns about missing glyphs)."""
+    if language() != "zh":
+        return None
+    path = next((p for p in CJK_FONT_FILES if os.path.exists(p)), None)
+    if path is None:
+        return None
+    from matplotlib import rcParams
+
+    family = _register_font(path)
+    if family not in rcParams["font.sans-serif"]:
+        rcParams["font.sans-serif"] = [family, *rcParams["font.sans-serif"]]
+    return family
+
+
+@functools.lru_cache(maxsize=None)
+def _register_font(path: str) -> str:
+    from matplotlib import font_manager
+
+    font_manager.fontManager.addfont(path)
+    # a collection (.ttc) holds several faces: prefer the Simplified Chinese one
+    names = [f.name for f in font_manager.fontManager.ttflist if f.fname == path]
+    return next((n for n in names if n.endswith(" SC")), None) or (
+        names[0] if names else font_manager.FontProperties(fname=path).get_name()
+    )

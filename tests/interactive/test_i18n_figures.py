@@ -1,0 +1,74 @@
+"""The explorables in the Chinese edition (DPO_GRPO_LANG=zh): titles, axes, legends, hover text, slider and widget
+labels come out in Chinese with a CJK font stack; in English they are unchanged."""
+
+from __future__ import annotations
+
+import re
+
+from dpo_grpo.i18n import CJK_FONT_FAMILY
+from dpo_grpo.interactive import clip_platform, cost_explorer, zero_std
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _texts(fig) -> dict:
+    layout = fig.layout
+    return {
+        "xaxis3": layout.xaxis3.title.text,
+        "subplot": layout.annotations[0].text,
+        "legend": [t.name for t in fig.data if t.showlegend is not False][:3],
+        "hover": fig.data[6].text[0],
+        "slider": layout.sliders[0].currentvalue.prefix,
+        "font": layout.font.family,
+    }
+
+
+def test_clip_platform_figure_in_english_is_unchanged(monkeypatch):
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    t = _texts(clip_platform.clip_platform_figure())
+    assert t["xaxis3"] == "ratio ρ = π_θ / π_old"
+    assert t["subplot"] == "A > 0 (a good answer): objective"
+    assert t["legend"][0] == "A > 0 (per unit |A|)"
+    assert t["hover"].startswith("answer 0 (r = 0.2)<br>ρ = 1.2840")
+    assert t["slider"] == "clip radius ε_low = "
+    assert t["font"] is None
+
+
+def test_clip_platform_figure_in_chinese(monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    t = _texts(clip_platform.clip_platform_figure())
+    assert t["xaxis3"] == "概率比 ρ = π_θ / π_old"
+    assert t["subplot"] == "A > 0（好回答）：目标"
+    assert HAN.search(t["legend"][0])
+    # the numbers are the same, the words Chinese
+    assert t["hover"].startswith("回答 0（r = 0.2）<br>ρ = 1.2840")
+    assert "裁剪后的目标" in t["hover"]
+    assert t["slider"] == "裁剪半径 ε_low = "
+    assert t["font"] == CJK_FONT_FAMILY
+
+
+def test_switching_back_to_english_gives_the_english_figure(monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = zero_std.zero_std_figure().to_plotly_json()
+    monkeypatch.setenv("DPO_GRPO_LANG", "en")
+    en = zero_std.zero_std_figure().to_plotly_json()
+    assert HAN.search(str(zh["layout"])) and not HAN.search(str(en["layout"]))
+    assert [t["y"] for t in zh["data"]] == [t["y"] for t in en["data"]]
+
+
+def test_cost_figure_in_chinese(monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    fig = cost_explorer.cost_figure(model_sizes=(7e9,), answer_lens=(256,))
+    assert fig.layout.title.text.startswith("一步：64 个")
+    assert fig.layout.font.family == CJK_FONT_FAMILY
+    assert HAN.search(fig.layout.updatemenus[0].buttons[0].label)
+
+
+def test_widget_labels_in_chinese(monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    w = clip_platform.clip_platform_widget()
+    descriptions = [c.description for c in w.controls.values()]
+    assert "裁剪半径 ε_low" in descriptions and "用 δ 封顶" in descriptions
+    monkeypatch.setenv("DPO_GRPO_LANG", "en")
+    w = clip_platform.clip_platform_widget()
+    assert "clip radius ε_low" in [c.description for c in w.controls.values()]
