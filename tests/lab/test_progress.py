@@ -39,3 +39,24 @@ def test_progress_must_be_a_bool():
         progress.wanted("yes")
     with pytest.raises(TypeError, match="progress"):
         run_lab(algorithm="grpo", progress="yes")
+
+
+class _Kernel:
+    def __init__(self, allow_stdin):
+        self.parent = {"content": {"allow_stdin": allow_stdin}}
+
+    def get_parent(self):
+        return self.parent
+
+
+def test_in_a_kernel_a_bar_only_for_an_interactive_frontend(monkeypatch):
+    import types
+
+    monkeypatch.delenv(progress.ENV, raising=False)
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    shell = types.SimpleNamespace(kernel=_Kernel(True))
+    fake = types.SimpleNamespace(get_ipython=lambda: shell)
+    monkeypatch.setitem(__import__("sys").modules, "IPython", fake)
+    assert progress.wanted() is True  # JupyterLab, Colab: input() works
+    shell.kernel = _Kernel(False)  # nbclient: the book build, nbconvert, tests
+    assert progress.wanted() is False

@@ -2,10 +2,13 @@
 the time left, ``tqdm.auto``'s widget in a notebook, and nothing where nobody watches.
 
 ``progress=None`` (the default everywhere) decides by itself: the environment variable
-``DPO_GRPO_PROGRESS`` wins when set (``0``/``1``; a book build or a CI job sets ``0``);
-under pytest there is no bar; in a Jupyter kernel there is one; elsewhere there is one
-when standard error is a terminal (a log file or a pipe gets none). ``True`` or
-``False`` forces it. Without ``tqdm`` installed there is no bar.
+``DPO_GRPO_PROGRESS`` wins when set (``0``/``1``); under pytest there is no bar; in a
+Jupyter kernel there is one when the cell was run from a frontend that can answer
+``input()`` (JupyterLab, Notebook, VS Code, Colab), and none when a notebook is executed
+unattended (``nbclient``: the book build, ``nbconvert --execute``, the tests), which
+sends its cells with ``allow_stdin`` false; elsewhere there is one when standard error
+is a terminal (a log file or a pipe gets none). ``True`` or ``False`` forces it.
+Without ``tqdm`` installed there is no bar.
 """
 
 from __future__ import annotations
@@ -20,10 +23,20 @@ ENV = "DPO_GRPO_PROGRESS"
 _ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def in_kernel() -> bool:
-    """Whether this code runs in a Jupyter kernel."""
+def kernel():
+    """The Jupyter kernel this code runs in, or None."""
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return shell is not None and getattr(shell, "kernel", None) is not None
+    return getattr(shell, "kernel", None)
+
+
+def someone_watches(k) -> bool:
+    """Whether kernel ``k``'s current cell came from an interactive frontend: its
+    execute request allows input (``allow_stdin``), which an unattended run does not."""
+    try:
+        parent = k.get_parent()
+    except Exception:  # noqa: BLE001 - a kernel without ipykernel's API: assume no one
+        return False
+    return bool((parent or {}).get("content", {}).get("allow_stdin", False))
 
 
 def wanted(progress=None) -> bool:
@@ -37,8 +50,9 @@ def wanted(progress=None) -> bool:
         raise ValueError(f"{ENV} must be one of {_ON + _OFF}, got {env!r}")
     if "PYTEST_CURRENT_TEST" in os.environ:
         return False
-    if in_kernel():
-        return True
+    k = kernel()
+    if k is not None:
+        return someone_watches(k)
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
