@@ -2,6 +2,7 @@
 
     python scripts/zh_edition.py update [STEM ...]   # merge the English into i18n/zh/*.po (msgmerge), print status
     python scripts/zh_edition.py status [--strict]   # per page: translated, missing, fuzzy, stale
+    python scripts/zh_edition.py check [STEM ...]    # translations that drop markup or depart from the glossary
     python scripts/zh_edition.py generate [--out _build/zh_src]
 
 ``generate`` (run by ``scripts/build_book.py --zh``, i.e. ``make book``) writes a Jupyter Book project into
@@ -25,6 +26,7 @@ import md_blocks
 import nbformat
 import yaml
 import zh_catalog
+import zh_glossary
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "zh_src"
@@ -226,6 +228,26 @@ def status_all(
     return statuses
 
 
+def problems(stem: str, catalogs: Path = zh_catalog.CATALOGS) -> list[str]:
+    """What is wrong with the current translations of page ``stem``: markup that is not kept verbatim
+    (``md_blocks.markup``: roles, labels, code, math, link targets) and departures from the glossary."""
+    glossary, found = zh_glossary.load(), []
+    for m in zh_catalog.load(zh_catalog.catalog_path(stem, catalogs)):
+        if not m.id or not m.string or m.fuzzy:
+            continue
+        english, chinese = md_blocks.markup(m.id), md_blocks.markup(m.string)
+        where = f"{stem}: {m.id[:60]!r}"
+        if english != chinese:
+            found.append(
+                f"{where}: markup dropped {sorted((english - chinese).elements())}, "
+                f"added {sorted((chinese - english).elements())}"
+            )
+        found += [
+            f"{where}: {v}" for v in zh_glossary.violations(m.id, m.string, glossary)
+        ]
+    return found
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -237,6 +259,8 @@ def main(argv=None) -> int:
     st.add_argument(
         "--strict", action="store_true", help="exit 1 unless every page is complete"
     )
+    ck = sub.add_parser("check", help="markup kept and glossary followed")
+    ck.add_argument("stems", nargs="*", help="page stems (default: every page)")
     gen = sub.add_parser("generate", help="write the Chinese edition's source")
     gen.add_argument("--out", type=Path, default=OUT)
     gen.add_argument(
@@ -250,6 +274,13 @@ def main(argv=None) -> int:
                 print(f"{stem}: {n} blocks still in English")
         print("wrote", a.out)
         return 0
+    if a.command == "check":
+        stems = a.stems or [p.stem for p in zh_catalog.toc_pages()] + [
+            zh_catalog.BOOK_CATALOG
+        ]
+        found = [line for stem in stems for line in problems(stem)]
+        print("\n".join(found) or "no problems")
+        return 1 if found else 0
     statuses = update_all(a.stems or None) if a.command == "update" else status_all()
     for s in statuses:
         print(s.summary())

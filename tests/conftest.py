@@ -127,7 +127,13 @@ BUILD = ROOT / "_build"
 
 
 def _book_sources():
-    for pattern in ("book/**/*", "code/dpo_grpo/**/*.py"):
+    # i18n/ and the generator: the Chinese edition that `make book` builds next to the English one
+    for pattern in (
+        "book/**/*",
+        "code/dpo_grpo/**/*.py",
+        "i18n/**/*",
+        "scripts/zh_edition.py",
+    ):
         yield from (
             p
             for p in ROOT.glob(pattern)
@@ -138,15 +144,18 @@ def _book_sources():
 
 
 def book_is_stale(page: str = "book/explorables.html") -> bool:
-    """Whether ``_build/html`` is missing or older than any source of the book."""
-    built = BUILD / "html" / page
+    """Whether ``_build/html`` or the Chinese edition in ``_build/html/zh`` is missing or older than any source."""
     newest = max(p.stat().st_mtime for p in _book_sources())
-    return not built.exists() or newest > built.stat().st_mtime
+    return any(
+        not built.exists() or newest > built.stat().st_mtime
+        for built in (BUILD / "html" / page, BUILD / "html" / "zh" / page)
+    )
 
 
 @pytest.fixture(scope="session")
 def built_book() -> Path:
-    """``_build/`` after ``make book`` (run here when the build is missing or stale; otherwise reused).
+    """``_build/`` after ``make book`` (run here when the build is missing or stale; otherwise reused): the English
+    site in ``html/``, the Chinese one in ``html/zh/`` with its executed notebooks in ``zh/_build/jupyter_execute``.
 
     One build per test run: the pytest-xdist workers take a file lock, so the first builds and the others wait for
     it and read the same build. ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests

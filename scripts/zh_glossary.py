@@ -1,0 +1,94 @@
+"""The Chinese edition's terminology, ``i18n/zh/glossary.yml``, and the check that a translation follows it.
+
+Where an English block uses a glossary term (in its prose: code, math, roles and link targets left out), the
+translation must contain the term's Chinese (one of them, when the entry lists several), unless the English word
+sits in one of the entry's ``unless`` phrases. Terms listed under ``kept`` stay in English and must appear as they
+are; the names under ``untranslated`` (TRL's and the package's) must appear verbatim wherever the English has them
+in code (or, for names with ``_`` or capitals, anywhere).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import md_blocks
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "i18n" / "zh" / "glossary.yml"
+
+
+@dataclass(frozen=True)
+class Term:
+    en: tuple[str, ...]
+    zh: tuple[str, ...]
+    unless: tuple[str, ...] = ()
+
+    def pattern(self) -> re.Pattern:
+        forms = "|".join(re.escape(f) for f in sorted(self.en, key=len, reverse=True))
+        return re.compile(rf"(?<!\w)(?:{forms})(?:s|es)?(?!\w)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Glossary:
+    terms: tuple[Term, ...]
+    untranslated: tuple[str, ...]
+
+
+def _tuple(value) -> tuple[str, ...]:
+    return tuple(value) if isinstance(value, list) else (value,)
+
+
+def load(path: Path = GLOSSARY) -> Glossary:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    terms = [
+        Term(_tuple(t["en"]), _tuple(t["zh"]), _tuple(t.get("unless", [])))
+        for t in data.get("terms", [])
+    ]
+    terms += [Term((word,), (word,)) for word in data.get("kept", [])]
+    return Glossary(tuple(terms), tuple(data.get("untranslated", [])))
+
+
+def prose(text: str) -> str:
+    """The English words of a block: without code (fenced and inline), roles, math and link targets."""
+    text = re.sub(
+        r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$",
+        " ",
+        text,
+        flags=re.MULTILINE | re.DOTALL,
+    )
+    text = md_blocks.ROLE.sub(" ", text)
+    text = md_blocks.INLINE_CODE.sub(" ", text)
+    text = md_blocks.INLINE_MATH.sub(" ", text)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.DOTALL)
+    text = md_blocks.LINK_TARGET.sub("] ", text)
+    return re.sub(
+        r"^[ \t]*:[\w\-]+:.*$", " ", text, flags=re.MULTILINE
+    )  # directive options
+
+
+def _code_spans(text: str) -> str:
+    return " ".join(m.group("body") for m in md_blocks.INLINE_CODE.finditer(text))
+
+
+def violations(msgid: str, msgstr: str, glossary: Glossary) -> list[str]:
+    """How the translation ``msgstr`` of the English block ``msgid`` departs from the glossary."""
+    found = []
+    english = prose(msgid)
+    for term in glossary.terms:
+        text = english
+        for phrase in term.unless:
+            text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
+        m = term.pattern().search(text)
+        if m and not any(zh.lower() in msgstr.lower() for zh in term.zh):
+            found.append(f"{m.group(0)!r} is translated without {' / '.join(term.zh)}")
+    code = _code_spans(msgid)
+    for name in glossary.untranslated:
+        where = msgid if ("_" in name or name != name.lower()) else code
+        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", where) and name not in msgstr:
+            found.append(
+                f"the name {name!r} is missing (TRL/package names stay as they are)"
+            )
+    return found

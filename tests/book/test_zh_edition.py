@@ -1,0 +1,453 @@
+"""The Chinese edition (issue #32; i18n/README.md): catalogs, generator, built site and reader edition.
+
+- every English Markdown block of every page has a current translation in ``i18n/zh/<stem>.po`` (none missing,
+  fuzzy or stale), except on the pages listed in ``UNTRANSLATED``, a list that must shrink to empty;
+- every translation keeps the English block's markup verbatim (roles with their glue keys, labels and citation
+  keys, directives and their options, inline code, math, link targets) and follows the glossary;
+- the generated Chinese notebooks keep the English code cells, except that the set-up cell sets
+  ``DPO_GRPO_LANG=zh`` before any other code;
+- the built Chinese site (``_build/html/zh``, from the one ``make book`` of the test run): no raw MyST; the same
+  glued numbers as the English page; a language switch to the English page and back; Colab buttons that open the
+  Chinese reader edition, which has no MyST left either.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from collections import Counter
+from pathlib import Path
+
+import md_blocks  # scripts/ (tests/conftest.py puts it on sys.path)
+import nbformat
+import pytest
+import reader_edition
+import zh_catalog
+import zh_edition
+import zh_glossary
+from babel.messages.catalog import Catalog
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = zh_catalog.toc_pages()
+STEMS = [p.stem for p in PAGES]
+NOTEBOOK_STEMS = [p.stem for p in PAGES if p.suffix == ".ipynb"]
+
+#: Pages not translated yet: their English blocks stay English on the Chinese site (with a note saying so).
+#: Translate a page (i18n/README.md), then remove it here; the list must end empty.
+UNTRANSLATED = [
+    "notation",
+    "glossary",
+    "about",
+    "teaching",
+    "02_minimal_understanding",
+    "03_derivations",
+    "03b_grpo_derivations",
+    "04_code",
+    "05_production",
+    "05b_silent_pitfalls",
+    "lab_tiny_grpo",
+    "lab_trl_scale_out",
+    "06_costs_and_limits",
+    "07_papers",
+    "08_misconceptions",
+    "09_hands_on",
+    "10_further_reading",
+    "explorables",
+    "trl_reading_a_run",
+    "appendix_trl_parity",
+    "appendix_benchmarks",
+    "references",
+]
+TRANSLATED = [s for s in STEMS if s not in UNTRANSLATED]
+
+
+def _built_pages_checks():
+    """The raw-MyST checks of tests/book/test_built_pages.py (one definition of raw MyST for both editions)."""
+    spec = importlib.util.spec_from_file_location(
+        "built_pages_checks", Path(__file__).with_name("test_built_pages.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CHECKS = _built_pages_checks()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Blocks and catalogs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_blocks_split_and_join_every_page_exactly():
+    for page in PAGES:
+        for _, src in zh_catalog.markdown_sources(page):
+            blocks = md_blocks.split_blocks(src)
+            texts = [b.text for b in blocks]
+            assert (
+                md_blocks.join_blocks(
+                    blocks, texts, md_blocks.trailing_text(src, blocks)
+                )
+                == src
+            ), page
+
+
+def test_blocks_are_paragraphs_headings_and_whole_directives():
+    src = (
+        "(lab)=\n## 1.1 Title\nA paragraph\non two lines.\n\n"
+        ":::{exercise} T\n:label: ex\n\nBody.\n\nMore body.\n:::\n\n$$\nx = 1\n$$\n\n"
+        "```{tableofcontents}\n```\n"
+    )
+    blocks = md_blocks.split_blocks(src)
+    assert [b.text for b in blocks] == [
+        "(lab)=",
+        "## 1.1 Title",
+        "A paragraph\non two lines.",
+        ":::{exercise} T\n:label: ex\n\nBody.\n\nMore body.\n:::",
+        "$$\nx = 1\n$$",
+        "```{tableofcontents}\n```",
+    ]
+    assert [b.translatable for b in blocks] == [False, True, True, True, False, False]
+
+
+def test_markup_catches_a_dropped_or_changed_role_label_code_or_math():
+    english = (
+        "Loss {glue:text}`ch01_x:.4f` for {ref}`the ratio <ch03-ratio>` {cite}`k`, "
+        "`loss_type`, $\\beta$ and [ch. 2](02_minimal_understanding.ipynb)."
+    )
+    good = (
+        "损失 {glue:text}`ch01_x:.4f`，见{ref}`概率比 <ch03-ratio>` {cite}`k`、"
+        "`loss_type`、$\\beta$ 和[第 2 章](02_minimal_understanding.ipynb)。"
+    )
+    assert md_blocks.markup(english) == md_blocks.markup(good)
+    for broken in (
+        good.replace(":.4f", ":.2f"),
+        good.replace("<ch03-ratio>", "<ch03-other>"),
+        good.replace("{cite}`k`", ""),
+        good.replace("`loss_type`", "损失类型"),
+        good.replace("$\\beta$", "β"),
+        good.replace("02_minimal_understanding.ipynb", "02.ipynb"),
+    ):
+        assert md_blocks.markup(english) != md_blocks.markup(broken), broken
+
+
+def _catalog(entries: dict[str, str], fuzzy: set[str] = frozenset()) -> Catalog:
+    cat = Catalog(locale="zh_CN")
+    for msgid, msgstr in entries.items():
+        cat.add(msgid, msgstr, flags=["fuzzy"] if msgid in fuzzy else [])
+    return cat
+
+
+def test_status_reports_missing_fuzzy_and_stale_blocks():
+    cat = _catalog(
+        {"A.": "甲。", "B.": "", "C.": "丙。", "Old D.": "丁。"}, fuzzy={"C."}
+    )
+    st = zh_catalog.status("p", ["A.", "B.", "C.", "E."], cat)
+    assert st.current == ["A."]
+    assert st.missing == ["B.", "E."]
+    assert st.fuzzy == ["C."]
+    assert st.stale == ["Old D."]
+    assert not st.complete
+    assert zh_catalog.status("p", ["A."], _catalog({"A.": "甲。"})).complete
+
+
+NEW = "Sampling eight answers per prompt costs generation time."
+
+
+def test_update_keeps_a_changed_blocks_translation_as_fuzzy(tmp_path):
+    zh_catalog.save(
+        _catalog({"The critic is large.": "价值网络很大。", "Gone.": "没了。"}),
+        tmp_path / "p.po",
+    )
+    english = zh_catalog.template(
+        "p", [("c1", "The critic is very large."), ("c2", NEW)]
+    )
+    cat = zh_catalog.update("p", english, tmp_path)
+    changed = cat.get("The critic is very large.")
+    assert changed.fuzzy and changed.string == "价值网络很大。"
+    assert changed.previous_id == ["The critic is large."]
+    assert cat.get(NEW).string == ""
+    assert "Gone." in cat.obsolete
+    st = zh_catalog.status("p", ["The critic is very large.", NEW], cat)
+    assert st.fuzzy == ["The critic is very large."] and st.missing == [NEW]
+    # and the generator leaves the changed block in English instead of printing the old translation
+    text, english_blocks = zh_edition.translate_markdown(
+        f"The critic is very large.\n\n{NEW}\n", cat
+    )
+    assert text == f"The critic is very large.\n\n{NEW}\n" and english_blocks == 2
+
+
+def test_every_catalog_belongs_to_a_page():
+    names = {p.stem for p in zh_catalog.CATALOGS.glob("*.po")}
+    orphans = names - set(STEMS) - {zh_catalog.BOOK_CATALOG}
+    assert not orphans, (
+        f"catalogs of pages no longer in _toc.yml: {sorted(orphans)} (renamed? move the .po "
+        "and run `python scripts/zh_edition.py update`)"
+    )
+
+
+def test_untranslated_lists_only_pages_of_the_book():
+    pages = set(STEMS) | {p.stem for p in (ROOT / "book").glob("*.*")}
+    assert set(UNTRANSLATED) <= pages, sorted(set(UNTRANSLATED) - pages)
+
+
+def _status(stem: str) -> zh_catalog.Status:
+    if stem == zh_catalog.BOOK_CATALOG:
+        english = zh_catalog.toc_texts()
+    else:
+        english = [b for _, b in zh_catalog.english_blocks(PAGES[STEMS.index(stem)])]
+    return zh_catalog.status(
+        stem, english, zh_catalog.load(zh_catalog.catalog_path(stem))
+    )
+
+
+@pytest.mark.parametrize("stem", STEMS + [zh_catalog.BOOK_CATALOG])
+def test_every_block_has_a_current_translation(stem):
+    st = _status(stem)
+    if stem in UNTRANSLATED:
+        assert not st.complete, (
+            f"{stem} is fully translated: remove it from UNTRANSLATED"
+        )
+        return
+    assert st.complete, (
+        st.summary()
+        + "; run `python scripts/zh_edition.py update` and translate: "
+        + repr((st.missing + st.fuzzy + st.stale)[:3])
+    )
+
+
+@pytest.mark.parametrize("stem", STEMS + [zh_catalog.BOOK_CATALOG])
+def test_translations_keep_markup_and_follow_the_glossary(stem):
+    assert zh_edition.problems(stem) == []
+
+
+def test_glossary_check_catches_a_wrong_term_and_a_translated_trl_name():
+    glossary = zh_glossary.load()
+    english = "The critic is gone; set `loss_type` and call `check`."
+    assert (
+        zh_glossary.violations(
+            english, "价值网络没有了；设置 `loss_type` 并调用 `check`。", glossary
+        )
+        == []
+    )
+    assert zh_glossary.violations(
+        english, "评论家没有了；设置 `loss_type` 并调用 `check`。", glossary
+    )
+    assert zh_glossary.violations(
+        english, "价值网络没有了；设置损失类型并调用 `check`。", glossary
+    )
+    # "the reference solution" is not the reference model
+    assert (
+        zh_glossary.violations("See the reference solution.", "见参考答案。", glossary)
+        == []
+    )
+    assert zh_glossary.violations("Load the reference.", "加载参考答案。", glossary)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The generated Chinese source
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def zh_source(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("zh_src")
+    zh_edition.generate(out)
+    return out
+
+
+def _sets_lang_first(source: str) -> bool:
+    body = ast.parse(source).body
+    assigns = [
+        i
+        for i, node in enumerate(body)
+        if isinstance(node, ast.Assign)
+        and ast.unparse(node.targets[0]) == "os.environ['DPO_GRPO_LANG']"
+        and ast.literal_eval(node.value) == "zh"
+    ]
+    # only `import os` may come before it
+    return bool(assigns) and all(
+        isinstance(node, ast.Import) and [a.name for a in node.names] == ["os"]
+        for node in body[: assigns[0]]
+    )
+
+
+def test_set_up_cell_check_catches_a_late_language_setting():
+    assert _sets_lang_first('import os\n\nos.environ["DPO_GRPO_LANG"] = "zh"\nx = 1')
+    assert not _sets_lang_first('x = 1\nimport os\nos.environ["DPO_GRPO_LANG"] = "zh"')
+    assert not _sets_lang_first("import os\nx = 1")
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_chinese_notebook_keeps_the_code_and_sets_the_language(zh_source, stem):
+    english = nbformat.read(ROOT / "book" / f"{stem}.ipynb", as_version=4)
+    chinese = nbformat.read(zh_source / "book" / f"{stem}.ipynb", as_version=4)
+    assert [c.cell_type for c in chinese.cells] == [c.cell_type for c in english.cells]
+    for en, zh in zip(english.cells, chinese.cells):
+        assert zh.get("id") == en.get("id") and zh.metadata == en.metadata
+        if en.cell_type != "code":
+            continue
+        if zh_edition.SETUP_TAG in en.metadata.get("tags", []):
+            assert _sets_lang_first(zh.source), stem
+            assert zh.source.replace(zh_edition.LANG_LINES, "") == en.source
+        else:
+            assert zh.source == en.source
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_untranslated_pages_say_so_and_translated_ones_are_chinese(zh_source, stem):
+    page = next(zh_source.glob(f"book/{stem}.*"))
+    text = "\n".join(src for _, src in zh_catalog.markdown_sources(page))
+    note = "本页尚未全部译成中文" in text
+    assert note == (stem in UNTRANSLATED), stem
+    if stem not in UNTRANSLATED:
+        han = len(re.findall(r"[\u4e00-\u9fff]", text))
+        latin = len(re.findall(r"[A-Za-z]", zh_glossary.prose(text)))
+        assert han > latin, f"{stem}: {han} Chinese characters, {latin} Latin letters"
+
+
+def test_chinese_config_and_toc(zh_source):
+    import yaml
+
+    cfg = yaml.safe_load((zh_source / "_config.yml").read_text(encoding="utf-8"))
+    toc = yaml.safe_load((zh_source / "_toc.yml").read_text(encoding="utf-8"))
+    assert cfg["title"] == "从 DPO 到 GRPO"
+    sphinx_config = cfg["sphinx"]["config"]
+    assert sphinx_config["language"] == "zh_CN"
+    assert sphinx_config["book_language_switch"]["root"] == "../"
+    assert sphinx_config["book_reader_prefix"] == "zh/"
+    assert [p["caption"] for p in toc["parts"]] == [
+        "前言",
+        "正文",
+        "探索与验证",
+        "附录与参考",
+    ]
+
+
+def test_language_switch_urls_are_relative_and_symmetric():
+    from dpo_grpo_book import language_switch, language_switch_url
+
+    assert language_switch_url("book/01_why", "zh/") == "../zh/book/01_why.html"
+    assert language_switch_url("book/01_why", "../") == "../../book/01_why.html"
+    assert language_switch_url("genindex", "zh/") == "zh/genindex.html"
+    buttons = [{"label": "launch-buttons"}]
+    assert language_switch(buttons, "book/01_why", {"label": "中文", "root": "zh/"})
+    assert (
+        buttons[0]["url"] == "../zh/book/01_why.html" and buttons[0]["text"] == "中文"
+    )
+    assert not language_switch(buttons, "book/01_why", {})
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The built Chinese site and reader edition
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _page(html: Path, stem: str) -> BeautifulSoup:
+    path = html / "book" / f"{stem}.html"
+    assert path.exists(), f"{path} was not built"
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _article(soup: BeautifulSoup):
+    article = soup.select_one("article.bd-article") or soup.body
+    for tag in article.select("script, style"):
+        tag.decompose()
+    return article
+
+
+def glued_values(soup: BeautifulSoup) -> Counter:
+    """The numbers glued into the page's prose (myst-nb's ``pasted-text`` spans), as a multiset."""
+    return Counter(span.get_text() for span in soup.select("span.pasted-text"))
+
+
+def test_glued_values_are_read_from_the_pasted_spans():
+    soup = BeautifulSoup(
+        '<p>a <span class="pasted-text">112</span> b <span class="pasted-text">0.5</span></p>',
+        "html.parser",
+    )
+    assert glued_values(soup) == Counter({"112": 1, "0.5": 1})
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_chinese_page_has_no_raw_myst(built_book, stem):
+    article = _article(_page(built_book / "html" / "zh", stem))
+    assert CHECKS.raw_myst(CHECKS.prose_text(article)) == [], stem
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_chinese_page_shows_the_english_pages_numbers(built_book, stem):
+    english = glued_values(_page(built_book / "html", stem))
+    chinese = glued_values(_page(built_book / "html" / "zh", stem))
+    assert english, f"{stem}: no glued number found on the English page"
+    assert chinese == english, (
+        f"{stem}: only in English {dict(english - chinese)}, only in Chinese {dict(chinese - english)}"
+    )
+
+
+def _switch_target(soup: BeautifulSoup, page: Path) -> Path:
+    link = soup.select_one("a.btn-language-switch")
+    assert link is not None, f"{page}: no language switch in the header"
+    return (page.parent / link["href"]).resolve()
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_language_switch_links_the_same_page_both_ways(built_book, stem):
+    html = built_book / "html"
+    english_page, chinese_page = (
+        html / "book" / f"{stem}.html",
+        html / "zh" / "book" / f"{stem}.html",
+    )
+    assert _switch_target(_page(html, stem), english_page) == chinese_page.resolve()
+    assert (
+        _switch_target(_page(html / "zh", stem), chinese_page) == english_page.resolve()
+    )
+    assert chinese_page.exists()
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_chinese_launch_buttons_open_the_chinese_reader_edition(built_book, stem):
+    soup = _page(built_book / "html" / "zh", stem)
+    colab = [
+        a["href"]
+        for a in soup.select("a[href]")
+        if "colab.research.google.com" in a["href"]
+    ]
+    assert colab and all(
+        href.endswith(f"/blob/notebooks/zh/{stem}.ipynb") for href in colab
+    ), colab
+
+
+@pytest.fixture(scope="module")
+def zh_reader_notebooks(built_book, tmp_path_factory) -> Path:
+    """The Chinese reader edition (``make notebooks``), from the Chinese build's numbers."""
+    out = tmp_path_factory.mktemp("zh-reader-edition")
+    source = tmp_path_factory.mktemp("zh-source")
+    zh_edition.generate(source)
+    reader_edition.build(
+        out,
+        built_book / "zh" / "_build" / "jupyter_execute",
+        execute=False,
+        book=source / "book",
+        lang="zh",
+    )
+    return out
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_chinese_reader_edition_has_no_myst_and_sets_the_language(
+    zh_reader_notebooks, stem
+):
+    nb = nbformat.read(zh_reader_notebooks / f"{stem}.ipynb", as_version=4)
+    leftover = [
+        x
+        for c in nb.cells
+        if c.cell_type == "markdown"
+        for x in CHECKS.raw_myst(c.source)
+    ]
+    assert leftover == [], stem
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert _sets_lang_first(first_code.source)
+    assert "/notebooks/zh/" in nb.cells[0].source and "读者版" in nb.cells[0].source
