@@ -1,6 +1,8 @@
 """Exercise levels (1 = recall/compute, 2 = apply, 3 = derive): every exercise of chapters 1-5 is levelled, each of
-those chapters has at least three exercises, the derivations exist, and ``level`` is validated."""
+those chapters has at least three exercises and two derivations, the derivations exist and check out, and ``level``
+is validated."""
 
+import numpy as np
 import pytest
 
 from dpo_grpo.exercises import EXERCISES, check
@@ -16,6 +18,14 @@ def test_chapters_1_to_5_are_levelled(chapter):
     ]
 
 
+@pytest.mark.parametrize("chapter", ["01", "02", "03", "04", "05"])
+def test_chapters_1_to_5_have_two_derivations(chapter):
+    derivations = [
+        k for k, e in EXERCISES.items() if k.startswith(chapter + ".") and e.level == 3
+    ]
+    assert len(derivations) >= 2, derivations
+
+
 def test_the_derivations_are_there():
     derivations = {k for k, e in EXERCISES.items() if e.level == 3}
     assert {
@@ -26,19 +36,76 @@ def test_the_derivations_are_there():
         "01.6",
         "01.7",
         "02.6",
+        "02.7",
+        "04.5",
+        "04.6",
         "05.6",
         "05.7",
     } <= derivations
 
 
 def test_derivation_answers():
-    assert check("03.9", 0.8)
+    # 03.9: (1 - 1/G) grad J at G = 16, for p = [0.1, 0.6, 0.3], r = [1, 0, 2]
+    grad_j = np.array([0.1 * 0.3, 0.6 * -0.7, 0.3 * 1.3])
+    assert check("03.9", 15 / 16 * grad_j)
+    assert not check("03.9", 0.8) and not check("03.9", grad_j)
     assert check("03.10", [0.4, 0.0, -0.4])
     assert check("01.6", 2 + 14 / 8) and not check("01.6", 16)
     assert check("01.7", 8 / 18) and not check("01.7", 8 / 20)
     assert check("05.7", 1.1848835) and not check("05.7", 1.0)
     assert check("02.6", 0.002 / (0.002 + 2e-4))
     assert check("03.11", "b") and not check("03.11", "a")
+    assert check("02.7", 0.3 * 0.06 / 0.15) and not check("02.7", 0.3)
+    assert not check("02.7", 0.3 - (0.15 - 0.06))
+
+
+def test_02_7_the_loss_is_unchanged_at_the_derived_floor():
+    """At the floor the DPO loss equals the loss before the update; below it the loss rises, above it falls."""
+    from dpo_grpo import trl_exact
+    from dpo_grpo.exercises.ch02 import EX7
+
+    ref = np.log([0.2, 0.3])
+
+    def loss(chosen, rejected):
+        lp = np.log([chosen, rejected])
+        return trl_exact.dpo_loss(lp[:1], lp[1:], ref[:1], ref[1:], beta=0.1).loss
+
+    before = loss(EX7["chosen"], EX7["rejected"])
+    floor = EXERCISES["02.7"].solution()
+    assert loss(floor, EX7["rejected_new"]) == pytest.approx(before, abs=1e-12)
+    assert loss(floor - 1e-3, EX7["rejected_new"]) > before
+    assert loss(floor + 1e-3, EX7["rejected_new"]) < before
+
+
+def test_04_6_is_the_jacobian_column_of_group_advantages():
+    """The derived column equals central finite differences of group_advantages at the exercise's inputs."""
+    from dpo_grpo.exercises.ch04 import EX6
+    from dpo_grpo.reference.advantages import group_advantages
+
+    r, k, eps, h = EX6["rewards"], EX6["k"], EX6["eps"], 1e-6
+    bump = h * np.eye(r.size)[k]
+    fd = (
+        group_advantages((r + bump)[None], eps=eps)[0]
+        - group_advantages((r - bump)[None], eps=eps)[0]
+    ) / (2 * h)
+    column = EXERCISES["04.6"].solution()
+    np.testing.assert_allclose(column, fd, atol=1e-7)
+    assert abs(column.sum()) < 1e-12 and column[0] > 0  # the worst answer rises too
+
+
+def test_the_03_9_formula_matches_enumeration_where_it_can_be_enumerated():
+    """The closed form the exercise asks for, (1 - 1/G) p * (r - p.r), is what enumerating every group gives."""
+    from dpo_grpo.exercises.ch03 import EX9
+    from dpo_grpo.reference.baselines import enumerate_group_gradients, true_gradient
+
+    p, r = EX9["probs"], EX9["rewards"]
+    for g in (2, 3, 5):
+        centred = enumerate_group_gradients(p, r, g).centered
+        np.testing.assert_allclose(
+            centred, (1 - 1 / g) * true_gradient(p, r), atol=1e-12
+        )
+    with pytest.raises(ValueError, match="too many"):
+        enumerate_group_gradients(p, r, EX9["group_size"])
 
 
 def test_level_is_validated():

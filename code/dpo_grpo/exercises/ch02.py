@@ -188,3 +188,39 @@ numeric(
     },
     level=3,
 )
+
+
+#: 02.7: how far the chosen answer may fall (section 2.1's "after" policy, a new update)
+EX7 = {"chosen": 0.3, "rejected": 0.15, "rejected_new": 0.06}
+
+
+def _chosen_floor(chosen, rejected, rejected_new):
+    # the loss is monotone in the margin; the reference terms cancel from its change
+    return chosen * rejected_new / rejected
+
+
+numeric(
+    "02.7",
+    "A policy gives the chosen answer 0.3 and the rejected answer 0.15 (reference [0.2, 0.3, 0.5], beta = 0.1). "
+    "An update lowers the rejected answer to 0.06. Derive the smallest probability the chosen answer may end at "
+    "without the DPO loss of the pair rising.",
+    lambda: _chosen_floor(**EX7),
+    mistakes={
+        "must not fall": (
+            EX7["chosen"],
+            "The loss depends only on the margin, a difference of two log-ratios: the chosen answer may fall, as "
+            "long as the rejected one falls by a larger factor.",
+        ),
+        "difference of probabilities": (
+            EX7["chosen"] - (EX7["rejected"] - EX7["rejected_new"]),
+            "The margin compares log-probabilities, so equal changes of the margin are equal *ratios*, not equal "
+            "differences of probabilities.",
+        ),
+        "reference": (
+            lambda: _chosen_floor(0.2, 0.3, EX7["rejected_new"]),
+            "The reference log-probs are the same before and after the update: they cancel from the change of the "
+            "margin. Start from the policy's own probabilities.",
+        ),
+    },
+    level=3,
+)

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..reference import examples as ex
 from ..reference.advantages import group_advantages
-from ..reference.baselines import enumerate_group_gradients
+from ..reference.baselines import enumerate_group_gradients, true_gradient
 from ..reference.dpo import log_sigmoid
 from ..trl_exact.dpo import dpo_loss
 from ..reference.grpo import clipped_objective
@@ -278,27 +278,48 @@ numeric(
     level=3,
 )
 
-#: 03.9: the centred estimator's shrinkage for groups of five
-_G9 = 5
+#: 03.9: a softmax policy whose groups are too large to enumerate (3**16 ordered groups)
+EX9 = {
+    "probs": np.array([0.1, 0.6, 0.3]),
+    "rewards": np.array([1.0, 0.0, 2.0]),
+    "group_size": 16,
+}
+
+
+def _grad_j9():
+    return true_gradient(EX9["probs"], EX9["rewards"])
+
+
+def _shrink9(g):
+    return 1 - 1 / g
+
 
 numeric(
     "03.9",
-    "Derive E[(r_i - mean(r_1..r_G)) g_i] = c * grad J for i.i.d. answers (g_i the score of answer i). "
-    "Give c for G = 5.",
-    lambda: 1 - 1 / _G9,
-    rtol=1e-9,
-    atol=1e-9,
+    "A softmax policy over three answers has probabilities [0.1, 0.6, 0.3] and rewards [1, 0, 2]; groups hold "
+    "G = 16 i.i.d. answers (too many to enumerate). Derive the expected centred estimator "
+    "E[(r_i - mean(r_1..r_G)) grad_z log pi(y_i)] with respect to the logits z, as a vector of three numbers.",
+    lambda: _shrink9(EX9["group_size"]) * _grad_j9(),
     mistakes={
-        "1/G": (
-            lambda: 1 / _G9,
-            "1/G is the part the group mean removes (E[mean * g_i] = grad J / G); c is the rest.",
-        ),
         "no shrinkage": (
-            1.0,
-            "The group mean contains r_i itself, so it is not independent of g_i: expand the mean.",
+            _grad_j9,
+            "That is grad J itself: the group mean contains r_i, so it is not independent of the score of answer i. "
+            "Expand the mean.",
+        ),
+        "1/G": (
+            lambda: _grad_j9() / EX9["group_size"],
+            "That is E[mean(r) * score_i], the part the group mean removes; the centred estimator keeps the rest.",
+        ),
+        "score e_a": (
+            lambda: _shrink9(EX9["group_size"]) * EX9["probs"] * EX9["rewards"],
+            "The score of a softmax is d log p_a / dz = e_a - p, not e_a: the components of the answer sum to zero.",
+        ),
+        "G = 3": (
+            lambda: _shrink9(3) * _grad_j9(),
+            "That is the factor of section 3.4's example (G = 3); here G = 16.",
         ),
         "sqrt": (
-            lambda: ((_G9 - 1) / _G9) ** 0.5,
+            lambda: _shrink9(EX9["group_size"]) ** 0.5 * _grad_j9(),
             "sqrt((G-1)/G) relates the two standard deviations; the mean-centring factor has no square root.",
         ),
     },

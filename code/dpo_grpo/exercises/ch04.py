@@ -138,3 +138,39 @@ numeric(
     },
     level=3,
 )
+
+
+#: 04.6: one column of the Jacobian of group_advantages (the first reward group, the third answer)
+EX6 = {"rewards": ex.REWARD_GROUPS[0], "k": 2, "eps": 1e-4}
+
+
+def _advantage_column(*, std_moves=True, mean_moves=True):
+    """d A_i / d r_k for population-std advantages: (delta_ik - 1/G)/(s + eps) - d_i d_k / (G s (s + eps)^2)."""
+    r, k, eps = EX6["rewards"], EX6["k"], EX6["eps"]
+    g, d, s = r.size, r - r.mean(), r.std()
+    centre = np.eye(g)[k] - (1.0 / g if mean_moves else 0.0)
+    spread = d * d[k] / (g * s * (s + eps) ** 2) if std_moves else 0.0
+    return centre / (s + eps) - spread
+
+
+numeric(
+    "04.6",
+    "Derive d A_i / d r_k for group_advantages (population std s, guard eps) and evaluate the column k = 2 (the "
+    "third answer) for the first reward group [0.2, 0.8, 1.4, 0.6], eps = 1e-4: four numbers.",
+    _advantage_column,
+    mistakes={
+        "std held fixed": (
+            lambda: _advantage_column(std_moves=False),
+            "The standard deviation depends on r_k too: d s / d r_k = (r_k - mean(r)) / (G s).",
+        ),
+        "mean held fixed": (
+            lambda: _advantage_column(mean_moves=False),
+            "The mean depends on r_k too: d (r_i - mean(r)) / d r_k = delta_ik - 1/G.",
+        ),
+        "neither": (
+            lambda: _advantage_column(std_moves=False, mean_moves=False),
+            "Both the mean and the standard deviation depend on r_k: only with both do the four numbers sum to zero.",
+        ),
+    },
+    level=3,
+)
