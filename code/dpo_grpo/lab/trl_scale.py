@@ -163,7 +163,9 @@ def dpo_args(
     return args
 
 
-def _messages(cfg, problem: str) -> list:
+def chat_messages(cfg, problem: str) -> list:
+    """The chat TRL's trainers receive for ``problem``: ``cfg``'s system message (if
+    it has one) and the sum as the user message."""
     system = getattr(cfg, "system_prompt", None)
     return ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": problem}
@@ -183,7 +185,7 @@ def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
         n_prompts
     )
     return Dataset.from_dict(
-        {"prompt": [_messages(cfg, p) for p in problems], "problem": problems}
+        {"prompt": [chat_messages(cfg, p) for p in problems], "problem": problems}
     )
 
 
@@ -205,7 +207,7 @@ def preference_dataset(cfg, pairs: dict):
         )
     return Dataset.from_dict(
         {
-            "prompt": [_messages(cfg, p) for p in pairs["prompts"]],
+            "prompt": [chat_messages(cfg, p) for p in pairs["prompts"]],
             "chosen": [[{"role": "assistant", "content": c}] for c in pairs["chosen"]],
             "rejected": [
                 [{"role": "assistant", "content": r}] for r in pairs["rejected"]
