@@ -18,6 +18,7 @@ buttons pointing at the Chinese reader edition; its ``_toc.yml`` has the caption
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -230,13 +231,17 @@ def status_all(
 
 def problems(stem: str, catalogs: Path = zh_catalog.CATALOGS) -> list[str]:
     """What is wrong with the current translations of page ``stem``: markup that is not kept verbatim
-    (``md_blocks.markup``: roles, labels, code, math, link targets) and departures from the glossary."""
+    (``md_blocks.markup``: roles, labels, code, math, link targets), departures from the glossary, and English
+    prose copied as its own translation."""
     glossary, found = zh_glossary.load(), []
     for m in zh_catalog.load(zh_catalog.catalog_path(stem, catalogs)):
         if not m.id or not m.string or m.fuzzy:
             continue
         english, chinese = md_blocks.markup(m.id), md_blocks.markup(m.string)
         where = f"{stem}: {m.id[:60]!r}"
+        words = re.findall(r"[A-Za-z]{2,}", zh_glossary.prose(m.id))
+        if m.string.strip() == m.id.strip() and len(words) >= 3:
+            found.append(f"{where}: the English is copied, not translated")
         if english != chinese:
             found.append(
                 f"{where}: markup dropped {sorted((english - chinese).elements())}, "

@@ -25,10 +25,13 @@ class Term:
     en: tuple[str, ...]
     zh: tuple[str, ...]
     unless: tuple[str, ...] = ()
+    #: names kept in English (``kept``) match with their case: "ZeRO" is not "zero"
+    case_sensitive: bool = False
 
     def pattern(self) -> re.Pattern:
         forms = "|".join(re.escape(f) for f in sorted(self.en, key=len, reverse=True))
-        return re.compile(rf"(?<!\w)(?:{forms})(?:s|es)?(?!\w)", re.IGNORECASE)
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        return re.compile(rf"(?<!\w)(?:{forms})(?:s|es)?(?!\w)", flags)
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ def load(path: Path = GLOSSARY) -> Glossary:
         Term(_tuple(t["en"]), _tuple(t["zh"]), _tuple(t.get("unless", [])))
         for t in data.get("terms", [])
     ]
-    terms += [Term((word,), (word,)) for word in data.get("kept", [])]
+    terms += [
+        Term((word,), (word,), case_sensitive=True) for word in data.get("kept", [])
+    ]
     return Glossary(tuple(terms), tuple(data.get("untranslated", [])))
 
 
@@ -82,7 +87,10 @@ def violations(msgid: str, msgstr: str, glossary: Glossary) -> list[str]:
         for phrase in term.unless:
             text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
         m = term.pattern().search(text)
-        if m and not any(zh.lower() in msgstr.lower() for zh in term.zh):
+        if m and not any(
+            (zh in msgstr) if term.case_sensitive else (zh.lower() in msgstr.lower())
+            for zh in term.zh
+        ):
             found.append(f"{m.group(0)!r} is translated without {' / '.join(term.zh)}")
     code = _code_spans(msgid)
     for name in glossary.untranslated:
