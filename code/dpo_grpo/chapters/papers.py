@@ -9,9 +9,11 @@ is read from its arXiv identifier (``YYMM.NNNNN``), and the timeline figure is d
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import NamedTuple
 
 from .. import _validation as v
+from ..i18n import N_, language, tr, use_cjk_matplotlib_font
 
 
 class Paper(NamedTuple):
@@ -42,7 +44,9 @@ PAPERS = (
         "Proximal Policy Optimization Algorithms",
         "1707.06347",
         2017,
-        "a clipped surrogate objective that lets several epochs of updates reuse one batch of rollouts",
+        N_(
+            "a clipped surrogate objective that lets several epochs of updates reuse one batch of rollouts"
+        ),
         "the direct source of GRPO's probability ratio and clip",
     ),
     Paper(
@@ -51,7 +55,9 @@ PAPERS = (
         "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
         "2305.18290",
         2023,
-        "the closed-form optimum of KL-regularised RLHF turns preference learning into binary classification",
+        N_(
+            "the closed-form optimum of KL-regularised RLHF turns preference learning into binary classification"
+        ),
         "trains from offline pairs, with no online RL loop and no explicit reward model",
     ),
     Paper(
@@ -60,7 +66,9 @@ PAPERS = (
         "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models",
         "2402.03300",
         2024,
-        "GRPO: the scores of a group of answers to the same question replace the value model",
+        N_(
+            "GRPO: the scores of a group of answers to the same question replace the value model"
+        ),
         "keeps PPO's online sampling and clip, drops the critic",
     ),
     Paper(
@@ -69,14 +77,14 @@ PAPERS = (
         "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement Learning",
         "2501.12948",
         2025,
-        "large-scale GRPO for long chains of reasoning with verifiable rewards",
+        N_("large-scale GRPO for long chains of reasoning with verifiable rewards"),
         "made group-relative optimisation a standard baseline for training reasoning models",
     ),
 )
 
 #: the protocols of the quoted results
-CHAIN_OF_THOUGHT = "chain-of-thought, one answer per problem"
-MAJORITY_64 = "self-consistency: majority vote over 64 sampled answers"
+CHAIN_OF_THOUGHT = N_("chain-of-thought, one answer per problem")
+MAJORITY_64 = N_("self-consistency: majority vote over 64 sampled answers")
 
 RESULTS = (
     Result(
@@ -167,13 +175,13 @@ R1_KL_BETA = 0.001
 
 #: who built on whom: (from, to, what was inherited)
 LINEAGE = (
-    ("schulman2017ppo", "shao2024deepseekmath", "ratio + clip"),
+    ("schulman2017ppo", "shao2024deepseekmath", N_("ratio + clip")),
     (
         "schulman2017ppo",
         "rafailov2023dpo",
-        "PPO-RLHF's objective, solved in closed form",
+        N_("PPO-RLHF's objective, solved in closed form"),
     ),
-    ("shao2024deepseekmath", "deepseek2025r1", "GRPO at scale"),
+    ("shao2024deepseekmath", "deepseek2025r1", N_("GRPO at scale")),
 )
 
 _ARXIV = re.compile(r"^(\d{2})(\d{2})\.(\d{4,5})(v\d+)?$")
@@ -219,12 +227,18 @@ def comparable(a: Result, b: Result) -> tuple:
         if not isinstance(x, Result):
             raise TypeError(f"{name} must be a Result, got {type(x).__name__}")
     if a.benchmark != b.benchmark:
-        return False, f"different benchmarks ({a.benchmark} vs {b.benchmark})"
+        return False, tr(
+            "different benchmarks ({a} vs {b})", a=a.benchmark, b=b.benchmark
+        )
     if a.protocol != b.protocol:
-        return False, f"different evaluation protocols ({a.protocol} vs {b.protocol})"
+        return False, tr(
+            "different evaluation protocols ({a} vs {b})",
+            a=tr(a.protocol),
+            b=tr(b.protocol),
+        )
     if a.paper != b.paper:
-        return False, "different papers, hence different models, data and settings"
-    return True, "same paper, benchmark and protocol"
+        return False, tr("different papers, hence different models, data and settings")
+    return True, tr("same paper, benchmark and protocol")
 
 
 def gain(before: Result, after: Result) -> dict:
@@ -273,6 +287,7 @@ def timeline_figure(ax=None):
     import matplotlib.pyplot as plt
     import numpy as np
 
+    use_cjk_matplotlib_font()
     if ax is None:
         fig, ax = plt.subplots(figsize=(9.5, 5.6))
     else:
@@ -315,12 +330,13 @@ def timeline_figure(ax=None):
         ax.text(
             (x0 + x1) / 2,
             h + 0.02,
-            _wrap(label, 60),
+            _wrap(tr(label), 60),
             ha="center",
             va="bottom",
             fontsize=8.5,
             color="#475569",
-            style="italic",
+            # the CJK font has no italic face: matplotlib would fall back to a font without Han glyphs
+            style="italic" if language() == "en" else "normal",
         )
     # paper labels below the axis, evenly spread, with leader lines
     label_x = np.linspace(lo + 0.9, hi - 0.9, len(PAPERS))
@@ -330,7 +346,7 @@ def timeline_figure(ax=None):
         ax.plot([x, lx], [0, -0.55], color=colors[p.key], lw=1.2, zorder=2)
         ax.scatter([x], [0], s=60, color=colors[p.key], zorder=3)
         text = f"{p.short}\narXiv:{p.arxiv} ({year}-{month:02d})\n" + _wrap(
-            p.introduced, 26
+            tr(p.introduced), 26
         )
         ax.text(
             lx,
@@ -345,7 +361,7 @@ def timeline_figure(ax=None):
     ax.set_ylim(-1.6, 1.05)
     ax.axis("off")
     ax.set_title(
-        "The lineage in four papers (date = arXiv month; arcs: what was inherited)",
+        tr("The lineage in four papers (date = arXiv month; arcs: what was inherited)"),
         fontsize=11,
     )
     fig.tight_layout()
@@ -357,6 +373,7 @@ def results_figure(ax=None):
     uses another protocol; returns the matplotlib figure."""
     import matplotlib.pyplot as plt
 
+    use_cjk_matplotlib_font()
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.5, 4.4))
     else:
@@ -374,7 +391,7 @@ def results_figure(ax=None):
             vals,
             width,
             color=color,
-            label=f"{model} ({CHAIN_OF_THOUGHT})",
+            label=f"{model} ({tr(CHAIN_OF_THOUGHT)})",
         )
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
     for k, r in enumerate(other):
@@ -386,14 +403,19 @@ def results_figure(ax=None):
             color="white",
             edgecolor="#b91c1c",
             hatch="//",
-            label=f"{r.model}, {r.benchmark}: {r.protocol} (not comparable)",
+            label=tr(
+                "{model}, {benchmark}: {protocol} (not comparable)",
+                model=r.model,
+                benchmark=r.benchmark,
+                protocol=tr(r.protocol),
+            ),
         )
         ax.bar_label(bar, fmt="%.1f", fontsize=8)
     ax.set_xticks(
         list(range(len(benches))) + [len(benches) + 0.3 + k for k in range(len(other))],
         benches + [f"{r.benchmark}\n(maj@64)" for r in other],
     )
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel(tr("accuracy (%)"))
     ax.set_ylim(0, 100)
     ax.legend(
         fontsize=7.5,
@@ -403,12 +425,15 @@ def results_figure(ax=None):
         ncol=1,
     )
     ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title("DeepSeekMath, as quoted: Table 5 and the abstract", fontsize=10)
+    ax.set_title(tr("DeepSeekMath, as quoted: Table 5 and the abstract"), fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def _wrap(text: str, width: int) -> str:
+    if language() == "zh":
+        # Chinese has no spaces between words and a Han character is about two Latin ones wide
+        return textwrap.fill(text, width=width // 2 + 2)
     words, lines, line = text.split(), [], ""
     for w in words:
         if line and len(line) + 1 + len(w) > width:

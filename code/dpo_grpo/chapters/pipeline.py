@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, language, tr, use_cjk_matplotlib_font
 from .rollout import PassRateTracker, logits_gradient, sample_rollout, token_logps
 from .scoring import group_statistics, score
 from .token_loss import loss_and_grad
@@ -328,25 +329,41 @@ def restore(ckpt, *, strict=True):
 # --------------------------------------------------------------------------------------
 
 FLOW_STEPS = (
-    ("1. pick prompts", "pass-rate table\n(uniform or frontier)", "prompt ids"),
     (
-        "2. sample",
-        "frozen snapshot pi_old,\nG per prompt",
-        "token ids, masks,\nold (+ engine) log-probs",
-    ),
-    ("3. score", "verifiers / reward models", "rewards (N, K),\nNaN = unscorable"),
-    ("4. group statistics", "complete groups,\nafter the gather", "advantages (N,)"),
-    (
-        "5. log-probs",
-        "current pi_theta (grad)\nreference pi_ref (cached)",
-        "new, ref log-probs",
+        N_("1. pick prompts"),
+        N_("pass-rate table\n(uniform or frontier)"),
+        N_("prompt ids"),
     ),
     (
-        "6. per-token loss",
-        "ratio, clip, KL, masks,\nloss_type normaliser",
-        "loss, d loss / d new",
+        N_("2. sample"),
+        N_("frozen snapshot pi_old,\nG per prompt"),
+        N_("token ids, masks,\nold (+ engine) log-probs"),
     ),
-    ("7. update + monitor", "optimizer step, log dict", "new weights, metrics"),
+    (
+        N_("3. score"),
+        N_("verifiers / reward models"),
+        N_("rewards (N, K),\nNaN = unscorable"),
+    ),
+    (
+        N_("4. group statistics"),
+        N_("complete groups,\nafter the gather"),
+        N_("advantages (N,)"),
+    ),
+    (
+        N_("5. log-probs"),
+        N_("current pi_theta (grad)\nreference pi_ref (cached)"),
+        N_("new, ref log-probs"),
+    ),
+    (
+        N_("6. per-token loss"),
+        N_("ratio, clip, KL, masks,\nloss_type normaliser"),
+        N_("loss, d loss / d new"),
+    ),
+    (
+        N_("7. update + monitor"),
+        N_("optimizer step, log dict"),
+        N_("new weights, metrics"),
+    ),
 )
 
 
@@ -361,6 +378,9 @@ def plot_data_flow(ax=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+    use_cjk_matplotlib_font()
+    # the CJK font has no bold face of its own: matplotlib would warn and fall back
+    bold = "bold" if language() == "en" else "normal"
     if ax is None:
         _, ax = plt.subplots(figsize=(12, 5.0))
     ax.set_xlim(0, 4)
@@ -392,15 +412,21 @@ def plot_data_flow(ax=None):
         ax.text(
             x,
             y + 0.15,
-            title,
+            tr(title),
             ha="center",
             va="center",
             fontsize=10.5,
-            weight="bold",
+            weight=bold,
             color="#14213d",
         )
         ax.text(
-            x, y - 0.1, what, ha="center", va="center", fontsize=8.3, color="#33415c"
+            x,
+            y - 0.1,
+            tr(what),
+            ha="center",
+            va="center",
+            fontsize=8.3,
+            color="#33415c",
         )
 
     def arrow(a, b, color="#7d8597", ls="-", rad=0.0):
@@ -421,7 +447,7 @@ def plot_data_flow(ax=None):
         ax.text(
             x,
             y,
-            text,
+            tr(text),
             ha="center",
             va="center",
             fontsize=8,
@@ -442,14 +468,16 @@ def plot_data_flow(ax=None):
         arrow((x0 - w / 2, y0), (x1 + w / 2, y0), color=color)
         label((x0 + x1) / 2, y0 - h / 2 - 0.12, FLOW_STEPS[i][2])
     arrow((1.5 - w / 2, 0.45), (0.5, 1.7 - h / 2), ls="--", rad=-0.35)
-    label(0.42, 0.62, "resample:\nnew rollout")
+    label(0.42, 0.62, N_("resample:\nnew rollout"))
     arrow((1.5, 0.45 - h / 2), (3.5, 0.45 - h / 2), ls="--", rad=0.28)
-    label(2.5, -0.27, "next epoch on the same rollout (finite num_iterations)")
+    label(2.5, -0.27, N_("next epoch on the same rollout (finite num_iterations)"))
     ax.text(
         0.0,
         -0.55,
-        "grey: constants for backprop (rewards, statistics, old/ref log-probs)   "
-        "orange: carries the gradient",
+        tr(
+            "grey: constants for backprop (rewards, statistics, old/ref log-probs)   "
+            "orange: carries the gradient"
+        ),
         fontsize=8.5,
         color="#33415c",
     )
