@@ -57,7 +57,14 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
     Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan`` and ``0 * nan = nan``.
     :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the exponential instead.
     """
-    # NaN/inf padding is the point here
+    new, old, a, m = _padded_token_inputs(new_logps, old_logps, advantages, mask)
+    with np.errstate(all="ignore"):
+        return float((-np.exp(new - old) * a[:, None] * m).sum() / m.sum())
+
+
+def _padded_token_inputs(new_logps, old_logps, advantages, mask):
+    """(B, T) log-probs that may hold NaN or inf in padding (the point of the demo above), (B,) advantages and
+    a (B, T) 0/1 mask as float arrays; ``ValueError`` on anything else."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
@@ -65,13 +72,11 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
     a = v.as_float_array(advantages, "advantages", ndim=1)
     if a.shape != (new.shape[0],):
         raise ValueError(f"advantages must have shape ({new.shape[0]},), got {a.shape}")
-    a = a[:, None]
     if not (np.isfinite(new[m > 0]).all() and np.isfinite(old[m > 0]).all()):
         raise ValueError(
             "new_logps and old_logps must be finite at every valid (mask == 1) position"
         )
-    with np.errstate(all="ignore"):
-        return float((-np.exp(new - old) * a * m).sum() / m.sum())
+    return new, old, a, m
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -535,15 +540,19 @@ def progress_under_live_reward_buggy(samples_by_step, reward_models):
     ``samples_by_step`` is a list of (n,) arrays of answer features, ``reward_models`` a list of callables, one per
     step. A drifting judge makes the curve move even when the answers do not.
     """
+    steps = _one_model_per_step(samples_by_step, reward_models)
+    return _progress([rm(s) for s, rm in steps], "reward_models")
+
+
+def _one_model_per_step(samples_by_step, reward_models):
+    """Pairs (samples, model), one per step; ``ValueError``/``TypeError`` on mismatched or non-callable input."""
     samples_by_step = v.sequence(samples_by_step, "samples_by_step")
     reward_models = v.sequence(reward_models, "reward_models")
     if len(samples_by_step) != len(reward_models):
         raise ValueError("need one reward model per step")
     if not all(callable(rm) for rm in reward_models):
         raise TypeError("reward_models must be a sequence of callables")
-    return _progress(
-        [rm(s) for s, rm in zip(samples_by_step, reward_models)], "reward_models"
-    )
+    return list(zip(samples_by_step, reward_models))
 
 
 def progress_under_frozen_reward(samples_by_step, frozen_model):
