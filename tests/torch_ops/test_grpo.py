@@ -773,3 +773,14 @@ def test_bias_corrected_kl_overflow_raises():
     ]
     with pytest.raises(ValueError, match="overflow"):
         T.grpo_loss(*args, use_bias_correction_kl=True)
+
+
+def test_the_torch_loss_takes_the_trl_exact_options_with_the_same_defaults():
+    """The two layers spell out the same TRL options (readable signatures); this keeps them one list."""
+    import inspect
+
+    trl = inspect.signature(dg.trl_exact.grpo_loss).parameters
+    ours = inspect.signature(T.grpo_loss).parameters
+    torch_only = {"validate", "fused", "compile", "per_token", "_block_rows"}
+    assert [k for k in ours if k not in torch_only] == list(trl)
+    assert {k: ours[k].default for k in trl} == {k: p.default for k, p in trl.items()}
