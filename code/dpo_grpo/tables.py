@@ -1,9 +1,10 @@
 """The one table renderer of the package: Markdown and HTML tables from rows (no pandas needed).
 
 Rows are dicts (``columns`` defaults to the first row's keys) or sequences (``columns`` then names the header).
-Cells: ``None`` -> "—", a bool -> "yes"/"no" (a False stands out, so a failed check is seen), a float with a format
-spec in ``formats[column]`` (or ``float_format``) -> that format, anything else -> ``str``. Base layer: imports only
-the argument checks, so every layer may use it.
+Cells: ``None`` -> "—", a bool -> "yes"/"no" in the reader's language (:func:`dpo_grpo.i18n.tr`; a False stands
+out, so a failed check is seen), a float with a format spec in ``formats[column]`` (or ``float_format``) -> that
+format, anything else -> ``str``. Headers are the caller's. Base layer: imports only the argument checks and the
+language layer, so every layer may use it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numbers
 import numpy as np
 
 from . import _validation as v
+from .i18n import tr
 
 
 def markdown_cell(value, *, untrusted: bool = False) -> str:
@@ -83,7 +85,9 @@ def html_table(
             numeric = isinstance(value, numbers.Number) and not isinstance(
                 value, (bool, np.bool_)
             )
-            shown = html.escape(text) if text != "**no**" else "<strong>no</strong>"
+            shown = html.escape(text)
+            if text == _no():
+                shown = f"<strong>{html.escape(tr('no'))}</strong>"
             shown = f"<code>{shown}</code>" if c in code_columns else shown
             tds.append(
                 f'<td style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>'
@@ -160,9 +164,14 @@ def _cells(rows, columns, formats, float_format):
     return columns, values, body
 
 
+def _no() -> str:
+    """A False cell: "no" in bold Markdown."""
+    return f"**{tr('no')}**"
+
+
 def _cell(value, spec, column) -> str:
     if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "**no**"
+        return tr("yes") if value else _no()
     if value is None:
         return "—"
     if spec is not None and isinstance(value, (float, np.floating)):

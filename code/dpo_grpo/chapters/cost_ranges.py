@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 
 from .. import _validation as v
-from .costs import SENSITIVITY_GRID, Throughput
+from .costs import SENSITIVITY_GRID
+from .throughput import Throughput
 
 
 def over_assumptions(fn, grid=None) -> tuple:

@@ -17,7 +17,7 @@ of ``N`` parameters and a full backward pass ``4 N`` (attention's quadratic term
 still propagates activation gradients through the whole network (``2 N``) but forms weight gradients only for the
 adapter (``2 f N`` for a trainable fraction ``f``). :func:`attention_flops` gives the attention term that this rule
 leaves out, and ``step_time(..., attention=...)`` adds it. :func:`step_time` turns FLOPs and bytes into seconds under
-explicit throughput assumptions; it is an illustration, not a measurement
+explicit throughput assumptions (:class:`~.throughput.Throughput`); it is an illustration, not a measurement
 (:class:`dpo_grpo.chapters.phase_timer.PhaseTimer` measures). Decoding
 time grows with the context through the KV-cache reads (:func:`generation_seconds`), which is assumed to fit
 (:func:`kv_cache_bytes` says how large it gets).
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import _validation as v
-from ..tables import html_table, human_number
+from ..i18n import N_, tr
 from ..reference.memory import (
     GB,
     GiB,
@@ -40,6 +40,8 @@ from ..reference.memory import (
     frozen_model_bytes,
     training_state_ledger,
 )
+from ..tables import html_table, human_number
+from .throughput import Throughput, as_throughput
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
 LABELS = {"ppo": "PPO", "grpo": "GRPO", "dpo": "DPO"}
@@ -321,42 +323,6 @@ def compare(workload: Workload) -> dict:
     return {alg: step_cost(alg, workload) for alg in ALGORITHMS}
 
 
-@dataclass(frozen=True)
-class Throughput:
-    """Assumed hardware throughputs that turn counts into seconds (illustrative defaults; measure your own).
-
-    ``peak_flops`` and ``hbm_bandwidth`` per GPU (defaults of the order of a current datacentre GPU's dense bf16
-    peak and memory bandwidth); ``train_mfu`` and ``scoring_mfu`` the fraction of peak that training and
-    reward-model scoring reach. Decoding is modelled as a roofline: each decode step of a GPU's ``b`` sequences
-    takes ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)`` seconds, where ``c`` is the
-    current context and ``kv`` the KV-cache bytes per token, so long answers make every later token slower.
-    ``rule_seconds`` is the effective time per rule-based reward call after parallelism; ``bandwidth`` is for
-    communication between services, which is not overlapped with compute. Gradient all-reduce is counted in the
-    bytes but treated as overlapped with the backward pass unless ``overlap_gradients=False``.
-    """
-
-    peak_flops: float = 1e15
-    hbm_bandwidth: float = 3.35e12
-    train_mfu: float = 0.4
-    decode_efficiency: float = 0.5
-    scoring_mfu: float = 0.3
-    rule_seconds: float = 1e-4
-    bandwidth: float = 25e9
-    overlap_gradients: bool = True
-
-    def __post_init__(self):
-        v.scalar(self.peak_flops, "peak_flops", positive=True)
-        v.scalar(self.hbm_bandwidth, "hbm_bandwidth", positive=True)
-        for name in ("train_mfu", "decode_efficiency", "scoring_mfu"):
-            x = v.scalar(getattr(self, name), name, positive=True)
-            if x > 1:
-                raise ValueError(f"{name} must lie in (0, 1], got {x}")
-        v.scalar(self.rule_seconds, "rule_seconds", nonnegative=True)
-        v.scalar(self.bandwidth, "bandwidth", positive=True)
-        if not isinstance(self.overlap_gradients, bool):
-            raise TypeError("overlap_gradients must be True or False")
-
-
 def generation_seconds(
     workload: Workload, sequences: int, throughput: Throughput | None = None
 ) -> float:
@@ -388,14 +354,6 @@ def generation_seconds(
         / (w.n_gpus * t.peak_flops * t.train_mfu)
     )
     return float(np.maximum(compute, memory).sum() + prefill)
-
-
-def as_throughput(throughput) -> "Throughput":
-    """``throughput``, or the default :class:`Throughput` when it is None (TypeError for anything else)."""
-    t = Throughput() if throughput is None else throughput
-    if not isinstance(t, Throughput):
-        raise TypeError(f"throughput must be a Throughput, got {type(t).__name__}")
-    return t
 
 
 def kv_cache_bytes(workload: Workload, sequences: int) -> float:
@@ -576,29 +534,40 @@ def budget_rows(workload: Workload, throughput: Throughput | None = None) -> lis
     costs = compare(workload)
     times = {a: step_time(c, throughput) for a, c in costs.items()}
     items = (
-        ("trainable state per GPU", "GB", lambda c: c.trainable_bytes / GB),
-        ("frozen weights per GPU", "GB", lambda c: c.frozen_bytes / GB),
+        (N_("trainable state per GPU"), "GB", lambda c: c.trainable_bytes / GB),
+        (N_("frozen weights per GPU"), "GB", lambda c: c.frozen_bytes / GB),
         (
-            "frozen / no-grad forward tokens",
-            "tokens",
+            N_("frozen / no-grad forward tokens"),
+            N_("tokens"),
             lambda c: c.frozen_forward_tokens,
         ),
-        ("generated tokens", "tokens", lambda c: c.generated_tokens),
-        ("reward evaluations", "calls", lambda c: c.reward_calls),
-        ("communication", "GB", lambda c: c.communication_bytes / GB),
-        ("compute", "PFLOP", lambda c: c.total_flops / 1e15),
+        (N_("generated tokens"), N_("tokens"), lambda c: c.generated_tokens),
+        (N_("reward evaluations"), N_("calls"), lambda c: c.reward_calls),
+        (N_("communication"), "GB", lambda c: c.communication_bytes / GB),
+        (N_("compute"), "PFLOP", lambda c: c.total_flops / 1e15),
     )
     rows = [
         (item, unit, {a: f(c) for a, c in costs.items()}) for item, unit, f in items
     ]
+    time_items = {
+        "generation": N_("time: generation"),
+        "scoring": N_("time: scoring"),
+        "training": N_("time: training"),
+        "waiting": N_("time: waiting"),
+    }
     for phase in PHASES:
-        rows.append((f"time: {phase}", "s", {a: times[a][phase] for a in ALGORITHMS}))
-    rows.append(("time: total", "s", {a: sum(times[a].values()) for a in ALGORITHMS}))
+        rows.append(
+            (time_items[phase], N_("s"), {a: times[a][phase] for a in ALGORITHMS})
+        )
+    rows.append(
+        (N_("time: total"), N_("s"), {a: sum(times[a].values()) for a in ALGORITHMS})
+    )
     return rows
 
 
 def format_rows(rows) -> str:
-    """:func:`budget_rows` (or rows of the same ``(item, unit, {algorithm: value})`` form) as an HTML table."""
+    """:func:`budget_rows` (or rows of the same ``(item, unit, {algorithm: value})`` form) as an HTML table, its
+    words in the reader's language (:func:`dpo_grpo.i18n.tr`)."""
     rows = v.sequence(rows, "rows")
     if not rows:
         raise ValueError("rows must not be empty")
@@ -613,10 +582,11 @@ def format_rows(rows) -> str:
             )
     algs = list(rows[0][2])
     cells = [
-        [item, unit, *(human_number(vals[a]) for a in algs)]
+        [tr(str(item)), tr(str(unit)), *(human_number(vals[a]) for a in algs)]
         for item, unit, vals in rows
     ]
-    return html_table(cells, ["item", "unit", *(LABELS.get(a, a) for a in algs)])
+    head = [tr("item"), tr("unit"), *(LABELS.get(a, a) for a in algs)]
+    return html_table(cells, head)
 
 
 def memory_saving(workload: Workload) -> dict:

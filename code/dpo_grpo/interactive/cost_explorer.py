@@ -11,9 +11,7 @@ from ..chapters.costs import (
     ALGORITHMS,
     GB,
     LABELS,
-    Throughput,
     Workload,
-    as_throughput,
     budget_rows,
     compare,
     critic_cost,
@@ -21,6 +19,7 @@ from ..chapters.costs import (
     step_cost,
     step_time,
 )
+from ..chapters.throughput import Throughput, as_throughput
 
 DEFAULT_MODEL_SIZES = (1.5e9, 7e9, 32e9)
 DEFAULT_ANSWER_LENS = (256, 1024, 4096, 16384)
