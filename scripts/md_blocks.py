@@ -32,7 +32,8 @@ OPTION = re.compile(
     re.MULTILINE,
 )
 LINK_TARGET = re.compile(r"\]\((?P<href>[^)\s]+)\)")
-INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<body>[^$\n]+?)(?<!\\)\$")
+# inline math may run over a line break (the English is wrapped, its translation need not be)
+INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<body>[^$]+?)(?<!\\)\$")
 INLINE_CODE = re.compile(r"(?<![`}])(?P<ticks>`+)(?P<body>[^`]+?)(?P=ticks)(?!`)")
 #: Roles whose body may carry a translated title: ``{ref}`title <label>``` keeps only its label.
 TITLED_ROLES = {"ref", "numref", "doc", "term", "eq"}
@@ -192,5 +193,5 @@ def markup(text: str) -> Counter:
     for m in INLINE_CODE.finditer(without_roles):
         found[f"code: {m.group('body')}"] += 1
     for m in INLINE_MATH.finditer(INLINE_CODE.sub(" ", without_roles)):
-        found[f"math: {m.group('body').strip()}"] += 1
+        found[f"math: {' '.join(m.group('body').split())}"] += 1
     return found
