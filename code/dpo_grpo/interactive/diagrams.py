@@ -21,15 +21,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Patch
 
 from .. import _validation as v
+from ..i18n import N_, language, tr, use_cjk_matplotlib_font
 
 #: rows of the grid, top to bottom, with the label shown at the left
 ROLES = {
-    "data": "training\ndata",
-    "reward": "reward\nsignal",
-    "sampling": "online\nsampling",
-    "policy": "trained\npolicy",
-    "baseline": "advantage\nbaseline",
-    "reference": "reference",
+    "data": N_("training\ndata"),
+    "reward": N_("reward\nsignal"),
+    "sampling": N_("online\nsampling"),
+    "policy": N_("trained\npolicy"),
+    "baseline": N_("advantage\nbaseline"),
+    "reference": N_("reference"),
 }
 
 #: how each status is drawn: face colour, edge colour, line style, legend entry
@@ -38,69 +39,82 @@ STATUS_STYLE = {
         "facecolor": "#fecaca",
         "edgecolor": "#b91c1c",
         "linestyle": "-",
-        "legend": "trained (grads + optimizer)",
+        "legend": N_("trained (grads + optimizer)"),
     },
     "frozen": {
         "facecolor": "#dbeafe",
         "edgecolor": "#1d4ed8",
         "linestyle": "-",
-        "legend": "frozen (forward passes)",
+        "legend": N_("frozen (forward passes)"),
     },
     "computed": {
         "facecolor": "#dcfce7",
         "edgecolor": "#15803d",
         "linestyle": "-",
-        "legend": "computed (no parameters)",
+        "legend": N_("computed (no parameters)"),
     },
     "data": {
         "facecolor": "#fef3c7",
         "edgecolor": "#b45309",
         "linestyle": "-",
-        "legend": "dataset",
+        "legend": N_("dataset"),
     },
     "dropped": {
         "facecolor": "#f3f4f6",
         "edgecolor": "#9ca3af",
         "linestyle": "--",
-        "legend": "dropped",
+        "legend": N_("dropped"),
     },
 }
 
 #: the two caveats printed under figure 1: what changes the real cost beyond the boxes
 FIGURE_NOTES = (
-    "Policy and reference can share one base model (e.g. a frozen base plus a trainable LoRA adapter): "
-    "then the reference is not a second copy of the weights.",
-    "A rule-based reward (answer checker, unit tests) needs no model; a neural reward model costs a forward pass "
-    "over every sampled answer.",
+    N_(
+        "Policy and reference can share one base model (e.g. a frozen base plus a trainable LoRA adapter): "
+        "then the reference is not a second copy of the weights."
+    ),
+    N_(
+        "A rule-based reward (answer checker, unit tests) needs no model; a neural reward model costs a forward pass "
+        "over every sampled answer."
+    ),
 )
+
+#: the figure's default title
+TITLE = N_("What each method keeps and drops")
+
+#: box labels whose bare English is also a catalog entry with another sense ("prompts" is an axis title, a count,
+#: elsewhere): translated through these keys instead
+LABEL_CONTEXT = {"prompts": N_("prompts (the training data)")}
 
 _COMPONENTS = {
     "PPO-RLHF": {
-        "data": ("prompts\n(RM fitted on pairs beforehand)", "data"),
-        "reward": ("reward model\nscores each full answer", "frozen"),
-        "sampling": ("actor generates answers\nevery step", "computed"),
-        "policy": ("actor", "trained"),
-        "baseline": ("critic $V_\\phi(s_t)$\na value per token", "trained"),
-        "reference": ("reference model\nKL penalty", "frozen"),
+        "data": (N_("prompts\n(RM fitted on pairs beforehand)"), "data"),
+        "reward": (N_("reward model\nscores each full answer"), "frozen"),
+        "sampling": (N_("actor generates answers\nevery step"), "computed"),
+        "policy": (N_("actor"), "trained"),
+        "baseline": (N_("critic $V_\\phi(s_t)$\na value per token"), "trained"),
+        "reference": (N_("reference model\nKL penalty"), "frozen"),
     },
     "DPO": {
-        "data": ("offline preference pairs\n$(x, y_w, y_l)$", "data"),
+        "data": (N_("offline preference pairs\n$(x, y_w, y_l)$"), "data"),
         "reward": (
-            "no explicit reward model\n(implicit: $\\beta\\log\\pi_\\theta/\\pi_{ref}$)",
+            N_(
+                "no explicit reward model\n(implicit: $\\beta\\log\\pi_\\theta/\\pi_{ref}$)"
+            ),
             "dropped",
         ),
-        "sampling": ("no online sampling", "dropped"),
-        "policy": ("policy", "trained"),
-        "baseline": ("no critic\n(binary classification loss)", "dropped"),
-        "reference": ("reference log-probs\n(can be precomputed)", "frozen"),
+        "sampling": (N_("no online sampling"), "dropped"),
+        "policy": (N_("policy"), "trained"),
+        "baseline": (N_("no critic\n(binary classification loss)"), "dropped"),
+        "reference": (N_("reference log-probs\n(can be precomputed)"), "frozen"),
     },
     "GRPO": {
-        "data": ("prompts", "data"),
-        "reward": ("reward model (frozen)\nor rule checker (no model)", "frozen"),
-        "sampling": ("$G$ answers per prompt\nevery step", "computed"),
-        "policy": ("policy", "trained"),
-        "baseline": ("group mean and std\n(no critic)", "computed"),
-        "reference": ("reference model\nKL term in the loss", "frozen"),
+        "data": (N_("prompts"), "data"),
+        "reward": (N_("reward model (frozen)\nor rule checker (no model)"), "frozen"),
+        "sampling": (N_("$G$ answers per prompt\nevery step"), "computed"),
+        "policy": (N_("policy"), "trained"),
+        "baseline": (N_("group mean and std\n(no critic)"), "computed"),
+        "reference": (N_("reference model\nKL term in the loss"), "frozen"),
     },
 }
 
@@ -178,7 +192,7 @@ def draw_pipelines(
     components=None,
     *,
     notes=FIGURE_NOTES,
-    title="What each method keeps and drops",
+    title=TITLE,
     figsize=(9.0, 6.8),
 ) -> Figure:
     """Draw the grid ``components`` (default :func:`pipeline_components`) and return the matplotlib Figure.
@@ -186,6 +200,8 @@ def draw_pipelines(
     One column per method, one row per role; each box carries its component's label and the style of its status
     (dropped components are grey and dashed). Every box patch has ``gid = "method/role"`` so tests and readers can
     find it. ``notes`` (a sequence of strings, possibly empty) are printed under the grid. No pyplot state is used.
+    Under ``DPO_GRPO_LANG=zh`` the title, role labels, box labels, legend and notes are drawn through
+    :func:`dpo_grpo.i18n.tr` (text without a translation is drawn as given) in a CJK font.
     """
     comps = validate_components(
         pipeline_components() if components is None else components
@@ -205,9 +221,16 @@ def draw_pipelines(
     figsize = tuple(v.scalar(x, "figsize", positive=True) for x in size)
 
     n_cols, n_rows = len(comps), len(ROLES)
+    use_cjk_matplotlib_font()
+    # a Han character is about two Latin ones wide, and the CJK font has no bold face
+    zh = language() == "zh"
+    chars_per_inch, bold = (7.5, "normal") if zh else (13, "bold")
     fig = Figure(figsize=figsize, facecolor="white")
     wrapped = [
-        textwrap.fill(f"Note {k + 1}. {note}", width=int(13 * figsize[0]))
+        textwrap.fill(
+            tr("Note {k}. {note}", k=k + 1, note=tr(note)),
+            width=int(chars_per_inch * figsize[0]),
+        )
         for k, note in enumerate(notes)
     ]
     note_h = 0.012 + sum(0.034 * (w.count("\n") + 1) for w in wrapped)
@@ -225,11 +248,11 @@ def draw_pipelines(
     ax.text(
         0.5,
         0.965,
-        title,
+        tr(title),
         ha="center",
         va="center",
         fontsize=15,
-        weight="bold",
+        weight=bold,
         color="#111827",
     )
     for j, method in enumerate(comps):
@@ -240,7 +263,7 @@ def draw_pipelines(
             ha="center",
             va="center",
             fontsize=13,
-            weight="bold",
+            weight=bold,
             color="#111827",
             gid=f"title/{method}",
         )
@@ -249,7 +272,7 @@ def draw_pipelines(
         ax.text(
             left - 0.01,
             y0 + row_h / 2,
-            role_label,
+            tr(role_label),
             ha="right",
             va="center",
             fontsize=10,
@@ -276,7 +299,9 @@ def draw_pipelines(
             ax.text(
                 x0 + col_w / 2,
                 y0 + row_h / 2,
-                comp["label"],
+                tr(LABEL_CONTEXT.get(comp["label"], comp["label"]))
+                if zh
+                else comp["label"],
                 ha="center",
                 va="center",
                 fontsize=9.5,
@@ -290,7 +315,7 @@ def draw_pipelines(
             facecolor=st["facecolor"],
             edgecolor=st["edgecolor"],
             linestyle=st["linestyle"],
-            label=st["legend"],
+            label=tr(st["legend"]),
         )
         for st in STATUS_STYLE.values()
     ]
