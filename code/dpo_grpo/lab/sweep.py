@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from .config import LabConfig
 from .progress import bar, wanted
 from .run import ALGORITHMS, budget, run_lab
@@ -412,22 +413,26 @@ def gain(results, method: str, metric: str = "final_greedy") -> dict:
 
 
 _WHAT = {
-    "final_greedy": "final greedy pass rate",
-    "final_sampled": "final sampled pass@1",
-    "best_greedy": "best greedy pass rate",
-    "best_sampled": "best sampled pass@1",
-    "gain_greedy": "greedy gain over the start",
-    "gain_sampled": "sampled gain over the start",
+    "final_greedy": N_("final greedy pass rate"),
+    "final_sampled": N_("final sampled pass@1"),
+    "best_greedy": N_("best greedy pass rate"),
+    "best_sampled": N_("best sampled pass@1"),
+    "gain_greedy": N_("greedy gain over the start"),
+    "gain_sampled": N_("sampled gain over the start"),
 }
 
 
-def _span(p: dict, what: str = "difference") -> str:
-    n = p["n"]
-    return (
-        f"mean {what} {p['mean']:+.3f}, 95% t-interval "
-        f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] over {n} seeds; "
-        f"ahead in {p['ahead']} of {n}, exact two-sided sign test "
-        f"p = {p['sign_p']:.3f}"
+def _span(p: dict, what: str = N_("difference")) -> str:
+    return tr(
+        "mean {what} {mean:+.3f}, 95% t-interval [{lo:+.3f}, {hi:+.3f}] over {n} "
+        "seeds; ahead in {ahead} of {n}, exact two-sided sign test p = {p:.3f}",
+        what=tr(what),
+        mean=p["mean"],
+        lo=p["ci_low"],
+        hi=p["ci_high"],
+        n=p["n"],
+        ahead=p["ahead"],
+        p=p["sign_p"],
     )
 
 
@@ -445,16 +450,14 @@ def verdict(results, metric: str = "final_greedy") -> list:
             continue
         p = paired(results, a, b, metric)
         d = p["direction"]
-        if d == "not separated":
-            lines.append(
-                f"{NAMES[a]} versus {NAMES[b]} on the {what}: not separated "
-                f"({_span(p)})."
-            )
-        else:
-            lines.append(
-                f"{NAMES[a]} is {'ahead of' if d == 'ahead' else 'behind'} "
-                f"{NAMES[b]} on the {what} ({_span(p)})."
-            )
+        says = {
+            "ahead": N_("{a} is ahead of {b} on the {what} ({span})."),
+            "behind": N_("{a} is behind {b} on the {what} ({span})."),
+            "not separated": N_(
+                "{a} versus {b} on the {what}: not separated ({span})."
+            ),
+        }[d]
+        lines.append(tr(says, a=NAMES[a], b=NAMES[b], what=tr(what), span=_span(p)))
     return lines
 
 
@@ -468,11 +471,14 @@ def gain_verdict(results, metric: str = "final_greedy") -> list:
         p = gain(results, m, metric)
         d = p["direction"]
         says = {
-            "ahead": "ends above its SFT start",
-            "behind": "ends below its SFT start",
-            "not separated": "is not separated from its SFT start",
+            "ahead": N_("{m} ends above its SFT start on the {what} ({span})."),
+            "behind": N_("{m} ends below its SFT start on the {what} ({span})."),
+            "not separated": N_(
+                "{m} is not separated from its SFT start on the {what} ({span})."
+            ),
         }[d]
-        lines.append(f"{NAMES[m]} {says} on the {what} ({_span(p, 'gain')}).")
+        span = _span(p, N_("gain"))
+        lines.append(tr(says, m=NAMES[m], what=tr(what), span=span))
     return lines
 
 
