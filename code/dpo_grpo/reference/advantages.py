@@ -1,8 +1,11 @@
-"""Group-relative advantages (chapter 3, section 3.4): each answer is scored against its own group.
+"""Group-relative advantages (chapter 3, section 3.4): each answer is scored against its
+own group.
 
-Shapes: ``rewards`` is ``(prompts, G)``, one row per prompt, one column per sampled answer; results have the same
-shape. TRL's production form (several reward functions, NaN rewards, ``scale_rewards``) is
-:func:`dpo_grpo.trl_exact.advantages.reward_advantages`, equal to :func:`group_advantages` here at ``ddof=1``.
+Shapes: ``rewards`` is ``(prompts, G)``, one row per prompt, one column per sampled
+answer; results have the same shape. TRL's production form (several reward functions,
+NaN rewards, ``scale_rewards``) is
+:func:`dpo_grpo.trl_exact.advantages.reward_advantages`, equal to
+:func:`group_advantages` here at ``ddof=1``.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ def group_advantages(rewards, eps=1e-4, ddof=0):
 
 
 def centered_advantages(rewards):
-    """``r_i - mean(r)`` per row, no scaling (section 3.4); its expected gradient is ``(1 - 1/G)`` x the true one."""
+    """``r_i - mean(r)`` per row, no scaling (section 3.4); its expected gradient is
+    ``(1 - 1/G)`` x the true one."""
     r = _grouped(rewards)
     return r - r.mean(axis=1, keepdims=True)
 
 
 def leave_one_out_advantages(rewards):
-    """``r_i - mean_{j≠i} r_j`` per row (RLOO's baseline, section 3.4): an unbiased policy-gradient estimate."""
+    """``r_i - mean_{j≠i} r_j`` per row (RLOO's baseline, section 3.4): an unbiased
+    policy-gradient estimate."""
     r = _grouped(rewards)
     g = r.shape[1]
     others_mean = (r.sum(axis=1, keepdims=True) - r) / (g - 1)

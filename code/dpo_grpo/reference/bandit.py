@@ -1,9 +1,12 @@
-"""A four-action bandit trained online with GRPO and no critic (section 04's experiment).
+"""A four-action bandit trained online with GRPO and no critic (section 04's
+experiment).
 
-Protocol per step: snapshot ``pi_old``; draw one group of ``group_size`` actions from it; standardise their rewards
-within the group (population std, eps 1e-4); take ``inner_steps`` gradient steps of size ``lr`` on the logits of
-:func:`~dpo_grpo.reference.grpo.grpo_loss` (clipped surrogate + ``beta`` x sampled k3 towards a uniform reference), with the
-old log-probs fixed at the snapshot. Probabilities are tracked as arrays of shape ``(4,)``.
+Protocol per step: snapshot ``pi_old``; draw one group of ``group_size`` actions from
+it; standardise their rewards within the group (population std, eps 1e-4); take
+``inner_steps`` gradient steps of size ``lr`` on the logits of
+:func:`~dpo_grpo.reference.grpo.grpo_loss` (clipped surrogate + ``beta`` x sampled k3
+towards a uniform reference), with the old log-probs fixed at the snapshot.
+Probabilities are tracked as arrays of shape ``(4,)``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ DEFAULT_REWARDS = (-0.2, 0.3, 1.0, 0.0)
 
 
 class BanditRun:
-    """One seeded bandit run that can be extended: ``run.trajectory(steps)`` runs only the steps not yet run.
+    """One seeded bandit run that can be extended: ``run.trajectory(steps)`` runs only
+    the steps not yet run.
 
-    A run's step ``k`` does not depend on how many steps follow it (each step draws its group from the same
-    generator, in order), so the first 80 steps of a 200-step run are the 80-step run, bit for bit. The live widget
-    keeps runs keyed by their other parameters, so moving the ``steps`` slider only runs the new steps.
+    A run's step ``k`` does not depend on how many steps follow it (each step draws its
+    group from the same generator, in order), so the first 80 steps of a 200-step run
+    are the 80-step run, bit for bit. The live widget keeps runs keyed by their other
+    parameters, so moving the ``steps`` slider only runs the new steps.
     """
 
     def __init__(
@@ -71,7 +76,8 @@ class BanditRun:
         return len(self.history) - 1
 
     def trajectory(self, steps) -> np.ndarray:
-        """The policy's probabilities after steps ``0..steps``, shape ``(steps + 1, n_actions)`` (a new array)."""
+        """The policy's probabilities after steps ``0..steps``, shape
+        ``(steps + 1, n_actions)`` (a new array)."""
         steps = v.integer(steps, "steps", minimum=1)
         self._advance(steps - self.steps_run)
         return np.array(self.history[: steps + 1])
@@ -115,7 +121,8 @@ def bandit_trajectory(
     epsilon=0.2,
     inner_steps=2,
 ):
-    """Run the bandit; return the policy's probabilities after every step, shape ``(steps + 1, n_actions)``.
+    """Run the bandit; return the policy's probabilities after every step, shape
+    ``(steps + 1, n_actions)``.
 
     Row 0 is the initial (uniform) policy, row ``k`` the policy after step ``k``.
     """
@@ -128,7 +135,8 @@ def bandit_trajectory(
 def train_group_bandit(
     steps=80, group_size=32, seed=7, reward_table=None, beta=0.02, lr=0.18, epsilon=0.2
 ):
-    """Train the bandit; return ``[(step, probs)]`` at steps 1, 20, 40 and ``steps`` (those that exist)."""
+    """Train the bandit; return ``[(step, probs)]`` at steps 1, 20, 40 and ``steps``
+    (those that exist)."""
     history = bandit_trajectory(
         steps, group_size, seed, reward_table, beta, lr, epsilon
     )
@@ -138,7 +146,8 @@ def train_group_bandit(
 
 
 def bandit_seed_table(configs, seeds=range(10), steps=80, best_action=2):
-    """Final probability of ``best_action`` over ``seeds`` for each named config (kwargs of the bandit).
+    """Final probability of ``best_action`` over ``seeds`` for each named config (kwargs
+    of the bandit).
 
     Returns ``{name: {"mean", "min", "max", "values"}}``.
     """
@@ -152,13 +161,14 @@ def bandit_seed_table(configs, seeds=range(10), steps=80, best_action=2):
     for name, kwargs in configs.items():
         if not isinstance(kwargs, dict):
             raise TypeError(
-                f"configs[{name!r}] must be a dict of keyword arguments, got {type(kwargs).__name__}"
+                f"configs[{name!r}] must be a dict of keyword arguments, got "
+                f"{type(kwargs).__name__}"
             )
         runs = [bandit_trajectory(steps=steps, seed=s, **kwargs) for s in seeds]
         if best_action >= runs[0].shape[1]:
             raise ValueError(
-                f"best_action must be < the number of actions ({runs[0].shape[1]}) of config {name!r}, "
-                f"got {best_action}"
+                f"best_action must be < the number of actions ({runs[0].shape[1]}) of "
+                f"config {name!r}, got {best_action}"
             )
         finals = np.array([run[-1][best_action] for run in runs])
         table[name] = {

@@ -1,8 +1,10 @@
-"""Exact expected policy gradients of group baselines, by enumerating every group (section 3.4).
+"""Exact expected policy gradients of group baselines, by enumerating every group
+(section 3.4).
 
-One prompt, a softmax policy over A whole answers with probabilities ``p`` (A,) and rewards ``r`` (A,); a group is G
-i.i.d. draws. The score of answer a w.r.t. the logits is ``e_a - p``. The true gradient of ``J = p . r`` is
-``p * (r - p . r)``. Enumeration sums over all ``A**G`` groups, weighting each by its probability.
+One prompt, a softmax policy over A whole answers with probabilities ``p`` (A,) and
+rewards ``r`` (A,); a group is G i.i.d. draws. The score of answer a w.r.t. the logits
+is ``e_a - p``. The true gradient of ``J = p . r`` is ``p * (r - p . r)``. Enumeration
+sums over all ``A**G`` groups, weighting each by its probability.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from .advantages import centered_advantages, group_advantages, leave_one_out_adv
 
 
 class BaselineGradients(NamedTuple):
-    """Expected gradient (A,) of each advantage estimator, averaged over the G samples of a group."""
+    """Expected gradient (A,) of each advantage estimator, averaged over the G samples
+    of a group."""
 
     exact: np.ndarray
     centered: np.ndarray
@@ -37,7 +40,8 @@ def true_gradient(probs, rewards):
 def enumerate_group_gradients(
     probs, rewards, group_size, *, eps=1e-4, ddof=0
 ) -> BaselineGradients:
-    """Exact ``E[(1/G) sum_i A_i (e_{a_i} - p)]`` for centred, leave-one-out and standardised advantages A."""
+    """Exact ``E[(1/G) sum_i A_i (e_{a_i} - p)]`` for centred, leave-one-out and
+    standardised advantages A."""
     p = v.probability_vector(probs, "probs")
     r = v.as_float_array(rewards, "rewards", ndim=1)
     v.same_shape(probs=p, rewards=r)
@@ -66,9 +70,11 @@ def enumerate_group_gradients(
 
 
 def score_function_variance(probs, rewards, baseline=0.0, n_samples=20000, seed=0):
-    """Monte-Carlo mean and total variance of the single-sample estimator ``(r_a - b)(e_a - p)``, a ~ p.
+    """Monte-Carlo mean and total variance of the single-sample estimator
+    ``(r_a - b)(e_a - p)``, a ~ p.
 
-    Returns ``(mean (A,), variance)``: the mean is the same for every constant baseline ``b``; the variance is not.
+    Returns ``(mean (A,), variance)``: the mean is the same for every constant baseline
+    ``b``; the variance is not.
     """
     p = v.probability_vector(probs, "probs")
     r = v.as_float_array(rewards, "rewards", ndim=1)

@@ -1,8 +1,10 @@
-"""Direct Preference Optimisation as the article derives it (chapter 3, sections 3.1–3.2).
+"""Direct Preference Optimisation as the article derives it (chapter 3, sections
+3.1–3.2).
 
-Shapes: sequence log-probs, one entry per preference pair, arrays of shape ``(P,)``; answer sets of one prompt
-(policies, rewards) shape ``(Y,)``. The TRL-exact loss with every ``DPOConfig.loss_type`` is
-:func:`dpo_grpo.trl_exact.dpo.dpo_loss` (``dpo_grpo.dpo_loss``), equal to :func:`dpo_loss` here at its defaults.
+Shapes: sequence log-probs, one entry per preference pair, arrays of shape ``(P,)``;
+answer sets of one prompt (policies, rewards) shape ``(Y,)``. The TRL-exact loss with
+every ``DPOConfig.loss_type`` is :func:`dpo_grpo.trl_exact.dpo.dpo_loss`
+(``dpo_grpo.dpo_loss``), equal to :func:`dpo_loss` here at its defaults.
 """
 
 from __future__ import annotations
@@ -43,16 +45,18 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1)
 
 
 def dpo_gradient_weight(logits):
-    """Per-pair weight ``σ(-z)`` that scales DPO's gradient (section 3.2): near 1 when the pair is ranked wrongly."""
+    """Per-pair weight ``σ(-z)`` that scales DPO's gradient (section 3.2): near 1 when
+    the pair is ranked wrongly."""
     return sigmoid(-v.as_float_array(logits, "logits"))
 
 
-# --- The closed-form optimum of the KL-regularised objective (section 3.2) -------------------------------------------
+# --- The closed-form optimum of the KL-regularised objective (section 3.2) ------------
 
 
 def kl_regularised_objective(policy, rewards, ref_policy, beta):
-    """The KL-regularised objective (section 3.1) ``J(p) = Σ_y p_y r_y - β KL(p ‖ π_ref)`` for one prompt with a
-    finite answer set; arrays shape (Y,)."""
+    """The KL-regularised objective (section 3.1)
+    ``J(p) = Σ_y p_y r_y - β KL(p ‖ π_ref)`` for one prompt with a finite answer set;
+    arrays shape (Y,)."""
     p = v.probability_vector(policy, "policy", strictly_positive=False)
     r = v.as_float_array(rewards, "rewards", ndim=1)
     q = v.probability_vector(ref_policy, "ref_policy")
@@ -79,7 +83,8 @@ def optimal_policy(ref_policy, rewards, beta):
 
 
 def objective_identity_gap(policy, rewards, ref_policy, beta):
-    """``|J(p) - (β log Z - β KL(p ‖ π*))|``: zero (to rounding) for every p, which proves π* is optimal."""
+    """``|J(p) - (β log Z - β KL(p ‖ π*))|``: zero (to rounding) for every p, which
+    proves π* is optimal."""
     p = v.probability_vector(policy, "policy")
     pi_star, log_z = optimal_policy(ref_policy, rewards, beta)
     identity = beta * log_z - beta * float(np.sum(p * np.log(p / pi_star)))
@@ -87,7 +92,8 @@ def objective_identity_gap(policy, rewards, ref_policy, beta):
 
 
 def implicit_reward(policy_logp, ref_logp, beta, log_z=0.0):
-    """The reward a policy implies (section 3.2, inverted): ``r = β (log π - log π_ref) + β log Z``."""
+    """The reward a policy implies (section 3.2, inverted):
+    ``r = β (log π - log π_ref) + β log Z``."""
     pl, rl = v.arrays(policy_logp=policy_logp, ref_logp=ref_logp)
     beta = v.scalar(beta, "beta", positive=True)
     return beta * (pl - rl) + beta * v.scalar(log_z, "log_z")
@@ -100,7 +106,8 @@ def bradley_terry_probability(reward_chosen, reward_rejected):
 
 
 def max_objective_identity_error(ref_policy, rewards, beta, n_policies=200, seed=17):
-    """Largest :func:`objective_identity_gap` over ``n_policies`` random policies (seeded Dirichlet(1) draws)."""
+    """Largest :func:`objective_identity_gap` over ``n_policies`` random policies
+    (seeded Dirichlet(1) draws)."""
     n = v.integer(n_policies, "n_policies", minimum=1)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     q = v.probability_vector(ref_policy, "ref_policy")

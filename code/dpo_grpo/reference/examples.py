@@ -1,4 +1,5 @@
-"""The article's worked examples as data (sections 3.2–3.7, 4.2–4.5, 9), shared by the chapters and the tests."""
+"""The article's worked examples as data (sections 3.2–3.7, 4.2–4.5, 9), shared by the
+chapters and the tests."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ DPO_PAIRS = {
     "ref_rejected": np.array([-2.4, -2.0]),
 }
 
-#: Section 3.2: the chosen probability falls, yet the DPO loss falls (actions 0 = chosen, 1 = rejected).
+#: Section 3.2: the chosen probability falls, yet the DPO loss falls (actions 0 =
+#: chosen, 1 = rejected).
 DPO_COUNTEREXAMPLE = {
     "ref": np.array([0.2, 0.3, 0.5]),
     "before": np.array([0.4, 0.4, 0.2]),
@@ -20,7 +22,8 @@ DPO_COUNTEREXAMPLE = {
     "beta": 0.1,
 }
 
-#: Section 3.2: the objective identity J(p) = beta log Z - beta KL(p || pi*), over 200 random policies.
+#: Section 3.2: the objective identity J(p) = beta log Z - beta KL(p || pi*), over 200
+#: random policies.
 OBJECTIVE_IDENTITY = {
     "ref_policy": np.array([0.2, 0.3, 0.5]),
     "rewards": np.array([-0.5, 0.7, 1.1]),
@@ -29,7 +32,8 @@ OBJECTIVE_IDENTITY = {
     "seed": 17,
 }
 
-#: Sections 3.4 / 3.7 / 04: two prompts, four completions each ([prompt, generation] = [2, 4]).
+#: Sections 3.4 / 3.7 / 04: two prompts, four completions each ([prompt, generation] =
+#: [2, 4]).
 REWARD_GROUPS = np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]])
 
 #: Section 3.4: same ranking, different gaps, different advantages.
@@ -42,7 +46,8 @@ ENUMERATION = {
     "group_size": 3,
 }
 
-#: Section 3.5: k3 under the current policy p, the reference q, and the old sampling policy.
+#: Section 3.5: k3 under the current policy p, the reference q, and the old sampling
+#: policy.
 KL_EXAMPLE = {
     "p": np.array([0.7, 0.2, 0.1]),
     "q": np.array([0.2, 0.3, 0.5]),
@@ -63,9 +68,11 @@ BANDIT_CONFIGS = {
 
 
 def grpo_token_example():
-    """Section 3.7 / 04: four completions of three tokens; every token of completion i has the same ratio.
+    """Section 3.7 / 04: four completions of three tokens; every token of completion i
+    has the same ratio.
 
-    Returns keyword arguments for :func:`dpo_grpo.grpo_loss` (advantages: the first reward group, standardised).
+    Returns keyword arguments for :func:`dpo_grpo.grpo_loss` (advantages: the first
+    reward group, standardised).
     """
     from .advantages import group_advantages
 
@@ -90,9 +97,11 @@ def grpo_token_example():
 
 
 def surrogate_gradient_example():
-    """Section 09: a full 4-action softmax whose four tokens (ratios 2, 0.5, 4/3 and 1 at epsilon 0.2) cover the
-    upper platform (A > 0), the lower platform (A < 0), the wrong-direction case A < 0 with rho > 1 + epsilon, and
-    the inside of the clip interval; the other wrong-direction case (A > 0, rho < 1 - epsilon) is not covered."""
+    """Section 09: a full 4-action softmax whose four tokens (ratios 2, 0.5, 4/3 and 1
+    at epsilon 0.2) cover the upper platform (A > 0), the lower platform (A < 0), the
+    wrong-direction case A < 0 with rho > 1 + epsilon, and the inside of the clip
+    interval; the other wrong-direction case (A > 0, rho < 1 - epsilon) is not
+    covered."""
     return {
         "actions": np.array([0, 1, 2, 3]),
         "old_probs": np.array([0.1, 0.4, 0.3, 0.2]),
@@ -113,12 +122,15 @@ def random_grpo_batch(
     ref_noise=0.2,
     min_length=1,
 ):
-    """A random ragged GRPO batch: keyword arguments for :func:`dpo_grpo.grpo_loss` (and the torch version).
+    """A random ragged GRPO batch: keyword arguments for :func:`dpo_grpo.grpo_loss` (and
+    the torch version).
 
-    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask`` (batch, length); ``advantages`` (batch,), or
-    (batch, length) with ``adv_2d``. ``old = log U(0.05, 0.9)``, ``new = old + N(0, new_noise)``,
-    ``ref = old + N(0, ref_noise)``; row 0 is full length, the others have ``U{min_length..length}`` valid tokens
-    (a prefix mask); advantages are standard normal. The same ``seed`` gives the same batch.
+    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask`` (batch, length);
+    ``advantages`` (batch,), or (batch, length) with ``adv_2d``.
+    ``old = log U(0.05, 0.9)``, ``new = old + N(0, new_noise)``,
+    ``ref = old + N(0, ref_noise)``; row 0 is full length, the others have
+    ``U{min_length..length}`` valid tokens (a prefix mask); advantages are standard
+    normal. The same ``seed`` gives the same batch.
     """
     from .. import _validation as v
 
@@ -149,7 +161,8 @@ def random_grpo_batch(
 
 
 def exercise_batch():
-    """Exercise 05.1's ragged batch: three answers of lengths 1, 3 and 6 in a (3, 6) array; max_completion_length 8."""
+    """Exercise 05.1's ragged batch: three answers of lengths 1, 3 and 6 in a (3, 6)
+    array; max_completion_length 8."""
     rng = np.random.default_rng(505)
     lengths = np.array([1, 3, 6])
     mask = (np.arange(6)[None, :] < lengths[:, None]).astype(float)

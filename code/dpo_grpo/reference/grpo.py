@@ -1,10 +1,13 @@
-"""GRPO's objective as DeepSeekMath writes it (chapter 3, section 3.5): PPO's clipped ratio plus a k3 KL penalty.
+"""GRPO's objective as DeepSeekMath writes it (chapter 3, section 3.5): PPO's clipped
+ratio plus a k3 KL penalty.
 
-Shapes: per-token log-probs of the sampled answers ``new_logps``, ``old_logps``, ``ref_logps`` and the 0/1
-``mask`` are ``(B, T)`` (B answers padded to T tokens); ``advantages`` is ``(B,)``, one per answer, shared by its
-tokens. Every TRL option (``loss_type``, ``epsilon_high``, ``delta``, GSPO, ...) is in
-:func:`dpo_grpo.trl_exact.grpo.grpo_loss` (``dpo_grpo.grpo_loss``), equal to :func:`grpo_loss` here at
-``loss_type="grpo"`` with its other options at their paper values.
+Shapes: per-token log-probs of the sampled answers ``new_logps``, ``old_logps``,
+``ref_logps`` and the 0/1 ``mask`` are ``(B, T)`` (B answers padded to T tokens);
+``advantages`` is ``(B,)``, one per answer, shared by its tokens. Every TRL option
+(``loss_type``, ``epsilon_high``, ``delta``, GSPO, ...) is in
+:func:`dpo_grpo.trl_exact.grpo.grpo_loss` (``dpo_grpo.grpo_loss``), equal to
+:func:`grpo_loss` here at ``loss_type="grpo"`` with its other options at their paper
+values.
 """
 
 from __future__ import annotations
@@ -97,11 +100,12 @@ def clip_bounds(epsilon=0.2, epsilon_high=None, delta=None):
     return eps_low, (eps_low if eps_high is None else eps_high), delta
 
 
-# --- argument checks ----------------------------------------------------------------------------------------------
+# --- argument checks ------------------------------------------------------------------
 
 
 def _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, beta):
-    """Validated float arrays ``(new, old, ref, A (B, 1), mask)``, padding set to 0 (so it never reaches an exp)."""
+    """Validated float arrays ``(new, old, ref, A (B, 1), mask)``, padding set to 0 (so
+    it never reaches an exp)."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     active = v.binary_mask(mask, "mask", new.shape)
     named = {"new_logps": new_logps, "old_logps": old_logps, "ref_logps": ref_logps}
@@ -110,7 +114,8 @@ def _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, b
         arr = v.as_float_array(x, name, ndim=2, finite=False)
         if arr.shape != new.shape:
             raise ValueError(
-                f"{name} must have the same shape as new_logps: {arr.shape} != {new.shape}"
+                f"{name} must have the same shape as new_logps: {arr.shape} != "
+                f"{new.shape}"
             )
         if not np.isfinite(arr[active]).all():
             raise ValueError(
@@ -120,15 +125,16 @@ def _checked_batch(new_logps, old_logps, ref_logps, advantages, mask, epsilon, b
     adv = v.as_float_array(advantages, "advantages", ndim=1)
     if adv.shape != (new.shape[0],):
         raise ValueError(
-            f"advantages must have shape ({new.shape[0]},), one per answer, got {adv.shape}"
+            f"advantages must have shape ({new.shape[0]},), one per answer, got "
+            f"{adv.shape}"
         )
     v.scalar(epsilon, "epsilon", open_unit=True)
     v.scalar(beta, "beta", nonnegative=True)
     new, old, ref = out
     if max((new - old).max(), (ref - new).max()) > _MAX_LOG_GAP:
         raise ValueError(
-            f"new_logps - old_logps or ref_logps - new_logps exceeds {_MAX_LOG_GAP} at a valid "
-            "position: exp would overflow (check the log-probs)"
+            f"new_logps - old_logps or ref_logps - new_logps exceeds {_MAX_LOG_GAP} "
+            "at a valid position: exp would overflow (check the log-probs)"
         )
     return new, old, ref, adv[:, None], active.astype(np.float64)
 
@@ -137,7 +143,8 @@ _MAX_LOG_GAP = 700.0  # exp(709.8) is the largest finite float64
 
 
 def _ratio_advantage(ratio, advantage):
-    """Validated ``(ratio, advantage)`` arrays: ratios > 0, shapes that broadcast together."""
+    """Validated ``(ratio, advantage)`` arrays: ratios > 0, shapes that broadcast
+    together."""
     rho = v.as_float_array(ratio, "ratio")
     if (rho <= 0).any():
         raise ValueError("ratio must be > 0")
@@ -146,6 +153,7 @@ def _ratio_advantage(ratio, advantage):
         np.broadcast_shapes(rho.shape, a.shape)
     except ValueError:
         raise ValueError(
-            f"ratio and advantage must have broadcastable shapes, got {rho.shape} and {a.shape}"
+            f"ratio and advantage must have broadcastable shapes, got {rho.shape} and "
+            f"{a.shape}"
         ) from None
     return rho, a

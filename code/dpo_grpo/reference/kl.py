@@ -1,8 +1,10 @@
-"""KL divergence and its sampled estimators (section 3.5), for one categorical next-token distribution.
+"""KL divergence and its sampled estimators (section 3.5), for one categorical
+next-token distribution.
 
-Notation: current policy ``p`` (= pi_theta), reference ``q`` (= pi_ref), sampling distribution ``mu`` (e.g. pi_old),
-all shape ``(V,)``; ``Delta = log q - log p`` at a sampled token. Estimators of ``KL(p || q)`` from a token a ~ p:
-``k1 = -Delta``, ``k2 = Delta**2 / 2``, ``k3 = exp(Delta) - Delta - 1`` (DeepSeekMath's, always >= 0).
+Notation: current policy ``p`` (= pi_theta), reference ``q`` (= pi_ref), sampling
+distribution ``mu`` (e.g. pi_old), all shape ``(V,)``; ``Delta = log q - log p`` at a
+sampled token. Estimators of ``KL(p || q)`` from a token a ~ p: ``k1 = -Delta``,
+``k2 = Delta**2 / 2``, ``k3 = exp(Delta) - Delta - 1`` (DeepSeekMath's, always >= 0).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from .softmax import softmax
 
 
 def exact_kl(p, q):
-    """``KL(p || q) = sum_a p_a log(p_a / q_a)``; ``p, q`` shape (V,), strictly positive."""
+    """``KL(p || q) = sum_a p_a log(p_a / q_a)``; ``p, q`` shape (V,), strictly
+    positive."""
     p = v.probability_vector(p, "p")
     q = v.probability_vector(q, "q")
     v.same_shape(p=p, q=q)
@@ -49,10 +52,11 @@ def k3_per_action(p, q):
 
 
 def k3_expectation(p, q, sampling=None, *, ratio_weighted=False):
-    """``E_{a ~ mu}[w_a k3_a]`` with ``mu = sampling`` (default ``p``) and ``w = p/mu`` if ``ratio_weighted`` else 1.
+    """``E_{a ~ mu}[w_a k3_a]`` with ``mu = sampling`` (default ``p``) and ``w = p/mu``
+    if ``ratio_weighted`` else 1.
 
-    Under ``mu = p`` it equals ``KL(p || q)``; under ``mu != p`` the bare estimator is biased and the ratio-weighted one
-    is exact again.
+    Under ``mu = p`` it equals ``KL(p || q)``; under ``mu != p`` the bare estimator is
+    biased and the ratio-weighted one is exact again.
     """
     p = v.probability_vector(p, "p")
     s = p if sampling is None else v.probability_vector(sampling, "sampling")
@@ -64,7 +68,8 @@ def k3_expectation(p, q, sampling=None, *, ratio_weighted=False):
 
 
 def kl_grad_logits(logits, q):
-    """True gradient of ``KL(softmax(z) || q)`` w.r.t. the logits z: ``p_a (log(p_a/q_a) - KL)``; shape (V,)."""
+    """True gradient of ``KL(softmax(z) || q)`` w.r.t. the logits z:
+    ``p_a (log(p_a/q_a) - KL)``; shape (V,)."""
     z = v.as_float_array(logits, "logits", ndim=1)
     p = softmax(z)
     q = v.probability_vector(q, "q")
@@ -76,12 +81,14 @@ def kl_grad_logits(logits, q):
 def k3_surrogate_grad_logits(
     logits, q, sampling=None, *, ratio_weighted=False, detach_ratio=False
 ):
-    """Gradient w.r.t. the logits of ``sum_a mu_a w_a k3_a(z)`` with the samples (weights ``mu``) held fixed.
+    """Gradient w.r.t. the logits of ``sum_a mu_a w_a k3_a(z)`` with the samples
+    (weights ``mu``) held fixed.
 
-    ``mu`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3 computes). With
-    ``ratio_weighted`` the weight ``w = p/mu`` is differentiated too unless ``detach_ratio``. Shape (V,).
-    The bare form at ``mu = p`` gives ``p - q``, not :func:`kl_grad_logits`; the undetached ratio-weighted form
-    gives the true KL gradient.
+    ``mu`` defaults to the current ``p`` (held fixed: what backprop through a sampled k3
+    computes). With ``ratio_weighted`` the weight ``w = p/mu`` is differentiated too
+    unless ``detach_ratio``. Shape (V,). The bare form at ``mu = p`` gives ``p - q``,
+    not :func:`kl_grad_logits`; the undetached ratio-weighted form gives the true KL
+    gradient.
     """
     z = v.as_float_array(logits, "logits", ndim=1)
     p = softmax(z)
@@ -101,9 +108,11 @@ def k3_surrogate_grad_logits(
 
 
 def forward_kl_grad_logits(logits, q):
-    """Gradient of the *other* direction, ``KL(q || softmax(z))``, w.r.t. the logits z: ``p - q``; shape (V,).
+    """Gradient of the *other* direction, ``KL(q || softmax(z))``, w.r.t. the logits z:
+    ``p - q``; shape (V,).
 
-    This is what the bare k3 loss follows in expectation on-policy (see :func:`estimator_views`).
+    This is what the bare k3 loss follows in expectation on-policy (see
+    :func:`estimator_views`).
     """
     z = v.as_float_array(logits, "logits", ndim=1)
     p = softmax(z)
@@ -113,11 +122,13 @@ def forward_kl_grad_logits(logits, q):
 
 
 class EstimatorView(NamedTuple):
-    """One KL estimator seen three ways, for tokens drawn from the current ``p`` (on-policy).
+    """One KL estimator seen three ways, for tokens drawn from the current ``p``
+    (on-policy).
 
-    ``mean`` = E_p[k], ``value_bias`` = E_p[k] - KL(p || q), ``variance`` = Var_p[k] (value view);
-    ``grad`` = E_p[d k / d z] with the samples held fixed (what backprop through ``beta * k`` in the loss gives),
-    ``grad_bias`` = ``grad`` minus the true gradient of KL(p || q) (gradient view).
+    ``mean`` = E_p[k], ``value_bias`` = E_p[k] - KL(p || q), ``variance`` = Var_p[k]
+    (value view); ``grad`` = E_p[d k / d z] with the samples held fixed (what backprop
+    through ``beta * k`` in the loss gives), ``grad_bias`` = ``grad`` minus the true
+    gradient of KL(p || q) (gradient view).
     """
 
     name: str
@@ -129,16 +140,20 @@ class EstimatorView(NamedTuple):
 
 
 def estimator_views(p, q) -> dict:
-    """Value bias, variance and gradient of k1, k2 and k3 for one token drawn from ``p``, computed exactly.
+    """Value bias, variance and gradient of k1, k2 and k3 for one token drawn from
+    ``p``, computed exactly.
 
-    Returns ``{"k1": EstimatorView, "k2": ..., "k3": ...}``. With ``Delta_a = log q_a - log p_a`` and logits
-    ``z = log p``, the fixed-sample gradients are ``d k / d z = k'(Delta) * (-(e_a - p))``, averaged under ``p``:
+    Returns ``{"k1": EstimatorView, "k2": ..., "k3": ...}``. With
+    ``Delta_a = log q_a - log p_a`` and logits ``z = log p``, the fixed-sample gradients
+    are ``d k / d z = k'(Delta) * (-(e_a - p))``, averaged under ``p``:
 
-    - k1 = -Delta: mean = KL (unbiased), expected gradient ``sum_a p_a (e_a - p) = 0``: as a loss it does nothing
-      in expectation (it belongs in the reward, where the score-function estimator differentiates it);
-    - k2 = Delta^2/2: biased value, but its expected gradient is exactly the gradient of KL(p || q);
-    - k3 = e^Delta - Delta - 1: unbiased value with low variance, but its expected gradient is ``p - q``, the
-      gradient of the other direction KL(q || p).
+    - k1 = -Delta: mean = KL (unbiased), expected gradient ``sum_a p_a (e_a - p) = 0``:
+      as a loss it does nothing in expectation (it belongs in the reward, where the
+      score-function estimator differentiates it);
+    - k2 = Delta^2/2: biased value, but its expected gradient is exactly the gradient of
+      KL(p || q);
+    - k3 = e^Delta - Delta - 1: unbiased value with low variance, but its expected
+      gradient is ``p - q``, the gradient of the other direction KL(q || p).
     """
     p = v.probability_vector(p, "p")
     q = v.probability_vector(q, "q")
@@ -163,8 +178,9 @@ def estimator_views(p, q) -> dict:
 
 
 def policy_gap_family(gap, p=None, q=None):
-    """The policy ``p(gap) = softmax(log q + gap * (log p - log q))``: ``gap = 0`` is the reference ``q``,
-    ``gap = 1`` the given ``p`` (default: the article's ``[0.7, 0.2, 0.1]`` against ``q = [0.2, 0.3, 0.5]``)."""
+    """The policy ``p(gap) = softmax(log q + gap * (log p - log q))``: ``gap = 0`` is
+    the reference ``q``, ``gap = 1`` the given ``p`` (default: the article's
+    ``[0.7, 0.2, 0.1]`` against ``q = [0.2, 0.3, 0.5]``)."""
     from .examples import KL_EXAMPLE
 
     gap = v.scalar(gap, "gap")

@@ -1,7 +1,8 @@
-"""The training-state memory ledger (section 01): bytes per parameter by precision and optimizer.
+"""The training-state memory ledger (section 01): bytes per parameter by precision and
+optimizer.
 
-Logical state only: no activations, communication buffers or temporaries, no ZeRO/FSDP sharding.
-GB = 1e9 bytes (decimal), GiB = 2**30 bytes (binary).
+Logical state only: no activations, communication buffers or temporaries, no ZeRO/FSDP
+sharding. GB = 1e9 bytes (decimal), GiB = 2**30 bytes (binary).
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ def training_state_ledger(
 ) -> Ledger:
     """Logical training state of one full-parameter trainable model.
 
-    Default (mixed-precision AdamW): bf16 weights 2 B + bf16 grads 2 B + fp32 master copy 4 B + two fp32 moments
-    8 B = 16 bytes per parameter (7e9 parameters: 14 + 14 + 84 = 112 GB).
+    Default (mixed-precision AdamW): bf16 weights 2 B + bf16 grads 2 B + fp32 master
+    copy 4 B + two fp32 moments 8 B = 16 bytes per parameter (7e9 parameters: 14 + 14 +
+    84 = 112 GB).
     """
     n = v.integer(n_params, "n_params", minimum=1)
     v.choice(weight_dtype, "weight_dtype", tuple(BYTES_PER_VALUE))
@@ -80,9 +82,10 @@ def algorithm_ledger(
 ) -> dict:
     """Per-model logical state (bytes) for ``algorithm`` in {"ppo", "grpo", "dpo"}.
 
-    PPO-RLHF trains actor and critic (``critic_params`` defaults to ``n_params``) and runs a frozen reference and
-    reward model; GRPO trains the policy only; DPO trains the policy against a reference whose log-probs may be
-    precomputed. ``reward_params=None`` means a rule-based reward (no model). ``state_kwargs`` go to
+    PPO-RLHF trains actor and critic (``critic_params`` defaults to ``n_params``) and
+    runs a frozen reference and reward model; GRPO trains the policy only; DPO trains
+    the policy against a reference whose log-probs may be precomputed.
+    ``reward_params=None`` means a rule-based reward (no model). ``state_kwargs`` go to
     :func:`training_state_ledger`.
     """
     v.choice(algorithm, "algorithm", ("ppo", "grpo", "dpo"))

@@ -1,4 +1,5 @@
-"""Softmax and log-softmax over the last axis (sections 3.5 and 4.5: the policies of the KL example and the bandit)."""
+"""Softmax and log-softmax over the last axis (sections 3.5 and 4.5: the policies of the
+KL example and the bandit)."""
 
 import numpy as np
 
@@ -6,7 +7,8 @@ from .. import _validation as v
 
 
 def _logits(logits):
-    """``logits`` as a float array; -inf is allowed (a masked-out entry), NaN and +inf are not."""
+    """``logits`` as a float array; -inf is allowed (a masked-out entry), NaN and +inf
+    are not."""
     z = v.as_float_array(logits, "logits", finite=False)
     if np.isnan(z).any() or np.isposinf(z).any():
         raise ValueError("logits must not contain NaN or +inf")
@@ -28,11 +30,13 @@ def log_softmax(logits):
 
 
 def _softmax_valid(z):
-    """:func:`softmax` of an already valid float array (for hot loops such as the bandit)."""
+    """:func:`softmax` of an already valid float array (for hot loops such as the
+    bandit)."""
     shifted = np.exp(z - z.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 def _log_softmax_valid(z):
-    """:func:`log_softmax` of an already valid float array (for hot loops such as the bandit)."""
+    """:func:`log_softmax` of an already valid float array (for hot loops such as the
+    bandit)."""
     return z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
