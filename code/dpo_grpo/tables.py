@@ -3,19 +3,57 @@
 Rows are dicts (``columns`` defaults to the first row's keys) or sequences (``columns`` then names the header).
 Cells: ``None`` -> "—", a bool -> "yes"/"no" in the reader's language (:func:`dpo_grpo.i18n.tr`; a False stands
 out, so a failed check is seen), a float with a format spec in ``formats[column]`` (or ``float_format``) -> that
-format, anything else -> ``str``. Headers are the caller's. Base layer: imports only the argument checks and the
-language layer, so every layer may use it.
+format, anything else -> ``str``. Headers are the caller's English, shown in the reader's language
+(:func:`header_text`): a notebook's header literals come out in Chinese under ``DPO_GRPO_LANG=zh`` with no change to
+its code. A text cell that is a catalog entry (a fixed row label) is shown translated too; other cells are data and
+stay as given. Base layer: imports only the argument checks and the language layer, so every layer may use it.
 """
 
 from __future__ import annotations
 
 import html
 import numbers
+import re
 
 import numpy as np
 
 from . import _validation as v
-from .i18n import tr
+from .i18n import catalog, language, tr
+
+#: header words kept in English in Chinese tables: TRL's option names and the terms the Chinese edition keeps
+#: (i18n/zh/glossary.yml ``kept`` and ``untranslated``)
+KEPT_HEADERS = frozenset(
+    {"beta", "epsilon", "token", "prompt", "rollout", "actor", "dtype", "check"}
+)
+_CODE_NAME = re.compile(r"\S*[_/.()\[\]=|]\S*")
+_WORD = re.compile(r"[a-z]{3,}")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def translatable_header(text) -> bool:
+    """Whether :func:`header_text` translates ``text``: English words (a lowercase word of three letters or more),
+    not a code name (one token holding ``_ / . ( ) [ ] = |``: ``loss_type``, ``P(a0)``), not a kept term
+    (:data:`KEPT_HEADERS`), not already Chinese. Symbols (``d``, ``G``, ``k3``) and acronyms (``PPO``) stay."""
+    return (
+        isinstance(text, str)
+        and bool(_WORD.search(text))
+        and not _CODE_NAME.fullmatch(text)
+        and text not in KEPT_HEADERS
+        and not _HAN.search(text)
+    )
+
+
+def header_text(text) -> str:
+    """A header cell in the reader's language: :func:`dpo_grpo.i18n.tr` of ``text`` when it is
+    :func:`translatable_header`, else ``str(text)`` unchanged."""
+    return tr(text) if translatable_header(text) else str(text)
+
+
+def label_text(text: str) -> str:
+    """A text cell in the reader's language when the catalog has it (a fixed row label such as "centred"), else
+    unchanged: cells are data (names, code, numbers), so a cell without an entry is no miss."""
+    lang = language()
+    return tr(text) if lang != "en" and text in catalog(lang) else text
 
 
 def markdown_cell(value, *, untrusted: bool = False) -> str:
@@ -45,7 +83,7 @@ def markdown_table(
 ) -> str:
     """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for rows and cells."""
     columns, _, body = _cells(rows, columns, formats, float_format)
-    head = [(headers or {}).get(c, c) for c in columns]
+    head = [header_text((headers or {}).get(c, c)) for c in columns]
     lines = [markdown_row(head, untrusted=untrusted), "|" + "---|" * len(columns)]
     lines += [markdown_row(r, untrusted=untrusted) for r in body]
     return "\n".join(lines)
@@ -62,18 +100,19 @@ def html_table(
 ) -> str:
     """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab and the built book alike.
     Cells are escaped; numbers are right-aligned; ``code_columns`` (names or indices) are set in ``<code>``."""
-    columns, values, body = _cells(rows, columns, formats, float_format)
+    columns = _columns(rows, columns)
     code_columns = {
         columns[c] if isinstance(c, int) else c
         for c in v.sequence(code_columns, "code_columns")
     }
+    columns, values, body = _cells(rows, columns, formats, float_format, code_columns)
     pad = "padding:0.25em 0.75em;"
     out = [
         '<table style="border-collapse:collapse;margin:0.5em 0">',
         "<thead><tr>"
         + "".join(
             f'<th style="{pad}text-align:left;border-bottom:1px solid #999">'
-            f"{html.escape(str((headers or {}).get(c, c)))}</th>"
+            f"{html.escape(header_text((headers or {}).get(c, c)))}</th>"
             for c in columns
         )
         + "</tr></thead>",
@@ -138,8 +177,7 @@ def _values(rows, columns) -> list:
     return out
 
 
-def _cells(rows, columns, formats, float_format):
-    """``(columns, raw values per row, formatted cells per row)``."""
+def _columns(rows, columns) -> list:
     rows = _rows(rows)
     if columns is None:
         if not isinstance(rows[0], dict):
@@ -148,6 +186,14 @@ def _cells(rows, columns, formats, float_format):
     columns = v.sequence(columns, "columns")
     if not columns:
         raise ValueError("columns must name at least one column")
+    return columns
+
+
+def _cells(rows, columns, formats, float_format, code_columns=()):
+    """``(columns, raw values per row, formatted cells per row)``; text cells outside ``code_columns`` pass
+    through :func:`label_text`."""
+    columns = _columns(rows, columns)
+    rows = _rows(rows)
     formats = {} if formats is None else formats
     if not isinstance(formats, dict):
         raise TypeError(
@@ -156,7 +202,9 @@ def _cells(rows, columns, formats, float_format):
     values = _values(rows, columns)
     body = [
         [
-            _cell(value, formats.get(c, float_format), c)
+            value
+            if c in code_columns and isinstance(value, str)
+            else _cell(value, formats.get(c, float_format), c)
             for c, value in zip(columns, row)
         ]
         for row in values
@@ -183,4 +231,4 @@ def _cell(value, spec, column) -> str:
             raise ValueError(
                 f"the format of column {column!r} cannot format {value!r}: {exc}"
             ) from None
-    return str(value)
+    return label_text(value) if isinstance(value, str) else str(value)

@@ -10,14 +10,15 @@ import re
 import string
 from pathlib import Path
 
-import pytest
-
 import dpo_grpo
+import pytest
 from dpo_grpo import i18n
 from dpo_grpo.i18n import N_, language, tr
+from dpo_grpo.tables import translatable_header
 
 PACKAGE = Path(dpo_grpo.__file__).resolve().parent
 CATALOG = PACKAGE / "data" / "i18n" / "zh.json"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -39,6 +40,97 @@ def literal_strings(root: Path = PACKAGE) -> dict[str, str]:
                     node.args[0].value, f"{path.relative_to(root)}:{node.lineno}"
                 )
     return found
+
+
+def _header_strings(node, cell: ast.Module, assigned: dict):
+    """The strings (and f-strings, as nodes) a ``columns`` argument names: list items, a list assigned in the cell,
+    ``*starred`` lists, comprehension items; ``list(rows[0])`` or none: the keys of the cell's dict literals."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, ast.JoinedStr):
+        yield node
+    elif isinstance(node, (ast.List, ast.Tuple)):
+        for e in node.elts:
+            yield from _header_strings(e, cell, assigned)
+    elif isinstance(node, ast.Starred):
+        yield from _header_strings(node.value, cell, assigned)
+    elif isinstance(node, ast.ListComp):
+        yield from _header_strings(node.elt, cell, assigned)
+    elif isinstance(node, ast.Name) and isinstance(
+        assigned.get(node.id), (ast.List, ast.Tuple)
+    ):
+        yield from _header_strings(assigned[node.id], cell, assigned)
+    elif node is None or isinstance(node, (ast.Call, ast.Name)):
+        for d in ast.walk(cell):
+            keys = (
+                d.keys
+                if isinstance(d, ast.Dict)
+                else [d.key]
+                if isinstance(d, ast.DictComp)
+                else []
+            )
+            for key in keys:
+                if isinstance(key, (ast.Constant, ast.JoinedStr)):
+                    yield from _header_strings(key, cell, assigned)
+
+
+def _is_table_call(node) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "tables"
+        and node.func.attr in ("markdown_table", "html_table")
+    )
+
+
+def notebook_table_headers(book: Path = BOOK):
+    """``(headers, patterns, constants)`` of the code cells of ``book/*.ipynb`` that call ``tables.*``: header text
+    -> where, regexes of f-string headers, and every string constant of those cells (row labels)."""
+    headers, patterns, constants = {}, set(), set()
+    for nb in sorted(book.glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        for k, cell in enumerate(cells):
+            src = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "tables." not in src:
+                continue
+            tree = ast.parse(
+                "\n".join(
+                    "" if line.lstrip().startswith(("%", "!")) else line
+                    for line in src.splitlines()
+                )
+            )
+            assigned = {
+                t.id: n.value
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Assign)
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            }
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    constants.add(node.value)
+                if not _is_table_call(node):
+                    continue
+                kw = {k.arg: k.value for k in node.keywords}
+                cols = node.args[1] if len(node.args) > 1 else kw.get("columns")
+                found = list(_header_strings(cols, tree, assigned))
+                if isinstance(kw.get("headers"), ast.Dict):
+                    for value in kw["headers"].values:
+                        found += _header_strings(value, tree, assigned)
+                for s in found:
+                    if isinstance(s, str):
+                        headers.setdefault(s, f"{nb.name} cell {k}")
+                    else:
+                        patterns.add(
+                            "".join(
+                                re.escape(p.value)
+                                if isinstance(p, ast.Constant)
+                                else ".+"
+                                for p in s.values
+                            )
+                        )
+    return headers, patterns, constants
 
 
 def exercise_hints() -> set[str]:
@@ -138,8 +230,11 @@ def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
 
 
 def test_no_catalog_entry_is_stale(zh):
-    used = set(literal_strings()) | exercise_hints()
-    stale = sorted(set(zh) - used)
+    headers, patterns, constants = notebook_table_headers()
+    used = set(literal_strings()) | exercise_hints() | set(headers) | constants
+    stale = sorted(
+        t for t in set(zh) - used if not any(re.fullmatch(p, t) for p in patterns)
+    )
     assert not stale, (
         f"{len(stale)} entries of {CATALOG.name} no code uses: {stale[:10]}"
     )
@@ -165,6 +260,45 @@ def test_the_collector_sees_a_new_untranslated_string(tmp_path, zh):
     found = literal_strings(tmp_path)
     assert found == {"a label nobody translated": "m.py:2"}
     assert "a label nobody translated" not in zh
+
+
+def test_every_table_header_a_notebook_passes_has_a_chinese_entry(zh):
+    """The tables layer translates headers at render time (dpo_grpo.tables.header_text), so the notebooks' English
+    header literals need entries; code names and symbols stay as written."""
+    headers, _, _ = notebook_table_headers()
+    assert len(headers) > 100
+    missing = {
+        t: where
+        for t, where in headers.items()
+        if translatable_header(t) and t not in zh
+    }
+    assert not missing, (
+        f"{len(missing)} table headers of book/*.ipynb have no entry in {CATALOG.name}: "
+        + "; ".join(f"{where}: {t!r}" for t, where in sorted(missing.items())[:10])
+    )
+
+
+def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
+    """The guard itself: a header literal, a header from a list variable and a row-dict key are all found."""
+    src = (
+        "cols = ['a new header', 'loss_type']\n"
+        "rows = [{'a new row key': 1, f'per token: {x}': 2}]\n"
+        "display(Markdown(tables.markdown_table(rows, cols)))\n"
+        "display(HTML(tables.html_table(rows, ['another header'])))\n"
+        "display(Markdown(tables.markdown_table(rows, list(rows[0]))))\n"
+    )
+    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {}}]}
+    (tmp_path / "x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    headers, patterns, _ = notebook_table_headers(tmp_path)
+    assert set(headers) == {
+        "a new header",
+        "loss_type",
+        "another header",
+        "a new row key",
+    }
+    assert [p for p in patterns if re.fullmatch(p, "per token: right, long")]
+    assert translatable_header("a new header") and not translatable_header("loss_type")
+    assert "a new header" not in zh
 
 
 def test_the_catalog_is_read_from_the_package():

@@ -1,6 +1,6 @@
 """Tables in the Chinese edition (DPO_GRPO_LANG=zh): the words the package writes into a table (a bool's yes/no,
-the budget table of chapter 6) come out in Chinese; in English they are unchanged. Headers that a notebook passes
-itself are the notebook's."""
+the budget table of chapter 6) come out in Chinese; in English they are unchanged. Headers a notebook passes are translated where they are
+rendered (code names and symbols stay), and so are text cells that are catalog entries."""
 
 from __future__ import annotations
 
@@ -54,3 +54,21 @@ def test_budget_table_in_chinese(monkeypatch):
     assert number.findall(zh) == number.findall(en) and len(number.findall(en)) > 30
     # the rows themselves stay data (English keys for code that reads them)
     assert costs.budget_rows(w)[0][0] == "trainable state per GPU"
+
+
+def test_headers_and_label_cells_in_chinese(monkeypatch):
+    rows = [["centred", "GRPOConfig(beta=0.0)", 0.5], ["leave-one-out", "centred", 1.0]]
+    cols = ["estimator", "loss_type", "mean"]
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    en = html_table(rows, cols, code_columns=(1,))
+    assert ">estimator</th>" in en and ">centred</td>" in en and not HAN.search(en)
+    assert markdown_table(rows, cols).splitlines()[0] == "| estimator | loss_type | mean |"
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = html_table(rows, cols, code_columns=(1,))
+    assert ">估计量</th>" in zh and ">loss_type</th>" in zh and ">均值</th>" in zh
+    assert ">中心化</td>" in zh and ">留一法</td>" in zh
+    # a code column is code: its cells stay as written
+    assert "<code>centred</code>" in zh and "<code>GRPOConfig(beta=0.0)</code>" in zh
+    assert markdown_table(rows, cols).splitlines()[0] == "| 估计量 | loss_type | 均值 |"
+    # a header already in Chinese (costs.format_rows) is left alone
+    assert ">项目</th>" in html_table([[1]], ["项目"])
