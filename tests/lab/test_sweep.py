@@ -211,22 +211,20 @@ def test_a_sweep_record_matches_a_live_rerun_bit_for_bit():
         sweep.compare(dataclasses.replace(live, seed=2), res, "rft")
 
 
-def test_shipped_results_file_is_the_current_cpu_preset_with_five_seeds():
+def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
     res = sweep.load("cpu")
-    assert res is not None, "run: python -m dpo_grpo.lab.sweep --preset cpu --seeds 5"
+    assert res is not None, "run: python -m dpo_grpo.lab.sweep --preset cpu --seeds 10"
+    assert res["format"] == sweep.RESULTS_FORMAT
     cfg = LabConfig.preset("cpu").to_dict()
     cfg.pop("device")
-    # the file's methods do not read the PPO-only fields (added after it was written)
-    assert set(cfg) - set(res["config"]) <= set(lab.config.PPO_FIELDS)
-
-    def without_ppo(d):
-        return {k: x for k, x in d.items() if k not in lab.config.PPO_FIELDS}
-
-    assert without_ppo(res["config"]) == without_ppo(cfg), (
+    assert res["config"] == cfg, (
         "the CPU preset changed: regenerate with python -m dpo_grpo.lab.sweep"
     )
-    assert res["seeds"] == list(range(len(res["seeds"]))) and len(res["seeds"]) >= 5
-    assert set(res["methods"]) <= set(sweep.METHODS)
+    assert res["seeds"] == list(range(len(res["seeds"]))) and len(res["seeds"]) >= 10
+    assert res["methods"] == list(sweep.METHODS)
+    assert res["n_heldout_prompts"] == len(
+        lab.make_task(LabConfig(**cfg)).heldout_prompts()
+    )
     # matched budgets
     assert len({tuple(b.values()) for b in res["budget"].values()}) == 1
     for m in res["methods"]:
@@ -247,3 +245,15 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_five_seeds():
             [r["final_sampled"] for m in res["methods"] for r in res["runs"][m]]
         )
     )
+    # the critic's learning curve, one value per PPO step
+    for r in res["runs"]["ppo"]:
+        assert len(r["explained_variance"]) == cfg["grpo_steps"]
+    # the robustness settings: every one, over the same seeds, with the overrides
+    # ROBUSTNESS gives today
+    assert list(res["robustness"]) == list(sweep.ROBUSTNESS)
+    for name, (label, change, rerun) in sweep.ROBUSTNESS.items():
+        st = res["robustness"][name]
+        assert st["label"] == label and st["methods"] == list(rerun)
+        assert st["overrides"] == change(LabConfig.preset("cpu"))
+        for m in rerun:
+            assert [r["seed"] for r in st["runs"][m]] == res["seeds"]
