@@ -1,8 +1,11 @@
-"""Direct Preference Optimisation: the loss, its gradient, and the closed-form optimum it is derived from.
+"""Direct Preference Optimisation: the loss, its gradient, and the closed-form optimum
+it is derived from.
 
-Shapes: every log-prob argument is a sequence log-prob array of one common shape ``(P,)`` (one entry per pair).
-Formula: ``logits = beta * ((pi_c - pi_r) - (ref_c - ref_r))`` and, for ``loss_type="sigmoid"``,
-``loss = mean(-log sigmoid(logits))``; the other TRL 1.16.0 loss types are listed in :func:`dpo_pair_losses`.
+Shapes: every log-prob argument is a sequence log-prob array of one common shape
+``(P,)`` (one entry per pair). Formula:
+``logits = beta * ((pi_c - pi_r) - (ref_c - ref_r))`` and, for ``loss_type="sigmoid"``,
+``loss = mean(-log sigmoid(logits))``; the other TRL 1.16.0 loss types are listed in
+:func:`dpo_pair_losses`.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ LENGTH_NORMALISED_LOSS_TYPES = ("ipo", "sigmoid_norm", "sft")
 class DPOOutput(NamedTuple):
     """Result of :func:`dpo_loss`. The first two fields are ``loss, logits``.
 
-    :func:`dpo_grpo.torch_ops.dpo_loss` returns its tensor subclass (``grad_policy_*`` None there:
-    autograd computes them)."""
+    :func:`dpo_grpo.torch_ops.dpo_loss` returns its tensor subclass (``grad_policy_*``
+    None there: autograd computes them)."""
 
     loss: float
     logits: np.ndarray  #: beta * (policy gap - reference gap), shape (P,)
@@ -51,18 +54,17 @@ class DPOOutput(NamedTuple):
     grad_policy_chosen: np.ndarray | None  #: d loss / d policy_chosen, shape (P,)
     #: d loss / d policy_rejected (= -grad_policy_chosen for sigmoid, hinge, robust)
     grad_policy_rejected: np.ndarray | None
-    losses: np.ndarray | None = (
-        None  #: per-pair loss sum_k w_k l_k, shape (P,); loss = its mean (aot*: sorted order)
-    )
+    #: per-pair loss sum_k w_k l_k, shape (P,); loss = its mean (aot*: sorted order)
+    losses: np.ndarray | None = None
     logps_chosen: float | None = None  #: mean of policy_chosen (TRL's logps/chosen)
-    logps_rejected: float | None = (
-        None  #: mean of policy_rejected (TRL's logps/rejected)
-    )
+    #: mean of policy_rejected (TRL's logps/rejected)
+    logps_rejected: float | None = None
 
     @property
     def metrics(self) -> dict:
-        """TRL's logged names: ``rewards/chosen``, ``rewards/rejected``, ``rewards/accuracies``, ``rewards/margins``,
-        ``logps/chosen``, ``logps/rejected`` (the same for every loss type)."""
+        """TRL's logged names: ``rewards/chosen``, ``rewards/rejected``,
+        ``rewards/accuracies``, ``rewards/margins``, ``logps/chosen``,
+        ``logps/rejected`` (the same for every loss type)."""
         c, r = self.chosen_rewards, self.rejected_rewards
         out = {
             "rewards/chosen": self._mean(c),
@@ -76,18 +78,19 @@ class DPOOutput(NamedTuple):
         return out
 
     def _mean(self, x):
-        """A logged mean, as a Python float (:class:`dpo_grpo.torch_ops.DPOOutput`: a 0-d tensor)."""
+        """A logged mean, as a Python float (:class:`dpo_grpo.torch_ops.DPOOutput`: a
+        0-d tensor)."""
         return float(x.mean())
 
 
 class DPOOptions(NamedTuple):
-    """Validated options of :func:`dpo_loss` (shared by the NumPy and torch implementations)."""
+    """Validated options of :func:`dpo_loss` (shared by the NumPy and torch
+    implementations)."""
 
     beta: float
     loss_types: tuple  #: TRL's ``DPOConfig.loss_type`` as a tuple of names
-    loss_weights: (
-        tuple  #: one float per loss type (TRL: 1.0 each when ``loss_weights`` is None)
-    )
+    #: one float per loss type (TRL: 1.0 each when ``loss_weights`` is None)
+    loss_weights: tuple
     label_smoothing: float
     discopop_tau: float
     #: (log(1 - eps), log(eps)) in float32, as TRL computes them for exo_pair; else None
@@ -95,7 +98,8 @@ class DPOOptions(NamedTuple):
 
     @property
     def needs_lengths(self) -> tuple:
-        """``(chosen, rejected)``: whether the loss types read the completion token counts."""
+        """``(chosen, rejected)``: whether the loss types read the completion token
+        counts."""
         return (
             any(t in LENGTH_NORMALISED_LOSS_TYPES for t in self.loss_types),
             any(t in ("ipo", "sigmoid_norm") for t in self.loss_types),
@@ -105,13 +109,16 @@ class DPOOptions(NamedTuple):
 def dpo_options(
     beta, loss_type, loss_weights=None, label_smoothing=0.0, discopop_tau=0.05
 ) -> DPOOptions:
-    """Check every option of :func:`dpo_loss` and return them validated: the one place where they are checked
-    (as TRL's ``DPOConfig.__post_init__`` and ``DPOTrainer.__init__`` do); the loss bodies only compute.
+    """Check every option of :func:`dpo_loss` and return them validated: the one place
+    where they are checked (as TRL's ``DPOConfig.__post_init__`` and
+    ``DPOTrainer.__init__`` do); the loss bodies only compute.
 
-    ``loss_type``: one name or a non-empty list; ``loss_weights``: None or one finite weight per name.
-    ``label_smoothing`` must be 0 unless a loss type reads it (``robust``, ``exo_pair``, ``aot``,
-    ``aot_unpaired``; TRL 1.16.0 ignores it for the others and we refuse an argument that would do nothing);
-    ``robust`` needs it in [0, 0.5), ``exo_pair`` in (0, 1) (TRL raises for 0), ``aot``/``aot_unpaired`` in [0, 1].
+    ``loss_type``: one name or a non-empty list; ``loss_weights``: None or one finite
+    weight per name. ``label_smoothing`` must be 0 unless a loss type reads it
+    (``robust``, ``exo_pair``, ``aot``, ``aot_unpaired``; TRL 1.16.0 ignores it for the
+    others and we refuse an argument that would do nothing); ``robust`` needs it in
+    [0, 0.5), ``exo_pair`` in (0, 1) (TRL raises for 0), ``aot``/``aot_unpaired`` in
+    [0, 1].
     """
     beta = v.scalar(beta, "beta", positive=True)
     if isinstance(loss_type, str):
@@ -124,7 +131,8 @@ def dpo_options(
             )
     else:
         raise TypeError(
-            f"loss_type must be a string or a list of strings, got {type(loss_type).__name__}"
+            "loss_type must be a string or a list of strings, got "
+            f"{type(loss_type).__name__}"
         )
     for t in types:
         v.choice(t, "loss_type", DPO_LOSS_TYPES)
@@ -135,19 +143,22 @@ def dpo_options(
             loss_weights, "__len__"
         ):
             raise TypeError(
-                f"loss_weights must be None or a list of numbers, got {type(loss_weights).__name__}"
+                "loss_weights must be None or a list of numbers, got "
+                f"{type(loss_weights).__name__}"
             )
         weights = tuple(v.scalar(w, "loss_weights") for w in loss_weights)
         if len(weights) != len(types):
             raise ValueError(
-                f"loss_weights must have one weight per loss type ({len(types)}), got {len(weights)}"
+                f"loss_weights must have one weight per loss type ({len(types)}), got "
+                f"{len(weights)}"
             )
     s = v.scalar(label_smoothing, "label_smoothing", nonnegative=True)
     readers = [t for t in types if t in LABEL_SMOOTHING_LOSS_TYPES]
     if s != 0.0 and not readers:
         raise ValueError(
-            f"label_smoothing={s} has no effect for loss_type={loss_type!r} in TRL 1.16.0 (only robust, exo_pair, "
-            "aot and aot_unpaired read it); use one of those, or label_smoothing=0"
+            f"label_smoothing={s} has no effect for loss_type={loss_type!r} in TRL "
+            "1.16.0 (only robust, exo_pair, aot and aot_unpaired read it); use one "
+            "of those, or label_smoothing=0"
         )
     if "robust" in types and not s < 0.5:
         raise ValueError(
@@ -155,20 +166,23 @@ def dpo_options(
         )
     if "exo_pair" in types and not 0.0 < s < 1.0:
         raise ValueError(
-            f"label_smoothing must lie in (0, 1) for loss_type='exo_pair' (the EXO paper "
-            f"recommends 1e-3), got {s}"
+            "label_smoothing must lie in (0, 1) for loss_type='exo_pair' (the EXO "
+            f"paper recommends 1e-3), got {s}"
         )
     if ("aot" in types or "aot_unpaired" in types) and s > 1.0:
         raise ValueError(
-            f"label_smoothing must lie in [0, 1] for loss_type='aot'/'aot_unpaired', got {s}"
+            "label_smoothing must lie in [0, 1] for loss_type='aot'/'aot_unpaired', "
+            f"got {s}"
         )
     tau = v.scalar(discopop_tau, "discopop_tau", positive=True)
     exo = None
     if "exo_pair" in types:
-        # TRL: epsilon = torch.tensor(label_smoothing) is float32, and so are log1p(-epsilon) and log(epsilon).
-        # We compute them in float32 too (NumPy's float32 log1p/log). Float32 logs are not always correctly
-        # rounded, and torch's and NumPy's may differ by one float32 ulp (e.g. log1p(-0.1)): the loss then
-        # differs from TRL's by at most that ulp (<= 2**-24 * |log eps|), below 1e-6 for eps >= 1e-3.
+        # TRL: epsilon = torch.tensor(label_smoothing) is float32, and so are
+        # log1p(-epsilon) and log(epsilon). We compute them in float32 too (NumPy's
+        # float32 log1p/log). Float32 logs are not always correctly rounded, and torch's
+        # and NumPy's may differ by one float32 ulp (e.g. log1p(-0.1)): the loss then
+        # differs from TRL's by at most that ulp (<= 2**-24 * |log eps|), below 1e-6 for
+        # eps >= 1e-3.
         e32 = np.float32(s)
         exo = (float(np.log1p(-e32)), float(np.log(e32)))
     return DPOOptions(beta, types, weights, s, tau, exo)
@@ -188,36 +202,47 @@ def _lengths(x, name, shape):
 
 
 def _sorted_grad(d_sorted, order):
-    """Scatter per-position derivatives of a sorted vector back to the unsorted entries (``order`` = argsort)."""
+    """Scatter per-position derivatives of a sorted vector back to the unsorted entries
+    (``order`` = argsort)."""
     g = np.empty_like(d_sorted)
     g[order] = d_sorted
     return g
 
 
 def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
-    """One TRL 1.16.0 DPO loss type on sequence log-probs: ``(losses, d mean / d pc, d mean / d pr)``, shape (P,).
+    """One TRL 1.16.0 DPO loss type on sequence log-probs:
+    ``(losses, d mean / d pc, d mean / d pr)``, shape (P,).
 
-    ``uc = pc - rc``, ``ur = pr - rr`` (log-ratios), ``z = beta (uc - ur)``, ``s = label_smoothing``,
-    ``lc, lr`` the completion token counts, ``sg`` = sigmoid, ``ls`` = log sigmoid:
+    ``uc = pc - rc``, ``ur = pr - rr`` (log-ratios), ``z = beta (uc - ur)``,
+    ``s = label_smoothing``, ``lc, lr`` the completion token counts, ``sg`` = sigmoid,
+    ``ls`` = log sigmoid:
 
     - ``sigmoid``: ``-ls(z)`` (DPO, :cite:`rafailov2023dpo`);
     - ``hinge``: ``max(0, 1 - z)`` (SLiC, :cite:`zhao2023slic`);
-    - ``ipo``: ``(uc / lc - ur / lr - 1 / (2 beta))^2`` (IPO, :cite:`azar2023ipo`; TRL divides by token counts);
-    - ``exo_pair``: ``KL(q || p)`` with ``q = (sg(z), sg(-z))``, ``p = (1 - s, s)`` (EXO, :cite:`ji2024exo`);
-    - ``nca_pair``: ``-ls(beta uc) - ls(-beta uc) / 2 - ls(-beta ur) / 2`` (NCA, :cite:`chen2024nca`);
-    - ``robust``: ``(-(1 - s) ls(z) + s ls(-z)) / (1 - 2s)`` (robust DPO, :cite:`chowdhury2024robust`);
-    - ``bco_pair``: ``-ls(beta uc) - ls(-beta ur)`` (BCO, :cite:`jung2024bco`; TRL 1.16.0 keeps no running
-      reward mean here: the loss takes no state);
-    - ``sppo_hard``: ``(uc - 1 / (2 beta))^2 + (ur + 1 / (2 beta))^2`` (SPPO with hard labels, :cite:`wu2024sppo`);
-    - ``aot``: ``-(1 - s) ls(beta d) - s ls(-beta d)``, ``d = sort(pc - pr) - sort(rc - rr)`` over the batch,
-      and ``aot_unpaired`` with ``d = sort(uc) - sort(ur)`` (AOT, :cite:`melnyk2024aot`): losses are per sorted
+    - ``ipo``: ``(uc / lc - ur / lr - 1 / (2 beta))^2`` (IPO, :cite:`azar2023ipo`; TRL
+      divides by token counts);
+    - ``exo_pair``: ``KL(q || p)`` with ``q = (sg(z), sg(-z))``, ``p = (1 - s, s)``
+      (EXO, :cite:`ji2024exo`);
+    - ``nca_pair``: ``-ls(beta uc) - ls(-beta uc) / 2 - ls(-beta ur) / 2`` (NCA,
+      :cite:`chen2024nca`);
+    - ``robust``: ``(-(1 - s) ls(z) + s ls(-z)) / (1 - 2s)`` (robust DPO,
+      :cite:`chowdhury2024robust`);
+    - ``bco_pair``: ``-ls(beta uc) - ls(-beta ur)`` (BCO, :cite:`jung2024bco`; TRL
+      1.16.0 keeps no running reward mean here: the loss takes no state);
+    - ``sppo_hard``: ``(uc - 1 / (2 beta))^2 + (ur + 1 / (2 beta))^2`` (SPPO with hard
+      labels, :cite:`wu2024sppo`);
+    - ``aot``: ``-(1 - s) ls(beta d) - s ls(-beta d)``,
+      ``d = sort(pc - pr) - sort(rc - rr)`` over the batch, and ``aot_unpaired`` with
+      ``d = sort(uc) - sort(ur)`` (AOT, :cite:`melnyk2024aot`): losses are per sorted
       position, so they couple the pairs of a batch;
-    - ``apo_zero``: ``1 - sg(beta uc) + sg(beta ur)``; ``apo_down``: ``sg(beta uc) + 1 - sg(z)`` (APO,
-      :cite:`doosterlinck2024apo`);
-    - ``discopop``: ``(1 - g) (-ls(z)) + g exp(-z)`` with ``g = sg(z / tau)`` (DiscoPOP, :cite:`lu2024discopop`);
+    - ``apo_zero``: ``1 - sg(beta uc) + sg(beta ur)``; ``apo_down``:
+      ``sg(beta uc) + 1 - sg(z)`` (APO, :cite:`doosterlinck2024apo`);
+    - ``discopop``: ``(1 - g) (-ls(z)) + g exp(-z)`` with ``g = sg(z / tau)`` (DiscoPOP,
+      :cite:`lu2024discopop`);
     - ``sigmoid_norm``: ``-ls(beta (uc / lc - ur / lr))``;
-    - ``sft``: ``-sum(pc) / sum(lc)`` for every pair (the mean per-token NLL of the chosen completions, which
-      equals TRL's when each ``pc`` sums ``lc`` per-token log-probs); its gradient w.r.t. ``pr`` is 0.
+    - ``sft``: ``-sum(pc) / sum(lc)`` for every pair (the mean per-token NLL of the
+      chosen completions, which equals TRL's when each ``pc`` sums ``lc`` per-token
+      log-probs); its gradient w.r.t. ``pr`` is 0.
     """
     n = pc.size
     b = o.beta
@@ -292,8 +317,8 @@ def dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc=None, lr=None):
                 ez = np.exp(-z)
             except FloatingPointError:
                 raise ValueError(
-                    "exp overflowed in the discopop loss: beta * (policy gap - reference gap) is "
-                    "below about -709 for some pair"
+                    "exp overflowed in the discopop loss: beta * (policy gap - "
+                    "reference gap) is below about -709 for some pair"
                 ) from None
         ls = log_sigmoid(z)
         losses = -ls * (1 - g) + ez * g
@@ -320,16 +345,20 @@ def dpo_loss(
     chosen_lengths=None,
     rejected_lengths=None,
 ) -> DPOOutput:
-    """DPO loss on sequence log-probs, with every TRL 1.16.0 ``DPOConfig.loss_type`` (see :func:`dpo_pair_losses`).
+    """DPO loss on sequence log-probs, with every TRL 1.16.0 ``DPOConfig.loss_type``
+    (see :func:`dpo_pair_losses`).
 
-    ``loss_type`` is one name or a list (TRL's ``loss_type=[...]``), combined as ``sum_k loss_weights[k] *
-    mean(l_k)`` (weights 1 when ``loss_weights`` is None). ``logits`` is ``z = beta * ((pi_c - pi_r) - (ref_c -
-    ref_r))`` for every type; the implicit rewards ``beta * (pi - ref)`` and the metrics are TRL's, whatever the
-    type. ``ipo`` and ``sigmoid_norm`` need ``chosen_lengths`` and ``rejected_lengths``, ``sft`` needs
-    ``chosen_lengths``: the completion token counts, one per pair (TRL counts the completion mask). Passing them
-    (or ``label_smoothing``) to a loss type that does not read them raises ``ValueError``. The gradients are
-    analytic (tested against finite differences). TRL's ``f_divergence_type``, ``ld_alpha`` and
-    ``use_weighting`` are not implemented (their defaults: reverse KL, no length down-weighting, no weighting).
+    ``loss_type`` is one name or a list (TRL's ``loss_type=[...]``), combined as
+    ``sum_k loss_weights[k] * mean(l_k)`` (weights 1 when ``loss_weights`` is None).
+    ``logits`` is ``z = beta * ((pi_c - pi_r) - (ref_c - ref_r))`` for every type; the
+    implicit rewards ``beta * (pi - ref)`` and the metrics are TRL's, whatever the type.
+    ``ipo`` and ``sigmoid_norm`` need ``chosen_lengths`` and ``rejected_lengths``,
+    ``sft`` needs ``chosen_lengths``: the completion token counts, one per pair (TRL
+    counts the completion mask). Passing them (or ``label_smoothing``) to a loss type
+    that does not read them raises ``ValueError``. The gradients are analytic (tested
+    against finite differences). TRL's ``f_divergence_type``, ``ld_alpha`` and
+    ``use_weighting`` are not implemented (their defaults: reverse KL, no length
+    down-weighting, no weighting).
     """
     pc = v.as_float_array(policy_chosen, "policy_chosen")
     pr = v.as_float_array(policy_rejected, "policy_rejected")
@@ -346,13 +375,14 @@ def dpo_loss(
     ):
         if needed and given is None:
             raise ValueError(
-                f"{name} is required for loss_type={loss_type!r} (it divides by the completion "
-                "token counts)"
+                f"{name} is required for loss_type={loss_type!r} (it divides by the "
+                "completion token counts)"
             )
         if given is not None and not needed:
             raise ValueError(
-                f"{name} has no effect for loss_type={loss_type!r} (only ipo, sigmoid_norm and sft "
-                "read token counts; sft reads chosen_lengths only)"
+                f"{name} has no effect for loss_type={loss_type!r} (only ipo, "
+                "sigmoid_norm and sft read token counts; sft reads chosen_lengths "
+                "only)"
             )
 
     losses = np.zeros(pc.shape)

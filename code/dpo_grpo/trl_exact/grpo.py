@@ -1,16 +1,21 @@
-"""The GRPO per-token clipped objective with a k3 KL penalty, with TRL 1.16.0's options and an analytic gradient.
+"""The GRPO per-token clipped objective with a k3 KL penalty, with TRL 1.16.0's options
+and an analytic gradient.
 
-Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: ``(B, T)`` per-token log-probs of the sampled
-completion tokens; ``advantages``: ``(B,)`` (one per completion, broadcast over its tokens) or ``(B, T)``.
-Per token: ``rho = exp(new - old)``, ``l = -min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A) + beta k3``,
-``k3 = exp(ref - new) - (ref - new) - 1``; ``loss_type`` decides how the masked ``l`` are averaged.
-TRL 1.16.0's four newer loss types replace the clipped surrogate: ``cispo`` (a capped, detached weight on
-``log pi``), ``sapo`` (a sigmoid gate on the ratio), ``luspo`` (the clipped surrogate, summed per sequence) and
-``vespo`` (a detached Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
+Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: ``(B, T)`` per-token
+log-probs of the sampled completion tokens; ``advantages``: ``(B,)`` (one per
+completion, broadcast over its tokens) or ``(B, T)``. Per token:
+``rho = exp(new - old)``,
+``l = -min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A) + beta k3``,
+``k3 = exp(ref - new) - (ref - new) - 1``; ``loss_type`` decides how the masked ``l``
+are averaged. TRL 1.16.0's four newer loss types replace the clipped surrogate:
+``cispo`` (a capped, detached weight on ``log pi``), ``sapo`` (a sigmoid gate on the
+ratio), ``luspo`` (the clipped surrogate, summed per sequence) and ``vespo`` (a detached
+Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
 
-The per-token clipped objective itself (``clipped_objective``, ``clipped_objective_grad``,
-``clip_region``) lives in the readable layer, :mod:`dpo_grpo.reference.grpo`; its checks
-(``clip_bounds``) are shared with :func:`grpo_options`.
+The per-token clipped objective itself (``clipped_objective``,
+``clipped_objective_grad``, ``clip_region``) lives in the readable layer,
+:mod:`dpo_grpo.reference.grpo`; its checks (``clip_bounds``) are shared with
+:func:`grpo_options`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from .. import _validation as v
 from ..reference.grpo import clip_bounds
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
-#: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/* metrics)
+#: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/*
+#: metrics)
 CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 CLIP_METRICS = (
@@ -38,23 +44,27 @@ CLIP_METRICS = (
 
 
 class GRPOOutput(NamedTuple):
-    """Result of :func:`grpo_loss` (NumPy) and of :func:`dpo_grpo.torch_ops.grpo_loss` (tensors, ``grad=None``:
-    autograd computes it). The first three fields are ``loss, ratio, per_token_kl``."""
+    """Result of :func:`grpo_loss` (NumPy) and of :func:`dpo_grpo.torch_ops.grpo_loss`
+    (tensors, ``grad=None``: autograd computes it). The first three fields are
+    ``loss, ratio, per_token_kl``."""
 
     loss: float
-    ratio: np.ndarray  #: importance weight per token (B, T): exp(new - old), or the GSPO sequence weight broadcast
-    #: k3 per token (B, T) as used in the loss (x ratio with bias correction); None without ref
+    #: importance weight per token (B, T): exp(new - old), or the GSPO sequence weight
+    #: broadcast
+    ratio: np.ndarray
+    #: k3 per token (B, T) as used in the loss (x ratio with bias correction); None
+    #: without ref
     per_token_kl: np.ndarray | None
     #: clipped surrogate + beta * KL per token (B, T), zero on padding
     per_token_loss: np.ndarray
-    grad: (
-        np.ndarray | None
-    )  #: d loss / d new_logps (B, T), exactly zero on padding; None from torch_ops
+    #: d loss / d new_logps (B, T), exactly zero on padding; None from torch_ops
+    grad: np.ndarray | None
     metrics: dict  #: TRL's names: clip_ratio/* and (when beta != 0) kl
 
 
 class GRPOOptions(NamedTuple):
-    """Validated options of :func:`grpo_loss` (shared with :func:`dpo_grpo.torch_ops.grpo_loss`)."""
+    """Validated options of :func:`grpo_loss` (shared with
+    :func:`dpo_grpo.torch_ops.grpo_loss`)."""
 
     eps_low: float
     eps_high: float
@@ -76,8 +86,9 @@ class GRPOOptions(NamedTuple):
 
 
 def _float32(x) -> float:
-    """``x`` rounded to float32 and back: the value TRL computes with when it builds a constant tensor with
-    ``torch.where(cond, x_pos, x_neg)`` from Python floats (the default dtype, float32)."""
+    """``x`` rounded to float32 and back: the value TRL computes with when it builds a
+    constant tensor with ``torch.where(cond, x_pos, x_neg)`` from Python floats (the
+    default dtype, float32)."""
     return float(np.float32(x))
 
 
@@ -102,11 +113,13 @@ def grpo_options(
     vespo_k_neg=3.0,
     vespo_lambda_neg=2.0,
 ) -> GRPOOptions:
-    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and return them validated.
+    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and
+    return them validated.
 
-    The one place where options are checked (as TRL's ``GRPOConfig.__post_init__`` and ``GRPOTrainer.__init__``
-    do); the loss bodies only compute. ``epsilon_high=None`` becomes ``epsilon``, as in TRL, also for ``cispo``,
-    where it is the absolute cap ``eps_max`` on the ratio. SAPO's temperatures and VESPO's ``k``/``lambda`` are
+    The one place where options are checked (as TRL's ``GRPOConfig.__post_init__`` and
+    ``GRPOTrainer.__init__`` do); the loss bodies only compute. ``epsilon_high=None``
+    becomes ``epsilon``, as in TRL, also for ``cispo``, where it is the absolute cap
+    ``eps_max`` on the ratio. SAPO's temperatures and VESPO's ``k``/``lambda`` are
     stored rounded to float32, the values TRL 1.16.0 computes with.
     """
     eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
@@ -119,7 +132,8 @@ def grpo_options(
     )
     if not isinstance(use_bias_correction_kl, (bool, np.bool_)):
         raise TypeError(
-            f"use_bias_correction_kl must be a bool, got {type(use_bias_correction_kl).__name__}"
+            "use_bias_correction_kl must be a bool, got "
+            f"{type(use_bias_correction_kl).__name__}"
         )
     gas = v.integer(
         gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1
@@ -132,7 +146,8 @@ def grpo_options(
         max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
         if max_len < width:
             raise ValueError(
-                f"max_completion_length ({max_len}) must be >= the mask's width ({width})"
+                f"max_completion_length ({max_len}) must be >= the mask's width "
+                f"({width})"
             )
     tau_pos = v.scalar(sapo_temperature_pos, "sapo_temperature_pos", positive=True)
     tau_neg = v.scalar(sapo_temperature_neg, "sapo_temperature_neg", positive=True)
@@ -188,32 +203,38 @@ def grpo_loss(
     vespo_k_neg=3.0,
     vespo_lambda_neg=2.0,
 ) -> GRPOOutput:
-    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it, for its eight loss types.
+    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it, for
+    its eight loss types.
 
-    Policy term per token, with ``rho`` the importance weight (token ratio ``exp(new - old)``, or with
-    ``importance_sampling_level="sequence"`` (GSPO) ``exp(masked mean of new - old)``, the geometric mean of the
-    sequence's token ratios) and ``A`` the advantage:
+    Policy term per token, with ``rho`` the importance weight (token ratio
+    ``exp(new - old)``, or with ``importance_sampling_level="sequence"`` (GSPO)
+    ``exp(masked mean of new - old)``, the geometric mean of the sequence's token
+    ratios) and ``A`` the advantage:
 
-    - ``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``, ``luspo``: ``-min(min(rho, delta) A, clip(rho, 1 - eps_low,
-      1 + eps_high) A)`` (``delta`` caps the unclipped branch; two-sided clipping);
-    - ``cispo``, ``sapo``, ``vespo``: see :func:`cispo_policy_term`, :func:`sapo_policy_term`,
-      :func:`vespo_weight`.
+    - ``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``, ``luspo``:
+      ``-min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A)`` (``delta``
+      caps the unclipped branch; two-sided clipping);
+    - ``cispo``, ``sapo``, ``vespo``: see :func:`cispo_policy_term`,
+      :func:`sapo_policy_term`, :func:`vespo_weight`.
 
-    Normalisation of ``sum(l * mask)`` by ``loss_type`` (each also divided by ``gradient_accumulation_steps``):
-    ``grpo`` and ``sapo`` per-sequence token mean, then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by
-    the number of valid tokens; ``dr_grpo`` by ``B * max_completion_length``; ``luspo`` per-sequence *sum*, then
-    batch mean (each GSPO sequence loss scaled by its length); ``dapo``, ``cispo`` and ``vespo`` by
-    ``num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation`` instead (valid
-    tokens of the whole generation batch).
+    Normalisation of ``sum(l * mask)`` by ``loss_type`` (each also divided by
+    ``gradient_accumulation_steps``): ``grpo`` and ``sapo`` per-sequence token mean,
+    then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by the number of valid
+    tokens; ``dr_grpo`` by ``B * max_completion_length``; ``luspo`` per-sequence *sum*,
+    then batch mean (each GSPO sequence loss scaled by its length); ``dapo``, ``cispo``
+    and ``vespo`` by ``num_items_in_batch / num_processes * gradient_accumulation_steps
+    / steps_per_generation`` instead (valid tokens of the whole generation batch).
 
-    ``use_bias_correction_kl`` multiplies k3 by the (differentiable, uncapped) importance weight, for every loss
-    type. TRL warns (and we follow it silently) when ``luspo`` runs at token level or ``vespo`` at sequence level;
-    ``vespo`` builds its own sequence weight from the token log-ratios, so ``importance_sampling_level`` then only
-    changes the bias-corrected KL. Defaults follow the article (``beta=0.04``, ``loss_type="grpo"``, no bias
-    correction); TRL's own defaults are ``beta=0``, ``loss_type="dapo"``, ``use_bias_correction_kl=True``; the
-    SAPO and VESPO options have TRL's defaults. Metrics: ``kl`` (when ``beta != 0``); the five ``clip_ratio/*``
-    for the clipped types; ``cispo_clip_ratio`` for ``cispo``; ``vespo/phi_seq_mean`` for ``vespo``; none
-    else (as TRL logs them).
+    ``use_bias_correction_kl`` multiplies k3 by the (differentiable, uncapped)
+    importance weight, for every loss type. TRL warns (and we follow it silently) when
+    ``luspo`` runs at token level or ``vespo`` at sequence level; ``vespo`` builds its
+    own sequence weight from the token log-ratios, so ``importance_sampling_level`` then
+    only changes the bias-corrected KL. Defaults follow the article (``beta=0.04``,
+    ``loss_type="grpo"``, no bias correction); TRL's own defaults are ``beta=0``,
+    ``loss_type="dapo"``, ``use_bias_correction_kl=True``; the SAPO and VESPO options
+    have TRL's defaults. Metrics: ``kl`` (when ``beta != 0``); the five ``clip_ratio/*``
+    for the clipped types; ``cispo_clip_ratio`` for ``cispo``; ``vespo/phi_seq_mean``
+    for ``vespo``; none else (as TRL logs them).
     """
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     o = grpo_options(
@@ -244,9 +265,9 @@ def grpo_loss(
 
 
 def checked_batch(new_logps, old_logps, ref_logps, advantages, mask, beta):
-    """The arrays of :func:`grpo_loss`, checked: ``(new, old, ref, adv, m)`` in float64, log-probs and ``m`` (the
-    0/1 mask) (B, T) with padding set to 0 (so it never reaches an exp), ``ref`` None when ``beta == 0`` allows
-    it, ``adv`` (B, 1) or (B, T)."""
+    """The arrays of :func:`grpo_loss`, checked: ``(new, old, ref, adv, m)`` in float64,
+    log-probs and ``m`` (the 0/1 mask) (B, T) with padding set to 0 (so it never reaches
+    an exp), ``ref`` None when ``beta == 0`` allows it, ``adv`` (B, 1) or (B, T)."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
@@ -255,7 +276,8 @@ def checked_batch(new_logps, old_logps, ref_logps, advantages, mask, beta):
     if ref_logps is None:
         if beta != 0:
             raise ValueError(
-                "ref_logps may be None only when beta == 0 (the KL term needs the reference)"
+                "ref_logps may be None only when beta == 0 (the KL term needs the "
+                "reference)"
             )
         ref = None
     else:
@@ -289,11 +311,12 @@ def _valid_values(x, name, active):
 def grpo_loss_from_options(
     new, old, ref, adv, m, o: GRPOOptions, n_items=None
 ) -> GRPOOutput:
-    """The computation of :func:`grpo_loss`, in the order of TRL's ``_compute_loss``: importance weight, KL,
-    policy term, normaliser, metrics (then the gradient, which TRL leaves to autograd).
+    """The computation of :func:`grpo_loss`, in the order of TRL's ``_compute_loss``:
+    importance weight, KL, policy term, normaliser, metrics (then the gradient, which
+    TRL leaves to autograd).
 
-    Takes :func:`checked_batch`'s arrays, the options of :func:`grpo_options` and ``n_items`` (TRL's
-    ``num_items_in_batch``; None: the batch's valid tokens).
+    Takes :func:`checked_batch`'s arrays, the options of :func:`grpo_options` and
+    ``n_items`` (TRL's ``num_items_in_batch``; None: the batch's valid tokens).
     """
     shape = new.shape
     n_tok = m.sum(axis=1, keepdims=True)  # >= 1 for every row (checked by binary_mask)
@@ -319,8 +342,9 @@ def grpo_loss_from_options(
                 kl_term = k3 * coef1
         kl_term = _full(kl_term, shape) * m
 
-    # policy term; d_log_w: its derivative through the importance weight; d_new: its direct derivative (cispo and
-    # vespo multiply log pi by a detached weight). Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
+    # policy term; d_log_w: its derivative through the importance weight; d_new: its
+    # direct derivative (cispo and vespo multiply log pi by a detached weight). Shapes
+    # broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
     d_log_w = d_new = coef1_capped = phi = None
     if o.loss_type == "cispo":
         policy, d_new = cispo_policy_term(coef1, adv, new, o.eps_high)
@@ -398,22 +422,27 @@ _LOG_GAPS = "new_logps - old_logps or ref_logps - new_logps"
 
 @contextlib.contextmanager
 def _exp_overflow(what):
-    """Turn NumPy's overflow in an ``exp`` into a ValueError naming ``what`` overflowed."""
+    """Turn NumPy's overflow in an ``exp`` into a ValueError naming ``what``
+    overflowed."""
     try:
         with np.errstate(over="raise", invalid="raise"):
             yield
     except FloatingPointError:
         raise ValueError(
-            f"exp overflowed: {what} is too large at a valid position (check the log-probs)"
+            f"exp overflowed: {what} is too large at a valid position (check the "
+            "log-probs)"
         ) from None
 
 
 def token_weight(o: GRPOOptions, m, n_items=None):
-    """TRL's normaliser as a per-token weight (B, T), 0 on padding: ``loss = sum(weight * per_token_loss)``.
+    """TRL's normaliser as a per-token weight (B, T), 0 on padding:
+    ``loss = sum(weight * per_token_loss)``.
 
-    ``grpo``/``sapo``: ``1 / (B |y_i|)``; ``bnpo``: 1 / valid tokens; ``dr_grpo``: ``1 / (B
-    max_completion_length)``; ``luspo``: ``1 / B``; ``dapo``/``cispo``/``vespo``: ``num_processes /
-    n_items * steps_per_generation / gradient_accumulation_steps``; all divided by the accumulation steps.
+    ``grpo``/``sapo``: ``1 / (B |y_i|)``; ``bnpo``: 1 / valid tokens; ``dr_grpo``:
+    ``1 / (B max_completion_length)``; ``luspo``: ``1 / B``;
+    ``dapo``/``cispo``/``vespo``:
+    ``num_processes / n_items * steps_per_generation / gradient_accumulation_steps``;
+    all divided by the accumulation steps.
     """
     bsz = m.shape[0]
     if o.loss_type in ("grpo", "sapo"):
@@ -431,7 +460,8 @@ def token_weight(o: GRPOOptions, m, n_items=None):
 
 
 def _masked_mean_over(x, m):
-    """TRL's ``global_masked_mean``: per-sequence values (B, 1) count once each; (B, T) values are token-masked."""
+    """TRL's ``global_masked_mean``: per-sequence values (B, 1) count once each; (B, T)
+    values are token-masked."""
     if x.shape[1] == 1:
         return float(x.mean())
     return float((x * m).sum() / max(m.sum(), 1.0))
@@ -444,7 +474,8 @@ def _per_sequence(x, m):
 
 
 def _clip_metrics(coef1_capped, adv, m, eps_low, eps_high) -> dict:
-    """TRL's five ``clip_ratio/*`` statistics of the (delta-capped) importance weight."""
+    """TRL's five ``clip_ratio/*`` statistics of the (delta-capped) importance
+    weight."""
     is_low = ((coef1_capped < 1 - eps_low) & (adv < 0)).astype(np.float64)
     is_high = ((coef1_capped > 1 + eps_high) & (adv > 0)).astype(np.float64)
     is_region = np.maximum(is_low, is_high)
@@ -458,7 +489,8 @@ def _clip_metrics(coef1_capped, adv, m, eps_low, eps_high) -> dict:
 
 
 def _full(x, shape):
-    """``x`` broadcast to ``shape`` (a read-only view; ``x`` itself when it already has that shape)."""
+    """``x`` broadcast to ``shape`` (a read-only view; ``x`` itself when it already has
+    that shape)."""
     return x if np.shape(x) == shape else np.broadcast_to(x, shape)
 
 
@@ -467,15 +499,17 @@ def _sigmoid(x):
 
 
 def clipped_policy_term(coef1, adv, eps_low, eps_high, delta=None):
-    """TRL's clipped surrogate ``-min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A)`` and its
-    derivative with respect to ``log rho``; also returns ``min(rho, delta)`` (what TRL's clip metrics read).
-    PPO's objective (Schulman et al. 2017, :cite:`schulman2017ppo`) as GRPO uses it; ``delta`` from INTELLECT-2."""
+    """TRL's clipped surrogate
+    ``-min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A)`` and its
+    derivative with respect to ``log rho``; also returns ``min(rho, delta)`` (what TRL's
+    clip metrics read). PPO's objective (Schulman et al. 2017, :cite:`schulman2017ppo`)
+    as GRPO uses it; ``delta`` from INTELLECT-2."""
     coef2 = np.clip(coef1, 1 - eps_low, 1 + eps_high)
     coef1_capped = coef1 if delta is None else np.minimum(coef1, delta)
     l1, l2 = coef1_capped * adv, coef2 * adv
     policy = -np.minimum(l1, l2)
-    # torch.min/clamp semantics: clamp passes the gradient on its closed interval; a tie in min sends half the
-    # gradient to each branch.
+    # torch.min/clamp semantics: clamp passes the gradient on its closed interval; a tie
+    # in min sends half the gradient to each branch.
     d_capped = coef1 if delta is None else coef1 * (coef1 <= delta)
     d_coef2 = coef1 * ((coef1 >= 1 - eps_low) & (coef1 <= 1 + eps_high))
     d_log_w = np.where(
@@ -487,42 +521,50 @@ def clipped_policy_term(coef1, adv, eps_low, eps_high, delta=None):
 
 
 def cispo_policy_term(coef1, adv, new, eps_max):
-    """CISPO (MiniMax-M1, :cite:`minimax2025m1`; TRL's ``loss_type="cispo"``): ``-sg(min(rho, eps_max)) A log pi``.
+    """CISPO (MiniMax-M1, :cite:`minimax2025m1`; TRL's ``loss_type="cispo"``):
+    ``-sg(min(rho, eps_max)) A log pi``.
 
-    The importance weight is capped from above at ``eps_max`` (TRL's ``epsilon_high``, which falls back to
-    ``epsilon`` when unset: then every weight above 0.2 is cut to 0.2) and detached (``sg``), so every token keeps
-    a gradient ``-min(rho, eps_max) A`` on its log-prob, however far the ratio is from 1. Returns the per-token
-    term and its derivative with respect to ``new`` (direct, not through ``rho``)."""
+    The importance weight is capped from above at ``eps_max`` (TRL's ``epsilon_high``,
+    which falls back to ``epsilon`` when unset: then every weight above 0.2 is cut to
+    0.2) and detached (``sg``), so every token keeps a gradient ``-min(rho, eps_max) A``
+    on its log-prob, however far the ratio is from 1. Returns the per-token term and its
+    derivative with respect to ``new`` (direct, not through ``rho``)."""
     capped = np.minimum(coef1, eps_max)
     return -capped * adv * new, -capped * adv
 
 
 def sapo_policy_term(coef1, adv, tau_pos, tau_neg):
-    """SAPO (Gao et al. 2025, :cite:`gao2025sapo`; TRL's ``loss_type="sapo"``): ``-(4 / tau) sigmoid(tau (rho - 1)) A``.
+    """SAPO (Gao et al. 2025, :cite:`gao2025sapo`; TRL's ``loss_type="sapo"``):
+    ``-(4 / tau) sigmoid(tau (rho - 1)) A``.
 
-    A smooth gate in place of the clip: its slope in ``rho`` is ``4 s (1 - s)`` with ``s = sigmoid(tau (rho -
-    1))``, 1 at ``rho = 1`` and decaying on both sides. ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``; TRL
-    builds the ``tau`` tensor from Python floats with ``torch.where``, so it holds float32 values (1.05 becomes
-    1.0499999523...), which the caller passes (:func:`grpo_options` rounds them). Returns the per-token term
-    and its derivative with respect to ``log rho``."""
+    A smooth gate in place of the clip: its slope in ``rho`` is ``4 s (1 - s)`` with
+    ``s = sigmoid(tau (rho - 1))``, 1 at ``rho = 1`` and decaying on both sides.
+    ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``; TRL builds the ``tau`` tensor
+    from Python floats with ``torch.where``, so it holds float32 values (1.05 becomes
+    1.0499999523...), which the caller passes (:func:`grpo_options` rounds them).
+    Returns the per-token term and its derivative with respect to ``log rho``."""
     tau = np.where(adv > 0, tau_pos, tau_neg)
     s = _sigmoid(tau * (coef1 - 1))
     return -(s * 4 / tau) * adv, -adv * 4 * s * (1 - s) * coef1
 
 
-#: VESPO's bounds on log w, as in TRL 1.16.0: log(1e-8) below, 20 above (also per token before the sum)
+#: VESPO's bounds on log w, as in TRL 1.16.0: log(1e-8) below, 20 above (also per token
+#: before the sum)
 VESPO_LOG_W_MIN = math.log(1e-8)
 VESPO_LOG_W_MAX = 20.0
 
 
 def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
-    """VESPO's Gamma-kernel weight (Shen et al. 2026, :cite:`shen2026vespo`; TRL's ``loss_type="vespo"``).
+    """VESPO's Gamma-kernel weight (Shen et al. 2026, :cite:`shen2026vespo`; TRL's
+    ``loss_type="vespo"``).
 
-    ``phi(w) = w^k exp(lambda (1 - w))`` (so ``phi(1) = 1``), with ``w = exp(sum_t clip(new_t - old_t, -20, 20))``
-    the sequence probability ratio (a *sum* of token log-ratios, not GSPO's mean), ``log w`` clipped to
-    ``[log 1e-8, 20]``, and ``(k, lambda) = (k_pos, lambda_pos)`` where ``A >= 0``, else the ``_neg`` pair
-    (``lambda`` floored at float32(1e-4)). The loss is ``-sg(phi) A log pi``: the weight is detached. TRL builds
-    ``k`` and ``lambda`` with ``torch.where`` from Python floats, i.e. in float32; the caller passes those values.
+    ``phi(w) = w^k exp(lambda (1 - w))`` (so ``phi(1) = 1``), with
+    ``w = exp(sum_t clip(new_t - old_t, -20, 20))`` the sequence probability ratio (a
+    *sum* of token log-ratios, not GSPO's mean), ``log w`` clipped to
+    ``[log 1e-8, 20]``, and ``(k, lambda) = (k_pos, lambda_pos)`` where ``A >= 0``, else
+    the ``_neg`` pair (``lambda`` floored at float32(1e-4)). The loss is
+    ``-sg(phi) A log pi``: the weight is detached. TRL builds ``k`` and ``lambda`` with
+    ``torch.where`` from Python floats, i.e. in float32; the caller passes those values.
     Shape (B, 1), or (B, T) for (B, T) advantages."""
     lr = np.clip(log_ratio, -20.0, 20.0) * m
     log_w = np.clip(lr.sum(axis=1, keepdims=True), VESPO_LOG_W_MIN, VESPO_LOG_W_MAX)
