@@ -1,15 +1,18 @@
-"""The book's losses in PyTorch, on any device (CPU or CUDA) and float dtype, with autograd.
+"""The book's losses in PyTorch, on any device (CPU or CUDA) and float dtype, with
+autograd.
 
 Read in this order (``ls`` shows it):
 
-- ``readable.py``: GRPO and DPO in a dozen lines each, differentiated by autograd (``torch_ops.readable``);
-- ``grpo.py`` (``grpo_loss``), ``dpo.py`` (``dpo_loss``), ``advantages.py`` (``group_advantages``,
-  ``reward_advantages``): the same losses with every TRL 1.16.0 option and value checks that do not synchronise
-  the device, tested equal to ``readable`` and to NumPy; ``grpo_kernel.py``: GRPO's fused analytic-gradient
-  kernel and ``compile=True``; ``tensors.py``: the shared tensor helpers (``default_device``, the compute dtype,
-  argument checks);
-- ``logprobs.py``: ``selective_log_softmax`` (per-token log-probs without the (B, T, V) log-softmax) and
-  ``saved_tensor_bytes``.
+- ``readable.py``: GRPO and DPO in a dozen lines each, differentiated by autograd
+  (``torch_ops.readable``);
+- ``grpo.py`` (``grpo_loss``), ``dpo.py`` (``dpo_loss``), ``advantages.py``
+  (``group_advantages``, ``reward_advantages``): the same losses with every TRL 1.16.0
+  option and value checks that do not synchronise the device, tested equal to
+  ``readable`` and to NumPy; ``grpo_kernel.py``: GRPO's fused analytic-gradient kernel
+  and ``compile=True``; ``tensors.py``: the shared tensor helpers (``default_device``,
+  the compute dtype, argument checks);
+- ``logprobs.py``: ``selective_log_softmax`` (per-token log-probs without the (B, T, V)
+  log-softmax) and ``saved_tensor_bytes``.
 
 ``import dpo_grpo`` never imports torch; this sub-package needs it.
 """
@@ -19,8 +22,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides torch
     raise ImportError(
         "dpo_grpo.torch_ops needs PyTorch, which is not installed. Install it with "
-        "`pip install torch==2.13.0` (the version this book is tested with; in Google Colab torch is "
-        "preinstalled). The rest of dpo_grpo works without it."
+        "`pip install torch==2.13.0` (the version this book is tested with; in Google "
+        "Colab torch is preinstalled). The rest of dpo_grpo works without it."
     ) from exc
 
 from ..trl_exact.grpo import CLIP_METRICS  # noqa: E402

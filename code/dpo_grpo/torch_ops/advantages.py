@@ -1,9 +1,10 @@
-"""Group-relative advantages in PyTorch: the book's :func:`group_advantages` and TRL 1.16.0's
-:func:`reward_advantages`, on the rewards' device and dtype (half precision computed in float32).
+"""Group-relative advantages in PyTorch: the book's :func:`group_advantages` and TRL
+1.16.0's :func:`reward_advantages`, on the rewards' device and dtype (half precision
+computed in float32).
 
 Same arguments, checks and results as :mod:`dpo_grpo.reference.advantages` and
-:mod:`dpo_grpo.trl_exact.advantages` (tested equal); ``validate=False`` skips the one value check
-that synchronises with the device.
+:mod:`dpo_grpo.trl_exact.advantages` (tested equal); ``validate=False`` skips the one
+value check that synchronises with the device.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def _reward_tensor(x, name):
 
 
 def group_advantages(rewards, eps=1e-4, ddof=0, *, validate=True):
-    """Standardise each row: ``(r - mean) / (std + eps)``; ``rewards`` and the result have shape ``(prompts, G)``.
+    """Standardise each row: ``(r - mean) / (std + eps)``; ``rewards`` and the result
+    have shape ``(prompts, G)``.
 
-    ``ddof=0``: population std (the book's teaching default); ``ddof=1``: sample std (TRL's ``nanstd``).
+    ``ddof=0``: population std (the book's teaching default); ``ddof=1``: sample std
+    (TRL's ``nanstd``).
     """
     r = _reward_tensor(rewards, "rewards")
     if r.dim() != 2:
@@ -55,7 +58,8 @@ def group_advantages(rewards, eps=1e-4, ddof=0, *, validate=True):
 
 
 def _nanstd(x, dim=None, keepdim=False):
-    """Sample std ignoring NaN (ddof 1 over the valid entries); NaN where fewer than two are valid (TRL's nanstd)."""
+    """Sample std ignoring NaN (ddof 1 over the valid entries); NaN where fewer than two
+    are valid (TRL's nanstd)."""
     count = (~torch.isnan(x)).sum(dim=dim, keepdim=True).to(x.dtype)
     mean = torch.nanmean(x, dim=dim, keepdim=True)
     var = torch.nanmean((x - mean) ** 2, dim=dim, keepdim=True)
@@ -76,12 +80,15 @@ def reward_advantages(
     eps=1e-4,
     validate=True,
 ) -> RewardAdvantages:
-    """Advantages exactly as TRL 1.16.0's ``GRPOTrainer`` forms them (see :func:`dpo_grpo.reward_advantages`).
+    """Advantages exactly as TRL 1.16.0's ``GRPOTrainer`` forms them (see
+    :func:`dpo_grpo.reward_advantages`).
 
-    ``rewards_per_func``: (N, K) (or (N,)), rows in consecutive groups of ``num_generations``, NaN = "returned
-    None". ``sum_then_normalize``: ``r = nansum_k w_k r_k``, ``A = (r - nanmean_group r) / (nanstd + eps)`` with the
-    std over the group, the batch, or none; ``normalize_then_sum``: standardise each function per group, sum with
-    weights, standardise over the batch. NaN advantages become 0. ``validate`` checks for inf (one sync).
+    ``rewards_per_func``: (N, K) (or (N,)), rows in consecutive groups of
+    ``num_generations``, NaN = "returned None". ``sum_then_normalize``:
+    ``r = nansum_k w_k r_k``, ``A = (r - nanmean_group r) / (nanstd + eps)`` with the
+    std over the group, the batch, or none; ``normalize_then_sum``: standardise each
+    function per group, sum with weights, standardise over the batch. NaN advantages
+    become 0. ``validate`` checks for inf (one sync).
     """
     rpf = _reward_tensor(rewards_per_func, "rewards_per_func")
     if rpf.dim() not in (1, 2):
@@ -98,7 +105,8 @@ def reward_advantages(
     g = v.integer(num_generations, "num_generations", minimum=2)
     if n % g:
         raise ValueError(
-            f"num_generations={g} must divide the number of rows of rewards_per_func ({n})"
+            f"num_generations={g} must divide the number of rows of rewards_per_func "
+            f"({n})"
         )
     if reward_weights is None:
         w = torch.ones(k, dtype=rpf.dtype, device=rpf.device)
@@ -110,7 +118,8 @@ def reward_advantages(
             raise ValueError(f"reward_weights must be 1-D, got shape {tuple(w.shape)}")
         if w.shape != (k,):
             raise ValueError(
-                f"reward_weights must have one weight per reward function ({k}), got {w.shape[0]}"
+                f"reward_weights must have one weight per reward function ({k}), got "
+                f"{w.shape[0]}"
             )
     v.choice(scale_rewards, "scale_rewards", SCALE_REWARDS)
     scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
@@ -120,7 +129,8 @@ def reward_advantages(
         bad = torch.stack([torch.isinf(rpf).any(), ~torch.isfinite(w).all()]).tolist()
         if bad[0]:
             raise ValueError(
-                "rewards_per_func must not contain inf (use NaN for 'reward function returned None')"
+                "rewards_per_func must not contain inf (use NaN for 'reward function "
+                "returned None')"
             )
         if bad[1]:
             raise ValueError(

@@ -1,7 +1,9 @@
-"""DPO in PyTorch with every TRL 1.16.0 ``DPOConfig.loss_type``, differentiated by autograd.
+"""DPO in PyTorch with every TRL 1.16.0 ``DPOConfig.loss_type``, differentiated by
+autograd.
 
-Same names, options, checks and results as :func:`dpo_grpo.trl_exact.dpo.dpo_loss` (tested equal),
-on tensors of any device and floating dtype (half precision computed in float32).
+Same names, options, checks and results as :func:`dpo_grpo.trl_exact.dpo.dpo_loss`
+(tested equal), on tensors of any device and floating dtype (half precision computed in
+float32).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ __all__ = ["dpo_loss", "DPOOutput"]
 
 
 class DPOOutput(trl_dpo.DPOOutput):
-    """:class:`dpo_grpo.trl_exact.dpo.DPOOutput` holding tensors: ``loss`` 0-d with the autograd
-    graph (``sum_k loss_weights[k] * mean`` of loss type k), ``logits`` (P,), the implicit rewards,
-    ``losses`` and ``logps_*`` detached (as TRL logs them), ``grad_policy_*`` None (autograd
-    computes them); ``metrics`` are 0-d tensors."""
+    """:class:`dpo_grpo.trl_exact.dpo.DPOOutput` holding tensors: ``loss`` 0-d with the
+    autograd graph (``sum_k loss_weights[k] * mean`` of loss type k), ``logits`` (P,),
+    the implicit rewards, ``losses`` and ``logps_*`` detached (as TRL logs them),
+    ``grad_policy_*`` None (autograd computes them); ``metrics`` are 0-d tensors."""
 
     __slots__ = ()
 
@@ -30,8 +32,9 @@ class DPOOutput(trl_dpo.DPOOutput):
 
 
 def _dpo_pair_losses(loss_type, pc, pr, rc, rr, o: DPOOptions, lc, lr):
-    """Per-pair (or per sorted position, for aot*) losses of one TRL 1.16.0 DPO loss type, as TRL writes them;
-    formulas in :func:`dpo_grpo.trl_exact.dpo.dpo_pair_losses`."""
+    """Per-pair (or per sorted position, for aot*) losses of one TRL 1.16.0 DPO loss
+    type, as TRL writes them; formulas in
+    :func:`dpo_grpo.trl_exact.dpo.dpo_pair_losses`."""
     b, s = o.beta, o.label_smoothing
     uc, ur = pc - rc, pr - rr
     z = b * (uc - ur)
@@ -85,12 +88,14 @@ def dpo_loss(
     rejected_lengths=None,
     validate=True,
 ) -> DPOOutput:
-    """DPO loss on sequence log-probs (all of one shape, e.g. (P,)), every TRL 1.16.0 ``DPOConfig.loss_type``.
+    """DPO loss on sequence log-probs (all of one shape, e.g. (P,)), every TRL 1.16.0
+    ``DPOConfig.loss_type``.
 
-    Same options, checks and results as :func:`dpo_grpo.dpo_loss` (a name or a list of names with
-    ``loss_weights``; ``label_smoothing``, ``discopop_tau``; ``chosen_lengths``/``rejected_lengths`` for ``ipo``,
-    ``sigmoid_norm``, ``sft``), differentiated by autograd. ``validate`` runs the finiteness check (one sync).
-    The reference log-probs and the token counts are treated as fixed data (detached).
+    Same options, checks and results as :func:`dpo_grpo.dpo_loss` (a name or a list of
+    names with ``loss_weights``; ``label_smoothing``, ``discopop_tau``;
+    ``chosen_lengths``/``rejected_lengths`` for ``ipo``, ``sigmoid_norm``, ``sft``),
+    differentiated by autograd. ``validate`` runs the finiteness check (one sync). The
+    reference log-probs and the token counts are treated as fixed data (detached).
     """
     pc = checked_tensor(policy_chosen, "policy_chosen")
     pr = checked_tensor(policy_rejected, "policy_rejected", like=pc)
@@ -107,15 +112,16 @@ def dpo_loss(
         if x is None:
             if need[name]:
                 raise ValueError(
-                    f"{name} is required for loss_type={loss_type!r} (it divides by the completion "
-                    "token counts)"
+                    f"{name} is required for loss_type={loss_type!r} (it divides by "
+                    "the completion token counts)"
                 )
             lengths[name] = None
             continue
         if not need[name]:
             raise ValueError(
-                f"{name} has no effect for loss_type={loss_type!r} (only ipo, sigmoid_norm and sft "
-                "read token counts; sft reads chosen_lengths only)"
+                f"{name} has no effect for loss_type={loss_type!r} (only ipo, "
+                "sigmoid_norm and sft read token counts; sft reads chosen_lengths "
+                "only)"
             )
         t = checked_tensor(x, name, floating=False).to(device=pc.device)
         if t.shape != pc.shape:

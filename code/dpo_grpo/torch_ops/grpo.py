@@ -1,28 +1,35 @@
-"""GRPO in PyTorch exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss``, every option, with autograd.
+"""GRPO in PyTorch exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss``, every option,
+with autograd.
 
-Same names, arguments and semantics as :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (tested equal), on tensors of
-any device and floating dtype. :func:`grpo_loss` checks its arguments in one call (:func:`_checked_batch`), then
-runs the fused kernel (:mod:`dpo_grpo.torch_ops.grpo_kernel`, clipped loss types) or the loss as TRL writes it,
-differentiated by autograd (:func:`_grpo_autograd`).
+Same names, arguments and semantics as :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (tested
+equal), on tensors of any device and floating dtype. :func:`grpo_loss` checks its
+arguments in one call (:func:`_checked_batch`), then runs the fused kernel
+(:mod:`dpo_grpo.torch_ops.grpo_kernel`, clipped loss types) or the loss as TRL writes
+it, differentiated by autograd (:func:`_grpo_autograd`).
 
 Conventions (shared by :mod:`dpo_grpo.torch_ops`):
 
-- Argument checks that only look at shapes, dtypes and options always run and never synchronise with the device.
-  Checks that must look at values (mask is 0/1, no empty row, finite log-probs at valid positions, no overflow)
-  run when ``validate=True`` (the default) with a single host-device synchronisation; pass ``validate=False`` in
-  a training loop's hot path.
-- Half-precision inputs (bfloat16, float16) are computed in float32, and the results (loss, per-token tensors,
-  metrics) are float32; gradients have the dtype of the tensor they belong to.
-- Padding positions (``mask == 0``) may hold any garbage, NaN and inf included: they are replaced by 0 before
-  any ``exp`` (``torch.where`` semantics, computed as a bitwise select on the fused path), and their gradient is
-  exactly zero.
-- Tolerances against the float64 NumPy reference on the same (rounded) inputs, as tested: float64 1e-12;
-  float32 loss rtol 1e-5, gradient rtol 1e-5 (+ 1e-5 x max|grad|); bfloat16 inputs are computed in float32, so
-  the loss keeps rtol 1e-5, while the gradient, stored in bfloat16, is within 2**-7 relative.
-- Every function traces without graph breaks under ``torch.compile(..., fullgraph=True)`` (with
-  ``validate=False``). ``grpo_loss(..., compile=True)`` does it for you: its tensor code becomes one generated
-  kernel that reads each input once (measured speed-ups in ``bench/README.md``); ``per_token=False`` skips the
-  per-token outputs a training step does not need.
+- Argument checks that only look at shapes, dtypes and options always run and never
+  synchronise with the device. Checks that must look at values (mask is 0/1, no empty
+  row, finite log-probs at valid positions, no overflow) run when ``validate=True`` (the
+  default) with a single host-device synchronisation; pass ``validate=False`` in a
+  training loop's hot path.
+- Half-precision inputs (bfloat16, float16) are computed in float32, and the results
+  (loss, per-token tensors, metrics) are float32; gradients have the dtype of the tensor
+  they belong to.
+- Padding positions (``mask == 0``) may hold any garbage, NaN and inf included: they are
+  replaced by 0 before any ``exp`` (``torch.where`` semantics, computed as a bitwise
+  select on the fused path), and their gradient is exactly zero.
+- Tolerances against the float64 NumPy reference on the same (rounded) inputs, as
+  tested: float64 1e-12; float32 loss rtol 1e-5, gradient rtol 1e-5 (+ 1e-5 x
+  max|grad|); bfloat16 inputs are computed in float32, so the loss keeps rtol 1e-5,
+  while the gradient, stored in bfloat16, is within 2**-7 relative.
+- Every function traces without graph breaks under
+  ``torch.compile(..., fullgraph=True)`` (with ``validate=False``).
+  ``grpo_loss(..., compile=True)`` does it for you: its tensor code becomes one
+  generated kernel that reads each input once (measured speed-ups in
+  ``bench/README.md``); ``per_token=False`` skips the per-token outputs a training step
+  does not need.
 """
 
 from __future__ import annotations
@@ -59,8 +66,9 @@ _cached_grpo_options = functools.lru_cache(maxsize=256, typed=True)(grpo_options
 
 
 def _grpo_options(*args, **kwargs):
-    """:func:`dpo_grpo.trl_exact.grpo.grpo_options` (the one option parser, shared with the NumPy loss), memoised: a training
-    loop passes the same options at every step. Unhashable arguments go to the parser, which explains them."""
+    """:func:`dpo_grpo.trl_exact.grpo.grpo_options` (the one option parser, shared with
+    the NumPy loss), memoised: a training loop passes the same options at every step.
+    Unhashable arguments go to the parser, which explains them."""
     if (
         torch.compiler.is_compiling()
     ):  # dynamo traces the parser itself (and constant-folds it), not the cache
@@ -74,12 +82,15 @@ def _grpo_options(*args, **kwargs):
 
 
 def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: GRPOOptions):
-    """TRL's clip_ratio/* metrics from the uncapped weight ``c1`` ((B,T) or (B,1)) and advantages ``a``.
+    """TRL's clip_ratio/* metrics from the uncapped weight ``c1`` ((B,T) or (B,1)) and
+    advantages ``a``.
 
-    ``is_low = (min(c1, delta) < 1 - eps_low) & (a < 0)`` equals ``c1 < L`` with ``L = 1 - eps_low`` where a < 0
-    (else 0, never exceeded as c1 > 0); ``is_high = (min(c1, delta) > 1 + eps_high) & (a > 0)`` equals
-    ``c1 > U`` with ``U = 1 + eps_high`` where a > 0 and delta > 1 + eps_high (else inf). Padding never counts:
-    there the token weight is exp(0) = 1, inside the interval, and the (B, T) advantages are 0.
+    ``is_low = (min(c1, delta) < 1 - eps_low) & (a < 0)`` equals ``c1 < L`` with
+    ``L = 1 - eps_low`` where a < 0 (else 0, never exceeded as c1 > 0);
+    ``is_high = (min(c1, delta) > 1 + eps_high) & (a > 0)`` equals ``c1 > U`` with
+    ``U = 1 + eps_high`` where a > 0 and delta > 1 + eps_high (else inf). Padding never
+    counts: there the token weight is exp(0) = 1, inside the interval, and the (B, T)
+    advantages are 0.
     """
     lo, hi = 1.0 - o.eps_low, 1.0 + o.eps_high
     is_low = c1 < torch.where(a < 0, lo, scalar_like(0.0, c1))
@@ -110,8 +121,9 @@ def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: GRPOOptions):
 
 
 def _vespo_weight(log_ratio, a, m, o: GRPOOptions):
-    """VESPO's detached Gamma weight ``phi = w^k exp(lambda (1 - w))`` of the clamped sequence ratio ``w`` (see
-    :func:`dpo_grpo.trl_exact.grpo.vespo_weight`; ``k``, ``lambda`` are TRL's float32 values)."""
+    """VESPO's detached Gamma weight ``phi = w^k exp(lambda (1 - w))`` of the clamped
+    sequence ratio ``w`` (see :func:`dpo_grpo.trl_exact.grpo.vespo_weight`; ``k``,
+    ``lambda`` are TRL's float32 values)."""
     with torch.no_grad():
         log_w = (
             (log_ratio.clamp(-20.0, 20.0) * m)
@@ -130,16 +142,19 @@ def _vespo_weight(log_ratio, a, m, o: GRPOOptions):
 
 
 def _masked_mean(x, act, n_all):
-    """TRL's ``global_masked_mean`` (one process): (B, 1) values count once per sequence, (B, T) ones per token."""
+    """TRL's ``global_masked_mean`` (one process): (B, 1) values count once per
+    sequence, (B, T) ones per token."""
     if x.shape[1] == 1:
         return x.mean()
     return torch.where(act, x, 0).sum() / n_all
 
 
 def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: GRPOOptions):
-    """The same loss written as TRL writes it, differentiated by autograd (w.r.t. new, ref and advantages).
+    """The same loss written as TRL writes it, differentiated by autograd (w.r.t. new,
+    ref and advantages).
 
-    Also returns the loss type's extra metric tensor: the VESPO weight ``phi`` (or None)."""
+    Also returns the loss type's extra metric tensor: the VESPO weight ``phi`` (or
+    None)."""
     bsz = new.shape[0]
     zero = scalar_like(0.0, new)
     m = act.to(new.dtype)
@@ -208,31 +223,38 @@ def grpo_loss(
     per_token=True,
     _block_rows=None,
 ) -> GRPOOutput:
-    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and :func:`dpo_grpo.trl_exact.grpo.grpo_loss`).
+    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and
+    :func:`dpo_grpo.trl_exact.grpo.grpo_loss`).
 
-    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T); ``advantages``: (B,) or (B, T).
-    Per token ``l = -min(min(rho, delta) A, clip(rho, 1 - eps_low, 1 + eps_high) A) + beta k3`` with
-    ``rho = exp(new - old)`` (GSPO: ``exp(masked mean of new - old)``) and ``k3 = exp(ref - new) - (ref - new) - 1``;
-    ``loss = sum(w * mask * l)`` with the ``loss_type`` weight ``w`` of the NumPy version. ``old_logps`` is fixed
-    data (detached); ``num_items_in_batch`` may be a number or a 0-d tensor (``dapo``, ``cispo``, ``vespo``).
-    ``loss_type`` takes TRL's eight values, with the NumPy version's semantics and options (``cispo``, ``sapo``,
-    ``luspo``, ``vespo``: see :func:`dpo_grpo.trl_exact.grpo.grpo_loss`). The fused kernel covers the clipped
-    types (``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``, ``luspo``); ``cispo``, ``sapo`` and ``vespo`` always run the
-    autograd path (``fused=True`` falls back to it for them; ``per_token=False`` then drops the per-token outputs
-    after computing them).
+    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T);
+    ``advantages``: (B,) or (B, T). Per token ``l = -min(min(rho, delta) A, clip(rho,
+    1 - eps_low, 1 + eps_high) A) + beta k3`` with ``rho = exp(new - old)`` (GSPO:
+    ``exp(masked mean of new - old)``) and ``k3 = exp(ref - new) - (ref - new) - 1``;
+    ``loss = sum(w * mask * l)`` with the ``loss_type`` weight ``w`` of the NumPy
+    version. ``old_logps`` is fixed data (detached); ``num_items_in_batch`` may be a
+    number or a 0-d tensor (``dapo``, ``cispo``, ``vespo``). ``loss_type`` takes TRL's
+    eight values, with the NumPy version's semantics and options (``cispo``, ``sapo``,
+    ``luspo``, ``vespo``: see :func:`dpo_grpo.trl_exact.grpo.grpo_loss`). The fused
+    kernel covers the clipped types (``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``,
+    ``luspo``); ``cispo``, ``sapo`` and ``vespo`` always run the autograd path
+    (``fused=True`` falls back to it for them; ``per_token=False`` then drops the
+    per-token outputs after computing them).
 
-    ``fused`` (default: ``True`` unless ``ref_logps`` or ``advantages`` require grad) computes the gradient
-    analytically in the forward pass, reusing its intermediates, and hands it to autograd: faster and lighter than
-    differentiating the composite expression. ``fused=False`` differentiates the composite expression instead.
-    ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid positions, no overflow),
-    which are the only part that synchronises with the device. ``compile=True`` runs the loss's tensor code
-    through ``torch.compile`` (cached per options, dtype and device; dynamic shapes): on the fused
-    path one generated kernel reads each input once and writes each output once (C++/OpenMP on CPU, Triton on
-    CUDA). The first call compiles (seconds; on CPU it needs a C++ compiler); the numbers are those of
-    ``compile=False`` up to float rounding. ``per_token=False`` (fused path) returns ``ratio``, ``per_token_kl``
-    and ``per_token_loss`` as None instead of writing them: a training step needs only the loss, its gradient
-    and the metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes saves about a quarter
-    of the loss's memory traffic.
+    ``fused`` (default: ``True`` unless ``ref_logps`` or ``advantages`` require grad)
+    computes the gradient analytically in the forward pass, reusing its intermediates,
+    and hands it to autograd: faster and lighter than differentiating the composite
+    expression. ``fused=False`` differentiates the composite expression instead.
+    ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid
+    positions, no overflow), which are the only part that synchronises with the device.
+    ``compile=True`` runs the loss's tensor code through ``torch.compile`` (cached per
+    options, dtype and device; dynamic shapes): on the fused path one generated kernel
+    reads each input once and writes each output once (C++/OpenMP on CPU, Triton on
+    CUDA). The first call compiles (seconds; on CPU it needs a C++ compiler); the
+    numbers are those of ``compile=False`` up to float rounding. ``per_token=False``
+    (fused path) returns ``ratio``, ``per_token_kl`` and ``per_token_loss`` as None
+    instead of writing them: a training step needs only the loss, its gradient and the
+    metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes saves
+    about a quarter of the loss's memory traffic.
     """
     new, old, mask = _checked_logps(new_logps, old_logps, mask)
     o = _grpo_options(
@@ -261,8 +283,8 @@ def grpo_loss(
     _check_flags(compile=compile, per_token=per_token)
     if not per_token and not x.fused_requested:
         raise ValueError(
-            "per_token=False needs the fused path (fused=None or True, advantages and ref_logps "
-            "not requiring grad)"
+            "per_token=False needs the fused path (fused=None or True, advantages and "
+            "ref_logps not requiring grad)"
         )
 
     grad = None
@@ -290,7 +312,8 @@ def grpo_loss(
             return [ratio.amax()] + (
                 [] if kl_term is None else [kl_term.detach().amax()]
             )
-        # per_token=False: an overflow shows as a non-finite loss, KL metric or gradient (0 * inf = NaN)
+        # per_token=False: an overflow shows as a non-finite loss, KL metric or gradient
+        # (0 * inf = NaN)
         return [loss.detach(), metrics.get("kl", loss.detach())] + (
             [] if grad is None else [grad.amax()]
         )
@@ -312,7 +335,8 @@ def grpo_loss(
 
 
 def _autograd_path(x, o: GRPOOptions, compile: bool):
-    """The loss by :func:`_grpo_autograd` and TRL's metrics: ``(loss, ratio, kl, per_token_loss, metrics)``."""
+    """The loss by :func:`_grpo_autograd` and TRL's metrics:
+    ``(loss, ratio, kl, per_token_loss, metrics)``."""
     # TRL clamps the token counts at 1 (empty rows add nothing) ...
     n_b = x.n_raw.clamp(min=1.0)
     # ... and the batch's, which does not count empty rows
@@ -341,30 +365,30 @@ def _autograd_path(x, o: GRPOOptions, compile: bool):
     return loss, ratio, kl_term, per_token_loss, metrics
 
 
-# --- argument checks ------------------------------------------------------------------------------------------
+# --- argument checks ------------------------------------------------------------------
 
 
 class _Batch(NamedTuple):
-    """:func:`grpo_loss`'s tensors, checked and in the compute dtype, and its pending value checks."""
+    """:func:`grpo_loss`'s tensors, checked and in the compute dtype, and its pending
+    value checks."""
 
     new: torch.Tensor  #: (B, T) new_logps in the compute dtype (still differentiable)
     old: torch.Tensor  #: (B, T) detached
     ref: torch.Tensor | None  #: (B, T)
     a: torch.Tensor  #: (B, 1), or (B, T) with 0 on padding
     act: torch.Tensor | None  #: (B, T) bool mask (None on the fused hot path)
-    n_raw: (
-        torch.Tensor | None
-    )  #: (B,) valid tokens per row (None on the fused hot path)
+    #: (B,) valid tokens per row (None on the fused hot path)
+    n_raw: torch.Tensor | None
     n_items: torch.Tensor | None  #: 0-d num_items_in_batch (None: the batch's tokens)
-    fused_requested: (
-        bool  #: ``fused`` resolved (None -> True unless ref/advantages need grad)
-    )
+    #: ``fused`` resolved (None -> True unless ref/advantages need grad)
+    fused_requested: bool
     fused: bool  #: the fused kernel runs (requested, and a clipped loss type)
     checks: DeferredChecks  #: value checks, resolved with one sync at the end
 
 
 def _checked_logps(new_logps, old_logps, mask):
-    """``(new, old, mask)`` as tensors of one (B, T) shape on new_logps' device (no sync)."""
+    """``(new, old, mask)`` as tensors of one (B, T) shape on new_logps' device (no
+    sync)."""
     new = checked_tensor(new_logps, "new_logps", ndim=2)
     old = checked_tensor(old_logps, "old_logps", like=new, ndim=2)
     same_shape("new_logps", new, old_logps=old)
@@ -383,13 +407,15 @@ def _checked_logps(new_logps, old_logps, mask):
 def _checked_batch(
     new, old, ref_logps, advantages, mask, num_items_in_batch, o, fused, validate
 ) -> _Batch:
-    """The rest of :func:`grpo_loss`'s arguments, checked (shapes, dtypes and options now; values in the
-    returned :class:`DeferredChecks`), and every tensor cast to the compute dtype."""
+    """The rest of :func:`grpo_loss`'s arguments, checked (shapes, dtypes and options
+    now; values in the returned :class:`DeferredChecks`), and every tensor cast to the
+    compute dtype."""
     bsz, width = new.shape
     if ref_logps is None:
         if o.beta != 0:
             raise ValueError(
-                "ref_logps may be None only when beta == 0 (the KL term needs the reference)"
+                "ref_logps may be None only when beta == 0 (the KL term needs the "
+                "reference)"
             )
         ref = None
     else:
@@ -398,7 +424,8 @@ def _checked_batch(
     adv = checked_tensor(advantages, "advantages", like=new, ndim=(1, 2))
     if adv.shape not in ((bsz,), (bsz, width)):
         raise ValueError(
-            f"advantages must have shape ({bsz},) or ({bsz}, {width}), got {tuple(adv.shape)}"
+            f"advantages must have shape ({bsz},) or ({bsz}, {width}), got "
+            f"{tuple(adv.shape)}"
         )
     if num_items_in_batch is not None and not isinstance(
         num_items_in_batch, torch.Tensor
@@ -424,13 +451,15 @@ def _checked_batch(
     fused = fused and o.loss_type in CLIPPED_LOSS_TYPES
 
     cdt = compute_dtype(new.dtype)
-    # the boolean mask is only needed off the fused token-level hot path (which builds its masks per cache block)
+    # the boolean mask is only needed off the fused token-level hot path (which builds
+    # its masks per cache block)
     act = (
         (mask if mask.dtype == torch.bool else mask.bool())
         if (validate or adv.dim() == 2 or not fused)
         else None
     )
-    # token counts: the fused path counts them in its own pass; the rest needs them first
+    # token counts: the fused path counts them in its own pass; the rest needs them
+    # first
     n_raw = mask.sum(1).to(cdt) if (validate or not fused) else None
     checks = DeferredChecks(validate)
     if (
@@ -461,7 +490,9 @@ def _checked_batch(
             lambda: (n_items > 0) & torch.isfinite(n_items),
             "num_items_in_batch must be finite and > 0",
         )
-    else:  # a 0-d tensor, so that a compiled loss does not specialise on (and recompile for) each value
+    else:
+        # a 0-d tensor, so that a compiled loss does not specialise on (and recompile
+        # for) each value
         n_items = torch.full((), num_items_in_batch, dtype=cdt, device=new.device)
 
     def cast(x):
@@ -498,7 +529,8 @@ def _finite_where(x, act):
 
 
 def _finite_where_all(tensors, act):
-    """0-d bool: every tensor is finite wherever ``act``, in a few fast arithmetic passes (0 * inf = NaN)."""
+    """0-d bool: every tensor is finite wherever ``act``, in a few fast arithmetic
+    passes (0 * inf = NaN)."""
     z = tensors[0] * 0
     for t in tensors[1:]:
         z.add_(t, alpha=0)

@@ -1,6 +1,7 @@
-"""The fused GRPO kernel of :func:`dpo_grpo.torch_ops.grpo_loss` (clipped loss types): loss,
-per-token outputs, metrics and the analytic gradient in one pass over the inputs, handed to
-autograd; cache-blocked on CPU, one block (or one ``torch.compile`` kernel) on GPU.
+"""The fused GRPO kernel of :func:`dpo_grpo.torch_ops.grpo_loss` (clipped loss types):
+loss, per-token outputs, metrics and the analytic gradient in one pass over the inputs,
+handed to autograd; cache-blocked on CPU, one block (or one ``torch.compile`` kernel) on
+GPU.
 
 Also the pieces the autograd path shares: :func:`token_weight` (TRL's normaliser) and
 :func:`maybe_compiled`.
@@ -18,7 +19,8 @@ from .tensors import scalar_like
 
 
 def token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
-    """The per-token weight ``w`` with ``loss = sum(w * mask * l)``: (B, 1) for ``grpo``, 0-d otherwise."""
+    """The per-token weight ``w`` with ``loss = sum(w * mask * l)``: (B, 1) for
+    ``grpo``, 0-d otherwise."""
     if o.loss_type in ("grpo", "sapo"):
         return (1.0 / (bsz * o.gas)) / n_b[:, None]
     if o.loss_type == "bnpo":
@@ -32,16 +34,17 @@ def token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
 
 
 _COMPILED: dict = {}
-#: Kernels dynamo may keep per function. Its default (8) counts every set of options, dtype and device, and
-#: with ``fullgraph=True`` the ninth is an error, not a fallback: seen on a GPU when one process ran the loss
-#: on CUDA and then on the CPU. Raised only while the loss runs, not for the caller's own compiled code.
+#: Kernels dynamo may keep per function. Its default (8) counts every set of options,
+#: dtype and device, and with ``fullgraph=True`` the ninth is an error, not a fallback:
+#: seen on a GPU when one process ran the loss on CUDA and then on the CPU. Raised only
+#: while the loss runs, not for the caller's own compiled code.
 RECOMPILE_LIMIT = 64
 
 
 def maybe_compiled(fn, compile: bool):
-    """``fn``, or its ``torch.compile`` (one per function, kept for the process: dynamo caches a kernel per set of
-    options, dtype and device, up to RECOMPILE_LIMIT, compiled for dynamic shapes, so a new batch or completion
-    length reuses it)."""
+    """``fn``, or its ``torch.compile`` (one per function, kept for the process: dynamo
+    caches a kernel per set of options, dtype and device, up to RECOMPILE_LIMIT,
+    compiled for dynamic shapes, so a new batch or completion length reuses it)."""
     if not compile:
         return fn
     if fn not in _COMPILED:
@@ -55,9 +58,9 @@ def maybe_compiled(fn, compile: bool):
                 torch._dynamo.exc.BackendCompilerFailed
             ) as exc:  # e.g. no working C++ compiler on a CPU
                 raise RuntimeError(
-                    "compile=True: torch.compile could not build the loss kernel (on a CPU it needs a "
-                    "C++ compiler such as g++); pass compile=False to run the eager loss. "
-                    f"Cause: {str(exc)[:300]}"
+                    "compile=True: torch.compile could not build the loss kernel (on "
+                    "a CPU it needs a C++ compiler such as g++); pass compile=False "
+                    f"to run the eager loss. Cause: {str(exc)[:300]}"
                 ) from exc
 
         _COMPILED[fn] = call
@@ -65,8 +68,9 @@ def maybe_compiled(fn, compile: bool):
 
 
 class _AttachGrad(torch.autograd.Function):
-    """Returns ``loss`` (computed without autograd) as a function of ``new`` whose gradient is ``weight * grad``
-    (``weight``: (B, 1) or 0-d; one fused multiply in the backward, which has to write the gradient anyway)."""
+    """Returns ``loss`` (computed without autograd) as a function of ``new`` whose
+    gradient is ``weight * grad`` (``weight``: (B, 1) or 0-d; one fused multiply in the
+    backward, which has to write the gradient anyway)."""
 
     @staticmethod
     def forward(ctx, new, loss, grad, weight):
@@ -83,15 +87,17 @@ class _AttachGrad(torch.autograd.Function):
 
 _INT_VIEW = {torch.float32: torch.int32, torch.float64: torch.int64}
 
-#: Rows per block of the fused GRPO loss on CPU: about this many elements per block, so that the ~10 block-sized
-#: temporaries stay in cache (measured ~2x faster than whole-tensor passes at 512 x 4096); one block on CUDA.
+#: Rows per block of the fused GRPO loss on CPU: about this many elements per block, so
+#: that the ~10 block-sized temporaries stay in cache (measured ~2x faster than
+#: whole-tensor passes at 512 x 4096); one block on CUDA.
 _GRPO_BLOCK_ELEMENTS = 1 << 19
 
 
 def _select_(x, int_mask):
-    """``torch.where(mask, x, 0)``, in place, as a bitwise AND of ``x``'s bits with an all-ones / all-zeros integer
-    mask: bit-identical to ``torch.where`` (NaN and inf are dropped too) and several times faster on CPU eager.
-    A boolean ``int_mask`` (the functional form, for torch.compile) selects with ``torch.where``."""
+    """``torch.where(mask, x, 0)``, in place, as a bitwise AND of ``x``'s bits with an
+    all-ones / all-zeros integer mask: bit-identical to ``torch.where`` (NaN and inf are
+    dropped too) and several times faster on CPU eager. A boolean ``int_mask`` (the
+    functional form, for torch.compile) selects with ``torch.where``."""
     if int_mask.dtype == torch.bool:
         return torch.where(int_mask, x, 0.0)
     x.view(int_mask.dtype).bitwise_and_(int_mask)
@@ -111,10 +117,12 @@ class _BlockConfig(NamedTuple):
 
 
 def _grpo_block(cfg, out, new, old, ref, mask, ab, nab, lower, upper, sign_a) -> dict:
-    """One block of rows of :func:`_grpo_fused`. ``out``: dict of preallocated views to write into (eager, CPU
-    cache blocking), or None for the functional form (torch.compile). Returns the block's tensors by name; its
-    ``grad`` is ``d loss / d new`` divided by the token weight ``w`` (the backward multiplies by ``w``), so the
-    block needs no token counts before it starts: it counts its own (``n_raw``) in the same pass."""
+    """One block of rows of :func:`_grpo_fused`. ``out``: dict of preallocated views to
+    write into (eager, CPU cache blocking), or None for the functional form
+    (torch.compile). Returns the block's tensors by name; its ``grad`` is
+    ``d loss / d new`` divided by the token weight ``w`` (the backward multiplies by
+    ``w``), so the block needs no token counts before it starts: it counts its own
+    (``n_raw``) in the same pass."""
     o = cfg.o
 
     def buf(name):
@@ -125,12 +133,14 @@ def _grpo_block(cfg, out, new, old, ref, mask, ab, nab, lower, upper, sign_a) ->
     ):  # a per-row result: copied into its buffer, or returned as is
         return value if out is None else out[name].copy_(value)
 
-    if (
-        out is None
-    ):  # functional form: plain selects, which inductor vectorises (the bit trick it does not)
+    if out is None:
+        # functional form: plain selects, which inductor vectorises (the bit trick it
+        # does not)
         m = mask if mask.dtype == cfg.dt else mask.to(cfg.dt)
         im = mask.bool()
-    else:  # one read of the caller's mask (often int64); the float mask is converted from the cached int one
+    else:
+        # one read of the caller's mask (often int64); the float mask is converted from
+        # the cached int one
         im = out["int_mask"].copy_(mask)
         m = mask if out["float_mask"] is None else out["float_mask"].copy_(im)
         im.neg_()
@@ -239,18 +249,23 @@ def _grpo_fused(
     per_token: bool = True,
     block_rows: int | None = None,
 ):
-    """Loss, per-token outputs, metrics and the analytic gradient in one pass over the inputs (no autograd graph).
+    """Loss, per-token outputs, metrics and the analytic gradient in one pass over the
+    inputs (no autograd graph).
 
-    With ``rho`` the importance weight and ``A`` the advantage, TRL's ``-min(min(rho, delta) A, clip(rho, lo, hi) A)``
-    equals ``-A clamp(rho, L, U)`` with ``(L, U) = (0, min(hi, delta))`` where ``A > 0``, ``(lo, max(hi, delta))``
-    where ``A < 0`` and ``(0, inf)`` where ``A = 0``. Its derivative w.r.t. ``log rho`` is ``-A rho h`` with
-    ``h = 1 - |sign(clamp(rho) - rho)|`` (1 where the clamp is inactive, 0 where it is active), and
-    ``sign(clamp(rho) - rho)`` is +1 exactly on TRL's low-clipped tokens and -1 on the high-clipped ones
-    (when ``delta`` is None). Rows are processed in blocks that fit in cache (CPU); the float and the bit masks and
-    the token counts are made per block from ``mask`` (any dtype, values 0/1). ``n_items``: 0-d tensor or None
-    (the batch's token count). Returns ``(loss, grad / w, w, ratio, kl, per_token_loss, metrics)``, ``w`` the
-    (B, 1) or 0-d token weight: ``d loss / d new = w * (grad / w)``. ``per_token=False``: ratio, kl and
-    per_token_loss live only in block-sized workspaces and are returned as None (no (B, T) writes but the gradient).
+    With ``rho`` the importance weight and ``A`` the advantage, TRL's
+    ``-min(min(rho, delta) A, clip(rho, lo, hi) A)`` equals ``-A clamp(rho, L, U)`` with
+    ``(L, U) = (0, min(hi, delta))`` where ``A > 0``, ``(lo, max(hi, delta))`` where
+    ``A < 0`` and ``(0, inf)`` where ``A = 0``. Its derivative w.r.t. ``log rho`` is
+    ``-A rho h`` with ``h = 1 - |sign(clamp(rho) - rho)|`` (1 where the clamp is
+    inactive, 0 where it is active), and ``sign(clamp(rho) - rho)`` is +1 exactly on
+    TRL's low-clipped tokens and -1 on the high-clipped ones (when ``delta`` is None).
+    Rows are processed in blocks that fit in cache (CPU); the float and the bit masks
+    and the token counts are made per block from ``mask`` (any dtype, values 0/1).
+    ``n_items``: 0-d tensor or None (the batch's token count). Returns
+    ``(loss, grad / w, w, ratio, kl, per_token_loss, metrics)``, ``w`` the (B, 1) or 0-d
+    token weight: ``d loss / d new = w * (grad / w)``. ``per_token=False``: ratio, kl
+    and per_token_loss live only in block-sized workspaces and are returned as None (no
+    (B, T) writes but the gradient).
     """
     bsz, width = new.shape
     dt = new.dtype
@@ -276,9 +291,9 @@ def _grpo_fused(
     sign_a = torch.where(pos, 1.0, -1.0) if one_sided else None
     neg_a = -a  # d (policy term) / d (clamped ratio)
     int_dtype = _INT_VIEW[dt]
-    if (
-        block_rows is None
-    ):  # one block on GPU and under torch.compile (whose fused kernels need no cache blocking)
+    if block_rows is None:
+        # one block on GPU and under torch.compile (whose fused kernels need no cache
+        # blocking)
         one_block = new.device.type != "cpu" or torch.compiler.is_compiling()
         block_rows = bsz if one_block else max(1, _GRPO_BLOCK_ELEMENTS // width)
     # GSPO with (B,) advantages: one weight and clip flag per sequence
@@ -309,8 +324,8 @@ def _grpo_fused(
         )
         per_row = torch.stack([blk[k] for k in _ROW_STATS])
     else:
-        # outputs returned together share one allocation (block-sized when not returned); the gradient, kept for
-        # the backward, has its own
+        # outputs returned together share one allocation (block-sized when not
+        # returned); the gradient, kept for the backward, has its own
         rows = min(block_rows, bsz)
         outputs = torch.empty(
             (2 if ref is None else 3, bsz if per_token else rows, width),
@@ -322,7 +337,8 @@ def _grpo_fused(
         # per-sequence sums: tokens, loss, kl, low/high clipped
         per_row = new.new_zeros((len(_ROW_STATS), bsz))
         row_views = dict(zip(_ROW_STATS, per_row.unbind(0)))
-        # block-sized workspaces, reused by every block through out=: no allocation (on CPU: no page faults)
+        # block-sized workspaces, reused by every block through out=: no allocation (on
+        # CPU: no page faults)
         work = torch.empty((5, rows, width), dtype=dt, device=new.device).unbind(0)
         int_mask = torch.empty((rows, width), dtype=int_dtype, device=new.device)
         float_mask = (
@@ -414,9 +430,10 @@ def fused_grpo_loss(
     block_rows,
     compile,
 ):
-    """The loss by the fused kernel, differentiable in ``new`` (caller's dtype; ``new_c`` is it in
-    the compute dtype, like ``old``, ``ref`` and ``a``): ``(loss, grad / w, ratio, kl,
-    per_token_loss, metrics)``; ``grad / w`` is None when no gradient is needed."""
+    """The loss by the fused kernel, differentiable in ``new`` (caller's dtype;
+    ``new_c`` is it in the compute dtype, like ``old``, ``ref`` and ``a``):
+    ``(loss, grad / w, ratio, kl, per_token_loss, metrics)``; ``grad / w`` is None when
+    no gradient is needed."""
     need_grad = torch.is_grad_enabled() and new.requires_grad
     with torch.no_grad():
         loss, grad, weight, ratio, kl, per_token_loss, metrics = maybe_compiled(

@@ -1,7 +1,9 @@
-"""Per-token log-probs ``log softmax(logits)[token]`` without materialising the (B, T, V) log-softmax.
+"""Per-token log-probs ``log softmax(logits)[token]`` without materialising the (B, T,
+V) log-softmax.
 
-:func:`selective_log_softmax` works in chunks of rows (and, with ``inplace_backward=True``, writes the gradient
-into the logits' own storage); :func:`saved_tensor_bytes` measures what autograd keeps for the backward.
+:func:`selective_log_softmax` works in chunks of rows (and, with
+``inplace_backward=True``, writes the gradient into the logits' own storage);
+:func:`saved_tensor_bytes` measures what autograd keeps for the backward.
 """
 
 from __future__ import annotations
@@ -11,28 +13,32 @@ import torch
 from .. import _validation as v
 from .tensors import compute_dtype
 
-# --- Per-token log-probs without the (B, T, V) log-softmax ----------------------------------------------------------
+# --- Per-token log-probs without the (B, T, V) log-softmax ----------------------------
 
-#: Default chunk: about this many logits per chunk (rows = _CHUNK_ELEMENTS // V), at most 1/16 of the rows.
-#: CPU: 2M (8 MiB of float32, cache-friendly: measured fastest); CUDA: 16M (64 MiB), few kernel launches.
+#: Default chunk: about this many logits per chunk (rows = _CHUNK_ELEMENTS // V), at
+#: most 1/16 of the rows. CPU: 2M (8 MiB of float32, cache-friendly: measured fastest);
+#: CUDA: 16M (64 MiB), few kernel launches.
 _CHUNK_ELEMENTS = {"cuda": 1 << 24, "cpu": 1 << 21}
 
 
 def _default_chunk_rows(n_rows: int, vocab: int, device: torch.device) -> int:
     target = _CHUNK_ELEMENTS.get(device.type, 1 << 24)
-    # at most 1/16 of the rows per chunk, so the temporaries stay well below the full log-softmax
+    # at most 1/16 of the rows per chunk, so the temporaries stay well below the full
+    # log-softmax
     return max(1, min(target // vocab, -(-n_rows // 16)))
 
 
 def _chunks(x3: torch.Tensor, chunk_rows: int):
-    """(b, t0, t1) blocks of at most ``chunk_rows`` positions of a (B', T', V) tensor; each block is a view."""
+    """(b, t0, t1) blocks of at most ``chunk_rows`` positions of a (B', T', V) tensor;
+    each block is a view."""
     for b in range(x3.shape[0]):
         for t0 in range(0, x3.shape[1], chunk_rows):
             yield b, t0, min(t0 + chunk_rows, x3.shape[1])
 
 
 def _softmax_into(x, out):
-    """``out[...] = softmax(x, -1)`` without a temporary (``aten::_softmax.out``; plain copy as a fallback)."""
+    """``out[...] = softmax(x, -1)`` without a temporary (``aten::_softmax.out``; plain
+    copy as a fallback)."""
     try:
         return torch.ops.aten._softmax.out(x, -1, False, out=out)
     except (
@@ -44,11 +50,13 @@ def _softmax_into(x, out):
 
 
 class _SelectiveLogSoftmax(torch.autograd.Function):
-    """``out[r] = log_softmax(x[r])[id_r]`` over the positions r of a (B', T', V) tensor, one chunk of positions at
-    a time; backward writes ``dx[r] = g_r (onehot(id_r) - softmax(x[r]))`` chunk by chunk, recomputing the softmax.
-    Autograd keeps only ``x`` (the caller's logits, not a copy) and the ids: no (B', T', V) temporary in either
-    pass, only one chunk's. With ``inplace`` the backward writes ``dx`` into ``x``'s own storage and returns it, so
-    not even the gradient is a new (B', T', V) buffer."""
+    """``out[r] = log_softmax(x[r])[id_r]`` over the positions r of a (B', T', V)
+    tensor, one chunk of positions at a time; backward writes
+    ``dx[r] = g_r (onehot(id_r) - softmax(x[r]))`` chunk by chunk, recomputing the
+    softmax. Autograd keeps only ``x`` (the caller's logits, not a copy) and the ids: no
+    (B', T', V) temporary in either pass, only one chunk's. With ``inplace`` the
+    backward writes ``dx`` into ``x``'s own storage and returns it, so not even the
+    gradient is a new (B', T', V) buffer."""
 
     @staticmethod
     def forward(ctx, x3, ids, chunk_rows, inplace):
@@ -67,8 +75,9 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
     def backward(ctx, grad_out):
         x3, ids = ctx.saved_tensors
         acc = compute_dtype(x3.dtype)
-        # in place: each chunk's softmax is computed before its logits are overwritten by their gradient (writing
-        # into x bumps its version counter, so any other backward that saved these logits raises, never misreads)
+        # in place: each chunk's softmax is computed before its logits are overwritten
+        # by their gradient (writing into x bumps its version counter, so any other
+        # backward that saved these logits raises, never misreads)
         grad = (
             x3.detach()
             if ctx.inplace
@@ -94,21 +103,25 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
 def selective_log_softmax(
     logits, token_ids, chunk_size=None, *, validate=True, inplace_backward=False
 ):
-    """``log_softmax(logits, -1).gather(-1, token_ids)`` without materialising the (..., V) log-softmax.
+    """``log_softmax(logits, -1).gather(-1, token_ids)`` without materialising the (...,
+    V) log-softmax.
 
-    Shapes: ``logits`` (B, T, V) (any leading dims), ``token_ids`` (B, T) integer -> (B, T) log-probs.
-    Per position ``logp = logits[id] - logsumexp(logits)``, computed ``chunk_size`` positions at a time (a
-    log-softmax of one chunk, then a gather); the backward pass recomputes the softmax chunk by chunk, so autograd
-    keeps nothing vocabulary-sized but the logits themselves. Default ``chunk_size``: about 8 MiB of float32
-    logits per chunk on CPU (64 MiB on CUDA) and at most 1/16 of the positions. Half-precision logits are reduced
-    in float32 and the result is float32. ``validate`` checks that the ids lie in ``[0, V)`` (one sync).
+    Shapes: ``logits`` (B, T, V) (any leading dims), ``token_ids`` (B, T) integer -> (B,
+    T) log-probs. Per position ``logp = logits[id] - logsumexp(logits)``, computed
+    ``chunk_size`` positions at a time (a log-softmax of one chunk, then a gather); the
+    backward pass recomputes the softmax chunk by chunk, so autograd keeps nothing
+    vocabulary-sized but the logits themselves. Default ``chunk_size``: about 8 MiB of
+    float32 logits per chunk on CPU (64 MiB on CUDA) and at most 1/16 of the positions.
+    Half-precision logits are reduced in float32 and the result is float32. ``validate``
+    checks that the ids lie in ``[0, V)`` (one sync).
 
-    ``inplace_backward=True`` writes the gradient of the logits into the logits' own storage (as Liger-Kernel's
-    cross-entropy does): the backward then allocates nothing vocabulary-sized at all, and afterwards the logits
-    tensor holds its gradient. Use it when nothing else needs the logits after the backward, as for the
-    ``lm_head`` output of a policy (whose own backward needs the hidden states and weights, not the logits). If
-    another backward saved the same logits, it raises autograd's "modified by an inplace operation" error instead
-    of reading the overwritten values.
+    ``inplace_backward=True`` writes the gradient of the logits into the logits' own
+    storage (as Liger-Kernel's cross-entropy does): the backward then allocates nothing
+    vocabulary-sized at all, and afterwards the logits tensor holds its gradient. Use it
+    when nothing else needs the logits after the backward, as for the ``lm_head`` output
+    of a policy (whose own backward needs the hidden states and weights, not the
+    logits). If another backward saved the same logits, it raises autograd's "modified
+    by an inplace operation" error instead of reading the overwritten values.
     """
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         got = getattr(logits, "dtype", type(logits).__name__)
@@ -125,16 +138,18 @@ def selective_log_softmax(
         )
     if logits.dim() < 1 or logits.shape[-1] == 0:
         raise ValueError(
-            f"logits must have a non-empty last (vocabulary) dimension, got {tuple(logits.shape)}"
+            "logits must have a non-empty last (vocabulary) dimension, got "
+            f"{tuple(logits.shape)}"
         )
     if token_ids.shape != logits.shape[:-1]:
         raise ValueError(
-            f"token_ids must have shape logits.shape[:-1] = {tuple(logits.shape[:-1])}, "
-            f"got {tuple(token_ids.shape)}"
+            "token_ids must have shape logits.shape[:-1] = "
+            f"{tuple(logits.shape[:-1])}, got {tuple(token_ids.shape)}"
         )
     if token_ids.device != logits.device:
         raise ValueError(
-            f"token_ids must be on the device of logits ({logits.device}), got {token_ids.device}"
+            f"token_ids must be on the device of logits ({logits.device}), got "
+            f"{token_ids.device}"
         )
     vocab = logits.shape[-1]
     n_rows = token_ids.numel()
@@ -167,12 +182,15 @@ def selective_log_softmax(
 
 
 def saved_tensor_bytes(fn, *args, exclude=()) -> int:
-    """Bytes that autograd saves for the backward while ``fn(*args)`` runs, each storage counted once.
+    """Bytes that autograd saves for the backward while ``fn(*args)`` runs, each storage
+    counted once.
 
-    Saved-tensor hooks see every tensor a backward node keeps; two nodes often keep the same one
-    (``log_softmax`` saves its output, the ``gather`` after it saves that output again as its input), so tensors
-    are deduplicated by their storage. Storages of the tensors in ``exclude`` (e.g. the logits, which the caller
-    holds anyway) are not counted. Returns an int; the graph is built and dropped, nothing is backpropagated.
+    Saved-tensor hooks see every tensor a backward node keeps; two nodes often keep the
+    same one (``log_softmax`` saves its output, the ``gather`` after it saves that
+    output again as its input), so tensors are deduplicated by their storage. Storages
+    of the tensors in ``exclude`` (e.g. the logits, which the caller holds anyway) are
+    not counted. Returns an int; the graph is built and dropped, nothing is
+    backpropagated.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")

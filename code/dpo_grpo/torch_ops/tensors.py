@@ -1,6 +1,6 @@
-"""Tensor helpers shared by the torch losses: the default device, the compute dtype, argument
-conversion and checks that never synchronise with the device, and :class:`DeferredChecks`
-(value checks resolved with one synchronisation).
+"""Tensor helpers shared by the torch losses: the default device, the compute dtype,
+argument conversion and checks that never synchronise with the device, and
+:class:`DeferredChecks` (value checks resolved with one synchronisation).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ _HALF = (torch.float16, torch.bfloat16)
 
 
 def default_device() -> torch.device:
-    """``torch.device("cuda")`` when a CUDA GPU is usable, else ``torch.device("cpu")``."""
+    """``torch.device("cuda")`` when a CUDA GPU is usable, else
+    ``torch.device("cpu")``."""
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
@@ -26,7 +27,8 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def checked_tensor(
     x, name: str, *, like: torch.Tensor | None = None, ndim=None, floating: bool = True
 ) -> torch.Tensor:
-    """``x`` as a tensor (array-likes are converted), on ``like``'s device; checks ndim and non-emptiness."""
+    """``x`` as a tensor (array-likes are converted), on ``like``'s device; checks ndim
+    and non-emptiness."""
     if x is None or isinstance(x, (str, bytes, dict)):
         raise TypeError(f"{name} must be a tensor of numbers, got {type(x).__name__}")
     if not isinstance(x, torch.Tensor):
@@ -42,7 +44,8 @@ def checked_tensor(
         raise TypeError(f"{name} must be a real tensor, got dtype {x.dtype}")
     if like is not None and x.device != like.device:
         raise ValueError(
-            f"{name} must be on the same device as new_logps ({like.device}), got {x.device}"
+            f"{name} must be on the same device as new_logps ({like.device}), got "
+            f"{x.device}"
         )
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
@@ -55,7 +58,8 @@ def checked_tensor(
 
 
 def same_shape(first_name, first, **others):
-    """Check that every keyword tensor has the shape of ``first`` (named ``first_name``)."""
+    """Check that every keyword tensor has the shape of ``first`` (named
+    ``first_name``)."""
     for name, t in others.items():
         if t.shape != first.shape:
             raise ValueError(
@@ -65,7 +69,8 @@ def same_shape(first_name, first, **others):
 
 
 class DeferredChecks:
-    """Value checks collected as 0-d bool tensors and resolved with one synchronisation (``.tolist()``)."""
+    """Value checks collected as 0-d bool tensors and resolved with one synchronisation
+    (``.tolist()``)."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -73,7 +78,8 @@ class DeferredChecks:
         self.messages: list = []
 
     def add(self, cond_fn, message):
-        """``cond_fn()`` -> 0-d bool tensor that must be True; ``message``: str or callable (built on failure)."""
+        """``cond_fn()`` -> 0-d bool tensor that must be True; ``message``: str or
+        callable (built on failure)."""
         if self.enabled:
             self.conds.append(cond_fn())
             self.messages.append(message)
@@ -90,5 +96,6 @@ class DeferredChecks:
 
 
 def scalar_like(value, like: torch.Tensor) -> torch.Tensor:
-    """0-d tensor of ``value`` with ``like``'s dtype and device, made by a fill kernel (no host-device copy)."""
+    """0-d tensor of ``value`` with ``like``'s dtype and device, made by a fill kernel
+    (no host-device copy)."""
     return torch.full((), value, dtype=like.dtype, device=like.device)
