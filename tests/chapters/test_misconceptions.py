@@ -144,14 +144,6 @@ def test_invalid_arguments():
         misconceptions.kl_pull_back(steps=2.5)
 
 
-def test_sign_test_by_hand():
-    # 9 of 10 positive: p = 2 * (C(10,9) + C(10,10)) / 2**10 = 22 / 1024
-    out = misconceptions.sign_test([1.0] * 9 + [-1.0, 0.0])
-    assert out == {"n": 10, "positive": 9, "p_value": 22 / 1024}
-    assert misconceptions.sign_test([1.0, -1.0])["p_value"] == 1.0
-    assert misconceptions.sign_test([0.0, 0.0])["n"] == 0
-
-
 def test_num_iterations_drift_pairs_seeds_and_clips_only_when_reused():
     out = misconceptions.num_iterations_drift(seeds=(0, 1, 2), steps=6, last=2)
     assert set(out["kl"]) == {1, 4}

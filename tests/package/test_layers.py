@@ -32,11 +32,13 @@ ALLOWED = {
     "trl_exact": {"_validation", "reference"},
     "torch_ops": {"_validation", "reference", "trl_exact"},
     "data": {"_validation"},
-    "lab": {"_validation", "i18n", "reference", "trl_exact", "torch_ops"},
+    "lab": {"_validation", "i18n", "stats", "reference", "trl_exact", "torch_ops"},
     "i18n": set(),
+    "stats": {"_validation"},
     "chapters": {
         "_validation",
         "i18n",
+        "stats",
         "tables",
         "reference",
         "trl_exact",
@@ -55,6 +57,7 @@ ALLOWED = {
     "exercises": {
         "_validation",
         "i18n",
+        "stats",
         "tables",
         "reference",
         "trl_exact",

@@ -8,8 +8,6 @@ rewards are all equal.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _validation as v
@@ -20,6 +18,7 @@ from ..reference.softmax import log_softmax, softmax
 from ..trl_exact.advantages import reward_advantages
 from ..reference.grpo import clip_region
 from ..trl_exact.grpo import grpo_loss
+from ..stats import sign_test
 from .gradcheck import max_abs_error
 
 
@@ -348,19 +347,6 @@ def trl_step_log(
             )
             z = z - lr * grad
     return log
-
-
-def sign_test(differences) -> dict:
-    """Two-sided sign test of paired ``differences`` (ties dropped): how many are
-    positive out of the non-zero ones, and the exact binomial p-value under
-    "positive and negative equally likely"."""
-    d = v.as_float_array(differences, "differences", ndim=1)
-    d = d[d != 0]
-    n, k = d.size, int((d > 0).sum())
-    if n == 0:
-        return {"n": 0, "positive": 0, "p_value": 1.0}
-    tail = sum(math.comb(n, i) for i in range(max(k, n - k), n + 1)) / 2.0**n
-    return {"n": n, "positive": k, "p_value": min(1.0, 2.0 * tail)}
 
 
 def num_iterations_drift(

@@ -33,6 +33,7 @@ import torch
 
 from .. import _validation as v
 from ..i18n import N_, tr
+from ..stats import sign_test
 from .config import LabConfig
 from .progress import bar, wanted
 from .run import ALGORITHMS, budget, run_lab
@@ -304,19 +305,6 @@ def t_interval(x, level: float = LEVEL) -> dict:
         "ci_high": float(hi),
         "n": int(n),
     }
-
-
-def sign_test(differences) -> dict:
-    """The exact two-sided sign test of paired ``differences``: ``ahead`` (> 0),
-    ``behind`` (< 0), ``ties`` (dropped) and ``sign_p``, the binomial p-value of
-    ``ahead`` out of ``ahead + behind`` at 1/2 (1 when every difference is a tie)."""
-    from scipy import stats
-
-    d = v.as_float_array(differences, "differences", ndim=1)
-    ahead, behind = int((d > 0).sum()), int((d < 0).sum())
-    n = ahead + behind
-    p = float(stats.binomtest(ahead, n, 0.5).pvalue) if n else 1.0
-    return {"ahead": ahead, "behind": behind, "ties": len(d) - n, "sign_p": p}
 
 
 def _check_results(results):
