@@ -39,7 +39,6 @@ NOTEBOOK_STEMS = [p.stem for p in PAGES if p.suffix == ".ipynb"]
 #: Translate a page (i18n/README.md), then remove it here; the list must end empty.
 UNTRANSLATED = [
     "04_code",
-    "lab_tiny_grpo",
 ]
 TRANSLATED = [s for s in STEMS if s not in UNTRANSLATED]
 
