@@ -1,9 +1,12 @@
-"""Exercises for every chapter: ``check("03.2", answer)`` gives feedback without revealing the solution.
+"""Exercises for every chapter: ``check("03.2", answer)`` gives feedback without
+revealing the solution.
 
-``check`` (:mod:`.selfcheck`) reads only a hashed key; importing it loads no reference answer. The registry with
-the full key (``EXERCISES``, built from the chapter modules ``chNN.py``) is loaded on first access, for
-instructors and tests. ``python -m dpo_grpo.exercises grade NOTEBOOK_OR_FOLDER`` grades student notebooks and
-``python -m dpo_grpo.exercises student BOOK_DIR OUT_DIR`` writes the student edition (solution cells removed).
+``check`` (:mod:`.selfcheck`) reads only a hashed key; importing it loads no reference
+answer. The registry with the full key (``EXERCISES``, built from the chapter modules
+``chNN.py``) is loaded on first access, for instructors and tests.
+``python -m dpo_grpo.exercises grade NOTEBOOK_OR_FOLDER`` grades student notebooks and
+``python -m dpo_grpo.exercises student BOOK_DIR OUT_DIR`` writes the student edition
+(solution cells removed).
 """
 
 from .core import Exercise, Feedback, choice, code, numeric

@@ -1,5 +1,7 @@
-"""Command line: ``python -m dpo_grpo.exercises grade PATH``, ``python -m dpo_grpo.exercises student IN OUT`` and
-``python -m dpo_grpo.exercises selfcheck-key`` (regenerates the hashed self-check key after an exercise changes)."""
+"""Command line: ``python -m dpo_grpo.exercises grade PATH``,
+``python -m dpo_grpo.exercises student IN OUT`` and
+``python -m dpo_grpo.exercises selfcheck-key`` (regenerates the hashed self-check key
+after an exercise changes)."""
 
 import argparse
 import sys
@@ -58,7 +60,9 @@ def main(argv=None) -> int:
     s.add_argument(
         "--graded",
         action="store_true",
-        help="the graded edition: check() records answers and gives no feedback (no key)",
+        help=(
+            "the graded edition: check() records answers and gives no feedback (no key)"
+        ),
     )
     k = sub.add_parser(
         "selfcheck-key", help="regenerate the hashed self-check key from the registry"

@@ -1,6 +1,7 @@
-"""Child process of the grader, run inside the sandbox: execute one notebook in a fresh kernel (errors allowed,
-per-cell time limit). The kernel talks to it over Unix sockets (IPC transport), so the sandbox needs no
-network interface. Cell outputs are discarded as they arrive: nothing a kernel prints is kept or trusted."""
+"""Child process of the grader, run inside the sandbox: execute one notebook in a fresh
+kernel (errors allowed, per-cell time limit). The kernel talks to it over Unix sockets
+(IPC transport), so the sandbox needs no network interface. Cell outputs are discarded
+as they arrive: nothing a kernel prints is kept or trusted."""
 
 import sys
 import time

@@ -1,17 +1,22 @@
-"""Sandbox set-up, run as ``python -I -S _sandbox_init.py SPEC.json`` just before the notebook runner.
+"""Sandbox set-up, run as ``python -I -S _sandbox_init.py SPEC.json`` just before the
+notebook runner.
 
 Standard library only, reads nothing but the spec. Modes:
 
-- ``root`` (Linux, grader running as root; started inside ``unshare --mount --net --pid --ipc --uts --fork
-  --kill-child``): joins the sandbox's control groups (``cgroup_procs``); builds a new root on a tmpfs from
-  read-only, nosuid bind mounts of the system folders and the Python installation, plus the sandbox's own files;
-  mounts one scratch tmpfs capped in bytes and in files (``scratch``) that holds the work folder, HOME, ``/tmp``
-  and ``/dev/shm``; mounts a fresh ``/proc`` and a minimal ``/dev``; chroots there; drops to the unprivileged
-  uid/gid with no supplementary groups; then as in ``limits``.
-- ``limits`` (inside bubblewrap, or with no isolation at all): applies the resource limits, sets no_new_privs and
-  installs a seccomp filter that refuses ``ptrace``, ``process_vm_readv``/``writev`` and ``pidfd_getfd`` (EPERM),
-  and every system call of another ABI (x86_64 and aarch64; elsewhere no filter), then execs the runner with the
-  scrubbed environment. Without the filter a kernel could stop its runner and move it out of reach.
+- ``root`` (Linux, grader running as root; started inside
+  ``unshare --mount --net --pid --ipc --uts --fork --kill-child``): joins the sandbox's
+  control groups (``cgroup_procs``); builds a new root on a tmpfs from read-only, nosuid
+  bind mounts of the system folders and the Python installation, plus the sandbox's own
+  files; mounts one scratch tmpfs capped in bytes and in files (``scratch``) that holds
+  the work folder, HOME, ``/tmp`` and ``/dev/shm``; mounts a fresh ``/proc`` and a
+  minimal ``/dev``; chroots there; drops to the unprivileged uid/gid with no
+  supplementary groups; then as in ``limits``.
+- ``limits`` (inside bubblewrap, or with no isolation at all): applies the resource
+  limits, sets no_new_privs and installs a seccomp filter that refuses ``ptrace``,
+  ``process_vm_readv``/``writev`` and ``pidfd_getfd`` (EPERM), and every system call of
+  another ABI (x86_64 and aarch64; elsewhere no filter), then execs the runner with the
+  scrubbed environment. Without the filter a kernel could stop its runner and move it
+  out of reach.
 """
 
 import ctypes
@@ -23,7 +28,8 @@ import sys
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-# audit architecture, then the refused system calls: ptrace, process_vm_readv, process_vm_writev, pidfd_getfd
+# audit architecture, then the refused system calls: ptrace, process_vm_readv,
+# process_vm_writev, pidfd_getfd
 SECCOMP_ARCHES = {
     "x86_64": (0xC000003E, (101, 310, 311, 438)),
     "aarch64": (0xC00000B7, (117, 270, 271, 438)),
@@ -52,7 +58,8 @@ def _join_cgroups(spec):
 
 
 def _scratch(spec, new):
-    """One tmpfs for everything the notebook may write: its work folder, HOME, /tmp and /dev/shm."""
+    """One tmpfs for everything the notebook may write: its work folder, HOME, /tmp and
+    /dev/shm."""
     path, size, files = spec["scratch"]
     os.makedirs(new + path, exist_ok=True)
     _mount(
@@ -74,7 +81,8 @@ def _build_root(spec):
     new = spec["newroot"]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
-    # the scratch /tmp first, then the binds: a Python installation under /tmp (a CI checkout's venv) stays visible
+    # the scratch /tmp first, then the binds: a Python installation under /tmp (a CI
+    # checkout's venv) stays visible
     _scratch(spec, new)
     for src, dst, ro in spec["binds"]:
         target = new + dst
@@ -144,7 +152,8 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_program(machine):
-    """The BPF program (a list of (code, jt, jf, k)) for ``machine``, or None for an architecture not listed."""
+    """The BPF program (a list of (code, jt, jf, k)) for ``machine``, or None for an
+    architecture not listed."""
     if machine not in SECCOMP_ARCHES:
         return None
     arch, refused = SECCOMP_ARCHES[machine]

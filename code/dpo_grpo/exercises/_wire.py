@@ -1,9 +1,11 @@
-"""Answers and test inputs as plain JSON data, the only thing that crosses between the grader and a kernel.
+"""Answers and test inputs as plain JSON data, the only thing that crosses between the
+grader and a kernel.
 
-The grader encodes the test inputs it draws (:func:`encode_value`); the kernel decodes them
-(:func:`decode_value`), and encodes what a student submitted (:func:`encode_answer`). The grader parses the
-kernel's records with :func:`json.loads` only (never pickle), so a record is data, never code, and decides
-nothing by itself: the grader compares it with its own key.
+The grader encodes the test inputs it draws (:func:`encode_value`); the kernel decodes
+them (:func:`decode_value`), and encodes what a student submitted
+(:func:`encode_answer`). The grader parses the kernel's records with :func:`json.loads`
+only (never pickle), so a record is data, never code, and decides nothing by itself: the
+grader compares it with its own key.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ MAX_NUMBERS = (
 
 
 def encode_value(value):
-    """JSON-able form of a test-input value (arrays, numbers, strings, lists and tuples of those)."""
+    """JSON-able form of a test-input value (arrays, numbers, strings, lists and tuples
+    of those)."""
     if isinstance(value, np.ndarray):
         return {"__ndarray__": value.tolist(), "dtype": str(value.dtype)}
     if isinstance(value, np.generic):
@@ -28,7 +31,8 @@ def encode_value(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(
-        f"value must be an array, number, string, list or tuple, got {type(value).__name__}"
+        "value must be an array, number, string, list or tuple, got "
+        f"{type(value).__name__}"
     )
 
 
@@ -46,8 +50,10 @@ def decode_value(data):
 
 
 def encode_answer(value) -> dict:
-    """A submitted value as data: ``{"kind": "none"}``, ``{"kind": "str", "value": ...}``,
-    ``{"kind": "array", "shape": [...], "data": [...]}`` or ``{"kind": "other", "type": name}``."""
+    """A submitted value as data: ``{"kind": "none"}``,
+    ``{"kind": "str", "value": ...}``,
+    ``{"kind": "array", "shape": [...], "data": [...]}`` or
+    ``{"kind": "other", "type": name}``."""
     if value is None or value is Ellipsis:
         return {"kind": "none"}
     if isinstance(value, str):
@@ -62,7 +68,8 @@ def encode_answer(value) -> dict:
 
 
 def decode_array(record):
-    """The float array of an ``{"kind": "array"}`` record, or None when the record is malformed."""
+    """The float array of an ``{"kind": "array"}`` record, or None when the record is
+    malformed."""
     if not isinstance(record, dict) or record.get("kind") != "array":
         return None
     shape, data = record.get("shape"), record.get("data")

@@ -1,17 +1,22 @@
-"""A control group per sandbox (Linux, grader run as root): a cap on the memory and on the number of tasks of all
-the sandbox's processes together, and a way to kill every one of them at once.
+"""A control group per sandbox (Linux, grader run as root): a cap on the memory and on
+the number of tasks of all the sandbox's processes together, and a way to kill every one
+of them at once.
 
-:meth:`SandboxCgroup.create` makes one child group next to the grader's own, in each hierarchy that can hold it:
+:meth:`SandboxCgroup.create` makes one child group next to the grader's own, in each
+hierarchy that can hold it:
 
-- cgroup v2 (the unified hierarchy): ``memory.max`` (swap off), ``pids.max`` where those controllers are
-  enabled for the grader's group (or can be), and ``cgroup.kill`` (Linux 5.14+) in any case;
-- cgroup v1 (the ``memory`` and ``pids`` hierarchies of older or hybrid set-ups), for a controller v2 lacks:
-  ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap is accounted) and ``pids.max``.
+- cgroup v2 (the unified hierarchy): ``memory.max`` (swap off), ``pids.max`` where those
+  controllers are enabled for the grader's group (or can be), and ``cgroup.kill`` (Linux
+  5.14+) in any case;
+- cgroup v1 (the ``memory`` and ``pids`` hierarchies of older or hybrid set-ups), for a
+  controller v2 lacks: ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes``
+  where swap is accounted) and ``pids.max``.
 
-:attr:`SandboxCgroup.enforced` says what was obtained (``memory``, ``pids``, ``kill``); the grader reports it. The
-sandbox joins the groups itself, first thing, by writing ``0`` to each ``cgroup.procs`` in :attr:`procs_files`,
-so every process it ever forks is inside. Where nothing can be created (not root, no cgroup file system),
-``create`` returns ``None`` and the per-process limits are all there is (``book/teaching.md``).
+:attr:`SandboxCgroup.enforced` says what was obtained (``memory``, ``pids``, ``kill``);
+the grader reports it. The sandbox joins the groups itself, first thing, by writing
+``0`` to each ``cgroup.procs`` in :attr:`procs_files`, so every process it ever forks is
+inside. Where nothing can be created (not root, no cgroup file system), ``create``
+returns ``None`` and the per-process limits are all there is (``book/teaching.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import uuid
 
 
 def _mounts() -> list:
-    """``(mount point, mount root, fstype, super options)`` of the cgroup file systems."""
+    """``(mount point, mount root, fstype, super options)`` of the cgroup file
+    systems."""
     found = []
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
@@ -46,7 +52,8 @@ def _mounts() -> list:
 
 
 def _own_groups() -> dict:
-    """``{"v2": path}`` and ``{controller: path}`` for v1: the grader's own groups (``/proc/self/cgroup``)."""
+    """``{"v2": path}`` and ``{controller: path}`` for v1: the grader's own groups
+    (``/proc/self/cgroup``)."""
     groups = {}
     try:
         with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as fh:
@@ -93,7 +100,8 @@ def _read(path) -> str:
 
 
 class SandboxCgroup:
-    """The groups of one sandbox. Use :meth:`create`; then :meth:`kill` and :meth:`remove` when it is done."""
+    """The groups of one sandbox. Use :meth:`create`; then :meth:`kill` and
+    :meth:`remove` when it is done."""
 
     def __init__(self):
         self.folders = []  # the groups made, each removed by remove()
@@ -106,7 +114,8 @@ class SandboxCgroup:
 
     @classmethod
     def create(cls, memory_bytes: int, tasks: int):
-        """Groups capping the sandbox at ``memory_bytes`` and ``tasks``, or ``None`` where none can be made."""
+        """Groups capping the sandbox at ``memory_bytes`` and ``tasks``, or ``None``
+        where none can be made."""
         for name, value in (("memory_bytes", memory_bytes), ("tasks", tasks)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -200,8 +209,8 @@ class SandboxCgroup:
         return found
 
     def kill(self, seconds: float = 5.0) -> bool:
-        """SIGKILL every process of the groups (``cgroup.kill``, else one by one until none is left); return
-        whether the groups are empty within ``seconds``."""
+        """SIGKILL every process of the groups (``cgroup.kill``, else one by one until
+        none is left); return whether the groups are empty within ``seconds``."""
         end = time.monotonic() + seconds
         while True:
             if self._kill_file:
@@ -219,7 +228,8 @@ class SandboxCgroup:
             time.sleep(0.05)
 
     def remove(self):
-        """Remove the groups (each must be empty: call :meth:`kill` first); a busy one is left behind."""
+        """Remove the groups (each must be empty: call :meth:`kill` first); a busy one
+        is left behind."""
         for folder in reversed(self.folders):
             for _ in range(20):
                 try:

@@ -22,7 +22,8 @@ def _swapped():
 
 numeric(
     "04.1",
-    "Swap the two policy log-probs of each pair (reference unchanged): the new DPO loss at beta = 0.1.",
+    "Swap the two policy log-probs of each pair (reference unchanged): the new DPO "
+    "loss at beta = 0.1.",
     lambda: _swapped().loss,
     mistakes={
         "swapped reference too": (
@@ -34,7 +35,8 @@ numeric(
                     _P["ref_chosen"],
                 ).loss
             ),
-            "You swapped the reference log-probs as well; the exercise keeps the reference unchanged.",
+            "You swapped the reference log-probs as well; the exercise keeps the "
+            "reference unchanged.",
         ),
         "unchanged": (lambda: dpo_loss(**_P).loss, "This is the loss before the swap."),
     },
@@ -43,12 +45,14 @@ numeric(
 
 numeric(
     "04.2",
-    "The first reward group's advantages [0.2, 0.8, 1.4, 0.6] with the sample standard deviation (ddof=1).",
+    "The first reward group's advantages [0.2, 0.8, 1.4, 0.6] with the sample "
+    "standard deviation (ddof=1).",
     lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=1)[0],
     mistakes={
         "ddof 0": (
             lambda: group_advantages(ex.REWARD_GROUPS[:1], ddof=0)[0],
-            "These use the population std (ddof=0); the exercise asks for the sample std.",
+            "These use the population std (ddof=0); the exercise asks for the sample "
+            "std.",
         ),
     },
     level=1,
@@ -67,7 +71,8 @@ def _draw_groups(rng):
 
 code(
     "04.3",
-    "Implement leave_one_out(rewards) for rewards of shape (prompts, G): r_i minus the mean of the other G-1.",
+    "Implement leave_one_out(rewards) for rewards of shape (prompts, G): r_i minus "
+    "the mean of the other G-1.",
     _leave_one_out,
     cases=[
         (ex.REWARD_GROUPS,),
@@ -86,7 +91,8 @@ code(
 
 choice(
     "04.4",
-    "Answer 0 of the clip example has advantage < 0 and ratio 1.284 > 1 + epsilon. What does the objective do?",
+    "Answer 0 of the clip example has advantage < 0 and ratio 1.284 > 1 + epsilon. "
+    "What does the objective do?",
     {
         "a": "It clips the ratio to 1.2, so this token gets no gradient.",
         "b": "It keeps the unclipped term, so the token keeps being pushed down.",
@@ -94,7 +100,10 @@ choice(
     },
     "b",
     explanations={
-        "a": "Clipping only removes the gradient when the ratio has moved in the direction the advantage wants.",
+        "a": (
+            "Clipping only removes the gradient when the ratio has moved in the "
+            "direction the advantage wants."
+        ),
         "c": "No token is dropped: min() selects which of the two terms is used.",
     },
     level=2,
@@ -102,7 +111,8 @@ choice(
 
 
 def _token_grad(*, kl=True, clipped=False, weighted=True):
-    """d loss / d log pi_theta at answer 0's first token of section 4.4's example (epsilon 0.2, beta 0.04)."""
+    """d loss / d log pi_theta at answer 0's first token of section 4.4's example
+    (epsilon 0.2, beta 0.04)."""
     inputs = ex.grpo_token_example()
     rho = float(np.exp(inputs["new_logps"][0, 0] - inputs["old_logps"][0, 0]))
     a = float(inputs["advantages"][0])
@@ -118,8 +128,9 @@ def _token_grad(*, kl=True, clipped=False, weighted=True):
 
 numeric(
     "04.5",
-    "Derive d loss / d log pi_theta for one token of GRPO's loss (loss_type='grpo') and evaluate it at answer 0's "
-    "first token of section 4.4 (epsilon 0.2, beta 0.04).",
+    "Derive d loss / d log pi_theta for one token of GRPO's loss (loss_type='grpo') "
+    "and evaluate it at answer 0's first token of section 4.4 (epsilon 0.2, beta "
+    "0.04).",
     _token_grad,
     mistakes={
         "no KL": (
@@ -128,24 +139,27 @@ numeric(
         ),
         "treated as clipped": (
             lambda: _token_grad(clipped=True),
-            "Answer 0 is on the wrong side (A < 0, ratio > 1 + epsilon): min() keeps the "
-            "unclipped term, whose derivative is rho * A.",
+            "Answer 0 is on the wrong side (A < 0, ratio > 1 + epsilon): min() keeps "
+            "the unclipped term, whose derivative is rho * A.",
         ),
         "no weight": (
             lambda: _token_grad(weighted=False),
-            "The loss averages over the answer's tokens and the answers: multiply by 1 / (B |y_i|).",
+            "The loss averages over the answer's tokens and the answers: multiply by "
+            "1 / (B |y_i|).",
         ),
     },
     level=3,
 )
 
 
-#: 04.6: one column of the Jacobian of group_advantages (the first reward group, the third answer)
+#: 04.6: one column of the Jacobian of group_advantages (the first reward group, the
+#: third answer)
 EX6 = {"rewards": ex.REWARD_GROUPS[0], "k": 2, "eps": 1e-4}
 
 
 def _advantage_column(*, std_moves=True, mean_moves=True):
-    """d A_i / d r_k for population-std advantages: (delta_ik - 1/G)/(s + eps) - d_i d_k / (G s (s + eps)^2)."""
+    """d A_i / d r_k for population-std advantages: (delta_ik - 1/G)/(s + eps) - d_i d_k
+    / (G s (s + eps)^2)."""
     r, k, eps = EX6["rewards"], EX6["k"], EX6["eps"]
     g, d, s = r.size, r - r.mean(), r.std()
     centre = np.eye(g)[k] - (1.0 / g if mean_moves else 0.0)
@@ -155,13 +169,15 @@ def _advantage_column(*, std_moves=True, mean_moves=True):
 
 numeric(
     "04.6",
-    "Derive d A_i / d r_k for group_advantages (population std s, guard eps) and evaluate the column k = 2 (the "
-    "third answer) for the first reward group [0.2, 0.8, 1.4, 0.6], eps = 1e-4: four numbers.",
+    "Derive d A_i / d r_k for group_advantages (population std s, guard eps) and "
+    "evaluate the column k = 2 (the third answer) for the first reward group [0.2, "
+    "0.8, 1.4, 0.6], eps = 1e-4: four numbers.",
     _advantage_column,
     mistakes={
         "std held fixed": (
             lambda: _advantage_column(std_moves=False),
-            "The standard deviation depends on r_k too: d s / d r_k = (r_k - mean(r)) / (G s).",
+            "The standard deviation depends on r_k too: d s / d r_k = (r_k - mean(r)) "
+            "/ (G s).",
         ),
         "mean held fixed": (
             lambda: _advantage_column(mean_moves=False),
@@ -169,7 +185,8 @@ numeric(
         ),
         "neither": (
             lambda: _advantage_column(std_moves=False, mean_moves=False),
-            "Both the mean and the standard deviation depend on r_k: only with both do the four numbers sum to zero.",
+            "Both the mean and the standard deviation depend on r_k: only with both "
+            "do the four numbers sum to zero.",
         ),
     },
     level=3,

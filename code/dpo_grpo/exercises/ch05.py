@@ -1,4 +1,5 @@
-"""Exercises of chapter 5 (Production I, a trainer side by side, and Production II, six silent pitfalls)."""
+"""Exercises of chapter 5 (Production I, a trainer side by side, and Production II, six
+silent pitfalls)."""
 
 import numpy as np
 
@@ -23,7 +24,8 @@ def _loss(loss_type, **kw):
 
 numeric(
     "05.1",
-    "The dr_grpo loss (beta 0.04, epsilon 0.2, max_completion_length 8) of exercise_batch().",
+    "The dr_grpo loss (beta 0.04, epsilon 0.2, max_completion_length 8) of "
+    "exercise_batch().",
     lambda: _loss("dr_grpo", max_completion_length=8),
     mistakes={
         "grpo": (
@@ -36,7 +38,8 @@ numeric(
         ),
         "max_len = T": (
             lambda: _loss("dr_grpo"),
-            "dr_grpo divides by B x max_completion_length; the batch's width is not that length here.",
+            "dr_grpo divides by B x max_completion_length; the batch's width is not "
+            "that length here.",
         ),
         "no KL": (
             lambda: _loss("dr_grpo", max_completion_length=8, beta=0.0),
@@ -71,7 +74,8 @@ def _counts_only(prompt_ids, g):
 
 
 def _draw_prompt_ids(rng):
-    """Prompt ids of P blocks of G rows drawn at grading time, shuffled half of the time (then usually wrong)."""
+    """Prompt ids of P blocks of G rows drawn at grading time, shuffled half of the time
+    (then usually wrong)."""
     g, p = int(rng.integers(2, 5)), int(rng.integers(1, 5))
     ids = np.repeat(rng.permutation(50)[:p], g)
     if rng.random() < 0.5:
@@ -81,8 +85,9 @@ def _draw_prompt_ids(rng):
 
 code(
     "05.2",
-    "Implement group_blocks_ok(prompt_ids, G): 1.0 if the rows form consecutive blocks of G rows of one prompt "
-    "each and every prompt owns exactly one block, else 0.0.",
+    "Implement group_blocks_ok(prompt_ids, G): 1.0 if the rows form consecutive "
+    "blocks of G rows of one prompt each and every prompt owns exactly one block, "
+    "else 0.0.",
     _group_blocks_ok,
     cases=[
         ([0, 0, 1, 1], 2),
@@ -110,7 +115,8 @@ code(
 
 choice(
     "05.3",
-    "Row [3 prompt | 4 model | 2 tool output | 2 model | 1 padding]: which loss mask is right?",
+    "Row [3 prompt | 4 model | 2 tool output | 2 model | 1 padding]: which loss mask "
+    "is right?",
     {
         "a": "The attention mask: 1 on the 11 real tokens.",
         "b": "The completion mask: 1 on the 8 tokens after the prompt, padding 0.",
@@ -119,8 +125,14 @@ choice(
     },
     "c",
     explanations={
-        "a": "Prompt tokens are conditioning, not actions: they do not belong in the completion loss.",
-        "b": "The tool's output was not chosen by the policy; counting it also changes the denominator.",
+        "a": (
+            "Prompt tokens are conditioning, not actions: they do not belong in the "
+            "completion loss."
+        ),
+        "b": (
+            "The tool's output was not chosen by the policy; counting it also changes "
+            "the denominator."
+        ),
         "d": "The model's tokens after the tool result are its own actions too.",
     },
     level=2,
@@ -142,12 +154,14 @@ def _seq_weight():
 
 numeric(
     "05.4",
-    "Token ratios [2, 0.5, 4]: the importance weight of importance_sampling_level='sequence' (before clipping).",
+    "Token ratios [2, 0.5, 4]: the importance weight of "
+    "importance_sampling_level='sequence' (before clipping).",
     _seq_weight,
     mistakes={
         "product": (
             4.0,
-            "That is the sequence probability ratio (the product); TRL uses the mean log-ratio.",
+            "That is the sequence probability ratio (the product); TRL uses the mean "
+            "log-ratio.",
         ),
         "arithmetic mean": (
             np.mean([2.0, 0.5, 4.0]),
@@ -159,43 +173,57 @@ numeric(
 
 choice(
     "05.5",
-    "Resume with the reference re-initialised from the loaded actor (beta > 0): what changes?",
+    "Resume with the reference re-initialised from the loaded actor (beta > 0): what "
+    "changes?",
     {
         "a": "Nothing: the reference is frozen anyway.",
-        "b": "The KL term anchors to the resumed policy: it restarts at zero and lets the policy drift further.",
+        "b": (
+            "The KL term anchors to the resumed policy: it restarts at zero and lets "
+            "the policy drift further."
+        ),
         "c": "Only the logged KL value, not the gradient.",
     },
     "b",
     explanations={
-        "a": "Frozen means 'not trained', not 'the same weights as before the interruption'.",
-        "c": "The KL penalty's gradient depends on the reference log-probs, so the update changes too.",
+        "a": (
+            "Frozen means 'not trained', not 'the same weights as before the "
+            "interruption'."
+        ),
+        "c": (
+            "The KL penalty's gradient depends on the reference log-probs, so the "
+            "update changes too."
+        ),
     },
     level=2,
 )
 
 
-# --- a derivation (level 3): pitfall 5's mechanism -------------------------------------------------------------------
+# --- a derivation (level 3): pitfall 5's mechanism ------------------------------------
 
 from ..chapters.length_bias import per_token_push  # noqa: E402
 
 numeric(
     "05.6",
-    "One group: right answers of 20 and 80 tokens (reward 1), wrong answers of 20 and 80 tokens (reward 0); "
-    "population std, eps = 1e-4, on-policy, beta = 0. Derive d loss / d log pi(token) for a token of the long wrong "
-    "answer under loss_type='grpo'.",
+    "One group: right answers of 20 and 80 tokens (reward 1), wrong answers of 20 and "
+    "80 tokens (reward 0); population std, eps = 1e-4, on-policy, beta = 0. Derive d "
+    "loss / d log pi(token) for a token of the long wrong answer under "
+    "loss_type='grpo'.",
     lambda: float(per_token_push("grpo").per_token[3]),
     mistakes={
         "dapo": (
             lambda: float(per_token_push("dapo").per_token[3]),
-            "That is the token-level denominator (bnpo/dapo: 1 / all 200 tokens); grpo divides by G |y_i|.",
+            "That is the token-level denominator (bnpo/dapo: 1 / all 200 tokens); "
+            "grpo divides by G |y_i|.",
         ),
         "short answer": (
             lambda: float(per_token_push("grpo").per_token[2]),
-            "That is a token of the short wrong answer: 1/|y_i| is 1/20 there, 1/80 here.",
+            "That is a token of the short wrong answer: 1/|y_i| is 1/20 there, 1/80 "
+            "here.",
         ),
         "sign": (
             lambda: -float(per_token_push("grpo").per_token[3]),
-            "The answer is wrong (A < 0): the loss rises with its log-prob, so the derivative is positive.",
+            "The answer is wrong (A < 0): the loss rises with its log-prob, so the "
+            "derivative is positive.",
         ),
     },
     level=3,
@@ -213,22 +241,24 @@ def _logp(logits, t, token):
 
 numeric(
     "05.7",
-    "A completion token (id 0) was sampled at temperature T = 0.7 from logits [2.0, 0.5, 0.0, -1.0]. The trainer "
-    "computes the current log-prob as TRL does (logits / T), but the old log-prob was stored from the untempered "
-    "logits (T = 1). Before any update (same weights), derive the ratio pi_theta / pi_old that the clipped loss sees "
-    "for this token.",
+    "A completion token (id 0) was sampled at temperature T = 0.7 from logits [2.0, "
+    "0.5, 0.0, -1.0]. The trainer computes the current log-prob as TRL does (logits / "
+    "T), but the old log-prob was stored from the untempered logits (T = 1). Before "
+    "any update (same weights), derive the ratio pi_theta / pi_old that the clipped "
+    "loss sees for this token.",
     lambda: float(np.exp(_logp(_LOGITS_057, _T_057, 0) - _logp(_LOGITS_057, 1.0, 0))),
     mistakes={
         "on-policy": (
             1.0,
-            "The ratio is 1 only when both log-probs come from the same distribution; here one is softmax(z / T) "
-            "and the other softmax(z).",
+            "The ratio is 1 only when both log-probs come from the same distribution; "
+            "here one is softmax(z / T) and the other softmax(z).",
         ),
         "inverted": (
             lambda: float(
                 np.exp(_logp(_LOGITS_057, 1.0, 0) - _logp(_LOGITS_057, _T_057, 0))
             ),
-            "That is pi_old / pi_theta: the current (tempered) log-prob goes in the numerator.",
+            "That is pi_old / pi_theta: the current (tempered) log-prob goes in the "
+            "numerator.",
         ),
         "logit ratio": (
             lambda: float(np.exp(2.0 / _T_057 - 2.0)),

@@ -11,13 +11,14 @@ _MATH_RL = pp.result("DeepSeekMath-RL 7B", "MATH").value
 
 numeric(
     "07.1",
-    "DeepSeekMath Table 5 (chain-of-thought): by how many percentage points did GRPO raise MATH accuracy from "
-    "DeepSeekMath-Instruct 7B to DeepSeekMath-RL 7B?",
+    "DeepSeekMath Table 5 (chain-of-thought): by how many percentage points did GRPO "
+    "raise MATH accuracy from DeepSeekMath-Instruct 7B to DeepSeekMath-RL 7B?",
     lambda: _MATH["points"],
     mistakes={
         "relative": (
             lambda: 100 * _MATH["relative"],
-            "That is the relative gain in percent; the question asks for the difference in points.",
+            "That is the relative gain in percent; the question asks for the "
+            "difference in points.",
         ),
         "relative fraction": (
             lambda: _MATH["relative"],
@@ -25,7 +26,8 @@ numeric(
         ),
         "voting vs instruct": (
             lambda: _VOTE - pp.result("DeepSeekMath-Instruct 7B", "MATH").value,
-            "One of your two numbers comes from majority voting over 64 samples, another protocol.",
+            "One of your two numbers comes from majority voting over 64 samples, "
+            "another protocol.",
         ),
         "voting vs rl": (
             lambda: _VOTE - pp.result("DeepSeekMath-RL 7B", "MATH").value,
@@ -40,34 +42,48 @@ numeric(
 
 choice(
     "07.2",
-    f"Three DeepSeekMath results on MATH: {_MATH_INSTRUCT:.1f}% (Instruct 7B, Table 5), {_MATH_RL:.1f}% (RL 7B, "
-    f"Table 5) and {_VOTE:.1f}% (DeepSeekMath 7B, abstract). Which one must not be compared with the other two, "
-    "and why?",
+    f"Three DeepSeekMath results on MATH: {_MATH_INSTRUCT:.1f}% (Instruct 7B, Table "
+    f"5), {_MATH_RL:.1f}% (RL 7B, Table 5) and {_VOTE:.1f}% (DeepSeekMath 7B, "
+    "abstract). Which one must not be compared with the other two, and why?",
     {
-        "a": f"{_MATH_INSTRUCT:.1f}%: it belongs to the Instruct model, not the RL model.",
+        "a": (
+            f"{_MATH_INSTRUCT:.1f}%: it belongs to the Instruct model, not the RL "
+            "model."
+        ),
         "b": f"{_MATH_RL:.1f}%: it is the abstract's headline number.",
-        "c": f"{_VOTE:.1f}%: it is a majority vote over 64 sampled answers, not one chain-of-thought answer per "
-        "problem.",
+        "c": (
+            f"{_VOTE:.1f}%: it is a majority vote over 64 sampled answers, not one "
+            "chain-of-thought answer per problem."
+        ),
         "d": "None: all three are MATH accuracies of 7B models.",
     },
     "c",
     explanations={
-        "a": "Instruct and RL under the same protocol is exactly the comparison Table 5 makes.",
-        "b": f"{_MATH_RL:.1f}% is also Table 5's single-answer result for the RL model, the same protocol as "
-        f"{_MATH_INSTRUCT:.1f}%.",
-        "d": "The same benchmark and model size are not enough: check how each number was measured.",
+        "a": (
+            "Instruct and RL under the same protocol is exactly the comparison Table "
+            "5 makes."
+        ),
+        "b": (
+            f"{_MATH_RL:.1f}% is also Table 5's single-answer result for the RL "
+            f"model, the same protocol as {_MATH_INSTRUCT:.1f}%."
+        ),
+        "d": (
+            "The same benchmark and model size are not enough: check how each number "
+            "was measured."
+        ),
     },
 )
 
 numeric(
     "07.3",
-    "From the Table 5 MATH numbers (46.8% -> 51.7%): by what fraction did the error rate (100% - accuracy) fall? "
-    "Give a number between 0 and 1.",
+    "From the Table 5 MATH numbers (46.8% -> 51.7%): by what fraction did the error "
+    "rate (100% - accuracy) fall? Give a number between 0 and 1.",
     lambda: _MATH["error_reduction"],
     mistakes={
         "relative accuracy": (
             lambda: _MATH["relative"],
-            "That is the relative gain in accuracy; the question asks about the error rate.",
+            "That is the relative gain in accuracy; the question asks about the error "
+            "rate.",
         ),
         "points": (
             lambda: _MATH["points"],
@@ -95,14 +111,15 @@ def _arxiv_month(arxiv_id):
 def _draw_arxiv_id(rng):
     """A new-style arXiv id 'YYMM.NNNNN' drawn at grading time."""
     return (
-        f"{int(rng.integers(7, 26)):02d}{int(rng.integers(1, 13)):02d}.{int(rng.integers(1, 99999)):05d}",
+        f"{int(rng.integers(7, 26)):02d}{int(rng.integers(1, 13)):02d}."
+        f"{int(rng.integers(1, 99999)):05d}",
     )
 
 
 code(
     "07.4",
-    "Implement arxiv_month(arxiv_id): the (year, month) encoded in a new-style arXiv id 'YYMM.NNNNN', "
-    "e.g. '1707.06347' -> (2017, 7).",
+    "Implement arxiv_month(arxiv_id): the (year, month) encoded in a new-style arXiv "
+    "id 'YYMM.NNNNN', e.g. '1707.06347' -> (2017, 7).",
     _arxiv_month,
     cases=[(p.arxiv,) for p in pp.PAPERS] + [("0704.0001",), ("1412.6980",)],
     mistakes={
@@ -120,17 +137,22 @@ code(
 
 choice(
     "07.5",
-    "Team A reports that its GRPO-trained model beats team B's DPO-trained model by 3 points on MATH. What does this "
-    "tell you about GRPO versus DPO?",
+    "Team A reports that its GRPO-trained model beats team B's DPO-trained model by 3 "
+    "points on MATH. What does this tell you about GRPO versus DPO?",
     {
         "a": "GRPO is the stronger algorithm for mathematics.",
-        "b": "Little: base models, data, compute and evaluation protocols differ, and the algorithm name alone does "
-        "not decide final capability.",
+        "b": (
+            "Little: base models, data, compute and evaluation protocols differ, and "
+            "the algorithm name alone does not decide final capability."
+        ),
         "c": "DPO needs about 3 points more data to catch up.",
     },
     "b",
     explanations={
-        "a": "Each number comes from its own setting; a cross-paper comparison does not isolate the algorithm.",
+        "a": (
+            "Each number comes from its own setting; a cross-paper comparison does "
+            "not isolate the algorithm."
+        ),
         "c": "Nothing in the two numbers measures data requirements.",
     },
 )

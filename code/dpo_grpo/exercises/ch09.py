@@ -15,15 +15,17 @@ def _final_best(**kwargs):
 
 numeric(
     "09.1",
-    "Reproduce one cell of the bandit table: the final probability of the best action after 80 steps for G = 2 and "
-    "seed 0 (other settings as in the book: beta = 0.02, lr = 0.18, two updates per rollout).",
+    "Reproduce one cell of the bandit table: the final probability of the best action "
+    "after 80 steps for G = 2 and seed 0 (other settings as in the book: beta = 0.02, "
+    "lr = 0.18, two updates per rollout).",
     lambda: _final_best(group_size=2, seed=0),
     rtol=1e-6,
     atol=1e-9,
     mistakes={
         "seed 7": (
             lambda: _final_best(group_size=2, seed=7),
-            "That is seed 7 (the package's default seed); the table's seeds run 0 to 9.",
+            "That is seed 7 (the package's default seed); the table's seeds run 0 to "
+            "9.",
         ),
         "G=32": (
             lambda: _final_best(group_size=32, seed=0),
@@ -40,7 +42,8 @@ numeric(
 
 numeric(
     "09.2",
-    "The positive advantage of the two-sample group [0, d] for d = 0.1, with the population std and eps = 1e-4.",
+    "The positive advantage of the two-sample group [0, d] for d = 0.1, with the "
+    "population std and eps = 1e-4.",
     lambda: float(group_advantages([[0.0, 0.1]])[0, 1]),
     rtol=1e-7,
     atol=1e-9,
@@ -51,7 +54,8 @@ numeric(
         ),
         "no eps": (
             1.0,
-            "With eps = 0 the advantage would be exactly 1; the guard eps changes it slightly.",
+            "With eps = 0 the advantage would be exactly 1; the guard eps changes it "
+            "slightly.",
         ),
         "eps once": (
             lambda: 0.1 / (0.1 + 1e-4),
@@ -83,8 +87,9 @@ def _draw_pairs(rng):
 
 code(
     "09.3",
-    "Implement dpo_grad_chosen(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta): the analytic "
-    "gradient of the mean sigmoid DPO loss with respect to each policy_chosen log-prob, shape (P,).",
+    "Implement dpo_grad_chosen(policy_chosen, policy_rejected, ref_chosen, "
+    "ref_rejected, beta): the analytic gradient of the mean sigmoid DPO loss with "
+    "respect to each policy_chosen log-prob, shape (P,).",
     _dpo_grad_chosen,
     cases=[
         (
@@ -108,7 +113,8 @@ code(
             lambda pc, pr, rc, rr, b: (
                 _dpo_grad_chosen(pc, pr, rc, rr, b) * np.asarray(pc).size
             ),
-            "The loss is the mean over pairs: divide each pair's gradient by the number of pairs.",
+            "The loss is the mean over pairs: divide each pair's gradient by the "
+            "number of pairs.",
         ),
         "sign": (
             lambda pc, pr, rc, rr, b: -_dpo_grad_chosen(pc, pr, rc, rr, b),
@@ -136,15 +142,22 @@ choice(
     "09.4",
     "All checks of the suite pass on your machine. What have you established?",
     {
-        "a": "That GRPO training of a language model converges faster with larger groups.",
-        "b": "That the package's formulas and gradients agree with independent computations on finite action sets "
-        "and synthetic losses.",
+        "a": (
+            "That GRPO training of a language model converges faster with larger "
+            "groups."
+        ),
+        "b": (
+            "That the package's formulas and gradients agree with independent "
+            "computations on finite action sets and synthetic losses."
+        ),
         "c": "That the package reproduces TRL's throughput on a GPU.",
     },
     "b",
     explanations={
-        "a": "The bandit table is an observation for one four-action bandit, budget and protocol; nothing here "
-        "trains a language model.",
+        "a": (
+            "The bandit table is an observation for one four-action bandit, budget "
+            "and protocol; nothing here trains a language model."
+        ),
         "c": "No check measures speed, and none runs TRL or a GPU.",
     },
 )

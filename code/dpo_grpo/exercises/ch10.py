@@ -7,35 +7,55 @@ from .core import choice, code, numeric
 
 choice(
     "10.1",
-    "Which paper introduced GRPO, replacing PPO's learned value baseline with the statistics of a group of answers "
-    "to the same prompt?",
+    "Which paper introduced GRPO, replacing PPO's learned value baseline with the "
+    "statistics of a group of answers to the same prompt?",
     {
         "a": "Proximal Policy Optimization Algorithms (Schulman et al., 2017)",
         "b": "DeepSeekMath (Shao et al., 2024)",
-        "c": "Back to Basics: Revisiting REINFORCE Style Optimization (Ahmadian et al., 2024)",
-        "d": "Training Diffusion Models with Reinforcement Learning (Black et al., 2023)",
+        "c": (
+            "Back to Basics: Revisiting REINFORCE Style Optimization (Ahmadian et "
+            "al., 2024)"
+        ),
+        "d": (
+            "Training Diffusion Models with Reinforcement Learning (Black et al., 2023)"
+        ),
     },
     "b",
     explanations={
-        "a": "PPO introduced the clipped ratio objective that GRPO keeps; it still uses a critic.",
-        "c": "That paper studies REINFORCE with a leave-one-out baseline (RLOO), a close relative, but not GRPO.",
-        "d": "DDPO casts denoising as a multi-step decision process; it is about diffusion models.",
+        "a": (
+            "PPO introduced the clipped ratio objective that GRPO keeps; it still "
+            "uses a critic."
+        ),
+        "c": (
+            "That paper studies REINFORCE with a leave-one-out baseline (RLOO), a "
+            "close relative, but not GRPO."
+        ),
+        "d": (
+            "DDPO casts denoising as a multi-step decision process; it is about "
+            "diffusion models."
+        ),
     },
 )
 
 choice(
     "10.2",
-    "Which paper argues that dividing by the group std and by each answer's length biases GRPO, and drops both?",
+    "Which paper argues that dividing by the group std and by each answer's length "
+    "biases GRPO, and drops both?",
     {
         "a": "DAPO (Yu et al., 2025)",
         "b": "GSPO (Zheng et al., 2025)",
-        "c": "Understanding R1-Zero-Like Training: A Critical Perspective (Liu et al., 2025), i.e. Dr. GRPO",
+        "c": (
+            "Understanding R1-Zero-Like Training: A Critical Perspective (Liu et al., "
+            "2025), i.e. Dr. GRPO"
+        ),
         "d": "Generalized Advantage Estimation (Schulman et al., 2015)",
     },
     "c",
     explanations={
-        "a": "DAPO decouples the clip range (clip-higher), filters zero-std groups and averages over all tokens, but "
-        "keeps the std division.",
+        "a": (
+            "DAPO decouples the clip range (clip-higher), filters zero-std groups and "
+            "averages over all tokens, but keeps the std division."
+        ),
         "b": "GSPO replaces token ratios by a sequence-level ratio.",
         "d": "GAE is about critic-based advantage estimation over time steps.",
     },
@@ -57,18 +77,20 @@ def _gspo_weight():
 
 numeric(
     "10.3",
-    "GSPO-style sequence importance weight (TRL's importance_sampling_level='sequence') of an answer whose three "
-    "token ratios are [2.0, 0.5, 1.5].",
+    "GSPO-style sequence importance weight (TRL's "
+    "importance_sampling_level='sequence') of an answer whose three token ratios are "
+    "[2.0, 0.5, 1.5].",
     _gspo_weight,
     mistakes={
         "product": (
             3 * 0.5,
-            "That is the product of the token ratios (the sequence probability ratio); the "
-            "weight is their geometric mean, exp(mean log-ratio).",
+            "That is the product of the token ratios (the sequence probability "
+            "ratio); the weight is their geometric mean, exp(mean log-ratio).",
         ),
         "arithmetic mean": (
             4.0 / 3.0,
-            "That is the arithmetic mean of the ratios; average the log-ratios instead.",
+            "That is the arithmetic mean of the ratios; average the log-ratios "
+            "instead.",
         ),
     },
 )
@@ -86,8 +108,9 @@ def _draw_groups(rng):
 
 code(
     "10.4",
-    "Implement dr_grpo_advantages(rewards) for rewards of shape (prompts, G): Dr. GRPO's advantage, which keeps "
-    "the group mean as baseline and drops the division by the std.",
+    "Implement dr_grpo_advantages(rewards) for rewards of shape (prompts, G): Dr. "
+    "GRPO's advantage, which keeps the group mean as baseline and drops the division "
+    "by the std.",
     _dr_grpo_advantages,
     cases=[
         (np.array([[0.2, 0.8, 1.4, 0.6], [8.0, 9.0, 11.0, 12.0]]),),
@@ -108,7 +131,8 @@ code(
                 - (np.asarray(r).sum(1, keepdims=True) - np.asarray(r))
                 / (np.asarray(r).shape[1] - 1)
             ),
-            "That is the leave-one-out (RLOO) baseline; Dr. GRPO subtracts the full group mean.",
+            "That is the leave-one-out (RLOO) baseline; Dr. GRPO subtracts the full "
+            "group mean.",
         ),
     },
     draw=_draw_groups,
@@ -121,18 +145,19 @@ def _rloo_weight():
 
 numeric(
     "10.5",
-    "An answer has three tokens with ratios pi_theta / pi_old of 1.1, 0.9 and 1.2. What importance weight does TRL's "
-    "RLOOTrainer give the answer (before clipping)?",
+    "An answer has three tokens with ratios pi_theta / pi_old of 1.1, 0.9 and 1.2. "
+    "What importance weight does TRL's RLOOTrainer give the answer (before clipping)?",
     _rloo_weight,
     mistakes={
         "geometric mean": (
             float(np.exp(np.mean(np.log([1.1, 0.9, 1.2])))),
-            "That is GSPO's sequence weight (the geometric mean); RLOO uses exp of the *sum* of the "
-            "token log-ratios, the product of the ratios.",
+            "That is GSPO's sequence weight (the geometric mean); RLOO uses exp of "
+            "the *sum* of the token log-ratios, the product of the ratios.",
         ),
         "clipped": (
             1.2,
-            "That is the clipped value; the question asks for the weight before clipping.",
+            "That is the clipped value; the question asks for the weight before "
+            "clipping.",
         ),
     },
 )

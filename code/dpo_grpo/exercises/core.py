@@ -1,12 +1,14 @@
-"""The instructor's side of the exercises: the registry with the full answer key, and the comparisons the grader
-makes with it.
+"""The instructor's side of the exercises: the registry with the full answer key, and
+the comparisons the grader makes with it.
 
-Three kinds: ``numeric`` (a number or array, compared with a tolerance), ``choice`` (one option letter) and
-``code`` (a function, run on test cases against a reference implementation). Each chapter registers its exercises
-in ``chNN.py``; :func:`registry` imports them all. Students never need this module: their ``check()`` lives in
-:mod:`dpo_grpo.exercises.selfcheck` and reads only the hashed key ``selfcheck_key.json``. The grader
-(:mod:`dpo_grpo.exercises.grade`) compares the answers it extracts from a student's kernel with this key
-(:func:`judge`), in its own process.
+Three kinds: ``numeric`` (a number or array, compared with a tolerance), ``choice`` (one
+option letter) and ``code`` (a function, run on test cases against a reference
+implementation). Each chapter registers its exercises in ``chNN.py``; :func:`registry`
+imports them all. Students never need this module: their ``check()`` lives in
+:mod:`dpo_grpo.exercises.selfcheck` and reads only the hashed key
+``selfcheck_key.json``. The grader (:mod:`dpo_grpo.exercises.grade`) compares the
+answers it extracts from a student's kernel with this key (:func:`judge`), in its own
+process.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ VERDICTS = (
 
 @dataclass
 class Exercise:
-    """One exercise. ``reference`` computes the answer (numeric/choice) or is the reference function (code)."""
+    """One exercise. ``reference`` computes the answer (numeric/choice) or is the
+    reference function (code)."""
 
     id: str
     prompt: str
@@ -51,16 +54,16 @@ class Exercise:
     # code: list of argument tuples (shown to students' self-check)
     cases: list = field(default_factory=list)
     level: int | None = None  # difficulty 1 (routine) to 3 (hard); None when not rated
-    draw: Callable | None = (
-        None  # code: rng -> argument tuple, test inputs the grader draws at grading time
-    )
+    # code: rng -> argument tuple, test inputs the grader draws at grading time
+    draw: Callable | None = None
 
     @property
     def chapter(self) -> str:
         return self.id.split(".")[0]
 
     def solution(self):
-        """The reference answer (for tests and instructors; never shown by ``check``)."""
+        """The reference answer (for tests and instructors; never shown by
+        ``check``)."""
         if self.kind == "code":
             return self.reference
         return self.reference() if callable(self.reference) else self.reference
@@ -69,7 +72,8 @@ class Exercise:
 @dataclass
 class Feedback:
     exercise_id: str
-    status: str  # "correct" | "incorrect" | "not attempted" | "error" | "recorded" (graded edition)
+    # "correct" | "incorrect" | "not attempted" | "error" | "recorded" (graded edition)
+    status: str
     message: str
 
     def __bool__(self):
@@ -106,7 +110,8 @@ def _register(ex: Exercise) -> Exercise:
 def numeric(
     id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None
 ) -> Exercise:
-    """Register a numeric exercise; ``reference`` is a value or a zero-argument function computing it."""
+    """Register a numeric exercise; ``reference`` is a value or a zero-argument function
+    computing it."""
     return _register(
         Exercise(
             id,
@@ -122,7 +127,8 @@ def numeric(
 
 
 def choice(id, prompt, options, correct, *, explanations=None, level=None) -> Exercise:
-    """Register a multiple-choice exercise; ``options`` maps letters to texts, ``correct`` is a letter."""
+    """Register a multiple-choice exercise; ``options`` maps letters to texts,
+    ``correct`` is a letter."""
     if correct not in options:
         raise ValueError(
             f"correct answer {correct!r} is not one of the options {sorted(options)}"
@@ -152,10 +158,12 @@ def code(
     level=None,
     draw=None,
 ) -> Exercise:
-    """Register a coding exercise: the student's function must match ``reference`` on every argument tuple.
+    """Register a coding exercise: the student's function must match ``reference`` on
+    every argument tuple.
 
-    ``draw(rng)`` (optional) returns one more argument tuple from a ``numpy.random.Generator``: the grader adds
-    such freshly drawn cases at grading time, so a function that only memorises ``cases`` fails.
+    ``draw(rng)`` (optional) returns one more argument tuple from a
+    ``numpy.random.Generator``: the grader adds such freshly drawn cases at grading
+    time, so a function that only memorises ``cases`` fails.
     """
     if not callable(reference) or not cases:
         raise ValueError(
@@ -182,7 +190,8 @@ def code(
 
 
 def registry() -> dict[str, Exercise]:
-    """Every registered exercise (imports the chapter modules ``chNN.py`` and ``labs.py`` on first use)."""
+    """Every registered exercise (imports the chapter modules ``chNN.py`` and
+    ``labs.py`` on first use)."""
     here = Path(__file__).parent
     for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name):
         if info.name.startswith("ch") or info.name == "labs":
@@ -216,7 +225,8 @@ def close(a, b, rtol, atol) -> bool:
 def grading_cases(
     ex: Exercise, rng: np.random.Generator, n_drawn: int = 3
 ) -> list[tuple]:
-    """The argument tuples a code exercise is graded on: its registered cases plus ``n_drawn`` drawn now."""
+    """The argument tuples a code exercise is graded on: its registered cases plus
+    ``n_drawn`` drawn now."""
     cases = [tuple(c) for c in ex.cases]
     if ex.draw is not None:
         cases += [tuple(ex.draw(rng)) for _ in range(n_drawn)]
@@ -224,10 +234,11 @@ def grading_cases(
 
 
 def judge(ex: Exercise, record, cases=None) -> str:
-    """The verdict for one answer record extracted from a kernel (see :mod:`._wire`), against the full key.
+    """The verdict for one answer record extracted from a kernel (see :mod:`._wire`),
+    against the full key.
 
-    ``cases`` (code exercises) are the argument tuples the record's outputs answer, in order. A malformed record
-    is ``incorrect``; it never raises.
+    ``cases`` (code exercises) are the argument tuples the record's outputs answer, in
+    order. A malformed record is ``incorrect``; it never raises.
     """
     if not isinstance(record, dict) or record.get("kind") == "none":
         return "not attempted"

@@ -1,17 +1,21 @@
 """Grade filled student notebooks. Each notebook is untrusted and is treated as such:
 
-- the exercise list is the instructor's: every exercise the registry holds for the chapter, whatever the notebook
-  contains, so the denominator is the same for every student;
-- the notebook runs in a sandbox (:mod:`.sandbox`) and its kernel only *records answers as data*: the submitted
-  values and, for a coding exercise, the outputs of the student's function on test inputs drawn at grading time.
-  The grader reads them after the sandbox is dead and compares them with its own key (:func:`.core.judge`);
-  nothing the kernel prints, logs or writes is a verdict;
-- the batch cannot be broken: an unreadable or invalid file gets the verdict ``invalid notebook`` and the batch
-  goes on; each notebook's rows are appended to the output files as soon as they are known.
+- the exercise list is the instructor's: every exercise the registry holds for the
+  chapter, whatever the notebook contains, so the denominator is the same for every
+  student;
+- the notebook runs in a sandbox (:mod:`.sandbox`) and its kernel only *records answers
+  as data*: the submitted values and, for a coding exercise, the outputs of the
+  student's function on test inputs drawn at grading time. The grader reads them after
+  the sandbox is dead and compares them with its own key (:func:`.core.judge`); nothing
+  the kernel prints, logs or writes is a verdict;
+- the batch cannot be broken: an unreadable or invalid file gets the verdict
+  ``invalid notebook`` and the batch goes on; each notebook's rows are appended to the
+  output files as soon as they are known.
 
-Verdicts per exercise: ``correct``, ``incorrect``, ``error`` (the student's function raised), ``not attempted``
-(no answer, or no check of it in the notebook), ``not reached`` (the check is in the notebook but did not run:
-an earlier crash, a deleted name), ``timeout`` and ``invalid notebook``.
+Verdicts per exercise: ``correct``, ``incorrect``, ``error`` (the student's function
+raised), ``not attempted`` (no answer, or no check of it in the notebook),
+``not reached`` (the check is in the notebook but did not run: an earlier crash, a
+deleted name), ``timeout`` and ``invalid notebook``.
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ class NotebookGrade:
 
 @dataclass
 class GradingSession:
-    """What one batch shares: the chapter, the drawn test inputs (one seed per batch) and the sandbox settings."""
+    """What one batch shares: the chapter, the drawn test inputs (one seed per batch)
+    and the sandbox settings."""
 
     chapter: str
     timeout: float = 120.0
@@ -93,14 +98,16 @@ def _ids_in_source(nb) -> list[str]:
 
 
 def exercises_in(nb_path) -> list[str]:
-    """Exercise ids checked in a notebook, in order of appearance (from ``check("id", ...)`` calls)."""
+    """Exercise ids checked in a notebook, in order of appearance (from
+    ``check("id", ...)`` calls)."""
     import nbformat
 
     return _ids_in_source(nbformat.read(nb_path, as_version=4))
 
 
 def load_notebook(path):
-    """The validated notebook at ``path``, or raise ValueError saying why it cannot be graded."""
+    """The validated notebook at ``path``, or raise ValueError saying why it cannot be
+    graded."""
     import nbformat
 
     path = Path(path)
@@ -133,13 +140,15 @@ def _chapter_voted(nb):
 
 
 def chapter_of(notebooks) -> str:
-    """The chapter of a batch of validated notebooks: each notebook votes for the chapter most of its checks
-    belong to, and a strict majority of the voting notebooks decides. ValueError (asking for ``--chapter``) when
-    no notebook checks a known exercise or no chapter has a majority."""
+    """The chapter of a batch of validated notebooks: each notebook votes for the
+    chapter most of its checks belong to, and a strict majority of the voting notebooks
+    decides. ValueError (asking for ``--chapter``) when no notebook checks a known
+    exercise or no chapter has a majority."""
     votes = Counter(c for c in map(_chapter_voted, notebooks) if c is not None)
     if not votes:
         raise ValueError(
-            "no notebook checks a known exercise: pass the chapter explicitly (--chapter NN)"
+            "no notebook checks a known exercise: pass the chapter explicitly "
+            "(--chapter NN)"
         )
     (top, n), *rest = votes.most_common()
     if rest and n * 2 <= sum(votes.values()):
@@ -202,10 +211,11 @@ def grade_notebook(
     seed: int | None = None,
     limits: Limits | None = None,
 ) -> NotebookGrade:
-    """Execute one notebook in a sandbox and return the verdict of every exercise of its chapter.
+    """Execute one notebook in a sandbox and return the verdict of every exercise of its
+    chapter.
 
-    ``chapter`` defaults to the one the notebook's checks belong to; a notebook that checks no known exercise
-    and has no ``chapter`` gets no verdicts.
+    ``chapter`` defaults to the one the notebook's checks belong to; a notebook that
+    checks no known exercise and has no ``chapter`` gets no verdicts.
     """
     nb_path = Path(nb_path)
     if chapter is None:
@@ -229,8 +239,9 @@ def notebooks_in(path) -> list[Path]:
 
 
 class BatchProgress:
-    """Progress of a batch on ``stream`` (stderr): a ``tqdm`` bar (count, elapsed time, rate, time left) redrawn in
-    place on a terminal; elsewhere (a log file, a pipe) one plain line per graded notebook. Names are escaped."""
+    """Progress of a batch on ``stream`` (stderr): a ``tqdm`` bar (count, elapsed time,
+    rate, time left) redrawn in place on a terminal; elsewhere (a log file, a pipe) one
+    plain line per graded notebook. Names are escaped."""
 
     def __init__(self, total: int, stream=None):
         from tqdm import tqdm
@@ -277,11 +288,13 @@ def grade_path(
     progress: bool = False,
     on_result=None,
 ) -> list[NotebookGrade]:
-    """Grade one notebook or every ``*.ipynb`` in a folder, each in its own sandbox, ``jobs`` at a time.
+    """Grade one notebook or every ``*.ipynb`` in a folder, each in its own sandbox,
+    ``jobs`` at a time.
 
-    Every notebook of the batch is graded against the same chapter (given, or the one most of the batch's checks
-    belong to) and the same drawn test inputs. Rows are appended to ``csv_path``/``markdown_path`` as each
-    notebook finishes; the returned list is sorted by file name.
+    Every notebook of the batch is graded against the same chapter (given, or the one
+    most of the batch's checks belong to) and the same drawn test inputs. Rows are
+    appended to ``csv_path``/``markdown_path`` as each notebook finishes; the returned
+    list is sorted by file name.
     """
     notebooks = notebooks_in(path)
     if chapter is None:
@@ -316,7 +329,10 @@ def grade_path(
             with lock:
                 slots.append(slot)
         if p.name in lookalikes:
-            flag = f"name {ascii_name(p.name)} looks like {', '.join(map(ascii_name, lookalikes[p.name]))}"
+            flag = (
+                f"name {ascii_name(p.name)} looks like "
+                f"{', '.join(map(ascii_name, lookalikes[p.name]))}"
+            )
             g.note = f"{g.note}; {flag}" if g.note else flag
         return g
 
@@ -342,7 +358,8 @@ def _score(g: NotebookGrade) -> str:
 
 
 def to_rows(grades):
-    """One row per exercise and a SCORE row per notebook; names shown escaped (:func:`.names.display_name`)."""
+    """One row per exercise and a SCORE row per notebook; names shown escaped
+    (:func:`.names.display_name`)."""
     rows = []
     for g in grades:
         name, note = display_name(g.notebook), display_name(g.note)
@@ -357,7 +374,8 @@ def to_rows(grades):
 
 
 def csv_cell(value) -> str:
-    """A CSV cell a spreadsheet shows as text: a leading ``= + - @`` (or tab/CR) gets a quote in front."""
+    """A CSV cell a spreadsheet shows as text: a leading ``= + - @`` (or tab/CR) gets a
+    quote in front."""
     text = str(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
@@ -390,7 +408,8 @@ def to_markdown(grades) -> str:
 
 
 class ResultWriter:
-    """Appends each notebook's rows to the CSV and Markdown files as soon as it is graded (flushed, fsynced)."""
+    """Appends each notebook's rows to the CSV and Markdown files as soon as it is
+    graded (flushed, fsynced)."""
 
     def __init__(self, csv_path=None, markdown_path=None):
         self.files = []

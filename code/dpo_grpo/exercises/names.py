@@ -1,22 +1,29 @@
-"""File names of submissions as the grader shows them: escaped so that a name cannot rewrite the terminal or a
-report, and compared by how they look so that a name cannot pass for a classmate's.
+"""File names of submissions as the grader shows them: escaped so that a name cannot
+rewrite the terminal or a report, and compared by how they look so that a name cannot
+pass for a classmate's.
 
-- :func:`display_name` escapes every control, format (bidirectional overrides, zero-width characters), separator
-  and unassigned character as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN`` (and a backslash as ``\\\\``): what is
-  printed is plain visible text, one line, in logical order.
-- :func:`ascii_name` escapes every non-ASCII character as well, to tell look-alikes apart.
-- :func:`skeleton` maps a name to a form in which look-alike names coincide (compatibility forms, case, accents,
-  invisible characters, common Cyrillic and Greek homoglyphs of Latin letters, ``0``/``o``, ``1``/``l``, ``rn``/``m``).
-  It is a heuristic in the spirit of Unicode's confusable skeletons (UTS #39), not the full table.
-- :func:`confusable_with` says, for each name, which other names of the batch look like it.
+- :func:`display_name` escapes every control, format (bidirectional overrides,
+  zero-width characters), separator and unassigned character as ``\\xNN``, ``\\uNNNN``
+  or ``\\UNNNNNNNN`` (and a backslash as ``\\\\``): what is printed is plain visible
+  text, one line, in logical order.
+- :func:`ascii_name` escapes every non-ASCII character as well, to tell look-alikes
+  apart.
+- :func:`skeleton` maps a name to a form in which look-alike names coincide
+  (compatibility forms, case, accents, invisible characters, common Cyrillic and Greek
+  homoglyphs of Latin letters, ``0``/``o``, ``1``/``l``, ``rn``/``m``). It is a
+  heuristic in the spirit of Unicode's confusable skeletons (UTS #39), not the full
+  table.
+- :func:`confusable_with` says, for each name, which other names of the batch look like
+  it.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
-#: Non-Latin letters drawn like a Latin one (after case folding), beyond those whose Unicode name already says
-#: "LETTER X" with a single Latin X (e.g. CYRILLIC SMALL LETTER A).
+#: Non-Latin letters drawn like a Latin one (after case folding), beyond those whose
+#: Unicode name already says "LETTER X" with a single Latin X (e.g. CYRILLIC SMALL
+#: LETTER A).
 HOMOGLYPHS = {
     "а": "a",
     "в": "b",
@@ -94,7 +101,8 @@ def _text(name, arg="name") -> str:
 
 
 def display_name(name: str) -> str:
-    """``name`` with every character that is not plain visible text escaped (see the module docstring)."""
+    """``name`` with every character that is not plain visible text escaped (see the
+    module docstring)."""
     out = []
     for ch in _text(name):
         if ch == "\\":
@@ -111,7 +119,8 @@ def display_name(name: str) -> str:
 
 
 def ascii_name(name: str) -> str:
-    """:func:`display_name` with every non-ASCII character escaped too: how a look-alike is told apart."""
+    """:func:`display_name` with every non-ASCII character escaped too: how a look-alike
+    is told apart."""
     return display_name(name).encode("ascii", "backslashreplace").decode("ascii")
 
 
@@ -132,7 +141,8 @@ def _latin_of(ch: str) -> str:
 
 
 def skeleton(name: str) -> str:
-    """The look of ``name``: two names with the same skeleton can pass for one another."""
+    """The look of ``name``: two names with the same skeleton can pass for one
+    another."""
     text = unicodedata.normalize("NFKD", _text(name)).casefold()
     kept = [
         ch
@@ -143,7 +153,8 @@ def skeleton(name: str) -> str:
 
 
 def confusable_with(names) -> dict:
-    """``{name: [other names of the batch that look like it]}``, only for names that have such look-alikes."""
+    """``{name: [other names of the batch that look like it]}``, only for names that
+    have such look-alikes."""
     names = [_text(n, "names[]") for n in names]
     groups = {}
     for n in names:

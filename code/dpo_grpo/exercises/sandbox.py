@@ -1,30 +1,36 @@
-"""Run one untrusted notebook in a sandbox and hand back the answers its kernel recorded, as data.
+"""Run one untrusted notebook in a sandbox and hand back the answers its kernel
+recorded, as data.
 
 What each platform gets (``book/teaching.md`` has the table):
 
-- **Linux, grader running as root** (``mode="root"``): ``unshare`` gives the notebook new mount, network, PID, IPC
-  and UTS namespaces (no network at all; it sees only its own processes, and all of them die with the runner);
-  it runs chrooted into a root built from read-only, nosuid bind mounts of ``/usr``, ``/etc``, ... and the Python
-  installation, plus its own folders; the grader's HOME, the submissions, the other notebooks and the package's
-  source are not there. It runs as a dedicated unprivileged uid with no_new_privs.
-- **Linux, not root, with bubblewrap** (``mode="bwrap"``): the same file-system view and namespaces through
-  ``bwrap`` (user namespaces), as the grader's own uid mapped inside.
-- **Anywhere else** (``mode="basic"``; macOS, Windows WSL without bubblewrap): its own temporary folder, scrubbed
-  environment, empty HOME, read-only package copy and resource limits, but the grader's uid, the real file system
-  and the network.
+- **Linux, grader running as root** (``mode="root"``): ``unshare`` gives the notebook
+  new mount, network, PID, IPC and UTS namespaces (no network at all; it sees only its
+  own processes, and all of them die with the runner); it runs chrooted into a root
+  built from read-only, nosuid bind mounts of ``/usr``, ``/etc``, ... and the Python
+  installation, plus its own folders; the grader's HOME, the submissions, the other
+  notebooks and the package's source are not there. It runs as a dedicated unprivileged
+  uid with no_new_privs.
+- **Linux, not root, with bubblewrap** (``mode="bwrap"``): the same file-system view and
+  namespaces through ``bwrap`` (user namespaces), as the grader's own uid mapped inside.
+- **Anywhere else** (``mode="basic"``; macOS, Windows WSL without bubblewrap): its own
+  temporary folder, scrubbed environment, empty HOME, read-only package copy and
+  resource limits, but the grader's uid, the real file system and the network.
 
-In every mode: a throwaway copy of the notebook; the package imported from a read-only copy that holds no answer
-key (the chapter registries are left out); limits on address space, processes, file size, CPU time and open files;
-on Linux a seccomp filter that refuses ``ptrace`` and its kin (see ``_sandbox_init``); a wall-clock deadline; the
-output pipe drained with bounded non-blocking reads in the grading thread itself, so no process that keeps it
-open can stall the grader; at the end every process of the sandbox is killed (its process group, in
-``root``/``bwrap`` mode every process of its PID namespace, and in ``root`` mode its control group); the answers
-file read only after that. A sandbox whose processes cannot all be killed fails its own result (a note), never
-the batch.
+In every mode: a throwaway copy of the notebook; the package imported from a read-only
+copy that holds no answer key (the chapter registries are left out); limits on address
+space, processes, file size, CPU time and open files; on Linux a seccomp filter that
+refuses ``ptrace`` and its kin (see ``_sandbox_init``); a wall-clock deadline; the
+output pipe drained with bounded non-blocking reads in the grading thread itself, so no
+process that keeps it open can stall the grader; at the end every process of the sandbox
+is killed (its process group, in ``root``/``bwrap`` mode every process of its PID
+namespace, and in ``root`` mode its control group); the answers file read only after
+that. A sandbox whose processes cannot all be killed fails its own result (a note),
+never the batch.
 
-In ``root`` mode each sandbox also gets a uid no other sandbox holds (:class:`.uids.UidLease`, across concurrent
-graders), control groups capping the memory and tasks of all its processes together (:class:`.cgroup.SandboxCgroup`,
-where the kernel offers them) and a scratch tmpfs capped in bytes and in files for all it writes.
+In ``root`` mode each sandbox also gets a uid no other sandbox holds
+(:class:`.uids.UidLease`, across concurrent graders), control groups capping the memory
+and tasks of all its processes together (:class:`.cgroup.SandboxCgroup`, where the
+kernel offers them) and a scratch tmpfs capped in bytes and in files for all it writes.
 """
 
 from __future__ import annotations
@@ -63,8 +69,11 @@ KEY_MODULES = (
 
 @dataclass
 class Limits:
-    memory_mb: int = 4096  # all processes together (cgroup, root mode) and the address space of each (RLIMIT_AS)
-    processes: int = 256  # tasks of the sandbox (cgroup pids.max, and RLIMIT_NPROC of its uid; threads count)
+    # all processes together (cgroup, root mode) and the address space of each
+    # (RLIMIT_AS)
+    memory_mb: int = 4096
+    # tasks of the sandbox (cgroup pids.max, and RLIMIT_NPROC of its uid; threads count)
+    processes: int = 256
     file_mb: int = 64  # largest file the notebook may write (RLIMIT_FSIZE)
     open_files: int = 1024
     disk_mb: int = (
@@ -155,7 +164,8 @@ _MODE = None
 
 
 def detect_mode() -> str:
-    """``root``, ``bwrap`` or ``basic``: the strongest isolation this machine offers the grader (cached)."""
+    """``root``, ``bwrap`` or ``basic``: the strongest isolation this machine offers the
+    grader (cached)."""
     global _MODE
     if _MODE is None:
         if sys.platform.startswith("linux") and os.geteuid() == 0 and _unshare_works():
@@ -168,7 +178,8 @@ def detect_mode() -> str:
 
 
 def copy_package(dest: Path) -> Path:
-    """A copy of the installed ``dpo_grpo`` without the answer key and without bytecode, made read-only."""
+    """A copy of the installed ``dpo_grpo`` without the answer key and without bytecode,
+    made read-only."""
     import dpo_grpo
 
     src = Path(dpo_grpo.__file__).resolve().parent
@@ -213,8 +224,9 @@ def _system_binds() -> list:
 
 
 def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
-    """Read the non-blocking pipe ``fd`` into ``sink`` (keeping its last ``cap`` bytes) until its end or until
-    ``time.monotonic()`` reaches ``until``; return whether the end was reached. Never blocks past ``until``."""
+    """Read the non-blocking pipe ``fd`` into ``sink`` (keeping its last ``cap`` bytes)
+    until its end or until ``time.monotonic()`` reaches ``until``; return whether the
+    end was reached. Never blocks past ``until``."""
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     while True:
@@ -235,9 +247,10 @@ def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
 
 
 def read_answers(path: Path) -> list:
-    """JSON records (dicts) of the answers file, one per line. A symlink, a non-file or anything past the size cap
-    is ignored, and so is any line that does not parse (bad JSON, nesting too deep, an integer too long to
-    convert): a bad record is that record's problem only."""
+    """JSON records (dicts) of the answers file, one per line. A symlink, a non-file or
+    anything past the size cap is ignored, and so is any line that does not parse (bad
+    JSON, nesting too deep, an integer too long to convert): a bad record is that
+    record's problem only."""
     try:
         fd = os.open(
             path,
@@ -272,7 +285,8 @@ def _pid_namespace(pid) -> str | None:
 
 
 def child_namespace(pid: int) -> str | None:
-    """The PID namespace of a child of ``pid`` that lives in another namespace than ours (the sandbox's), if any."""
+    """The PID namespace of a child of ``pid`` that lives in another namespace than ours
+    (the sandbox's), if any."""
     ours = _pid_namespace("self")
     try:
         with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
@@ -287,8 +301,9 @@ def child_namespace(pid: int) -> str | None:
 
 
 def kill_namespace(ns: str, seconds: float = 5.0) -> bool:
-    """SIGKILL every process of PID namespace ``ns`` (as ``/proc/PID/ns/pid`` reads); return whether none is left
-    within ``seconds``. Killing its first process alone would do, but it may have exited already."""
+    """SIGKILL every process of PID namespace ``ns`` (as ``/proc/PID/ns/pid`` reads);
+    return whether none is left within ``seconds``. Killing its first process alone
+    would do, but it may have exited already."""
     if not isinstance(ns, str) or not ns.startswith("pid:["):
         raise ValueError(f"ns must read like 'pid:[4026532000]', got {ns!r}")
     end = time.monotonic() + seconds
@@ -319,8 +334,9 @@ def run_sandboxed(
     limits: Limits = None,
     mode: str = None,
 ) -> RunResult:
-    """Execute ``notebook_json`` (a validated notebook's text) in a fresh sandbox; return the recorded answers.
-    ``slot`` (the parallel slot) is kept for callers; sandbox uids are leased per run (:class:`.uids.UidLease`)."""
+    """Execute ``notebook_json`` (a validated notebook's text) in a fresh sandbox;
+    return the recorded answers. ``slot`` (the parallel slot) is kept for callers;
+    sandbox uids are leased per run (:class:`.uids.UidLease`)."""
     if not isinstance(notebook_json, str):
         raise TypeError(
             f"notebook_json must be a str, got {type(notebook_json).__name__}"
@@ -546,8 +562,9 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
 
 
 def _supervise(proc, timeout, mode, group):
-    """Drain the runner's output until it ends, the runner exits (plus a grace) or the deadline passes; then kill
-    every process of the sandbox. Return (timed out, output tail, whether any process survived)."""
+    """Drain the runner's output until it ends, the runner exits (plus a grace) or the
+    deadline passes; then kill every process of the sandbox. Return (timed out, output
+    tail, whether any process survived)."""
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     sink, ns = bytearray(), None
@@ -565,7 +582,9 @@ def _supervise(proc, timeout, mode, group):
             break
     timed_out = not ended and exited_at is None
     if ended:
-        try:  # the pipe closes as the runner exits: let it finish before anything is killed
+        try:
+            # the pipe closes as the runner exits: let it finish before anything is
+            # killed
             proc.wait(timeout=EXIT_GRACE)
         except subprocess.TimeoutExpired:
             pass
@@ -579,7 +598,8 @@ def _supervise(proc, timeout, mode, group):
 
 
 def _kill_all(proc, ns, group) -> bool:
-    """Kill the runner's process group, its PID namespace and its control groups; whether all are empty."""
+    """Kill the runner's process group, its PID namespace and its control groups;
+    whether all are empty."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

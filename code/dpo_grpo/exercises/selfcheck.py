@@ -1,24 +1,31 @@
-"""Students' ``check(exercise_id, answer)``: feedback and hints for common mistakes, without the answer key.
+"""Students' ``check(exercise_id, answer)``: feedback and hints for common mistakes,
+without the answer key.
 
-This module never imports the chapter registries (``chNN.py``, which hold the reference answers). It reads only
-the hashed key in ``_selfcheck_key.py``, generated from the registry by
-``python -m dpo_grpo.exercises selfcheck-key``:
+This module never imports the chapter registries (``chNN.py``, which hold the reference
+answers). It reads only the hashed key in ``_selfcheck_key.py``, generated from the
+registry by ``python -m dpo_grpo.exercises selfcheck-key``:
 
-- a number or array is quantised elementwise on a grid whose step (a power of two) is at most the exercise's
-  tolerance, ``atol + rtol |reference|``; the key stores the step's exponent, a half-step offset chosen so that the
-  reference sits in the middle half of its cell, and a salted SHA-256 of the cells. An answer passes when its cells
-  hash to the same digest: anything within a quarter step (at least an eighth of the tolerance) of the reference
-  passes, and anything that passes is within the tolerance. The same fingerprint, with looser tolerances, says
-  "close", and each registered common mistake has its own fingerprint, so its hint still shows;
-- a multiple-choice answer is a salted hash of the letter, and each wrong letter's hint is keyed by its hash;
-- a coding exercise stores its test inputs and the fingerprints of the reference's outputs on them.
+- a number or array is quantised elementwise on a grid whose step (a power of two) is at
+  most the exercise's tolerance, ``atol + rtol |reference|``; the key stores the step's
+  exponent, a half-step offset chosen so that the reference sits in the middle half of
+  its cell, and a salted SHA-256 of the cells. An answer passes when its cells hash to
+  the same digest: anything within a quarter step (at least an eighth of the tolerance)
+  of the reference passes, and anything that passes is within the tolerance. The same
+  fingerprint, with looser tolerances, says "close", and each registered common mistake
+  has its own fingerprint, so its hint still shows;
+- a multiple-choice answer is a salted hash of the letter, and each wrong letter's hint
+  is keyed by its hash;
+- a coding exercise stores its test inputs and the fingerprints of the reference's
+  outputs on them.
 
-What this does not hide (``book/teaching.md`` says it plainly): the order of magnitude of each number (the step),
-shapes, and anything a student can recover by trying candidates against the hashes or against ``check`` itself.
+What this does not hide (``book/teaching.md`` says it plainly): the order of magnitude
+of each number (the step), shapes, and anything a student can recover by trying
+candidates against the hashes or against ``check`` itself.
 
-When the grader runs a notebook (the environment variables below are set in its sandbox), ``check`` also appends
-the submitted answer as data to the grader's answer file; for a coding exercise it runs the student's function on
-the test inputs the grader drew and records the outputs. The grader, not this function, decides the verdicts.
+When the grader runs a notebook (the environment variables below are set in its
+sandbox), ``check`` also appends the submitted answer as data to the grader's answer
+file; for a coding exercise it runs the student's function on the test inputs the grader
+drew and records the outputs. The grader, not this function, decides the verdicts.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from ._wire import decode_value, encode_answer, encode_value
 from ..i18n import tr
 from .core import Feedback
 
-ANSWERS_ENV = "DPO_GRPO_ANSWERS"  # the file check() appends answers to, inside the grader's sandbox
-CASES_ENV = "DPO_GRPO_CASES"  # the grader's test inputs for coding exercises (JSON), inside the sandbox
+# the file check() appends answers to, inside the grader's sandbox
+ANSWERS_ENV = "DPO_GRPO_ANSWERS"
+# the grader's test inputs for coding exercises (JSON), inside the sandbox
+CASES_ENV = "DPO_GRPO_CASES"
 _CLOSE_RTOL, _CLOSE_ATOL_FACTOR = 5e-3, 10.0
 
 
@@ -55,7 +64,8 @@ def _cells(arr, exps, offs):
 
 
 def fingerprint(value, rtol: float, atol: float, salt: str, tier: str) -> dict:
-    """The hashed form of ``value`` at tolerance ``atol + rtol |value|`` (see the module docstring)."""
+    """The hashed form of ``value`` at tolerance ``atol + rtol |value|`` (see the module
+    docstring)."""
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite to be fingerprinted")
@@ -86,7 +96,8 @@ def _try_fingerprint(fn, rtol, atol, salt, tier):
 
 
 def key_entry(ex) -> dict:
-    """The hashed self-check entry of a registered :class:`~dpo_grpo.exercises.core.Exercise`."""
+    """The hashed self-check entry of a registered
+    :class:`~dpo_grpo.exercises.core.Exercise`."""
     salt = _salt(ex.id)
     entry = {"kind": ex.kind, "rtol": ex.rtol, "atol": ex.atol}
     if ex.kind == "choice":
@@ -163,9 +174,11 @@ def build_key(exercises) -> dict:
 
 
 def key_module_source(key: dict) -> str:
-    """Python source of ``_selfcheck_key.py`` holding ``key`` (one line per exercise)."""
+    """Python source of ``_selfcheck_key.py`` holding ``key`` (one line per
+    exercise)."""
     lines = [
-        '"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the hashed self-check key (no answers).',
+        '"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the hashed '
+        "self-check key (no answers).",
         "",
         'Regenerate it after adding or changing an exercise in ``chNN.py``."""',
         "",
@@ -212,15 +225,16 @@ def _check_numeric(entry, salt, answer):
     rtol, atol = entry["rtol"], entry["atol"]
     if matches(arr, entry["close"], salt, "close"):
         return "incorrect", tr(
-            "close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you rounded, "
-            "keep at least five significant figures.",
+            "close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you "
+            "rounded, keep at least five significant figures.",
             rtol=rtol,
             atol=atol,
         )
     return (
         "incorrect",
         tr(
-            "not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your computation.",
+            "not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your "
+            "computation.",
             rtol=rtol,
             atol=atol,
         ),
@@ -286,7 +300,8 @@ def _check_code(entry, salt, answer):
 
 
 def record_answer(exercise_id: str, answer) -> None:
-    """Inside the grader's sandbox: append the submitted answer, as data, to the grader's answer file."""
+    """Inside the grader's sandbox: append the submitted answer, as data, to the
+    grader's answer file."""
     path = os.environ.get(ANSWERS_ENV)
     if not path:
         return
@@ -309,9 +324,11 @@ def record_answer(exercise_id: str, answer) -> None:
 
 
 def check(exercise_id: str, answer) -> Feedback:
-    """Check ``answer`` for exercise ``exercise_id`` (e.g. ``"03.2"``); returns (and displays) a :class:`Feedback`.
+    """Check ``answer`` for exercise ``exercise_id`` (e.g. ``"03.2"``); returns (and
+    displays) a :class:`Feedback`.
 
-    ``answer=None`` (or ``...``) means "not attempted yet". Feedback never contains the expected answer.
+    ``answer=None`` (or ``...``) means "not attempted yet". Feedback never contains the
+    expected answer.
     """
     key = _key()
     if not isinstance(exercise_id, str) or exercise_id not in key:

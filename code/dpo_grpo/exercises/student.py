@@ -1,7 +1,9 @@
-"""The student edition: every notebook with its ``solution`` cells removed and outputs cleared.
+"""The student edition: every notebook with its ``solution`` cells removed and outputs
+cleared.
 
-The *graded* edition (``graded=True``) also imports ``check`` from :mod:`.record`, which records answers for the
-grader and gives no feedback: it consults no key, so it is no oracle. Hand it out when marks count.
+The *graded* edition (``graded=True``) also imports ``check`` from :mod:`.record`, which
+records answers for the grader and gives no feedback: it consults no key, so it is no
+oracle. Hand it out when marks count.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ GRADED_IMPORT = "from dpo_grpo.exercises.record import check"
 
 
 def strip_solutions(nb):
-    """Return a copy of notebook ``nb`` (nbformat node) without solution cells and without outputs."""
+    """Return a copy of notebook ``nb`` (nbformat node) without solution cells and
+    without outputs."""
     import copy
 
     out = copy.deepcopy(nb)
@@ -31,8 +34,8 @@ def strip_solutions(nb):
 
 
 def without_self_check(nb):
-    """``nb`` (nbformat node, changed in place and returned) with every import of the self-check ``check``
-    replaced by the graded edition's (:mod:`.record`)."""
+    """``nb`` (nbformat node, changed in place and returned) with every import of the
+    self-check ``check`` replaced by the graded edition's (:mod:`.record`)."""
     for c in nb.cells:
         if c.cell_type == "code" and SELF_CHECK_IMPORT in c.source:
             lines = [
@@ -42,14 +45,16 @@ def without_self_check(nb):
             c.source = "\n".join(lines)
             if SELF_CHECK_IMPORT in c.source:
                 raise ValueError(
-                    f"cannot replace an import of check in this cell: {c.source[:200]!r}"
+                    "cannot replace an import of check in this cell: "
+                    f"{c.source[:200]!r}"
                 )
     return nb
 
 
 def write_student_edition(book_dir, out_dir, *, graded: bool = False) -> list[Path]:
-    """Write the student edition of every ``*.ipynb`` in ``book_dir`` to ``out_dir``; return the written paths.
-    ``graded``: the graded edition (no self-check key: see the module docstring)."""
+    """Write the student edition of every ``*.ipynb`` in ``book_dir`` to ``out_dir``;
+    return the written paths. ``graded``: the graded edition (no self-check key: see the
+    module docstring)."""
     import nbformat
 
     if not isinstance(graded, bool):

@@ -1,10 +1,12 @@
-"""Sandbox uids that no two sandboxes share, even across graders running at the same time on one machine.
+"""Sandbox uids that no two sandboxes share, even across graders running at the same
+time on one machine.
 
-The root sandbox runs each notebook as a uid with no account. Limits such as ``RLIMIT_NPROC`` count per uid,
-machine-wide, so two sandboxes on one uid would share (and could exhaust) one budget. :class:`UidLease` takes the
-first uid from :data:`FIRST_SANDBOX_UID` on that has no account and no running process, and that no other lease
-holds: leases are ``flock`` locks on files in a root-only folder, released when the lease is closed or its
-process dies (a crashed grader leaks nothing).
+The root sandbox runs each notebook as a uid with no account. Limits such as
+``RLIMIT_NPROC`` count per uid, machine-wide, so two sandboxes on one uid would share
+(and could exhaust) one budget. :class:`UidLease` takes the first uid from
+:data:`FIRST_SANDBOX_UID` on that has no account and no running process, and that no
+other lease holds: leases are ``flock`` locks on files in a root-only folder, released
+when the lease is closed or its process dies (a crashed grader leaks nothing).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def _lock_dir(path: str) -> str:
 
 
 def uids_in_use() -> set:
-    """Real uids of the processes running now (from ``/proc``; empty where there is none)."""
+    """Real uids of the processes running now (from ``/proc``; empty where there is
+    none)."""
     used = set()
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
@@ -49,7 +52,8 @@ def uids_in_use() -> set:
 
 
 class UidLease:
-    """A uid for one sandbox, held until :meth:`close` (a context manager). ``lock_dir`` is for tests."""
+    """A uid for one sandbox, held until :meth:`close` (a context manager). ``lock_dir``
+    is for tests."""
 
     def __init__(self, lock_dir: str = LOCK_DIR):
         if not isinstance(lock_dir, str) or not lock_dir:
@@ -73,7 +77,8 @@ class UidLease:
             self.uid, self._fd = uid, fd
             return
         raise RuntimeError(
-            f"no free sandbox uid in {FIRST_SANDBOX_UID}..{FIRST_SANDBOX_UID + UID_RANGE - 1}"
+            "no free sandbox uid in "
+            f"{FIRST_SANDBOX_UID}..{FIRST_SANDBOX_UID + UID_RANGE - 1}"
         )
 
     def close(self):
