@@ -1,7 +1,8 @@
 """Input checks shared by every public function.
 
-Each helper raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind, bad value) with a message
-that names the argument and says what was expected, so bad input never turns into a silent NaN.
+Each helper raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind,
+bad value) with a message that names the argument and says what was expected, so bad
+input never turns into a silent NaN.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 def as_float_array(
     x, name: str, *, ndim: int | Iterable[int] | None = None, finite: bool = True
 ) -> np.ndarray:
-    """Return ``x`` as a non-empty float64 array; check its number of dimensions and (optionally) finiteness."""
+    """Return ``x`` as a non-empty float64 array; check its number of dimensions and
+    (optionally) finiteness."""
     if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
@@ -38,8 +40,8 @@ def as_float_array(
 def integer_array(
     x, name: str, *, ndim: int | None = None, allow_empty: bool = False
 ) -> np.ndarray:
-    """``x`` as an int64 array (non-empty unless ``allow_empty``); floats must be whole numbers (no silent
-    truncation)."""
+    """``x`` as an int64 array (non-empty unless ``allow_empty``); floats must be whole
+    numbers (no silent truncation)."""
     if x is None or isinstance(x, (str, bytes, dict, bool, np.bool_)):
         raise TypeError(f"{name} must be an array of integers, got {type(x).__name__}")
     try:
@@ -57,7 +59,8 @@ def integer_array(
             raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
         if not np.all(np.isfinite(arr) & (arr == np.round(arr))):
             raise ValueError(
-                f"{name} must hold whole numbers (token ids / indices), got {arr.ravel()[:5].tolist()}"
+                f"{name} must hold whole numbers (token ids / indices), got "
+                f"{arr.ravel()[:5].tolist()}"
             )
     return arr.astype(np.int64)
 
@@ -69,13 +72,15 @@ def same_shape(**arrays: np.ndarray) -> tuple[int, ...]:
     for other_name, other in items[1:]:
         if other.shape != first.shape:
             raise ValueError(
-                f"{other_name} must have the same shape as {first_name}: {other.shape} != {first.shape}"
+                f"{other_name} must have the same shape as {first_name}: "
+                f"{other.shape} != {first.shape}"
             )
     return first.shape
 
 
 def arrays(**named) -> tuple[np.ndarray, ...]:
-    """The keyword arguments as finite float arrays of one common shape, in order (for one-line checks)."""
+    """The keyword arguments as finite float arrays of one common shape, in order (for
+    one-line checks)."""
     out = {name: as_float_array(x, name) for name, x in named.items()}
     same_shape(**out)
     return tuple(out.values())
@@ -128,14 +133,16 @@ def integer(
 
 
 def boolean(x, name: str) -> bool:
-    """Return ``x`` as a bool; only ``True``/``False`` (Python or NumPy) are accepted."""
+    """Return ``x`` as a bool; only ``True``/``False`` (Python or NumPy) are
+    accepted."""
     if not isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(x).__name__}")
     return bool(x)
 
 
 def sequence(x, name: str) -> list:
-    """Return the items of ``x`` (a list, tuple, array or other non-string iterable) as a list."""
+    """Return the items of ``x`` (a list, tuple, array or other non-string iterable) as
+    a list."""
     if x is None or isinstance(x, (str, bytes, dict)):
         raise TypeError(f"{name} must be a sequence, got {type(x).__name__}")
     try:
@@ -153,7 +160,8 @@ def choice(x, name: str, options: Iterable) -> object:
 
 
 def binary_mask(mask, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Return a 0/1 mask of ``shape`` as a boolean array; every row needs at least one valid (1) entry."""
+    """Return a 0/1 mask of ``shape`` as a boolean array; every row needs at least one
+    valid (1) entry."""
     arr = as_float_array(mask, name, ndim=len(shape))
     if arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
@@ -170,7 +178,8 @@ def binary_mask(mask, name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def probability_vector(p, name: str, *, strictly_positive: bool = True) -> np.ndarray:
-    """Return a 1-D probability vector (entries > 0 unless told otherwise, summing to 1 within 1e-9)."""
+    """Return a 1-D probability vector (entries > 0 unless told otherwise, summing to 1
+    within 1e-9)."""
     arr = as_float_array(p, name, ndim=1)
     if strictly_positive and (arr <= 0).any():
         raise ValueError(

@@ -1,4 +1,5 @@
-"""Helpers for the chapter notebooks: publish computed numbers with myst-nb's ``glue``; show a function's source."""
+"""Helpers for the chapter notebooks: publish computed numbers with myst-nb's ``glue``;
+show a function's source."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 
 
 def _plain(value):
-    """numpy scalars -> Python scalars (myst-nb formats ``{glue:text}`key:.4f``` from the plain-text repr)."""
+    """numpy scalars -> Python scalars (myst-nb formats ``{glue:text}`key:.4f``` from
+    the plain-text repr)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -21,9 +23,11 @@ def _plain(value):
 
 
 def glue(name: str, value, display: bool = False):
-    """Store ``value`` under ``name`` for ``{glue:text}`name:.4f``` in the page, and return it.
+    """Store ``value`` under ``name`` for ``{glue:text}`name:.4f``` in the page, and
+    return it.
 
-    Outside a myst-nb build (plain Jupyter, Colab) this only returns the value, so notebooks run anywhere.
+    Outside a myst-nb build (plain Jupyter, Colab) this only returns the value, so
+    notebooks run anywhere.
     """
     if not isinstance(name, str) or not name:
         raise TypeError("name must be a non-empty string")
@@ -39,10 +43,12 @@ def glue(name: str, value, display: bool = False):
 
 
 def runtime_summary(suggest_gpu: bool = False) -> str:
-    """What this kernel runs on: Python and NumPy, torch and its device (CPU, or the CUDA device's name).
+    """What this kernel runs on: Python and NumPy, torch and its device (CPU, or the
+    CUDA device's name).
 
-    With ``suggest_gpu=True`` (chapters whose torch cells run faster on a GPU) and no CUDA device, a second line says
-    how to get one (in Colab: Runtime > Change runtime type > a GPU)."""
+    With ``suggest_gpu=True`` (chapters whose torch cells run faster on a GPU) and no
+    CUDA device, a second line says how to get one (in Colab: Runtime > Change runtime
+    type > a GPU)."""
     if not isinstance(suggest_gpu, bool):
         raise TypeError(f"suggest_gpu must be a bool, got {type(suggest_gpu).__name__}")
     import platform
@@ -64,16 +70,19 @@ def runtime_summary(suggest_gpu: bool = False) -> str:
     text = "; ".join(parts)
     if suggest_gpu and not cuda:
         text += (
-            "\nThis chapter's torch cells run faster on a GPU. In Colab: Runtime > Change runtime type > "
-            "a GPU (e.g. T4), then run the notebook again from the top. On a CPU it still runs."
+            "\nThis chapter's torch cells run faster on a GPU. In Colab: Runtime > "
+            "Change runtime type > a GPU (e.g. T4), then run the notebook again from "
+            "the top. On a CPU it still runs."
         )
     return text
 
 
 class SourceListing:
-    """The source of one package function, displayed as a highlighted code block (Jupyter, Colab, the built book).
+    """The source of one package function, displayed as a highlighted code block
+    (Jupyter, Colab, the built book).
 
-    ``text`` is exactly ``inspect.getsource(fn)``: the code that runs when the chapter calls ``fn``.
+    ``text`` is exactly ``inspect.getsource(fn)``: the code that runs when the chapter
+    calls ``fn``.
     """
 
     def __init__(self, fn):
@@ -98,15 +107,20 @@ class SourceListing:
         self.qualname = f"{target.__module__}.{target.__qualname__}"
 
     def _repr_markdown_(self):
-        return f"`{self.qualname}` ({self.where})\n\n```python\n{self.text.rstrip()}\n```\n"
+        return (
+            f"`{self.qualname}` "
+            f"({self.where})\n\n```python\n{self.text.rstrip()}\n```\n"
+        )
 
     def __repr__(self):
         return f"# {self.qualname} ({self.where})\n{self.text}"
 
 
 def show_source(fn) -> SourceListing:
-    """Display the installed source of ``fn`` (a function, method or class), highlighted; returns the listing.
+    """Display the installed source of ``fn`` (a function, method or class),
+    highlighted; returns the listing.
 
-    Chapters put it right under the equation a function implements, so the reader sees the code that runs.
+    Chapters put it right under the equation a function implements, so the reader sees
+    the code that runs.
     """
     return SourceListing(fn)

@@ -1,6 +1,7 @@
-"""Data the chapters read at run time, shipped inside the package (so a wheel needs no repository on disk):
-``trl_fixtures/`` (results of TRL 1.16.0's own code, written by ``scripts/make_trl_fixtures.py``) and
-``bench_results/`` (what ``bench/*.py`` measured)."""
+"""Data the chapters read at run time, shipped inside the package (so a wheel needs no
+repository on disk): ``trl_fixtures/`` (results of TRL 1.16.0's own code, written by
+``scripts/make_trl_fixtures.py``) and ``bench_results/`` (what ``bench/*.py``
+measured)."""
 
 from pathlib import Path
 

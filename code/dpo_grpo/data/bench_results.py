@@ -1,11 +1,12 @@
 """Reading what ``bench/`` measured: the JSON files in ``dpo_grpo/data/bench_results/``
 (:data:`dpo_grpo.data.BENCH_RESULTS`, shipped in the package) that the chapters render.
 
-The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON file per kind of machine.
-:func:`load_results` finds the files a chapter needs (by a predicate on their content); the torch-loss tables are
-built by :mod:`dpo_grpo.chapters.parity`, the live-widget latency table (``bench/bench_widgets.py``) here, by
-:func:`widget_latency_rows`, and the browser redraw table (``bench/bench_frontend_draw.py``) by
-:func:`frontend_draw_rows`.
+The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON
+file per kind of machine. :func:`load_results` finds the files a chapter needs (by a
+predicate on their content); the torch-loss tables are built by
+:mod:`dpo_grpo.chapters.parity`, the live-widget latency table
+(``bench/bench_widgets.py``) here, by :func:`widget_latency_rows`, and the browser
+redraw table (``bench/bench_frontend_draw.py``) by :func:`frontend_draw_rows`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from pathlib import Path
 
 
 def results_directories(directory=None) -> list:
-    """Where results are: ``directory`` if given, else the copy shipped inside the package
-    (:data:`dpo_grpo.data.BENCH_RESULTS`; ``bench/*.py`` write there)."""
+    """Where results are: ``directory`` if given, else the copy shipped inside the
+    package (:data:`dpo_grpo.data.BENCH_RESULTS`; ``bench/*.py`` write there)."""
     if directory is not None:
         if not isinstance(directory, (str, os.PathLike)):
             raise TypeError(
-                f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}"
+                "directory must be a path (str or os.PathLike) or None, got "
+                f"{type(directory).__name__}"
             )
         return [Path(directory)]
     from . import BENCH_RESULTS
@@ -31,12 +33,13 @@ def results_directories(directory=None) -> list:
 
 
 def load_results(predicate, directory=None) -> list:
-    """``(path, data)`` for every ``*.json`` in the first results directory that holds a file for which
-    ``predicate(data)`` is true, sorted by file name; ``[]`` when there is none (the chapters then say so).
-    Files that are not valid JSON are skipped."""
+    """``(path, data)`` for every ``*.json`` in the first results directory that holds a
+    file for which ``predicate(data)`` is true, sorted by file name; ``[]`` when there
+    is none (the chapters then say so). Files that are not valid JSON are skipped."""
     if not callable(predicate):
         raise TypeError(
-            f"predicate must be a function of the loaded JSON, got {type(predicate).__name__}"
+            "predicate must be a function of the loaded JSON, got "
+            f"{type(predicate).__name__}"
         )
     for folder in results_directories(directory):
         if not folder.is_dir():
@@ -56,7 +59,8 @@ def load_results(predicate, directory=None) -> list:
 
 
 def is_widget_benchmark(data) -> bool:
-    """True for a file written by ``bench/bench_widgets.py`` (a ``widgets`` block of per-UI timings)."""
+    """True for a file written by ``bench/bench_widgets.py`` (a ``widgets`` block of
+    per-UI timings)."""
     return (
         isinstance(data, dict)
         and isinstance(data.get("widgets"), dict)
@@ -67,13 +71,15 @@ def is_widget_benchmark(data) -> bool:
 def _require_widget_benchmark(data):
     if not is_widget_benchmark(data):
         raise ValueError(
-            "data must be the JSON written by bench/bench_widgets.py (with 'widgets' and 'target_ms')"
+            "data must be the JSON written by bench/bench_widgets.py (with 'widgets' "
+            "and 'target_ms')"
         )
 
 
 def widget_latency_rows(data) -> list:
-    """One row per live explorable: slider moves timed, the cold recompute's median / p95 / max in ms, p95 with the
-    figure's JSON serialisation added, the slowest move (control = value) and whether every move met the target."""
+    """One row per live explorable: slider moves timed, the cold recompute's median /
+    p95 / max in ms, p95 with the figure's JSON serialisation added, the slowest move
+    (control = value) and whether every move met the target."""
     _require_widget_benchmark(data)
     target = float(data["target_ms"])
     rows = []
@@ -115,7 +121,8 @@ def widget_benchmark_host(data) -> str:
 
 
 def is_frontend_draw_benchmark(data) -> bool:
-    """True for a file written by ``bench/bench_frontend_draw.py`` (browser redraw times per frontend)."""
+    """True for a file written by ``bench/bench_frontend_draw.py`` (browser redraw times
+    per frontend)."""
     return (
         isinstance(data, dict)
         and data.get("benchmark") == "frontend_draw"
@@ -124,11 +131,13 @@ def is_frontend_draw_benchmark(data) -> bool:
 
 
 def frontend_draw_rows(data) -> list:
-    """One row per frontend and explorable: redraws timed, median and max ms from the kernel's reply to the redrawn
-    figure, and whether every redraw met the target (``data["target_ms"]``)."""
+    """One row per frontend and explorable: redraws timed, median and max ms from the
+    kernel's reply to the redrawn figure, and whether every redraw met the target
+    (``data["target_ms"]``)."""
     if not is_frontend_draw_benchmark(data):
         raise ValueError(
-            "data must be the JSON written by bench/bench_frontend_draw.py (benchmark 'frontend_draw')"
+            "data must be the JSON written by bench/bench_frontend_draw.py (benchmark "
+            "'frontend_draw')"
         )
     target = float(data["target_ms"])
     return [
