@@ -1,18 +1,23 @@
-"""Browser redraw time of the live explorables: from the kernel's reply to the redrawn figure, in real frontends.
+"""Browser redraw time of the live explorables: from the kernel's reply to the redrawn
+figure, in real frontends.
 
-Run from the repository root:  ``.venv/bin/python bench/bench_frontend_draw.py [--repeats 3]``  (about 5 minutes a
-repeat; needs Chromium at /usr/bin/chromium, as the browser test does).
-Writes ``code/dpo_grpo/data/bench_results/frontend-draw-<host>.json`` (rendered on the Explorables page) and prints
-a table.
+Run from the repository root:
+``.venv/bin/python bench/bench_frontend_draw.py [--repeats 3]``  (about 5 minutes a
+repeat; needs Chromium at /usr/bin/chromium, as the browser test does). Writes
+``code/dpo_grpo/data/bench_results/frontend-draw-<host>.json`` (rendered on the
+Explorables page) and prints a table.
 
-What is timed: ``tests/browser/test_live_widgets.py`` drags the first slider of each live explorable in JupyterLab 4
-and Notebook 7 (this environment's kernel: ipywidgets 8, plotly 7, anywidget: a FigureWidget updated in place),
-JupyterLab 4 with the figure re-displayed in an Output (``lab4-output``, the same run: the ratio to ``lab4`` is the
-gain of the in-place update) and JupyterLab 3.6 with Colab's kernel packages (ipywidgets 7.7.1, plotly 5.24, the
-Output), and records, in the page, the time from the websocket frame that carries the kernel's new figure (or the
-FigureWidget's update) to the moment the figure's data in the page changes (``performance.now()`` on both ends). The
-kernel's own recompute is not included (``bench/bench_widgets.py`` times it). This script runs that test
-``--repeats`` times (each a fresh server and browser) and keeps every sample. Target: 200 ms per redraw.
+What is timed: ``tests/browser/test_live_widgets.py`` drags the first slider of each
+live explorable in JupyterLab 4 and Notebook 7 (this environment's kernel: ipywidgets 8,
+plotly 7, anywidget: a FigureWidget updated in place), JupyterLab 4 with the figure
+re-displayed in an Output (``lab4-output``, the same run: the ratio to ``lab4`` is the
+gain of the in-place update) and JupyterLab 3.6 with Colab's kernel packages (ipywidgets
+7.7.1, plotly 5.24, the Output), and records, in the page, the time from the websocket
+frame that carries the kernel's new figure (or the FigureWidget's update) to the moment
+the figure's data in the page changes (``performance.now()`` on both ends). The kernel's
+own recompute is not included (``bench/bench_widgets.py`` times it). This script runs
+that test ``--repeats`` times (each a fresh server and browser) and keeps every sample.
+Target: 200 ms per redraw.
 """
 
 from __future__ import annotations
@@ -104,12 +109,13 @@ def main(argv=None) -> int:
     )
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(
-        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}"
+        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> "
+        f"{report['loadavg_after'][0]:.1f}"
     )
     for frontend, r in frontends.items():
         print(
-            f"{frontend:<20} median {r['median_ms']:6.1f} ms   max {r['max_ms']:6.1f} ms   "
-            f"under {TARGET_MS:g} ms: {r['share_under_target']:.0%}"
+            f"{frontend:<20} median {r['median_ms']:6.1f} ms   max {r['max_ms']:6.1f} "
+            f"ms   under {TARGET_MS:g} ms: {r['share_under_target']:.0%}"
         )
     print("wrote", out)
     return 0

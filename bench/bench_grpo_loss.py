@@ -1,14 +1,20 @@
-"""Benchmark of the GRPO loss: NumPy reference, dpo_grpo.torch_ops (eager, torch.compile) and TRL 1.16.0's real
-``GRPOTrainer._compute_loss``, side by side on identical inputs and options, with a bandwidth probe.
+"""Benchmark of the GRPO loss: NumPy reference, dpo_grpo.torch_ops (eager,
+torch.compile) and TRL 1.16.0's real ``GRPOTrainer._compute_loss``, side by side on
+identical inputs and options, with a bandwidth probe.
 
-Run it with the interpreter that has TRL to get the TRL column (our package is put on sys.path from the repo):
+Run it with the interpreter that has TRL to get the TRL column (our package is put on
+sys.path from the repo):
 
-    .venv-trl/bin/python bench/bench_grpo_loss.py            # full shapes 64x512, 256x2048, 512x4096
-    .venv-trl/bin/python bench/bench_grpo_loss.py --quick    # smaller shapes, fewer repeats
-    .venv/bin/python bench/bench_grpo_loss.py --no-trl       # without TRL
+    # full shapes 64x512, 256x2048, 512x4096
+    .venv-trl/bin/python bench/bench_grpo_loss.py
+    # smaller shapes, fewer repeats
+    .venv-trl/bin/python bench/bench_grpo_loss.py --quick
+    # without TRL
+    .venv/bin/python bench/bench_grpo_loss.py --no-trl
 
-Every number is a median over interleaved repeats of one forward + backward on the same (B, T) float32 inputs
-(see bench/README.md). Results are merged into code/dpo_grpo/data/bench_results/<host-kind>.json under "grpo_loss".
+Every number is a median over interleaved repeats of one forward + backward on the same
+(B, T) float32 inputs (see bench/README.md). Results are merged into
+code/dpo_grpo/data/bench_results/<host-kind>.json under "grpo_loss".
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ QUICK_SHAPES = [(16, 128), (64, 512), (128, 1024)]
 CONFIGS = {
     # the article's setting (dpo_grpo defaults): token-level GRPO with a k3 penalty
     "article": dict(loss_type="grpo", beta=0.04, epsilon=0.2),
-    # TRL 1.16.0's GRPOConfig defaults: DAPO normalisation, no KL term, asymmetric clipping off
+    # TRL 1.16.0's GRPOConfig defaults: DAPO normalisation, no KL term, asymmetric
+    # clipping off
     "trl_defaults": dict(loss_type="dapo", beta=0.0, epsilon=0.2),
 }
-NOMINAL_GPU_BANDWIDTH = {  # bytes/s, vendor figures, matched by substring of the device name
+# bytes/s, vendor figures, matched by substring of the device name
+NOMINAL_GPU_BANDWIDTH = {
     "H200": 4.8e12,
     "H100 SXM": 3.35e12,
     "H100 NVL": 3.9e12,
@@ -65,9 +73,9 @@ NOMINAL_GPU_BANDWIDTH = {  # bytes/s, vendor figures, matched by substring of th
 }
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Host description and results file
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def cpu_model() -> str:
@@ -111,7 +119,8 @@ def host_kind(device: torch.device) -> str:
 def merge_results(
     path: Path, section: str, payload: dict, host: dict, run_info: dict
 ) -> None:
-    """Update one section of the results file (the other benchmark's section is kept)."""
+    """Update one section of the results file (the other benchmark's section is
+    kept)."""
     data = {}
     if path.exists():
         with contextlib.suppress(ValueError):
@@ -151,9 +160,9 @@ def load_average():
     return None
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Timing and memory
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def sync(device):
@@ -162,7 +171,8 @@ def sync(device):
 
 
 def cpu_stall_us() -> int | None:
-    """Microseconds during which some runnable task waited for a CPU (Linux PSI, /proc/pressure/cpu), or None."""
+    """Microseconds during which some runnable task waited for a CPU (Linux PSI,
+    /proc/pressure/cpu), or None."""
     try:
         with open("/proc/pressure/cpu", encoding="utf-8") as f:
             return int(f.readline().rsplit("total=", 1)[1])
@@ -173,17 +183,19 @@ def cpu_stall_us() -> int | None:
 def time_interleaved(
     fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None
 ) -> dict:
-    """Median (and min, quartiles) seconds of each callable, the callables interleaved per repeat.
+    """Median (and min, quartiles) seconds of each callable, the callables interleaved
+    per repeat.
 
-    Each round runs every callable once in a fresh (seeded) random order: what ran just before a call (and what it
-    left in the caches) matters at small shapes, and a fixed order would hand that effect to the same variants
-    every time.
+    Each round runs every callable once in a fresh (seeded) random order: what ran just
+    before a call (and what it left in the caches) matters at small shapes, and a fixed
+    order would hand that effect to the same variants every time.
 
-    On a shared CPU machine other processes steal cycles at random: a sample during which the kernel's CPU
-    pressure counter (PSI) grew by more than 2 % of the sample's duration had runnable tasks waiting for a core, so
-    it is marked contended. Rounds go on until every callable has ``repeats`` uncontended samples (or
-    ``max_wall_s`` passes); the medians are over uncontended samples when there are at least 3, else over all
-    (``clean_samples`` says which).
+    On a shared CPU machine other processes steal cycles at random: a sample during
+    which the kernel's CPU pressure counter (PSI) grew by more than 2 % of the sample's
+    duration had runnable tasks waiting for a core, so it is marked contended. Rounds go
+    on until every callable has ``repeats`` uncontended samples (or ``max_wall_s``
+    passes); the medians are over uncontended samples when there are at least 3, else
+    over all (``clean_samples`` says which).
     """
     for fn in fns.values():
         for _ in range(warmup):
@@ -246,9 +258,10 @@ def _status_bytes(key: str) -> int:
 def peak_extra_bytes(fn, device) -> int | None:
     """Peak memory above the level before ``fn()`` during one call.
 
-    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the process's peak resident set (VmHWM, reset through
-    /proc/self/clear_refs) minus its resident set before the call; meaningful when glibc returns freed blocks to the
-    OS at once, which the memory phase ensures by running in a child with ``MALLOC_MMAP_THRESHOLD_=65536``.
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the process's peak resident set
+    (VmHWM, reset through /proc/self/clear_refs) minus its resident set before the call;
+    meaningful when glibc returns freed blocks to the OS at once, which the memory phase
+    ensures by running in a child with ``MALLOC_MMAP_THRESHOLD_=65536``.
     """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -282,13 +295,14 @@ def copy_bandwidth(device, nbytes: int) -> float:
     return 2 * n * 4 / statistics.median(times[1:])
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Inputs and the variants
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def make_inputs(b: int, t: int, device, seed: int = 0) -> dict:
-    """float32 log-probs as a policy produces them; ragged prefix masks (TRL's int64 completion_mask)."""
+    """float32 log-probs as a policy produces them; ragged prefix masks (TRL's int64
+    completion_mask)."""
     g = torch.Generator().manual_seed(seed)
     old = torch.log(torch.rand(b, t, generator=g) * 0.9 + 0.05)
     # a few clipped tokens at epsilon = 0.2
@@ -349,8 +363,9 @@ def numpy_variant(x, opts):
 
 
 def probe_variants(x, opts):
-    """One elementwise pass over the arrays the loss reads (new, old, mask, advantages, and ref when beta != 0),
-    reduced to a scalar: eager (one kernel per operator) and compiled (one fused kernel: the practical floor)."""
+    """One elementwise pass over the arrays the loss reads (new, old, mask, advantages,
+    and ref when beta != 0), reduced to a scalar: eager (one kernel per operator) and
+    compiled (one fused kernel: the practical floor)."""
     arrays = [x["new"].detach(), x["old"], x["mask"], x["adv"]] + (
         [x["ref"]] if opts["beta"] != 0 else []
     )
@@ -373,8 +388,9 @@ def probe_variants(x, opts):
 
 
 class TrlHarness:
-    """A real ``trl.GRPOTrainer`` built offline from a config-created tiny Llama and a locally built tokenizer;
-    ``_get_per_token_logps_and_entropies`` is patched on the instance to return the benchmark's tensor."""
+    """A real ``trl.GRPOTrainer`` built offline from a config-created tiny Llama and a
+    locally built tokenizer; ``_get_per_token_logps_and_entropies`` is patched on the
+    instance to return the benchmark's tensor."""
 
     def __init__(self, workdir: Path, device):
         os.environ.update(
@@ -498,15 +514,15 @@ def _zero_reward(prompts, completions, **kwargs):
     return [0.0] * len(prompts)
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Driver
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def min_bytes(x, opts, per_token=True) -> int:
-    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write the gradient and, with
-    ``per_token``, ratio and per-token loss (+ kl); the backward reads the saved gradient and writes the gradient
-    of new_logps."""
+    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write
+    the gradient and, with ``per_token``, ratio and per-token loss (+ kl); the backward
+    reads the saved gradient and writes the gradient of new_logps."""
     n = x["new"].numel()
     elem = x["new"].element_size()
     reads = 2 * elem + x["mask"].element_size() + (elem if opts["beta"] != 0 else 0)
@@ -542,7 +558,8 @@ def build_variants(
                 run()
                 errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
                 variants[label] = run
-            except Exception as exc:  # torch.compile may be unavailable (no compiler, unsupported platform)
+            except Exception as exc:
+                # torch.compile may be unavailable (no compiler, unsupported platform)
                 errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
     if trl is not None:
         try:
@@ -557,7 +574,8 @@ def _float(x) -> float:
 
 
 def agreement(variants):
-    """Max |loss - loss_eager| and max |grad - grad_eager| of every variant against our eager torch loss."""
+    """Max |loss - loss_eager| and max |grad - grad_eager| of every variant against our
+    eager torch loss."""
     loss0, grad0 = variants["torch_eager"]()
     grad0 = grad0.detach().double().cpu().numpy()
     out = {}
@@ -576,7 +594,8 @@ def agreement(variants):
 
 
 def run_memory_phase(args, device) -> dict:
-    """Peak extra memory of one call of every variant (CPU: in a child process with glibc's mmap threshold fixed)."""
+    """Peak extra memory of one call of every variant (CPU: in a child process with
+    glibc's mmap threshold fixed)."""
     if device.type == "cpu":
         env = dict(
             os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0"
@@ -670,8 +689,10 @@ def parse_args(argv):
         nargs="*",
         default=["full", "lean"],
         choices=list(COMPILED_VARIANTS),
-        help="which torch paths to also time with compile=True (full: per-token outputs, lean: "
-        "per_token=False, autograd: fused=False)",
+        help=(
+            "which torch paths to also time with compile=True (full: per-token "
+            "outputs, lean: per_token=False, autograd: fused=False)"
+        ),
     )
     p.add_argument(
         "--compile-configs",
@@ -710,7 +731,8 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
-    # one compiled function per (variant, shape, config): more than dynamo's default 8 entries per code object
+    # one compiled function per (variant, shape, config): more than dynamo's default 8
+    # entries per code object
     torch._dynamo.config.recompile_limit = 256
     torch._dynamo.config.fail_on_recompile_limit_hit = (
         True  # never time a silent eager fallback

@@ -1,37 +1,48 @@
-"""Where the time of a GRPO step goes in the tiny-transformer lab: rollout vs scoring vs reference vs training.
+"""Where the time of a GRPO step goes in the tiny-transformer lab: rollout vs scoring vs
+reference vs training.
 
-Runs the lab's GRPO trainer (``dpo_grpo.lab``) in a few configurations and splits each step's wall time into
+Runs the lab's GRPO trainer (``dpo_grpo.lab``) in a few configurations and splits each
+step's wall time into
 
-- ``rollout``: sampling the completions token by token from pi_old (one forward pass per generated token),
+- ``rollout``: sampling the completions token by token from pi_old (one forward pass per
+  generated token),
 - ``score``: decoding and verifying them, and forming the group advantages,
 - ``reference``: one no-grad forward pass of the frozen reference,
-- ``train``: ``num_iterations`` forward + backward passes of the policy and the optimizer steps.
+- ``train``: ``num_iterations`` forward + backward passes of the policy and the
+  optimizer steps.
 
-Scenarios (real GRPO runs): the preset as it is; the preset with one optimisation epoch per rollout
-(``num_iterations=1``, TRL's default); and a length-bonus reward with room for 9 completion tokens, in which the
-completions grow over the run, so the per-step records show the rollout's share rising with the completion length.
+Scenarios (real GRPO runs): the preset as it is; the preset with one optimisation epoch
+per rollout (``num_iterations=1``, TRL's default); and a length-bonus reward with room
+for 9 completion tokens, in which the completions grow over the run, so the per-step
+records show the rollout's share rising with the completion length.
 
-Controlled sweep: for completion lengths L = 2 ... 48, the same operations the sampler and the trainer run (L
-forward passes over a growing prefix without gradients, versus one forward + backward pass over the whole sequence),
-on the preset's model shape with a longer context. Together they show the article's point that sampling becomes the
-main cost of GRPO as answers get longer. (This lab's sampler has no KV cache; a production engine has one, which makes
-each token cheaper but leaves the generation sequential.)
+Controlled sweep: for completion lengths L = 2 ... 48, the same operations the sampler
+and the trainer run (L forward passes over a growing prefix without gradients, versus
+one forward + backward pass over the whole sequence), on the preset's model shape with a
+longer context. Together they show the article's point that sampling becomes the main
+cost of GRPO as answers get longer. (This lab's sampler has no KV cache; a production
+engine has one, which makes each token cheaper but leaves the generation sequential.)
 
-Side by side (``--trl``, on by default when TRL is installed): this book's GRPO step on a Hugging Face model
-(``dpo_grpo.lab.hf.run_hf_grpo``) against TRL 1.16.0's ``GRPOTrainer`` step, on the same tiny random Qwen2 model,
-the same prompts, batch, completion length and options, timed from the start of a step (sampling included) to the
+Side by side (``--trl``, on by default when TRL is installed): this book's GRPO step on
+a Hugging Face model (``dpo_grpo.lab.hf.run_hf_grpo``) against TRL 1.16.0's
+``GRPOTrainer`` step, on the same tiny random Qwen2 model, the same prompts, batch,
+completion length and options, timed from the start of a step (sampling included) to the
 end of its optimiser step; medians over the steps after the first.
 
-What the critic costs (``ppo_vs_grpo``): ``dpo_grpo.lab.ppo_vs_grpo_cost``, PPO with its critic against GRPO on
-the same model, seed and batch (the same completions per step): parameters, optimiser-state bytes, training-state
-bytes, peak memory and the median time per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone and
-writes it into the existing results file, keeping its other sections).
+What the critic costs (``ppo_vs_grpo``): ``dpo_grpo.lab.ppo_vs_grpo_cost``, PPO with its
+critic against GRPO on the same model, seed and batch (the same completions per step):
+parameters, optimiser-state bytes, training-state bytes, peak memory and the median time
+per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone and writes
+it into the existing results file, keeping its other sections).
 
 Usage::
 
-    .venv/bin/python bench/bench_lab.py                 # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
-    .venv/bin/python bench/bench_lab.py --preset gpu    # on a GPU machine
-    .venv/bin/python bench/bench_lab.py --ppo-only --ppo-steps 3   # PPO vs GRPO cost only
+    # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
+    .venv/bin/python bench/bench_lab.py
+    # on a GPU machine
+    .venv/bin/python bench/bench_lab.py --preset gpu
+    # PPO vs GRPO cost only
+    .venv/bin/python bench/bench_lab.py --ppo-only --ppo-steps 3
 """
 
 from __future__ import annotations
@@ -131,7 +142,8 @@ def trl_vs_lab(
     num_generations: int = 8,
     max_completion_length: int = 8,
 ):
-    """Median seconds per GRPO step: the lab's loop (run_hf_grpo) and TRL's GRPOTrainer, same tiny model and batch."""
+    """Median seconds per GRPO step: the lab's loop (run_hf_grpo) and TRL's GRPOTrainer,
+    same tiny model and batch."""
     import tempfile
     import warnings
 
@@ -143,7 +155,8 @@ def trl_vs_lab(
     warnings.filterwarnings("ignore", category=FutureWarning)
     transformers.utils.logging.disable_progress_bar()
     if not torch.cuda.is_available():
-        # as the lab runs: one intra-op thread on a CPU (more oversubscribe a shared machine)
+        # as the lab runs: one intra-op thread on a CPU (more oversubscribe a shared
+        # machine)
         torch.set_num_threads(1)
     cfg = hf.HFLabConfig.preset(
         "tiny-random",
@@ -194,7 +207,10 @@ def trl_vs_lab(
         trainer.train()
     med = lambda xs: float(np.median(xs[1:] if len(xs) > 2 else xs))  # noqa: E731
     return {
-        "model": f"tiny random Qwen2ForCausalLM ({sum(p.numel() for p in model.parameters())} parameters)",
+        "model": (
+            "tiny random Qwen2ForCausalLM "
+            f"({sum(p.numel() for p in model.parameters())} parameters)"
+        ),
         "batch": {
             "prompts_per_step": prompts_per_step,
             "num_generations": num_generations,
@@ -224,7 +240,10 @@ def main(argv=None):
         "--trl",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="also time TRL's GRPOTrainer against the lab's step (default: when trl is installed)",
+        help=(
+            "also time TRL's GRPOTrainer against the lab's step (default: when trl is "
+            "installed)"
+        ),
     )
     parser.add_argument(
         "--ppo-steps",
@@ -276,8 +295,9 @@ def main(argv=None):
         "preset": args.preset,
         "seed": args.seed,
         "note": (
-            "wall-clock times on a possibly shared machine; the first step of each scenario is excluded from "
-            "the means (warm-up). SFT is run once per model shape and is not part of any split."
+            "wall-clock times on a possibly shared machine; the first step of each "
+            "scenario is excluded from the means (warm-up). SFT is run once per model "
+            "shape and is not part of any split."
         ),
         "scenarios": {},
     }
@@ -307,23 +327,27 @@ def main(argv=None):
         record["scenarios"][name] = s
         share = " ".join(f"{k} {v:5.1%}" for k, v in s["share"].items())
         print(
-            f"{name:<24} {s['step_seconds_mean'] * 1e3:7.1f} ms/step  length {s['completion_length_mean']:.2f}  "
-            f"{share}",
+            f"{name:<24} {s['step_seconds_mean'] * 1e3:7.1f} ms/step  length "
+            f"{s['completion_length_mean']:.2f}  {share}",
             flush=True,
         )
         for b in s.get("rollout_share_by_length", []):
             print(
-                f"{'':<24} steps with mean length in {b['completion_length']}: rollout {b['rollout_share']:.1%}, "
-                f"train {b['train_share']:.1%} ({b['steps']} steps)"
+                f"{'':<24} steps with mean length in {b['completion_length']}: "
+                f"rollout {b['rollout_share']:.1%}, train {b['train_share']:.1%} "
+                f"({b['steps']} steps)"
             )
     record["length_sweep"] = lab.rollout_vs_train_time(cfg, device)
     print(
-        "controlled sweep (batch 128): completion length -> sampling time / one training pass"
+        "controlled sweep (batch 128): completion length -> sampling time / one "
+        "training pass"
     )
     for row in record["length_sweep"]:
         print(
-            f"  L = {row['completion_length']:3d}: rollout {row['rollout_s'] * 1e3:7.1f} ms, "
-            f"train pass {row['train_pass_s'] * 1e3:6.1f} ms, ratio {row['rollout_over_train']:.1f}"
+            f"  L = {row['completion_length']:3d}: rollout "
+            f"{row['rollout_s'] * 1e3:7.1f} ms, train pass "
+            f"{row['train_pass_s'] * 1e3:6.1f} ms, ratio "
+            f"{row['rollout_over_train']:.1f}"
         )
     use_trl = args.trl
     if use_trl is None:
@@ -334,8 +358,9 @@ def main(argv=None):
         record["trl_vs_lab"] = trl_vs_lab()
         r = record["trl_vs_lab"]
         print(
-            f"GRPO step on {r['model']}, batch {r['batch']}: lab {r['lab_step_seconds_median'] * 1e3:.0f} ms, "
-            f"TRL {r['trl']} {r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)"
+            f"GRPO step on {r['model']}, batch {r['batch']}: lab "
+            f"{r['lab_step_seconds_median'] * 1e3:.0f} ms, TRL {r['trl']} "
+            f"{r['trl_step_seconds_median'] * 1e3:.0f} ms (medians)"
         )
     finish(record, out_path, t0)
 
@@ -347,9 +372,10 @@ def ppo_section(cfg, steps: int, seed: int) -> dict:
     for alg in ("grpo", "ppo"):
         r = out[alg]
         print(
-            f"  {alg:<4} trainable {r['trainable_parameters']:>10,d} params, optimiser state "
-            f"{r['optimizer_state_bytes'] / 2**20:8.2f} MiB, training state "
-            f"{r['training_state_bytes'] / 2**20:8.2f} MiB, peak {r['peak_memory_bytes'] / 2**20:8.1f} MiB, "
+            f"  {alg:<4} trainable {r['trainable_parameters']:>10,d} params, "
+            f"optimiser state {r['optimizer_state_bytes'] / 2**20:8.2f} MiB, training "
+            f"state {r['training_state_bytes'] / 2**20:8.2f} MiB, peak "
+            f"{r['peak_memory_bytes'] / 2**20:8.1f} MiB, "
             f"{r['step_seconds_median'] * 1e3:7.1f} ms/step"
         )
     ratio = ", ".join(f"{k} x{v:.2f}" for k, v in out["ppo_over_grpo"].items())

@@ -1,11 +1,16 @@
-"""Benchmark of per-token log-probs: dpo_grpo.torch_ops.selective_log_softmax vs the naive
-``log_softmax(logits).gather(ids)``, forward + backward, time and peak extra memory, at V = 32000.
+"""Benchmark of per-token log-probs: dpo_grpo.torch_ops.selective_log_softmax vs the
+naive ``log_softmax(logits).gather(ids)``, forward + backward, time and peak extra
+memory, at V = 32000.
 
-    .venv/bin/python bench/bench_logprobs.py            # CPU: 4 x 256 x 32000 float32; CUDA: 8 x 1024 x 32000
-    .venv/bin/python bench/bench_logprobs.py --quick    # CPU: 2 x 128 x 32000
+    # CPU: 4 x 256 x 32000 float32; CUDA: 8 x 1024 x 32000
+    .venv/bin/python bench/bench_logprobs.py
+    # CPU: 2 x 128 x 32000
+    .venv/bin/python bench/bench_logprobs.py --quick
 
-Run it with .venv-trl/bin/python to add TRL 1.16.0's own ``trl.trainer.utils.selective_log_softmax`` as a column.
-Results are merged into code/dpo_grpo/data/bench_results/<host-kind>.json under "logprobs" (see bench/README.md).
+Run it with .venv-trl/bin/python to add TRL 1.16.0's own
+``trl.trainer.utils.selective_log_softmax`` as a column. Results are merged into
+code/dpo_grpo/data/bench_results/<host-kind>.json under "logprobs" (see
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -46,7 +51,8 @@ def ours_inplace(logits, ids):
     return T.selective_log_softmax(logits, ids, inplace_backward=True)
 
 
-#: variants that overwrite their logits with the gradient get their own copy of the logits
+#: variants that overwrite their logits with the gradient get their own copy of the
+#: logits
 INPLACE = {"ours_inplace"}
 
 
@@ -93,14 +99,16 @@ def fwd_bwd(fn, logits, ids, weights):
 
 
 def saved_extra_bytes(fn, logits, ids) -> int:
-    """Bytes autograd saves for backward, other than the logits themselves (exact: saved-tensor hooks, each storage
-    counted once; ``dpo_grpo.torch_ops.saved_tensor_bytes``)."""
+    """Bytes autograd saves for backward, other than the logits themselves (exact:
+    saved-tensor hooks, each storage counted once;
+    ``dpo_grpo.torch_ops.saved_tensor_bytes``)."""
     return T.saved_tensor_bytes(fn, logits, ids, exclude=logits)
 
 
 def own_logits(name, logits):
-    """The logits a variant runs on: a private copy for the in-place variants (their backward overwrites the
-    logits with the gradient, so later calls run on those values: the same work, which does not depend on them)."""
+    """The logits a variant runs on: a private copy for the in-place variants (their
+    backward overwrites the logits with the gradient, so later calls run on those
+    values: the same work, which does not depend on them)."""
     return logits.detach().clone().requires_grad_() if name in INPLACE else logits
 
 
@@ -238,7 +246,8 @@ def main(argv=None) -> int:
         )
         del logits, ids, weights, fns
 
-    # memory: CUDA in-process; CPU in a child whose glibc returns freed blocks to the OS at once
+    # memory: CUDA in-process; CPU in a child whose glibc returns freed blocks to the OS
+    # at once
     if cuda:
         memory = {
             d: memory_phase(shape, getattr(torch, d), device, with_trl) for d in dtypes

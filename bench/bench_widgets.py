@@ -1,16 +1,22 @@
-"""Latency of a slider move in the live explorables (``dpo_grpo.interactive.widgets``), and size/build time of the static figures.
+"""Latency of a slider move in the live explorables (``dpo_grpo.interactive.widgets``),
+and size/build time of the static figures.
 
-Run from the repository root:  ``.venv/bin/python bench/bench_widgets.py``  (about a minute; ``--repeats N``).
-Writes ``code/dpo_grpo/data/bench_results/widgets-<host>.json`` and prints a table.
+Run from the repository root:  ``.venv/bin/python bench/bench_widgets.py``  (about a
+minute; ``--repeats N``). Writes
+``code/dpo_grpo/data/bench_results/widgets-<host>.json`` and prints a table.
 
-What is timed, per UI: setting a control's ``value`` programmatically, which runs the callback synchronously,
-exactly what a slider release triggers in a kernel: the data function, the figure dict and, where the UI shows a
-FigureWidget (``live_figure_mode``, recorded), the in-place update of it (``recompute_ms``, the target is < 50 ms); and separately the JSON serialisation of that figure (``serialize_ms``), which a kernel adds
-when it sends the figure to the front end. Browser-side drawing is not included. Values visited: the static
-figure's slider grid for parameters it has (the "default grid"), else five points across the control's range; the
-default is restored before moving the next control. ``recompute_ms`` is the first (cold) move to a value: the data
-functions memoise their seeded pieces (e.g. a G move in the zero-std UI recomputes the Monte Carlo for the new G
-only), so ``repeat_ms`` (median of the ``--repeats`` - 1 later moves to the same value) is the cached case.
+What is timed, per UI: setting a control's ``value`` programmatically, which runs the
+callback synchronously, exactly what a slider release triggers in a kernel: the data
+function, the figure dict and, where the UI shows a FigureWidget (``live_figure_mode``,
+recorded), the in-place update of it (``recompute_ms``, the target is < 50 ms); and
+separately the JSON serialisation of that figure (``serialize_ms``), which a kernel adds
+when it sends the figure to the front end. Browser-side drawing is not included. Values
+visited: the static figure's slider grid for parameters it has (the "default grid"),
+else five points across the control's range; the default is restored before moving the
+next control. ``recompute_ms`` is the first (cold) move to a value: the data functions
+memoise their seeded pieces (e.g. a G move in the zero-std UI recomputes the Monte Carlo
+for the new G only), so ``repeat_ms`` (median of the ``--repeats`` - 1 later moves to
+the same value) is the cached case.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from dpo_grpo.interactive import widgets as Wd  # noqa: E402
 from dpo_grpo.interactive.explorable import figure_html_size  # noqa: E402
 from dpo_grpo.interactive.kl_variance import kl_variance_widget  # noqa: E402
 
-#: every live explorable: the original seven, the four of chapters 6-10, and chapter 3's KL-variance one
+#: every live explorable: the original seven, the four of chapters 6-10, and chapter 3's
+#: KL-variance one
 ALL_WIDGETS = {**registry.WIDGETS, "kl_variance": kl_variance_widget}
 
 TARGET_MS = 50.0
@@ -180,24 +187,34 @@ def main(argv=None):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(
-        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> {report['loadavg_after'][0]:.1f}"
+        f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> "
+        f"{report['loadavg_after'][0]:.1f}"
     )
     print(
-        f"{'widget':16s} {'moves':>5s} {'recompute ms (median/p95/max)':>30s} {'+serialize p95':>15s}  <50 ms"
+        f"{'widget':16s} {'moves':>5s} {'recompute ms (median/p95/max)':>30s} "
+        f"{'+serialize p95':>15s}  <50 ms"
     )
     for name, r in results.items():
         rc, tt = r["recompute_ms"], r["recompute_plus_serialize_ms"]
+        slowest = r["slowest"]
+        verdict = (
+            "yes"
+            if r["under_target"]
+            else "NO (slowest: %s=%s)" % (slowest["control"], slowest["value"])
+        )
         print(
-            f"{name:16s} {r['moves']:5d} {rc['median']:10.1f} {rc['p95']:9.1f} {rc['max']:9.1f} {tt['p95']:15.1f}"
-            f"  {'yes' if r['under_target'] else 'NO (slowest: %s=%s)' % (r['slowest']['control'], r['slowest']['value'])}"
+            f"{name:16s} {r['moves']:5d} {rc['median']:10.1f} {rc['p95']:9.1f} "
+            f"{rc['max']:9.1f} {tt['p95']:15.1f}  {verdict}"
         )
     print(f"{'figure':16s} {'build s':>8s} {'HTML kB':>8s}  slider steps")
     for name, f in figs.items():
         print(
-            f"{name:16s} {f['build_s']:8.2f} {f['html_bytes'] / 1e3:8.1f}  {f['slider_steps']}"
+            f"{name:16s} {f['build_s']:8.2f} {f['html_bytes'] / 1e3:8.1f}  "
+            f"{f['slider_steps']}"
         )
     print(
-        f"all {len(figs)} figures: {report['gallery_html_bytes_all_figures'] / 1e3:.1f} kB; wrote {out}"
+        f"all {len(figs)} figures: "
+        f"{report['gallery_html_bytes_all_figures'] / 1e3:.1f} kB; wrote {out}"
     )
     return 0
 
