@@ -1,15 +1,18 @@
 """How the lab scores a policy: :func:`heldout_pass_rate`, the verified fraction of
-greedy (or sampled) completions on prompts it never trained on."""
+greedy (or sampled) completions on prompts it never trained on, and
+:func:`error_profile`, what its wrong greedy answers are."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+from typing import NamedTuple
 
 import torch
 
 from .. import _validation as v
 from .config import LabConfig, checked_config
-from .model import encode_prompts, generate
+from .model import VOCAB, encode_prompts, generate, verify
 from .runtime import as_device, torch_threads
 from .task import score
 
@@ -56,3 +59,45 @@ def heldout_pass_rate(
                 score(chunk, ro.completion_ids, ro.finished, strict)[:, 0].sum().item()
             )
     return hits / len(rows)
+
+
+class ErrorProfile(NamedTuple):
+    """:func:`error_profile`'s answer."""
+
+    pass_rate: float  #: greedy held-out pass rate
+    no_carry_share: float  #: share of the wrong answers that are the no-carry answer
+    top_wrong: str  #: the most common wrong answer ("" if none is wrong)
+    top_wrong_share: float  #: its share of the wrong answers
+
+
+def error_profile(model, task, cfg: LabConfig, device) -> ErrorProfile:
+    """The greedy completions of ``model`` on ``task``'s held-out prompts: the pass
+    rate, the share of wrong answers that are exactly the demonstrator's no-carry
+    answer (:meth:`~dpo_grpo.lab.model.AdditionTask.no_carry_answer`), and the most
+    common wrong answer with its share of the wrong answers (shares are 0 when no
+    answer is wrong). ``task``: :func:`~dpo_grpo.lab.make_task`'s; ``cfg`` gives the
+    completion length."""
+    checked_config(cfg)
+    prompts = task.heldout_prompts()
+    ids, mask = encode_prompts(prompts, as_device(device))
+    ro = generate(model, ids, mask, cfg.max_completion_length, greedy=True)
+    texts = [VOCAB.decode(row) for row in ro.completion_ids.tolist()]
+    ok = [
+        done and verify(p, t)
+        for p, t, done in zip(prompts, texts, ro.finished.tolist())
+    ]
+    wrong = [
+        (t, terms)
+        for t, terms, good in zip(texts, task.heldout_problems, ok)
+        if not good
+    ]
+    no_carry = sum(t == task.no_carry_answer(terms) for t, terms in wrong)
+    top, n_top = (
+        collections.Counter(t for t, _ in wrong).most_common(1)[0] if wrong else ("", 0)
+    )
+    return ErrorProfile(
+        sum(ok) / len(ok),
+        no_carry / max(len(wrong), 1),
+        top,
+        n_top / max(len(wrong), 1),
+    )
