@@ -258,6 +258,35 @@ def test_glossary_check_catches_a_wrong_term_and_a_translated_trl_name():
     assert zh_glossary.violations("Load the reference.", "加载参考答案。", glossary)
 
 
+def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code():
+    glossary = zh_glossary.load()
+    # the English is wrapped: a term may run over a line break
+    assert zh_glossary.violations(
+        "It drops zero-std\n   groups.", "它去掉相同分数的组。", glossary
+    )
+    assert (
+        zh_glossary.violations(
+            "It drops zero-std\n   groups.", "它去掉 zero-std 组。", glossary
+        )
+        == []
+    )
+    # the text between two roles is prose, not inline code: "check" there is the English verb
+    english = "See {ref}`ch-a`, then check {ref}`ch-b`."
+    assert (
+        zh_glossary.violations(
+            english, "见 {ref}`ch-a`，再核对 {ref}`ch-b`。", glossary
+        )
+        == []
+    )
+    # "a clip" of a video is not clipping
+    assert (
+        zh_glossary.violations(
+            "A terminal score for a clip.", "给一段视频一个终局分数。", glossary
+        )
+        == []
+    )
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The generated Chinese source
 # ----------------------------------------------------------------------------------------------------------------
@@ -390,6 +419,18 @@ def test_glued_values_are_read_from_the_pasted_spans():
 def test_chinese_page_has_no_raw_myst(built_book, stem):
     article = _article(_page(built_book / "html" / "zh", stem))
     assert CHECKS.raw_myst(CHECKS.prose_text(article)) == [], stem
+
+
+def test_the_chinese_build_met_no_untranslated_string(built_book):
+    """Every string the package's tr() was asked for in the Chinese build's kernels had a translation
+    (dpo_grpo.i18n records the others in the file that scripts/build_book.py --zh empties and names)."""
+    misses = built_book / "zh" / "i18n_misses.txt"
+    assert misses.is_file(), f"{misses} missing: the Chinese build recorded no misses"
+    text = misses.read_text(encoding="utf-8")
+    assert text == "", (
+        f"{len(text.splitlines())} strings have no entry in dpo_grpo/data/i18n/zh.json:\n"
+        + text[:2000]
+    )
 
 
 #: Glued values measured on the building machine (wall times and their shares, tokens per second): any two runs
