@@ -10,8 +10,9 @@ still executed exactly once, in a fresh kernel, as in a serial build.
 
 ``--zh`` builds the Chinese edition (``make book`` runs both): ``scripts/zh_edition.py`` writes its source into
 ``_build/zh_src/``, jupyter-book builds it into ``_build/zh/`` with ``DPO_GRPO_LANG=zh`` in the kernels' environment
-(figures, widgets and ``check`` in Chinese), and its HTML is copied to ``_build/html/zh/``, so that the two sites are
-one tree and each page's language switch is a relative link. ``--pages`` builds only those pages (and the root):
+(figures, widgets and ``check`` in Chinese; strings without a translation are recorded in
+``_build/zh/i18n_misses.txt``, emptied at the start), and its HTML is copied to ``_build/html/zh/``, so that the
+two sites are one tree and each page's language switch is a relative link. ``--pages`` builds only those pages (and the root):
 a translator's quick look, with links to the other pages left dangling (drop ``-W``).
 """
 
@@ -30,6 +31,8 @@ DEFAULT_ARGS = [".", "--all", "-W", "-n", "--keep-going"]
 ZH_DEFAULT_ARGS = ["--all", "-W", "-n", "--keep-going"]
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
+#: the record of untranslated strings in the Chinese build folder
+MISSES_NAME = "i18n_misses.txt"
 
 
 def jobs() -> int:
@@ -60,6 +63,10 @@ def build_zh(args: list[str], pages: list[str] | None = None) -> int:
         )
     os.environ["DPO_GRPO_LANG"] = "zh"  # the kernels inherit it
     out = BUILD / "zh"
+    # every English string a kernel's tr() finds no translation for (dpo_grpo.i18n); tests/book require it empty
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MISSES_NAME).write_text("", encoding="utf-8")
+    os.environ["DPO_GRPO_I18N_MISSES"] = str(out / MISSES_NAME)
     rc = build([str(zh_edition.OUT), "--path-output", str(out), *args])
     site, target = out / "_build" / "html", BUILD / "html" / zh_edition.SITE_PREFIX
     if site.is_dir():

@@ -1,19 +1,25 @@
-"""The package's user-facing text in the reader's language: English (the default) or Chinese (中文版).
+"""The package's user-facing text in the reader's language: English (the default) or
+Chinese (中文版).
 
-The language is the environment variable ``DPO_GRPO_LANG`` (``"en"`` or ``"zh"``), read at each call, so a
-notebook's set-up cell can choose it before or after ``import dpo_grpo``. :func:`tr` returns the translation of an
-English figure title, axis title, legend name, widget label or ``check`` message, filled with its computed numbers
-by :meth:`str.format`: ``tr("clip ε = {eps:.2f}", eps=0.2)``. Without fields the text comes back as it is, so a
-plotly hovertemplate's ``%{x}`` needs no escaping.
+The language is the environment variable ``DPO_GRPO_LANG`` (``"en"`` or ``"zh"``), read
+at each call, so a notebook's set-up cell can choose it before or after
+``import dpo_grpo``. :func:`tr` returns the translation of an English figure title, axis
+title, legend name, widget label or ``check`` message, filled with its computed numbers
+by :meth:`str.format`: ``tr("clip ε = {eps:.2f}", eps=0.2)``. Without fields the text
+comes back as it is, so a plotly hovertemplate's ``%{x}`` needs no escaping.
 
-The Chinese catalog is ``data/i18n/zh.json`` (English text -> Chinese text), shipped in the wheel. A string with
-no Chinese entry falls back to English rather than break a reader's notebook; ``tests/package/test_i18n.py``
-fails on such a string, and on catalog entries that no code uses any more. Strings defined before the language is
-known (module-level labels) are marked with :func:`N_` where they are written and translated with :func:`tr` where
-they are shown.
+The Chinese catalog is ``data/i18n/zh.json`` (English text -> Chinese text), shipped in
+the wheel. A string with no Chinese entry falls back to English rather than break a
+reader's notebook; ``tests/package/test_i18n.py`` fails on such a string, and on catalog
+entries that no code uses any more. A string that reaches ``tr`` at run time without an
+entry (one a test cannot see: built from data, or passed by a notebook) is appended,
+once per process, to the file the environment variable ``DPO_GRPO_I18N_MISSES`` names,
+if it is set; the Chinese book build sets it and requires the file to stay empty.
+Strings defined before the language is known (module-level labels) are marked with
+:func:`N_` where they are written and translated with :func:`tr` where they are shown.
 
-:func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese glyphs when the language
-is ``"zh"``.
+:func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese
+glyphs when the language is ``"zh"``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ __all__ = [
     "CJK_FONT_FAMILY",
     "LANGUAGES",
     "LANG_ENV",
+    "MISSES_ENV",
     "N_",
     "catalog",
     "language",
@@ -37,16 +44,19 @@ __all__ = [
 
 #: The environment variable that chooses the language.
 LANG_ENV = "DPO_GRPO_LANG"
+#: The environment variable naming the file where untranslated strings are recorded (one
+#: per line).
+MISSES_ENV = "DPO_GRPO_I18N_MISSES"
 #: The languages the package speaks.
 LANGUAGES = ("en", "zh")
-#: The font stack of Chinese figures: the web font the Chinese site serves (Noto Sans SC), then the CJK fonts a
-#: reader's system has (Linux, Windows, macOS).
+#: The font stack of Chinese figures: the web font the Chinese site serves (Noto Sans
+#: SC), then the CJK fonts a reader's system has (Linux, Windows, macOS).
 CJK_FONT_FAMILY = (
     "Noto Sans SC, Noto Sans CJK SC, Microsoft YaHei, PingFang SC, "
     "WenQuanYi Micro Hei, sans-serif"
 )
-#: The CJK font files matplotlib can read (Debian's fonts-noto-cjk, then other common places); the first that
-#: exists is used.
+#: The CJK font files matplotlib can read (Debian's fonts-noto-cjk, then other common
+#: places); the first that exists is used.
 CJK_FONT_FILES = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
     "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
@@ -56,44 +66,54 @@ CJK_FONT_FILES = (
     "C:/Windows/Fonts/msyh.ttc",
 )
 _CATALOG_DIR = Path(__file__).resolve().parent / "data" / "i18n"
+#: the misses this process has recorded already
+_RECORDED: set[str] = set()
 
 
 def language() -> str:
-    """The reader's language, ``"en"`` or ``"zh"``: the environment variable ``DPO_GRPO_LANG`` (default ``"en"``)."""
+    """The reader's language, ``"en"`` or ``"zh"``: the environment variable
+    ``DPO_GRPO_LANG`` (default ``"en"``)."""
     value = os.environ.get(LANG_ENV, "").strip() or "en"
     if value not in LANGUAGES:
         raise ValueError(
-            f"environment variable {LANG_ENV} must be one of {', '.join(LANGUAGES)}, got {value!r}"
+            f"environment variable {LANG_ENV} must be one of {', '.join(LANGUAGES)}, "
+            f"got {value!r}"
         )
     return value
 
 
 @functools.lru_cache(maxsize=None)
 def catalog(lang: str = "zh") -> dict[str, str]:
-    """The translations into ``lang`` (English text -> translated text), read once from ``data/i18n/<lang>.json``."""
+    """The translations into ``lang`` (English text -> translated text), read once from
+    ``data/i18n/<lang>.json``."""
     if lang not in LANGUAGES or lang == "en":
         raise ValueError(
-            f"lang must be a translated language ({', '.join(LANGUAGES[1:])}), got {lang!r}"
+            f"lang must be a translated language ({', '.join(LANGUAGES[1:])}), got "
+            f"{lang!r}"
         )
     with open(_CATALOG_DIR / f"{lang}.json", encoding="utf-8") as fh:
         return json.load(fh)
 
 
 def N_(text: str, /) -> str:
-    """Mark ``text`` for the catalog where it is defined and return it unchanged (gettext's convention); the code
-    that shows it passes it through :func:`tr`."""
+    """Mark ``text`` for the catalog where it is defined and return it unchanged
+    (gettext's convention); the code that shows it passes it through :func:`tr`."""
     return text
 
 
 def tr(text: str, /, **fields) -> str:
-    """``text`` (an English UI string) in the current language, then ``.format(**fields)`` when fields are given.
+    """``text`` (an English UI string) in the current language, then
+    ``.format(**fields)`` when fields are given.
 
-    A string the catalog lacks falls back to English; so does a translation whose fields do not format.
+    A string the catalog lacks falls back to English; so does a translation whose fields
+    do not format.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     lang = language()
     out = text if lang == "en" else catalog(lang).get(text, text)
+    if lang != "en" and text not in catalog(lang):
+        _record_miss(text)
     if not fields:
         return out
     try:
@@ -104,15 +124,28 @@ def tr(text: str, /, **fields) -> str:
         return text.format(**fields)
 
 
+def _record_miss(text: str) -> None:
+    """Append ``text`` to the file :data:`MISSES_ENV` names (once per process; line
+    breaks written as ``\\n``)."""
+    path = os.environ.get(MISSES_ENV, "").strip()
+    if not path or text in _RECORDED:
+        return
+    _RECORDED.add(text)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text.replace("\\", "\\\\").replace("\n", "\\n") + "\n")
+
+
 def plotly_font() -> dict:
-    """The ``layout.font`` additions of a figure in the current language: a CJK font stack in Chinese, else none."""
+    """The ``layout.font`` additions of a figure in the current language: a CJK font
+    stack in Chinese, else none."""
     return {"family": CJK_FONT_FAMILY} if language() == "zh" else {}
 
 
 def use_cjk_matplotlib_font() -> str | None:
-    """In Chinese, register the first CJK font file found (:data:`CJK_FONT_FILES`) with matplotlib and put its
-    family first in ``font.sans-serif``; returns the family name, or ``None`` in English or when no file exists
-    (matplotlib then warns about missing glyphs)."""
+    """In Chinese, register the first CJK font file found (:data:`CJK_FONT_FILES`) with
+    matplotlib and put its family first in ``font.sans-serif``; returns the family name,
+    or ``None`` in English or when no file exists (matplotlib then warns about missing
+    glyphs)."""
     if language() != "zh":
         return None
     path = next((p for p in CJK_FONT_FILES if os.path.exists(p)), None)

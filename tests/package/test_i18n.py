@@ -203,6 +203,25 @@ def test_a_missing_translation_falls_back_to_english(monkeypatch):
     assert tr("no such string {n}", n=1) == "no such string 1"
 
 
+def test_a_missing_translation_is_recorded_once_when_asked(monkeypatch, tmp_path):
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setattr(i18n, "_RECORDED", set())
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    monkeypatch.delenv("DPO_GRPO_I18N_MISSES", raising=False)
+    tr("not recorded without the variable")
+    assert not misses.exists()
+    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
+    tr("no entry {n}", n=1)
+    tr("no entry {n}", n=2)
+    tr("two\nlines")
+    tr("correct.")  # translated: not a miss
+    assert misses.read_text(encoding="utf-8") == "no entry {n}\ntwo\\nlines\n"
+    # English is never a miss
+    monkeypatch.setenv("DPO_GRPO_LANG", "en")
+    tr("an English-only string")
+    assert "English-only" not in misses.read_text(encoding="utf-8")
+
+
 def test_a_translation_with_broken_fields_falls_back_to_english(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     monkeypatch.setitem(i18n.catalog("zh"), "x = {v}", "x 等于 {w}")
