@@ -62,7 +62,9 @@ def test_headers_and_label_cells_in_chinese(monkeypatch):
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     en = html_table(rows, cols, code_columns=(1,))
     assert ">estimator</th>" in en and ">centred</td>" in en and not HAN.search(en)
-    assert markdown_table(rows, cols).splitlines()[0] == "| estimator | loss_type | mean |"
+    assert (
+        markdown_table(rows, cols).splitlines()[0] == "| estimator | loss_type | mean |"
+    )
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     zh = html_table(rows, cols, code_columns=(1,))
     assert ">估计量</th>" in zh and ">loss_type</th>" in zh and ">均值</th>" in zh
