@@ -39,7 +39,6 @@ NOTEBOOK_STEMS = [p.stem for p in PAGES if p.suffix == ".ipynb"]
 #: Translate a page (i18n/README.md), then remove it here; the list must end empty.
 UNTRANSLATED = [
     "04_code",
-    "lab_tiny_grpo",
 ]
 TRANSLATED = [s for s in STEMS if s not in UNTRANSLATED]
 
@@ -257,6 +256,35 @@ def test_glossary_check_catches_a_wrong_term_and_a_translated_trl_name():
         == []
     )
     assert zh_glossary.violations("Load the reference.", "加载参考答案。", glossary)
+
+
+def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code():
+    glossary = zh_glossary.load()
+    # the English is wrapped: a term may run over a line break
+    assert zh_glossary.violations(
+        "It drops zero-std\n   groups.", "它去掉相同分数的组。", glossary
+    )
+    assert (
+        zh_glossary.violations(
+            "It drops zero-std\n   groups.", "它去掉 zero-std 组。", glossary
+        )
+        == []
+    )
+    # the text between two roles is prose, not inline code: "check" there is the English verb
+    english = "See {ref}`ch-a`, then check {ref}`ch-b`."
+    assert (
+        zh_glossary.violations(
+            english, "见 {ref}`ch-a`，再核对 {ref}`ch-b`。", glossary
+        )
+        == []
+    )
+    # "a clip" of a video is not clipping
+    assert (
+        zh_glossary.violations(
+            "A terminal score for a clip.", "给一段视频一个终局分数。", glossary
+        )
+        == []
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
