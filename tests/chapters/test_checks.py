@@ -70,6 +70,16 @@ def test_report(results):
         checks.report({"x": 1})
 
 
+def test_report_in_chinese(results, monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    text = checks.report(results)
+    n = len(results)
+    assert text.count("通过  ") == n and f"{n}/{n} 项检查通过" in text
+    assert "PASS" not in text and "threshold" not in text and "阈值" in text
+    # the check names are keys and stay as they are
+    assert all(name in text for name in results)
+
+
 def test_command_line(capsys):
     assert checks.main(["--fast"]) == 0
     assert "checks passed" in capsys.readouterr().out

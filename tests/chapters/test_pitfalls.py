@@ -263,3 +263,18 @@ def test_mask_after_exp_leaks_padding_garbage():
     assert grpo_loss(
         dirty, old, None, adv, mask, beta=0.0, loss_type="bnpo"
     ).loss == pytest.approx(clean)
+
+
+def test_detector_messages_in_chinese(monkeypatch):
+    """The messages chapter 5b prints when a detector fires are Chinese under DPO_GRPO_LANG=zh."""
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    with pytest.raises(ValueError, match="规范要求 ddof=0"):
+        pf.assert_std_convention(
+            pf.advantages_torch_std_buggy(dg.reference.examples.REWARD_GROUPS), ddof=0
+        )
+    with pytest.raises(ValueError, match="先收集整组"):
+        pf.assert_shards_hold_complete_groups([0, 0, 1, 1], [0, 1, 0, 1], 2)
+    with pytest.raises(ValueError, match="排序一致率"):
+        pf.assert_reward_model_consistent([0.0, 1.0, 2.0], [2.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match="同策略时对数比率不为 0"):
+        pf.assert_on_policy_ratio_is_one([[0.0, 0.0]], [[0.5, 0.0]], [[1, 1]])

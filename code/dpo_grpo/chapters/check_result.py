@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..i18n import tr
+
 #: central finite differences with h = 1e-6 must agree with an analytic gradient to this
 #: absolute error
 FD_TOL = 1e-8
@@ -59,10 +61,17 @@ class CheckResult:
         return bool(self.passed)
 
     def line(self) -> str:
-        """One report line: PASS/FAIL, name, measured value and threshold."""
-        thr = "" if self.threshold is None else f" (threshold {self.threshold:.0e})"
-        status = "PASS" if self.passed else "FAIL"
-        return f"{status}  {self.name:<28} {self.value:.3e}{thr}  {self.description}"
+        """One report line: PASS/FAIL, name, measured value and threshold; words in the
+        reader's language (:func:`dpo_grpo.i18n.tr`), the name (a key) as it is."""
+        thr = (
+            ""
+            if self.threshold is None
+            else tr(" (threshold {threshold:.0e})", threshold=self.threshold)
+        )
+        status = tr("PASS") if self.passed else tr("FAIL")
+        return (
+            f"{status}  {self.name:<28} {self.value:.3e}{thr}  {tr(self.description)}"
+        )
 
 
 def check_result(name, value, threshold, description, details, passed=None):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import tr
 from .check_result import CheckResult
 from .dpo_checks import (
     check_chosen_probability_counterexample,
@@ -69,8 +70,13 @@ def report(results) -> str:
     lines = [r.line() for r in results.values()]
     n_pass = sum(r.passed for r in results.values())
     lines.append(
-        f"{n_pass}/{len(results)} checks passed (finite actions and synthetic losses; "
-        f"NumPy {np.__version__})"
+        tr(
+            "{n_pass}/{n} checks passed (finite actions and synthetic losses; "
+            "NumPy {numpy})",
+            n_pass=n_pass,
+            n=len(results),
+            numpy=np.__version__,
+        )
     )
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import tr
 from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
 from .scoring import assert_complete_groups
@@ -150,7 +151,12 @@ def assert_std_convention(advantages, ddof, tol=1e-2):
     bad = np.flatnonzero((found != ddof) & (found != -1))
     if bad.size:
         raise ValueError(
-            f"rows {bad.tolist()[:5]} were standardised with ddof={1 - ddof}, the spec says ddof={ddof}"
+            tr(
+                "rows {rows} were standardised with ddof={found}, the spec says ddof={ddof}",
+                rows=bad.tolist()[:5],
+                found=1 - ddof,
+                ddof=ddof,
+            )
         )
 
 
@@ -214,8 +220,14 @@ def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
         if (counts != g).any():
             p = uniq[counts != g][0]
             raise ValueError(
-                f"shard {s} holds {counts[counts != g][0]} of the {g} rows of prompt {p}: gather the "
-                "whole group before computing its mean and std"
+                tr(
+                    "shard {s} holds {n} of the {g} rows of prompt {p}: gather the whole group before "
+                    "computing its mean and std",
+                    s=s,
+                    n=counts[counts != g][0],
+                    g=g,
+                    p=p,
+                )
             )
 
 
@@ -322,8 +334,14 @@ def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
     again = tokenizer.encode(text)
     if again.shape != ids.shape or not np.array_equal(again, ids):
         raise ValueError(
-            f"text does not round-trip to the sampled tokens: {ids.size} sampled ids "
-            f"{ids.tolist()} vs {again.size} re-encoded ids {again.tolist()}"
+            tr(
+                "text does not round-trip to the sampled tokens: {n} sampled ids {ids} vs {m} "
+                "re-encoded ids {again}",
+                n=ids.size,
+                ids=ids.tolist(),
+                m=again.size,
+                again=again.tolist(),
+            )
         )
 
 
@@ -342,8 +360,12 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
     gap = np.abs(np.where(active, new - old, 0.0))
     if gap.max() > atol:
         raise ValueError(
-            f"on-policy log-ratio is not 0 (max |new - old| = {np.nanmax(gap):.3g} > {atol:g}): the "
-            "trainer's tokens differ from the sampled ones"
+            tr(
+                "on-policy log-ratio is not 0 (max |new - old| = {gap:.3g} > {atol:g}): the "
+                "trainer's tokens differ from the sampled ones",
+                gap=np.nanmax(gap),
+                atol=atol,
+            )
         )
 
 
@@ -529,7 +551,11 @@ def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
     lo = v.scalar(min_agreement, "min_agreement")
     if agree < lo:
         raise ValueError(
-            f"reward models disagree on the calibration set: rank agreement {agree:.3f} < {lo:g}"
+            tr(
+                "reward models disagree on the calibration set: rank agreement {agree:.3f} < {lo:g}",
+                agree=agree,
+                lo=lo,
+            )
         )
     return agree
 
