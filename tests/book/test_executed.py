@@ -1,5 +1,8 @@
-"""Every chapter ran, once, in the book build: the executed notebooks in ``_build/jupyter_execute`` (the
-``built_book`` fixture) hold every code cell the build runs, each with an execution count and no error.
+"""Every chapter ran, once, in the book build, in both editions: the executed notebooks in ``_build/jupyter_execute``
+(the English site) and ``_build/zh/_build/jupyter_execute`` (the Chinese one, ``scripts/build_book.py --zh``; the
+``built_book`` fixture) hold every code cell the build runs, each with an execution count and no error. The Chinese
+notebooks have the English code cells (same ids; the set-up cell also sets ``DPO_GRPO_LANG=zh``), so both are
+compared with the English source.
 
 This is the check ``pytest --nbmake book`` made by executing every notebook a second time; the build already
 executes each chapter with ``allow_errors: false`` (``_config.yml``), and these tests read what it produced. The
@@ -12,9 +15,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
+#: edition -> its executed notebooks, below the build folder
+EXECUTED = {
+    "en": Path("jupyter_execute"),
+    "zh": Path("zh") / "_build" / "jupyter_execute",
+}
 
 
 def unexecuted_or_failed(source_nb, executed_nb) -> list[str]:
@@ -51,9 +58,12 @@ def test_a_cell_that_did_not_run_or_failed_is_reported():
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
-def test_every_cell_ran_without_error_in_the_build(built_book, stem):
+@pytest.mark.parametrize("edition", sorted(EXECUTED))
+def test_every_cell_ran_without_error_in_the_build(built_book, edition, stem):
     source = nbformat.read(ROOT / "book" / f"{stem}.ipynb", as_version=4)
-    executed = nbformat.read(
-        built_book / "jupyter_execute" / "book" / f"{stem}.ipynb", as_version=4
+    path = built_book / EXECUTED[edition] / "book" / f"{stem}.ipynb"
+    assert path.is_file(), (
+        f"the {edition} build did not execute {stem}: {path} is missing"
     )
+    executed = nbformat.read(path, as_version=4)
     assert unexecuted_or_failed(source, executed) == []
