@@ -14,7 +14,9 @@ reader's notebook; ``tests/package/test_i18n.py`` fails on such a string, and on
 entries that no code uses any more. A string that reaches ``tr`` at run time without an
 entry (one a test cannot see: built from data, or passed by a notebook) is appended,
 once per process, to the file the environment variable ``DPO_GRPO_I18N_MISSES`` names,
-if it is set; the Chinese book build sets it and requires the file to stay empty.
+if it is set; the Chinese book build sets it and requires the file to stay empty. A
+string with nothing to translate is no miss (:func:`needs_translation`: symbols such as
+``β`` or ``G``, acronyms such as ``GRPO``, code names such as ``num_iterations``).
 Strings defined before the language is known (module-level labels) are marked with
 :func:`N_` where they are written and translated with :func:`tr` where they are shown.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "N_",
     "catalog",
     "language",
+    "needs_translation",
     "plotly_font",
     "tr",
     "use_cjk_matplotlib_font",
@@ -66,6 +70,8 @@ CJK_FONT_FILES = (
     "C:/Windows/Fonts/msyh.ttc",
 )
 _CATALOG_DIR = Path(__file__).resolve().parent / "data" / "i18n"
+_ENGLISH_WORD = re.compile(r"[a-z]{3,}")
+_IDENTIFIER = re.compile(r"[A-Za-z]\w*_\w*")
 #: the misses this process has recorded already
 _RECORDED: set[str] = set()
 
@@ -95,6 +101,13 @@ def catalog(lang: str = "zh") -> dict[str, str]:
         return json.load(fh)
 
 
+def needs_translation(text: str, /) -> bool:
+    """Whether ``text`` has English to translate: a lowercase word of three letters or
+    more, and not one code name with an underscore (``num_iterations``). Symbols
+    (``β``, ``G``, ``lr``) and acronyms (``GRPO``) read the same in every language."""
+    return bool(_ENGLISH_WORD.search(text)) and not _IDENTIFIER.fullmatch(text)
+
+
 def N_(text: str, /) -> str:
     """Mark ``text`` for the catalog where it is defined and return it unchanged
     (gettext's convention); the code that shows it passes it through :func:`tr`."""
@@ -105,14 +118,14 @@ def tr(text: str, /, **fields) -> str:
     """``text`` (an English UI string) in the current language, then
     ``.format(**fields)`` when fields are given.
 
-    A string the catalog lacks falls back to English; so does a translation whose fields
-    do not format.
+    A string the catalog lacks falls back to English (recorded as a miss when it
+    :func:`needs_translation`); so does a translation whose fields do not format.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     lang = language()
     out = text if lang == "en" else catalog(lang).get(text, text)
-    if lang != "en" and text not in catalog(lang):
+    if lang != "en" and text not in catalog(lang) and needs_translation(text):
         _record_miss(text)
     if not fields:
         return out

@@ -222,6 +222,41 @@ def test_a_missing_translation_is_recorded_once_when_asked(monkeypatch, tmp_path
     assert "English-only" not in misses.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GRPO",
+        "DPO",
+        "δ",
+        "G",
+        "p",
+        "β",
+        "Δ",
+        "τ",
+        "lr",
+        "k3",
+        "num_iterations",
+        "steps_per_generation",
+    ],
+)
+def test_symbols_acronyms_and_code_names_are_no_miss(monkeypatch, tmp_path, text):
+    """The last Chinese build recorded these: nothing in them needs a translation."""
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setattr(i18n, "_RECORDED", set())
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
+    assert tr(text) == text
+    assert not misses.exists()
+    assert not i18n.needs_translation(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["step", "a new label", "clip (ε)", "PPO loss", "lr sweep"]
+)
+def test_english_words_still_need_a_translation(text):
+    assert i18n.needs_translation(text)
+
+
 def test_a_translation_with_broken_fields_falls_back_to_english(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     monkeypatch.setitem(i18n.catalog("zh"), "x = {v}", "x 等于 {w}")
