@@ -105,6 +105,8 @@ def config_zh(config: dict, title: str) -> dict:
     sphinx_config["book_assets_node_modules"] = str(ROOT / "node_modules")
     sphinx_config["book_language_switch"] = {"label": "English", "root": "../"}
     sphinx_config["book_reader_prefix"] = SITE_PREFIX
+    # the Chinese site serves its CJK web font, Noto Sans SC (book/_ext/dpo_grpo_book)
+    sphinx_config["book_cjk_web_font"] = True
     return cfg
 
 

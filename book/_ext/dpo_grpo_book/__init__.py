@@ -34,6 +34,12 @@ What it does, so that the built site works with no network at read time (opened 
    sets ``book_reader_prefix: zh/`` (``.../blob/notebooks/zh/<name>.ipynb``).
 5. **Language switch.** ``book_language_switch: {label: 中文, root: zh/}`` puts a header link to the same page in
    the other edition (the Chinese site is built into ``_build/html/zh/``; ``scripts/zh_edition.py``).
+6. **A CJK web font for the Chinese edition.** ``book_cjk_web_font: true`` (set by ``scripts/zh_edition.py`` for the
+   Chinese site only) copies fontsource's Noto Sans SC (``@fontsource/noto-sans-sc``, OFL-1.1; regular and bold,
+   ``400.css``/``700.css`` and their woff2/woff files) into ``_static/vendor/noto-sans-sc/`` and loads it on every
+   page, with a style sheet that puts it after the Latin system fonts for the text and headings. The plotly
+   figures name it first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so the pages and the figures draw Chinese with the
+   same served font whatever fonts the reader's system has.
 """
 
 from __future__ import annotations
@@ -84,6 +90,26 @@ NODE_ASSETS = (
         ),
         "html-manager",
     ),
+)
+
+#: The Chinese edition's web font (``book_cjk_web_font``): package, weights, destination below _static/vendor/
+CJK_FONT_PACKAGE = "@fontsource/noto-sans-sc"
+CJK_FONT_WEIGHTS = (400, 700)
+CJK_FONT_DIR = f"{VENDOR}/noto-sans-sc"
+#: Latin text keeps the system's fonts; Han characters fall through to the served font, before the generic family
+#: (which a browser may map to any CJK font of the system). Text, headings, code and widget labels.
+CJK_FONT_STACK = '-apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", Arial, "Noto Sans SC", sans-serif'
+CJK_MONO_STACK = (
+    'ui-monospace, "Cascadia Code", "Source Code Pro", Menlo, Consolas, "DejaVu Sans Mono", "Noto Sans SC", '
+    "monospace"
+)
+CJK_FONT_CSS = (
+    ":root {\n"
+    f"  --pst-font-family-base: {CJK_FONT_STACK};\n"
+    f"  --pst-font-family-heading: {CJK_FONT_STACK};\n"
+    f"  --pst-font-family-monospace: {CJK_MONO_STACK};\n"
+    f"  --jp-widgets-font-family: {CJK_FONT_STACK};\n"
+    "}\n"
 )
 
 
@@ -191,6 +217,30 @@ def vendor_assets(outdir, node_modules) -> Path:
     return target
 
 
+def vendor_cjk_font(outdir, node_modules) -> list[str]:
+    """Copy the Chinese edition's web font into ``outdir/_static/vendor/noto-sans-sc``; return the style sheets
+    to load (paths below ``_static/``)."""
+    from sphinx.errors import ExtensionError
+
+    root = Path(node_modules) / CJK_FONT_PACKAGE
+    target = Path(outdir) / "_static" / CJK_FONT_DIR
+    sheets = []
+    for weight in CJK_FONT_WEIGHTS:
+        css = root / f"{weight}.css"
+        files = sorted((root / "files").glob(f"*-{weight}-normal.woff*"))
+        if not css.is_file() or not files:
+            raise ExtensionError(
+                f"{root}: {weight}.css or its font files are missing. The Chinese edition serves its CJK font "
+                "locally: run `npm ci` in the repository root (`make book` does it)."
+            )
+        _copy(css, target / css.name)
+        for src in files:
+            _copy(src, target / "files" / src.name)
+        sheets.append(f"{CJK_FONT_DIR}/{css.name}")
+    (target / "book-font.css").write_text(CJK_FONT_CSS, encoding="utf-8")
+    return sheets + [f"{CJK_FONT_DIR}/book-font.css"]
+
+
 def _check_local(app, url, what):
     from sphinx.errors import ExtensionError
 
@@ -228,6 +278,9 @@ def _on_builder_inited(app):
         app.confdir, "node_modules"
     )
     vendor_assets(app.outdir, node_modules)
+    if app.config.book_cjk_web_font:
+        for sheet in vendor_cjk_font(app.outdir, node_modules):
+            app.add_css_file(sheet)
     _check_local(app, app.config.mathjax_path, "mathjax_path")
     for url in getattr(app.config, "nb_ipywidgets_js", {}) or {}:
         _check_local(app, url, "nb_ipywidgets_js")
@@ -395,6 +448,7 @@ def setup(app):
     # this edition's notebooks on the reader branch (the launch buttons)
     app.add_config_value("book_language_switch", {}, "html", types=[dict])
     app.add_config_value("book_reader_prefix", "", "html", types=[str])
+    app.add_config_value("book_cjk_web_font", False, "html", types=[bool])
     app.connect("builder-inited", _declare_parallel_safe)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", page_scripts, priority=900)
