@@ -72,6 +72,7 @@ CJK_FONT_FILES = (
 _CATALOG_DIR = Path(__file__).resolve().parent / "data" / "i18n"
 _ENGLISH_WORD = re.compile(r"[a-z]{3,}")
 _IDENTIFIER = re.compile(r"[A-Za-z]\w*_\w*")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 #: the misses this process has recorded already
 _RECORDED: set[str] = set()
 
@@ -103,9 +104,14 @@ def catalog(lang: str = "zh") -> dict[str, str]:
 
 def needs_translation(text: str, /) -> bool:
     """Whether ``text`` has English to translate: a lowercase word of three letters or
-    more, and not one code name with an underscore (``num_iterations``). Symbols
-    (``β``, ``G``, ``lr``) and acronyms (``GRPO``) read the same in every language."""
-    return bool(_ENGLISH_WORD.search(text)) and not _IDENTIFIER.fullmatch(text)
+    more, not one code name with an underscore (``num_iterations``), no Chinese yet (a
+    text translated where it was built). Symbols (``β``, ``G``, ``lr``) and acronyms
+    (``GRPO``) read the same in every language."""
+    return (
+        bool(_ENGLISH_WORD.search(text))
+        and not _IDENTIFIER.fullmatch(text)
+        and not _HAN.search(text)
+    )
 
 
 def N_(text: str, /) -> str:

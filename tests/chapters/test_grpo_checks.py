@@ -1,6 +1,8 @@
 """dpo_grpo.chapters.grpo_checks: the bandit table matches the article, and each GRPO
 check fails when the thing it checks is broken."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -111,3 +113,35 @@ def test_invalid_arguments():
         grpo_checks.two_sample_gap_table([0.0])
     with pytest.raises(ValueError, match="eps"):
         grpo_checks.two_sample_gap_table([1.0], eps=0)
+
+
+def test_descriptions_and_case_names_in_chinese_and_english(monkeypatch):
+    """Report lines in the reader's language (counts filled in); the invalid-input cases
+    keep English keys and have Chinese labels (the table shows them translated)."""
+    from dpo_grpo.i18n import catalog
+    from dpo_grpo.tables import html_table
+
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    masks = grpo_checks.check_masks()
+    assert masks.description == "padding NaN/inf ignored; 9/9 invalid inputs rejected"
+    assert (
+        grpo_checks.check_group_enumeration()
+        .line()
+        .endswith("27 groups: centred, leave-one-out, standardised")
+    )
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    assert "9/9 个无效输入被拒绝" in grpo_checks.check_masks().line()
+    assert "27 个组" in grpo_checks.check_group_enumeration().line()
+    assert "5 种配置 × 1 个种子" in grpo_checks.check_bandit_table(seeds=[0]).line()
+    for check in (
+        grpo_checks.check_two_sample_gaps,
+        grpo_checks.check_kl,
+        grpo_checks.check_surrogate_gradient,
+        grpo_checks.check_clip_does_not_bound_kl,
+    ):
+        line = check().line()
+        assert re.search(r"[\u4e00-\u9fff]", line.split("  ")[-1]), line
+    names = [desc for desc, _ in grpo_checks.invalid_input_cases()]
+    assert names[0] == "group of one answer (G = 1)"
+    assert all(name in catalog("zh") for name in names)
+    assert "只有一个回答的组" in html_table([[names[0], "x"]], ["invalid input", "m"])

@@ -237,6 +237,7 @@ def test_a_missing_translation_is_recorded_once_when_asked(monkeypatch, tmp_path
         "k3",
         "num_iterations",
         "steps_per_generation",
+        "已翻译的 logits 文本",
     ],
 )
 def test_symbols_acronyms_and_code_names_are_no_miss(monkeypatch, tmp_path, text):

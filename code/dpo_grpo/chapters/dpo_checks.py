@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from ..reference.dpo import max_objective_identity_error
 from ..trl_exact.dpo import dpo_loss
@@ -53,7 +54,7 @@ def check_objective_identity(n_policies=200, seed=17) -> CheckResult:
         "objective_identity",
         errors.max(),
         EXACT_TOL,
-        f"J(p) = beta log Z - beta KL(p||pi*) over {n} random policies",
+        tr("J(p) = beta log Z - beta KL(p||pi*) over {n} random policies", n=n),
         details,
         ok,
     )
@@ -95,7 +96,7 @@ def check_dpo_gradient(h=1e-6) -> CheckResult:
         "dpo_gradient",
         errors["sigmoid"],
         FD_TOL,
-        "DPO analytic gradient vs finite differences",
+        N_("DPO analytic gradient vs finite differences"),
         details,
         max(errors.values()) < FD_TOL,
     )
@@ -157,7 +158,7 @@ def check_dpo_swap() -> CheckResult:
         "dpo_swap",
         out.loss,
         None,
-        "swapped policy log-probs: logits and loss",
+        N_("swapped policy log-probs: logits and loss"),
         details,
         ok,
     )
@@ -190,7 +191,7 @@ def check_chosen_probability_counterexample() -> CheckResult:
         "dpo_chosen_probability_drop",
         before - after,
         None,
-        "chosen probability falls, DPO loss falls",
+        N_("chosen probability falls, DPO loss falls"),
         details,
         ok,
     )

@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from ..reference import examples as ex
 from ..reference.advantages import group_advantages
 from ..reference.bandit import bandit_seed_table
@@ -95,7 +96,7 @@ def check_group_enumeration(eps=1e-4) -> CheckResult:
         "group_enumeration",
         worst,
         EXACT_TOL,
-        f"{count} groups: centred, leave-one-out, standardised",
+        tr("{count} groups: centred, leave-one-out, standardised", count=count),
         details,
         ok,
     )
@@ -140,7 +141,7 @@ def check_two_sample_gaps() -> CheckResult:
         "two_sample_gaps",
         err,
         EXACT_TOL,
-        "[0, d]: advantage = d / (d + 2 eps)",
+        N_("[0, d]: advantage = d / (d + 2 eps)"),
         dict(rows=rows),
         ok,
     )
@@ -232,7 +233,7 @@ def check_kl(h=1e-6) -> CheckResult:
         "kl_value_and_gradient",
         errors["corrected gradient (fd) - true gradient"],
         FD_TOL,
-        "k3: ratio-weighted value and gradient are exact, bare/detached are not",
+        N_("k3: ratio-weighted value and gradient are exact, bare/detached are not"),
         details,
         ok,
     )
@@ -341,7 +342,7 @@ def check_surrogate_gradient() -> CheckResult:
         "surrogate_gradient",
         worst,
         FD_TOL,
-        "full softmax surrogate gradient: both platforms, both wrong directions",
+        N_("full softmax surrogate gradient: both platforms, both wrong directions"),
         details,
         worst < FD_TOL and need <= covered,
     )
@@ -363,27 +364,27 @@ def invalid_input_cases() -> list:
     nan_valid = old.copy()
     nan_valid[0, 0] = np.nan
     return [
-        ("group of one answer (G = 1)", lambda: group_advantages([[1.0]])),
-        ("NaN reward", lambda: group_advantages([[1.0, np.nan]])),
-        ("std guard eps = 0", lambda: group_advantages([[1.0, 2.0]], eps=0)),
-        ("DPO beta = 0", lambda: dpo_loss([1.0], [2.0], [3.0], [4.0], beta=0)),
+        (N_("group of one answer (G = 1)"), lambda: group_advantages([[1.0]])),
+        (N_("NaN reward"), lambda: group_advantages([[1.0, np.nan]])),
+        (N_("std guard eps = 0"), lambda: group_advantages([[1.0, 2.0]], eps=0)),
+        (N_("DPO beta = 0"), lambda: dpo_loss([1.0], [2.0], [3.0], [4.0], beta=0)),
         (
-            "a sequence with no valid token",
+            N_("a sequence with no valid token"),
             lambda: grpo_loss(old, old, old, adv, np.zeros_like(mask)),
         ),
         (
-            "mask entries other than 0/1",
+            N_("mask entries other than 0/1"),
             lambda: grpo_loss(old, old, old, adv, np.full_like(mask, 2)),
         ),
         (
-            "NaN log-prob at a valid position",
+            N_("NaN log-prob at a valid position"),
             lambda: grpo_loss(nan_valid, old, old, adv, mask),
         ),
         (
-            "exp overflow at a valid position",
+            N_("exp overflow at a valid position"),
             lambda: grpo_loss(old + 800.0, old, old, adv, mask),
         ),
-        ("one advantage too few", lambda: grpo_loss(old, old, old, adv[:1], mask)),
+        (N_("one advantage too few"), lambda: grpo_loss(old, old, old, adv[:1], mask)),
     ]
 
 
@@ -463,7 +464,11 @@ def check_masks() -> CheckResult:
         "masks",
         loss_err,
         EXACT_TOL,
-        f"padding NaN/inf ignored; {rejected}/{len(cases)} invalid inputs rejected",
+        tr(
+            "padding NaN/inf ignored; {rejected}/{n} invalid inputs rejected",
+            rejected=rejected,
+            n=len(cases),
+        ),
         details,
         ok,
     )
@@ -498,7 +503,7 @@ def check_bandit_table(seeds=range(10)) -> CheckResult:
         "bandit_table",
         max(diffs),
         5e-7,
-        f"5 configurations x {len(seeds)} seeds",
+        tr("5 configurations x {n} seeds", n=len(seeds)),
         dict(table=table),
         ok,
     )
@@ -531,7 +536,7 @@ def check_clip_does_not_bound_kl() -> CheckResult:
         "clip_does_not_bound_kl",
         kl_s,
         None,
-        "KL at the first clip: shared vs per-token logits",
+        N_("KL at the first clip: shared vs per-token logits"),
         details,
         ok,
     )
