@@ -19,6 +19,23 @@ def test_assert_complete_groups():
         scoring.assert_complete_groups([0, 0, 0], 2)
 
 
+def test_group_messages_in_english_and_chinese(monkeypatch):
+    """Chapter 5 prints these messages: English as before, Chinese under DPO_GRPO_LANG=zh."""
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    with pytest.raises(ValueError) as en:
+        scoring.assert_complete_groups([0, 1, 0, 1], 2)
+    assert str(en.value) == (
+        "group boundary broken: block 0 (rows 0..1) mixes prompt ids [0, 1]"
+    )
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    with pytest.raises(
+        ValueError, match=r"组边界被打破：第 0 块（第 0\.\.1 行）.*\[0, 1\]"
+    ):
+        scoring.assert_complete_groups([0, 1, 0, 1], 2)
+    with pytest.raises(ValueError, match="占了不止一个 2 行的块"):
+        scoring.assert_complete_groups([0, 0, 0, 0], 2)
+
+
 def test_group_statistics_matches_reward_advantages():
     _, ro = toy_rollout()
     rpf = scoring.score(ro, toy_reward_fns())

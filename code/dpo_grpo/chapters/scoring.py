@@ -8,6 +8,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import tr
 from ..trl_exact.advantages import reward_advantages
 from .rollout import EOS, Rollout, as_array, require_rollout
 
@@ -99,18 +100,26 @@ def assert_complete_groups(prompt_ids, group_size):
     if bad.size:
         j = int(bad[0])
         raise ValueError(
-            f"group boundary broken: block {j} (rows {j * g}..{j * g + g - 1}) mixes "
-            "prompt ids "
-            f"{sorted(set(blocks[j].tolist()))}"
+            tr(
+                "group boundary broken: block {j} (rows {first}..{last}) mixes prompt "
+                "ids {ids}",
+                j=j,
+                first=j * g,
+                last=j * g + g - 1,
+                ids=sorted(set(blocks[j].tolist())),
+            )
         )
     firsts = blocks[:, 0]
     uniq, counts = np.unique(firsts, return_counts=True)
     if (counts > 1).any():
         raise ValueError(
-            f"prompt {uniq[counts > 1][0]!r} owns more than one block of {g} rows: "
-            "each prompt must "
-            "have exactly group_size rows (gather the whole group before computing "
-            "statistics)"
+            tr(
+                "prompt {prompt!r} owns more than one block of {g} rows: each prompt "
+                "must have exactly group_size rows (gather the whole group before "
+                "computing statistics)",
+                prompt=uniq[counts > 1][0],
+                g=g,
+            )
         )
 
 
