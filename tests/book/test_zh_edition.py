@@ -37,9 +37,7 @@ NOTEBOOK_STEMS = [p.stem for p in PAGES if p.suffix == ".ipynb"]
 
 #: Pages not translated yet: their English blocks stay English on the Chinese site (with a note saying so).
 #: Translate a page (i18n/README.md), then remove it here; the list must end empty.
-UNTRANSLATED = [
-    "04_code",
-]
+UNTRANSLATED: list[str] = []
 TRANSLATED = [s for s in STEMS if s not in UNTRANSLATED]
 
 
