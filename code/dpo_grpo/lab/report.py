@@ -8,15 +8,26 @@ names and symbols stay as they are.
 
 from __future__ import annotations
 
+import itertools
+
 from .. import _validation as v
-from ..i18n import N_, tr
+from ..i18n import N_, language, tr
 
 __all__ = [
+    "answer_note",
+    "comparison_sentence",
     "error_profile_table",
+    "live_check_line",
+    "live_check_sentence",
+    "margin_rise_phrase",
     "ppo_vs_grpo_cost_table",
+    "ratio_trend_phrase",
+    "robustness_sentence",
     "robustness_text",
     "rollout_vs_train_text",
     "seed_summary_text",
+    "sft_error_sentence",
+    "sft_summary_line",
     "state_listing",
 ]
 
@@ -45,6 +56,57 @@ COST_ROWS = (
     (N_("peak memory (MiB)"), "peak_memory_bytes", 2**20),
     (N_("time per step (s, median)"), "step_seconds_median", 1),
 )
+
+
+#: :func:`comparison_sentence`'s sentences: comparison -> direction of the paired
+#: difference (:func:`dpo_grpo.lab.sweep.direction`) -> the sentence
+COMPARISONS = {
+    "grpo_vs_rft": {
+        "behind": N_(
+            "At this budget, on this task, GRPO did not help against the control: "
+            "fine-tuning once on verified samples of the start policy (RFT) ended "
+            "ahead of sampling afresh at every step"
+        ),
+        "ahead": N_(
+            "At this budget, on this task, GRPO's fresh samples paid off: "
+            "it ended ahead of RFT"
+        ),
+        "not separated": N_(
+            "At this budget, on this task, the seeds do not separate GRPO from RFT"
+        ),
+    },
+    "dpo_nll_vs_rft": {
+        "behind": N_(
+            "The DPO term does not add to RFT here: DPO + NLL ends behind RFT on "
+            "the same pairs, and its lead over DPO alone comes from the NLL term"
+        ),
+        "ahead": N_(
+            "The DPO term adds to RFT here: DPO + NLL ends ahead of the NLL term "
+            "alone on the same pairs"
+        ),
+        "not separated": N_(
+            "The seeds do not separate DPO + NLL from RFT: what DPO + NLL gains "
+            "over DPO alone is not shown to need the DPO term"
+        ),
+    },
+    "ppo_vs_grpo": {
+        "behind": N_("PPO, with its critic, ends behind GRPO"),
+        "ahead": N_("PPO, with its critic, ends ahead of GRPO"),
+        "not separated": N_(
+            "the seeds do not separate PPO, with its critic, from GRPO"
+        ),
+    },
+    "dpo_vs_start": {
+        "ahead": N_("its final greedy pass rate is above its start"),
+        "behind": N_("its final greedy pass rate is below its start"),
+        "not separated": N_(
+            "its final greedy pass rate is not separated from its start"
+        ),
+    },
+}
+DIRECTIONS = ("ahead", "behind", "not separated")
+#: what separates the items of a list inside a sentence, per language
+LIST_SEPARATOR = {"en": "; ", "zh": "；"}
 
 
 def _metric(metric: str) -> str:
@@ -189,3 +251,169 @@ def state_listing(state: dict) -> str:
             lines.append(f"{key:<17} {described[:80]}")
     lines.append(tr("random generators saved:") + f" {list(state['rng'])}")
     return "\n".join(lines)
+
+
+def answer_note(correct, no_carry) -> str:
+    """What a greedy answer of the SFT listing is: ``"correct"``, ``"wrong: the
+    no-carry answer"`` (the demonstrator's flaw) or ``"wrong"``."""
+    correct, no_carry = v.boolean(correct, "correct"), v.boolean(no_carry, "no_carry")
+    if correct:
+        return tr("correct")
+    return tr("wrong: the no-carry answer") if no_carry else tr("wrong")
+
+
+def sft_summary_line(
+    steps, seconds, probe_pass, heldout_pass, nocarry, top, top_share
+) -> str:
+    """One line on the SFT warm-up: its steps and seconds, the probe's and the
+    held-out greedy pass rates, the no-carry share of the wrong answers, and the most
+    common wrong answer (``top``) with its share of them (``top_share``), as
+    :func:`~dpo_grpo.lab.evaluation.error_profile` returns them."""
+    return tr(
+        "SFT: {steps} steps in {seconds:.1f} s; probe pass rate {probe:.3f}; held-out "
+        "pass rate {heldout:.3f}; {nocarry:.0%} of the wrong answers are the no-carry "
+        "answer; the most common wrong answer is {top!r} ({share:.0%} of them)",
+        steps=v.integer(steps, "steps", minimum=0),
+        seconds=v.scalar(seconds, "seconds", nonnegative=True),
+        probe=v.scalar(probe_pass, "probe_pass", nonnegative=True, maximum=1),
+        heldout=v.scalar(heldout_pass, "heldout_pass", nonnegative=True, maximum=1),
+        nocarry=v.scalar(nocarry, "nocarry", nonnegative=True, maximum=1),
+        top=top,
+        share=v.scalar(top_share, "top_share", nonnegative=True, maximum=1),
+    )
+
+
+def sft_error_sentence(nocarry, top, top_share) -> str:
+    """What the SFT start's errors are, a clause that ends the page's sentence on them:
+    mostly the demonstrator's flaw when ``nocarry`` (the no-carry share of the wrong
+    answers) is at least one half, else the most common wrong answer ``top`` and its
+    share ``top_share`` of them."""
+    nocarry = v.scalar(nocarry, "nocarry", nonnegative=True, maximum=1)
+    top_share = v.scalar(top_share, "top_share", nonnegative=True, maximum=1)
+    if nocarry >= 0.5:
+        return tr("in most of its errors it reproduces the demonstrator's flaw")
+    return tr(
+        "most of its errors are not the flaw: the most common wrong answer, "
+        "`{top}`, accounts for {share:.0%} of them on its own. "
+        "SFT stopped early, by design, before the model had learned the sums: "
+        "the start is undertrained, and its errors collapse onto frequent answers "
+        "rather than onto the demonstrator's",
+        top=top,
+        share=top_share,
+    )
+
+
+def live_check_sentence(checks: dict, results: dict) -> str:
+    """How the page's live runs compare with the shipped sweep file, the predicate of
+    a sentence whose subject is the live runs: bit for bit, within one sample, or by
+    the largest difference in a pass rate (with the file's torch and CPU). ``checks``:
+    method name -> :func:`dpo_grpo.lab.sweep.compare`'s result; ``results``: the
+    sweep's results (:func:`dpo_grpo.lab.sweep.load`)."""
+    checks = _dict(checks, "checks")
+    results = _dict(results, "results")
+    if not checks:
+        raise ValueError("checks must name at least one method")
+    if all(c["exact"] for c in checks.values()):
+        return tr("reproduce the file bit for bit")
+    if all(c["within_tolerance"] for c in checks.values()):
+        return tr(
+            "reproduce the file's greedy curves exactly and its sampled pass@1 "
+            "to within one sample"
+        )
+    return tr(
+        "differ from the file by at most {diff:.3f} in a pass rate (the file was "
+        "written with torch {torch} on {cpu}; floating-point sums differ between CPU "
+        "types, and a run diverges from the first differing sample)",
+        diff=max(c["max_abs_diff"] for c in checks.values()),
+        torch=results["environment"]["torch"],
+        cpu=results["environment"]["cpu"],
+    )
+
+
+def live_check_line(seed, live: str) -> str:
+    """The printed line of :func:`live_check_sentence`'s verdict ``live`` for
+    ``seed``."""
+    return tr(
+        "seed {seed}, live vs file: {live}",
+        seed=v.integer(seed, "seed", minimum=0),
+        live=live,
+    )
+
+
+def comparison_sentence(which: str, direction: str) -> str:
+    """The sentence a paired comparison over the seeds supports, given its
+    ``direction`` (``"ahead"``, ``"behind"``, ``"not separated"``:
+    :func:`dpo_grpo.lab.sweep.direction`). ``which``: ``"grpo_vs_rft"`` (GRPO minus
+    the RFT control), ``"dpo_nll_vs_rft"`` (DPO + NLL minus RFT), ``"ppo_vs_grpo"`` (a
+    clause: PPO minus GRPO) or ``"dpo_vs_start"`` (a clause: DPO's final greedy pass
+    rate minus its start)."""
+    if which not in COMPARISONS:
+        raise ValueError(f"which must be one of {list(COMPARISONS)}, got {which!r}")
+    v.choice(direction, "direction", DIRECTIONS)
+    return tr(COMPARISONS[which][direction])
+
+
+def robustness_sentence(rob: dict, a: str = "grpo", b: str = "rft") -> str:
+    """The robustness table (:func:`robustness_text`'s ``rob``, both metrics) in one
+    sentence: in how many settings ``a`` ends behind ``b`` on the greedy and on the
+    sampled pass rate, then the settings where it does not, with their direction."""
+    from .sweep import NAMES
+
+    rob = _dict(rob, "rob")
+    for metric in METRIC_NAMES:
+        if metric not in rob:
+            raise ValueError(f"rob must have the metric {metric!r}")
+    for key, name in ((a, "a"), (b, "b")):
+        if key not in NAMES:
+            raise ValueError(f"{name} must be one of {list(NAMES)}, got {key!r}")
+    behind = {m: [r["direction"] == "behind" for r in rows] for m, rows in rob.items()}
+    elsewhere = [
+        tr(
+            "{label} ({kind}: {direction})",
+            label=tr(r["label"]),
+            kind=tr(metric.split("_")[1]),
+            direction=tr(r["direction"]),
+        )
+        for metric, rows in rob.items()
+        for r in rows
+        if r["direction"] != "behind"
+    ]
+    sentence = tr(
+        "{a} ends behind {b} in {greedy} of {n} settings on the greedy pass rate and "
+        "in {sampled} on the sampled pass@1",
+        a=NAMES[a],
+        b=NAMES[b],
+        greedy=sum(behind["final_greedy"]),
+        n=len(behind["final_greedy"]),
+        sampled=sum(behind["final_sampled"]),
+    )
+    if elsewhere:
+        sentence += tr(
+            "; the others: {others}", others=LIST_SEPARATOR[language()].join(elsewhere)
+        )
+    return sentence
+
+
+def _rises_each_time(values, name: str) -> bool:
+    values = v.sequence(values, name)
+    if len(values) < 2:
+        raise ValueError(f"{name} must hold at least two values, got {len(values)}")
+    values = [v.scalar(x, name) for x in values]
+    return all(b > a for a, b in itertools.pairwise(values))
+
+
+def margin_rise_phrase(margins) -> str:
+    """How DPO's pair margin rose over the evaluations ``margins``: ``"at every
+    evaluation"`` when each is above the one before, else ``"overall"``."""
+    if _rises_each_time(margins, "margins"):
+        return tr("at every evaluation")
+    return tr("overall")
+
+
+def ratio_trend_phrase(ratios) -> str:
+    """How the ratio of sampling time to training time moves over completion lengths
+    that double (``ratios``, shortest first): a predicate whose subject is the
+    ratio."""
+    if _rises_each_time(ratios, "ratios"):
+        return tr("rises with every doubling of the length")
+    return tr("rises overall, though not at every doubling")
