@@ -245,6 +245,51 @@ def test_benchmark_reader(tmp_path):
     assert "| 16x128 | numpy | 2.000 |" in md and "—" in md
 
 
+def test_benchmark_tables_in_chinese(monkeypatch):
+    """The appendix's benchmark headers and host line: English as above, Chinese under
+    DPO_GRPO_LANG=zh; the row keys the notebook indexes stay English."""
+    from dpo_grpo.data import bench_results as br
+
+    data = _bench_file()
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    summary = pa.target_summary(pa.benchmark_rows(data))
+    head = tables.markdown_table(summary, list(summary[0])).splitlines()[0]
+    assert (
+        head
+        == "| 变体 | 形状数 | 最小 x TRL | 最大 x 探针 | 达到 x TRL >= 2 | 达到 x 探针 <= 4 |"
+    )
+    assert summary[0]["min x TRL"] == 1.0
+    assert pa.benchmark_hardware(data) == "Toy CPU，2 个 CPU 核; torch 2.13.0; 设备 cpu"
+    assert pa.benchmark_hardware([]) == "未知硬件"
+    widget = {
+        "target_ms": 50.0,
+        "widgets": {
+            "bandit": {
+                "moves": 2,
+                "recompute_ms": {"median": 1.0, "p95": 2.0, "max": 3.0},
+                "recompute_plus_serialize_ms": {"p95": 4.0},
+                "slowest": {"control": "steps", "value": 1},
+                "rows": [{"recompute_ms": 3.0}],
+            }
+        },
+    }
+    rows = br.widget_latency_rows(widget)
+    assert rows[0]["explorable"] == "bandit"
+    head = tables.markdown_table(rows, list(rows[0])).splitlines()[0]
+    assert head == (
+        "| 交互图 | 拖动次数 | 中位数 ms | p95 ms | 最大 ms | p95 + 序列化 ms | 最慢的一次拖动 "
+        "| 低于 50 ms |"
+    )
+    draw = {
+        "benchmark": "frontend_draw",
+        "target_ms": 200.0,
+        "frontends": {"lab4": {"samples_ms": {"bandit": [1.0]}}},
+    }
+    rows = br.frontend_draw_rows(draw)
+    head = tables.markdown_table(rows, list(rows[0])).splitlines()[0]
+    assert head == "| 前端 | 交互图 | 重绘次数 | 中位数 ms | 最大 ms | 低于 200 ms |"
+
+
 def test_logprob_rows_and_shape_order(tmp_path):
     data = _bench_file()
     data["grpo_loss"]["shapes"]["article/64x512"] = data["grpo_loss"]["shapes"][
