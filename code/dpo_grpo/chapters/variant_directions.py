@@ -23,7 +23,8 @@ import numpy as np
 
 from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
-from .variants import GRPO_VARIANTS, toy_batch, variant_loss
+from .variant_rows import GRPO_VARIANTS
+from .variants import toy_batch, variant_loss
 
 __all__ = [
     "GSPO_CLIP_RATIO",
