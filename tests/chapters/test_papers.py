@@ -139,3 +139,12 @@ def test_r1_beta_is_the_value_trls_documentation_cites():
     (beta,) = [f for f in dataclasses.fields(trl.GRPOConfig) if f.name == "beta"]
     text = beta.metadata["help"]
     assert "DeepSeek-R1" in text and f"`{pp.R1_KL_BETA}`" in text
+
+
+def test_what_each_paper_introduced_in_english_and_chinese(monkeypatch):
+    """Chapter 7 prints p.introduced_text(): English as written, Chinese under DPO_GRPO_LANG=zh."""
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    assert [p.introduced_text() for p in pp.PAPERS] == [p.introduced for p in pp.PAPERS]
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    for p in pp.PAPERS:
+        assert re.search(r"[\u4e00-\u9fff]", p.introduced_text()), p.short

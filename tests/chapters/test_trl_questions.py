@@ -245,3 +245,31 @@ def test_vllm_log_line_on_policy_loss_is_not_zero():
     ref = q.log_line(update_scale=0.0, beta=0.04)
     assert same["metrics"]["loss"] == pytest.approx(ref["metrics"]["loss"], abs=1e-15)
     assert same["metrics"]["grad_norm"] == pytest.approx(ref["metrics"]["grad_norm"])
+
+
+def test_meanings_and_ln2_cases_in_english_and_chinese(monkeypatch):
+    """The run page's tables: English as written, Chinese under DPO_GRPO_LANG=zh (code names stay)."""
+    import html
+    import re
+
+    from dpo_grpo import tables
+
+    def cells(rows):
+        return re.findall(r"<td[^>]*>(.*?)</td>", tables.html_table(rows, ["x"]))
+
+    han = re.compile(r"[\u4e00-\u9fff]")
+    meanings = [[m] for m in q.LOG_LINE_MEANINGS.values()]
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    assert cells(meanings) == [html.escape(m) for [m] in meanings]
+    assert [r["case"] for r in q.dpo_stuck_at_ln2(0.1)] == [
+        "step 0: policy = reference",
+        "no gradient reaches the policy (grad_norm 0)",
+        "beta = 1e-8 (beta -> 0)",
+        "trained pairs, beta = 0.1",
+    ]
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    shown = cells(meanings)
+    assert all(han.search(c) for c in shown), [c for c in shown if not han.search(c)]
+    assert "max_grad_norm" in shown[1]
+    cases = [r["case"] for r in q.dpo_stuck_at_ln2(0.25)]
+    assert all(han.search(c) for c in cases) and "0.25" in cases[3]

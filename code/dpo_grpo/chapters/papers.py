@@ -22,8 +22,12 @@ class Paper(NamedTuple):
     title: str
     arxiv: str
     year: int
-    introduced: str  #: what the paper introduced
+    introduced: str  #: what the paper introduced (English, marked with N_)
     role: str  #: its role in the DPO-to-GRPO lineage
+
+    def introduced_text(self) -> str:
+        """What the paper introduced, in the reader's language."""
+        return tr(self.introduced)
 
 
 class Result(NamedTuple):
@@ -346,7 +350,7 @@ def timeline_figure(ax=None):
         ax.plot([x, lx], [0, -0.55], color=colors[p.key], lw=1.2, zorder=2)
         ax.scatter([x], [0], s=60, color=colors[p.key], zorder=3)
         text = f"{p.short}\narXiv:{p.arxiv} ({year}-{month:02d})\n" + _wrap(
-            tr(p.introduced), 26
+            p.introduced_text(), 26
         )
         ax.text(
             lx,

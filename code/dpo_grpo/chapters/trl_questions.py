@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from .displacement import dpo_displacement
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
@@ -376,8 +377,8 @@ def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
     - ``beta -> 0``: the logits ``beta * m`` are 0 whatever the policy does; loss ln 2, gradient proportional to beta;
     - ``policy identical to reference`` (the reference *is* the policy, e.g. a shared module that trains too): every
       step restarts at margin 0.
-    Each row: ``case``, ``loss``, ``grad_norm`` (norm of d loss / d policy log-probs; 0 for the case where the
-    parameters get no gradient), ``ln2_gap`` ``|loss - ln 2|``.
+    Each row: ``case`` (in the reader's language), ``loss``, ``grad_norm`` (norm of d loss / d policy log-probs; 0
+    for the case where the parameters get no gradient), ``ln2_gap`` ``|loss - ln 2|``.
     """
     from ..reference import examples as ex
 
@@ -407,41 +408,59 @@ def dpo_stuck_at_ln2(beta: float = 0.1) -> list:
         pairs["ref_rejected"],
         beta=beta,
     )
-    add("step 0: policy = reference", start)
-    add("no gradient reaches the policy (grad_norm 0)", start, reaches=False)
-    add("beta = 1e-8 (beta -> 0)", dpo_loss(**pairs, beta=1e-8))
-    add("trained pairs, beta = %g" % beta, dpo_loss(**pairs, beta=beta))
+    add(tr("step 0: policy = reference"), start)
+    add(tr("no gradient reaches the policy (grad_norm 0)"), start, reaches=False)
+    add(tr("beta = 1e-8 (beta -> 0)"), dpo_loss(**pairs, beta=1e-8))
+    add(tr("trained pairs, beta = {beta:g}", beta=beta), dpo_loss(**pairs, beta=beta))
     return rows
 
 
 #: What each metric of a TRL 1.16.0 GRPO log line measures (the order of :func:`log_line`).
 LOG_LINE_MEANINGS = {
-    "loss": "clipped surrogate + beta * k3, normalised by loss_type; per log: the sum of "
-    "the micro-batch losses (each / gradient_accumulation_steps) over the optimiser "
-    "steps since the last log",
-    "grad_norm": "L2 norm of the gradient over all trainable parameters, before clipping to max_grad_norm",
-    "num_tokens": "prompt + completion tokens seen so far (here: this step only)",
-    "completions/mean_length": "mean completion length in tokens (EOS included)",
-    "completions/min_length": "shortest completion",
-    "completions/max_length": "longest completion",
-    "completions/clipped_ratio": "fraction of completions cut at max_completion_length (no EOS): truncation",
-    "completions/mean_terminated_length": "mean length of the completions that did end with EOS",
-    "completions/min_terminated_length": "shortest terminated completion",
-    "completions/max_terminated_length": "longest terminated completion",
-    "rewards/accuracy/mean": "mean of reward function 'accuracy' over the whole batch",
-    "rewards/accuracy/std": "its std (ddof 1) over the whole batch, not per group",
-    "rewards/format/mean": "mean of reward function 'format'",
-    "rewards/format/std": "its batch std",
-    "reward": "batch mean of the weighted sum of the reward functions",
-    "reward_std": "batch std (ddof 1) of that sum",
-    "frac_reward_zero_std": "fraction of completions whose group has zero std (scale_rewards 'group'/'none' only)",
-    "kl": "masked mean of k3 over the completion tokens (only when beta > 0)",
-    "entropy": "masked mean of the policy's per-token entropy over the completion tokens",
-    "clip_ratio/low_mean": "fraction of tokens with A < 0 and ratio < 1 - epsilon (on the lower clip platform)",
-    "clip_ratio/low_min": "smallest per-sequence low fraction",
-    "clip_ratio/high_mean": "fraction of tokens with A > 0 and ratio > 1 + epsilon_high (upper platform)",
-    "clip_ratio/high_max": "largest per-sequence high fraction",
-    "clip_ratio/region_mean": "fraction of tokens on either platform",
+    "loss": N_(
+        "clipped surrogate + beta * k3, normalised by loss_type; per log: the sum of "
+        "the micro-batch losses (each / gradient_accumulation_steps) over the optimiser "
+        "steps since the last log"
+    ),
+    "grad_norm": N_(
+        "L2 norm of the gradient over all trainable parameters, before clipping to max_grad_norm"
+    ),
+    "num_tokens": N_("prompt + completion tokens seen so far (here: this step only)"),
+    "completions/mean_length": N_("mean completion length in tokens (EOS included)"),
+    "completions/min_length": N_("shortest completion"),
+    "completions/max_length": N_("longest completion"),
+    "completions/clipped_ratio": N_(
+        "fraction of completions cut at max_completion_length (no EOS): truncation"
+    ),
+    "completions/mean_terminated_length": N_(
+        "mean length of the completions that did end with EOS"
+    ),
+    "completions/min_terminated_length": N_("shortest terminated completion"),
+    "completions/max_terminated_length": N_("longest terminated completion"),
+    "rewards/accuracy/mean": N_(
+        "mean of reward function 'accuracy' over the whole batch"
+    ),
+    "rewards/accuracy/std": N_("its std (ddof 1) over the whole batch, not per group"),
+    "rewards/format/mean": N_("mean of reward function 'format'"),
+    "rewards/format/std": N_("its batch std"),
+    "reward": N_("batch mean of the weighted sum of the reward functions"),
+    "reward_std": N_("batch std (ddof 1) of that sum"),
+    "frac_reward_zero_std": N_(
+        "fraction of completions whose group has zero std (scale_rewards 'group'/'none' only)"
+    ),
+    "kl": N_("masked mean of k3 over the completion tokens (only when beta > 0)"),
+    "entropy": N_(
+        "masked mean of the policy's per-token entropy over the completion tokens"
+    ),
+    "clip_ratio/low_mean": N_(
+        "fraction of tokens with A < 0 and ratio < 1 - epsilon (on the lower clip platform)"
+    ),
+    "clip_ratio/low_min": N_("smallest per-sequence low fraction"),
+    "clip_ratio/high_mean": N_(
+        "fraction of tokens with A > 0 and ratio > 1 + epsilon_high (upper platform)"
+    ),
+    "clip_ratio/high_max": N_("largest per-sequence high fraction"),
+    "clip_ratio/region_mean": N_("fraction of tokens on either platform"),
 }
 
 
