@@ -1,12 +1,16 @@
-"""The one table renderer of the package: Markdown and HTML tables from rows (no pandas needed).
+"""The one table renderer of the package: Markdown and HTML tables from rows (no pandas
+needed).
 
-Rows are dicts (``columns`` defaults to the first row's keys) or sequences (``columns`` then names the header).
-Cells: ``None`` -> "—", a bool -> "yes"/"no" in the reader's language (:func:`dpo_grpo.i18n.tr`; a False stands
-out, so a failed check is seen), a float with a format spec in ``formats[column]`` (or ``float_format``) -> that
-format, anything else -> ``str``. Headers are the caller's English, shown in the reader's language
-(:func:`header_text`): a notebook's header literals come out in Chinese under ``DPO_GRPO_LANG=zh`` with no change to
-its code. A text cell that is a catalog entry (a fixed row label) is shown translated too; other cells are data and
-stay as given. Base layer: imports only the argument checks and the language layer, so every layer may use it.
+Rows are dicts (``columns`` defaults to the first row's keys) or sequences (``columns``
+then names the header). Cells: ``None`` -> "—", a bool -> "yes"/"no" in the reader's
+language (:func:`dpo_grpo.i18n.tr`; a False stands out, so a failed check is seen), a
+float with a format spec in ``formats[column]`` (or ``float_format``) -> that format,
+anything else -> ``str``. Headers are the caller's English, shown in the reader's
+language (:func:`header_text`): a notebook's header literals come out in Chinese under
+``DPO_GRPO_LANG=zh`` with no change to its code. A text cell that is a catalog entry (a
+fixed row label) is shown translated too; other cells are data and stay as given. Base
+layer: imports only the argument checks and the language layer, so every layer may use
+it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import numpy as np
 from . import _validation as v
 from .i18n import catalog, language, tr
 
-#: header words kept in English in Chinese tables: TRL's option names and the terms the Chinese edition keeps
-#: (i18n/zh/glossary.yml ``kept`` and ``untranslated``)
+#: header words kept in English in Chinese tables: TRL's option names and the terms the
+#: Chinese edition keeps (i18n/zh/glossary.yml ``kept`` and ``untranslated``)
 KEPT_HEADERS = frozenset(
     {"beta", "epsilon", "token", "prompt", "rollout", "actor", "dtype", "check"}
 )
@@ -31,9 +35,10 @@ _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def translatable_header(text) -> bool:
-    """Whether :func:`header_text` translates ``text``: English words (a lowercase word of three letters or more),
-    not a code name (one token holding ``_ / . ( ) [ ] = |``: ``loss_type``, ``P(a0)``), not a kept term
-    (:data:`KEPT_HEADERS`), not already Chinese. Symbols (``d``, ``G``, ``k3``) and acronyms (``PPO``) stay."""
+    """Whether :func:`header_text` translates ``text``: English words (a lowercase word
+    of three letters or more), not a code name (one token holding ``_ / . ( ) [ ] = |``:
+    ``loss_type``, ``P(a0)``), not a kept term (:data:`KEPT_HEADERS`), not already
+    Chinese. Symbols (``d``, ``G``, ``k3``) and acronyms (``PPO``) stay."""
     return (
         isinstance(text, str)
         and bool(_WORD.search(text))
@@ -44,21 +49,23 @@ def translatable_header(text) -> bool:
 
 
 def header_text(text) -> str:
-    """A header cell in the reader's language: :func:`dpo_grpo.i18n.tr` of ``text`` when it is
-    :func:`translatable_header`, else ``str(text)`` unchanged."""
+    """A header cell in the reader's language: :func:`dpo_grpo.i18n.tr` of ``text`` when
+    it is :func:`translatable_header`, else ``str(text)`` unchanged."""
     return tr(text) if translatable_header(text) else str(text)
 
 
 def label_text(text: str) -> str:
-    """A text cell in the reader's language when the catalog has it (a fixed row label such as "centred"), else
-    unchanged: cells are data (names, code, numbers), so a cell without an entry is no miss."""
+    """A text cell in the reader's language when the catalog has it (a fixed row label
+    such as "centred"), else unchanged: cells are data (names, code, numbers), so a cell
+    without an entry is no miss."""
     lang = language()
     return tr(text) if lang != "en" and text in catalog(lang) else text
 
 
 def markdown_cell(value, *, untrusted: bool = False) -> str:
-    """One Markdown table cell: ``|`` escaped and line breaks joined; ``untrusted`` text (file names, notes from a
-    student's notebook) also gets backslashes escaped and ``<``/``>`` neutralised, so it cannot forge markup."""
+    """One Markdown table cell: ``|`` escaped and line breaks joined; ``untrusted`` text
+    (file names, notes from a student's notebook) also gets backslashes escaped and
+    ``<``/``>`` neutralised, so it cannot forge markup."""
     text = str(value)
     if untrusted:
         text = text.replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;")
@@ -81,7 +88,8 @@ def markdown_table(
     float_format=None,
     untrusted=False,
 ) -> str:
-    """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for rows and cells."""
+    """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for
+    rows and cells."""
     columns, _, body = _cells(rows, columns, formats, float_format)
     head = [header_text((headers or {}).get(c, c)) for c in columns]
     lines = [markdown_row(head, untrusted=untrusted), "|" + "---|" * len(columns)]
@@ -98,8 +106,9 @@ def html_table(
     float_format=None,
     code_columns=(),
 ) -> str:
-    """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab and the built book alike.
-    Cells are escaped; numbers are right-aligned; ``code_columns`` (names or indices) are set in ``<code>``."""
+    """The same table as HTML (for ``IPython.display.HTML``): renders in Jupyter, Colab
+    and the built book alike. Cells are escaped; numbers are right-aligned;
+    ``code_columns`` (names or indices) are set in ``<code>``."""
     columns = _columns(rows, columns)
     code_columns = {
         columns[c] if isinstance(c, int) else c
@@ -129,7 +138,8 @@ def html_table(
                 shown = f"<strong>{html.escape(tr('no'))}</strong>"
             shown = f"<code>{shown}</code>" if c in code_columns else shown
             tds.append(
-                f'<td style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>'
+                "<td "
+                f'style="{pad}text-align:{"right" if numeric else "left"}">{shown}</td>'
             )
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
@@ -137,8 +147,8 @@ def html_table(
 
 
 def human_number(x) -> str:
-    """A number for a budget table: thousands separators for large values, 2 decimals, or 2 significant digits in
-    e-notation below 0.01."""
+    """A number for a budget table: thousands separators for large values, 2 decimals,
+    or 2 significant digits in e-notation below 0.01."""
     if isinstance(x, (int, np.integer)) or (
         isinstance(x, float) and x.is_integer() and abs(x) >= 1000
     ):
@@ -152,7 +162,7 @@ def human_number(x) -> str:
     return f"{x:.2e}"
 
 
-# --- helpers -------------------------------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------
 
 
 def _rows(rows) -> list:
@@ -190,14 +200,15 @@ def _columns(rows, columns) -> list:
 
 
 def _cells(rows, columns, formats, float_format, code_columns=()):
-    """``(columns, raw values per row, formatted cells per row)``; text cells outside ``code_columns`` pass
-    through :func:`label_text`."""
+    """``(columns, raw values per row, formatted cells per row)``; text cells outside
+    ``code_columns`` pass through :func:`label_text`."""
     columns = _columns(rows, columns)
     rows = _rows(rows)
     formats = {} if formats is None else formats
     if not isinstance(formats, dict):
         raise TypeError(
-            f"formats must be a dict {{column: format}} or None, got {type(formats).__name__}"
+            f"formats must be a dict {{column: format}} or None, got "
+            f"{type(formats).__name__}"
         )
     values = _values(rows, columns)
     body = [

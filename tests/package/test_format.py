@@ -39,6 +39,8 @@ WRAPPED = [
     "code/dpo_grpo/_validation.py",
     "code/dpo_grpo/notebook.py",
     "code/dpo_grpo/__init__.py",
+    "code/dpo_grpo/interactive",
+    "code/dpo_grpo/tables.py",
     "bench/*.py",
 ]
 

@@ -1,9 +1,10 @@
-"""Explorable: the group bandit. GRPO on four actions with no critic: the probability of each action over
-training, one panel per knob (G, beta, lr, eps, seed) in the static figure, every knob at once live.
+"""Explorable: the group bandit. GRPO on four actions with no critic: the probability of
+each action over training, one panel per knob (G, beta, lr, eps, seed) in the static
+figure, every knob at once live.
 
 :data:`BANDIT` is the static spec and :data:`BANDIT_LIVE` the live one (data:
-:func:`dpo_grpo.interactive.explorables.bandit_data`), ``bandit_figure()`` the kernel-free figure and
-``bandit_widget()`` the live version.
+:func:`dpo_grpo.interactive.explorables.bandit_data`), ``bandit_figure()`` the
+kernel-free figure and ``bandit_widget()`` the live version.
 """
 
 from __future__ import annotations
@@ -65,12 +66,14 @@ def _bandit_cached(items):
 
 
 def _bandit_run(**params):
-    """:func:`bandit_data`, memoised (runs are seeded, so equal parameters give equal trajectories)."""
+    """:func:`bandit_data`, memoised (runs are seeded, so equal parameters give equal
+    trajectories)."""
     return _bandit_cached(tuple(sorted(params.items())))
 
 
 def _bandit_panel_data(p):
-    # Panel k varies parameter k alone; the others stay at the defaults (so each slider owns one panel).
+    # Panel k varies parameter k alone; the others stay at the defaults (so each slider
+    # owns one panel).
     return {k: _bandit_run(**{**BANDIT_DEFAULTS, k: p[k]}) for k in BANDIT_PARAMS}
 
 
@@ -131,8 +134,8 @@ def _bandit_layout():
         margin={"t": 80, "b": 130},
         title={
             "text": tr(
-                "each panel varies one knob; the others stay at G = 32, β = 0.02, lr = 0.18, "
-                "ε = 0.2, seed 7"
+                "each panel varies one knob; the others stay at G = 32, β = 0.02, lr "
+                "= 0.18, ε = 0.2, seed 7"
             ),
             "font": {"size": 13},
             "x": 0,
@@ -191,8 +194,9 @@ BANDIT = Explorable(
 
 
 def bandit_figure(**grid) -> go.Figure:
-    """The four-action group bandit (80 steps): probability trajectories, one panel per knob (G, beta, lr, eps,
-    seed), each varied alone from the chapter-4 run. 34 precomputed runs."""
+    """The four-action group bandit (80 steps): probability trajectories, one panel per
+    knob (G, beta, lr, eps, seed), each varied alone from the chapter-4 run. 34
+    precomputed runs."""
     return BANDIT.figure(**grid)
 
 
@@ -220,8 +224,8 @@ BANDIT_LIVE = Explorable(
     traces=lambda d: _bandit_lines(d, {}, showlegend=True),
     updates=lambda d: {
         "title.text": tr(
-            "G = {group_size}, β = {beta:g}, lr = {lr:g}, ε = {epsilon:g}, seed {seed}, "
-            "{steps} steps",
+            "G = {group_size}, β = {beta:g}, lr = {lr:g}, ε = {epsilon:g}, seed "
+            "{seed}, {steps} steps",
             **d["params"],
         )
     },
@@ -232,8 +236,8 @@ BANDIT_LIVE = Explorable(
 def bandit_widget(
     group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80
 ) -> ExplorableWidget:
-    """Live group bandit: every knob of the chapter-4 run (a change re-runs the seeded training; a longer ``steps``
-    only runs the new steps of the kept run)."""
+    """Live group bandit: every knob of the chapter-4 run (a change re-runs the seeded
+    training; a longer ``steps`` only runs the new steps of the kept run)."""
     from .widgets import ExplorableWidget, float_slider, int_slider
 
     controls = {

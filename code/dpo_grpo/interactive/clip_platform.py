@@ -1,8 +1,10 @@
-"""Explorable: clip platforms. GRPO's per-token clipped objective and its gradient vs the ratio rho, for
-A > 0 and A < 0, with sliders for eps_low, eps_high and the two-sided cap delta.
+"""Explorable: clip platforms. GRPO's per-token clipped objective and its gradient vs
+the ratio rho, for A > 0 and A < 0, with sliders for eps_low, eps_high and the two-sided
+cap delta.
 
-:data:`CLIP` is the spec (data: :func:`dpo_grpo.interactive.explorables.clip_platform_data`),
-``clip_platform_figure()`` the kernel-free figure and ``clip_platform_widget()`` the live version.
+:data:`CLIP` is the spec (data:
+:func:`dpo_grpo.interactive.explorables.clip_platform_data`), ``clip_platform_figure()``
+the kernel-free figure and ``clip_platform_widget()`` the live version.
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def _clip_updates(d):
     for row in (
         0,
         6,
-    ):  # the same six regions in the objective row (shapes 0-5) and the gradient row (6-11)
+    ):
+        # the same six regions in the objective row (shapes 0-5) and the gradient row
+        # (6-11)
         out.update(
             {
                 f"shapes[{row}].x0": b["high"],
@@ -250,17 +254,20 @@ CLIP = Explorable(
 
 
 def clip_platform_figure(**grid) -> go.Figure:
-    """GRPO's per-token objective and gradient vs the ratio, A > 0 and A < 0, with eps_low, eps_high, delta sliders.
+    """GRPO's per-token objective and gradient vs the ratio, A > 0 and A < 0, with
+    eps_low, eps_high, delta sliders.
 
-    Shaded: the flat clip platforms (gradient 0), the wrong-direction regions that are not clipped, and the
-    region capped by delta. Markers: the article's four answers (ratios 1.2840, 1.1052, 0.7788, 0.9048) at their
-    objective per unit |A|, coloured by region. ``grid`` may override the slider values, e.g. ``delta=[None, 2.0]``.
+    Shaded: the flat clip platforms (gradient 0), the wrong-direction regions that are
+    not clipped, and the region capped by delta. Markers: the article's four answers
+    (ratios 1.2840, 1.1052, 0.7788, 0.9048) at their objective per unit |A|, coloured by
+    region. ``grid`` may override the slider values, e.g. ``delta=[None, 2.0]``.
     """
     return CLIP.figure(**grid)
 
 
 def clip_platform_widget(epsilon=0.2, epsilon_high=0.2, delta=None) -> ExplorableWidget:
-    """Live clip platforms: eps_low, eps_high and the two-sided cap delta (checkbox to switch it on)."""
+    """Live clip platforms: eps_low, eps_high and the two-sided cap delta (checkbox to
+    switch it on)."""
     import ipywidgets as W
 
     from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider

@@ -1,12 +1,15 @@
-"""Explorable: reusing a generation batch. Clip fraction and ratio spread per optimizer step as TRL's
-``num_iterations`` (passes over a generation batch) and ``steps_per_generation`` (optimizer steps that split one
-generation batch) grow, on the four-action bandit of chapter 4.
+"""Explorable: reusing a generation batch. Clip fraction and ratio spread per optimizer
+step as TRL's ``num_iterations`` (passes over a generation batch) and
+``steps_per_generation`` (optimizer steps that split one generation batch) grow, on the
+four-action bandit of chapter 4.
 
-Each rollout samples ``steps_per_generation`` groups of ``group_size`` answers from the current policy (the old
-policy of the rollout); every group is one optimizer step (``gradient_accumulation_steps=1``), and the whole
-generation batch is passed over ``num_iterations`` times. Only the first step of a rollout is on-policy. Top row:
-``num_iterations`` varies (``steps_per_generation=1``); bottom row: ``steps_per_generation`` varies
-(``num_iterations=1``). ``clip_reuse_figure()`` and ``clip_reuse_widget()``.
+Each rollout samples ``steps_per_generation`` groups of ``group_size`` answers from the
+current policy (the old policy of the rollout); every group is one optimizer step
+(``gradient_accumulation_steps=1``), and the whole generation batch is passed over
+``num_iterations`` times. Only the first step of a rollout is on-policy. Top row:
+``num_iterations`` varies (``steps_per_generation=1``); bottom row:
+``steps_per_generation`` varies (``num_iterations=1``). ``clip_reuse_figure()`` and
+``clip_reuse_widget()``.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ def reuse_run(
     epsilon: float = 0.2,
     seed: int = 0,
 ) -> dict:
-    """Per optimizer step: ``clip`` (TRL's ``clip_ratio/region_mean``), ``spread`` (std of the sampled tokens'
-    log-ratio ``log pi - log pi_old``), ``max_ratio`` and ``on_policy`` (True for a rollout's first step)."""
+    """Per optimizer step: ``clip`` (TRL's ``clip_ratio/region_mean``), ``spread`` (std
+    of the sampled tokens' log-ratio ``log pi - log pi_old``), ``max_ratio`` and
+    ``on_policy`` (True for a rollout's first step)."""
     mu = v.integer(num_iterations, "num_iterations", minimum=1)
     spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
     rollouts = v.integer(rollouts, "rollouts", minimum=1)
@@ -103,8 +107,9 @@ def clip_reuse_data(
     epsilon: float = 0.2,
     seed: int = 0,
 ) -> dict:
-    """``by_iterations``: :func:`reuse_run` with ``num_iterations`` (``steps_per_generation=1``);
-    ``by_steps``: with ``steps_per_generation`` (``num_iterations=1``)."""
+    """``by_iterations``: :func:`reuse_run` with ``num_iterations``
+    (``steps_per_generation=1``); ``by_steps``: with ``steps_per_generation``
+    (``num_iterations=1``)."""
     kw = dict(
         rollouts=rollouts, group_size=group_size, lr=lr, epsilon=epsilon, seed=seed
     )
@@ -199,8 +204,8 @@ CLIP_REUSE = Explorable(
 
 
 def clip_reuse_figure(**grid):
-    """Kernel-free figure: clip fraction and ratio spread per optimizer step; sliders num_iterations (top row) and
-    steps_per_generation (bottom row)."""
+    """Kernel-free figure: clip fraction and ratio spread per optimizer step; sliders
+    num_iterations (top row) and steps_per_generation (bottom row)."""
     return CLIP_REUSE.figure(**grid)
 
 
@@ -213,7 +218,8 @@ def clip_reuse_widget(
     epsilon=0.2,
     seed=0,
 ):
-    """Live version: both reuse knobs plus the learning rate, clip epsilon, group size, rollouts and seed."""
+    """Live version: both reuse knobs plus the learning rate, clip epsilon, group size,
+    rollouts and seed."""
     from .widgets import ExplorableWidget, float_slider, int_slider
 
     controls = {

@@ -1,6 +1,7 @@
-"""The cost explorer of chapter 6: a plotly figure of the step-time and memory estimates of
-:mod:`dpo_grpo.chapters.costs` (:func:`cost_figure`, works in static HTML) and an ipywidgets UI that recomputes
-the section 6.10 budget live (:func:`cost_explorer`). plotly and ipywidgets are imported when called.
+"""The cost explorer of chapter 6: a plotly figure of the step-time and memory estimates
+of :mod:`dpo_grpo.chapters.costs` (:func:`cost_figure`, works in static HTML) and an
+ipywidgets UI that recomputes the section 6.10 budget live (:func:`cost_explorer`).
+plotly and ipywidgets are imported when called.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _total_time(alg, w, t):
 
 
 def _curves(w: Workload, group_sizes, t):
-    """Step time vs G for the lines of :func:`cost_figure`, on workload ``w`` (G and ppo_samples overridden)."""
+    """Step time vs G for the lines of :func:`cost_figure`, on workload ``w`` (G and
+    ppo_samples overridden)."""
     ws = [w.with_(group_size=g, ppo_samples=1) for g in group_sizes]
     same = [w.with_(group_size=g, ppo_samples=g) for g in group_sizes]
     grpo = [step_time(step_cost("grpo", x), t) for x in ws]
@@ -89,13 +91,16 @@ def cost_figure(
     throughput: Throughput | None = None,
     reward_model_size="same",
 ):
-    """A plotly figure that works in static HTML: step time vs G (left) and memory per GPU (right).
+    """A plotly figure that works in static HTML: step time vs G (left) and memory per
+    GPU (right).
 
-    Right panel: the logical state of :func:`step_cost` (per GPU when ``base.shard_states``). A dropdown picks the
-    model size and the reward (rule checker, or a reward model of ``reward_model_size``
-    parameters, ``"same"`` = the policy's size); a slider (one per dropdown entry, swapped by the dropdown) picks
-    the answer length. Every state is precomputed, so no kernel is needed. ``base`` supplies the other workload
-    fields (default ``Workload(n_params=7e9)`` with 64 prompts of 256 tokens on 8 GPUs).
+    Right panel: the logical state of :func:`step_cost` (per GPU when
+    ``base.shard_states``). A dropdown picks the model size and the reward (rule
+    checker, or a reward model of ``reward_model_size`` parameters, ``"same"`` = the
+    policy's size); a slider (one per dropdown entry, swapped by the dropdown) picks the
+    answer length. Every state is precomputed, so no kernel is needed. ``base`` supplies
+    the other workload fields (default ``Workload(n_params=7e9)`` with 64 prompts of 256
+    tokens on 8 GPUs).
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -197,7 +202,8 @@ def cost_figure(
             vis[i] = True
         return vis
 
-    # the first scenario is the base workload's policy size (if listed) with a rule checker
+    # the first scenario is the base workload's policy size (if listed) with a rule
+    # checker
     first = next((2 * i for i, n in enumerate(sizes) if n == base.n_params), 0)
     sliders = []
     for s, (label, per_len, _) in enumerate(scenarios):
@@ -284,11 +290,13 @@ def cost_figure(
 
 
 def cost_explorer(base: Workload | None = None, throughput: Throughput | None = None):
-    """An ipywidgets UI that recomputes the budget live: model size, G, prompt/answer lengths, reward model, LoRA,
-    GPUs, sharding and service placement. Returns the widget (display it in Jupyter or Colab).
+    """An ipywidgets UI that recomputes the budget live: model size, G, prompt/answer
+    lengths, reward model, LoRA, GPUs, sharding and service placement. Returns the
+    widget (display it in Jupyter or Colab).
 
-    Core widgets only (ipywidgets 7.6+ or 8), so it also runs in Colab. In a chapter, put it in a cell tagged
-    ``remove-cell`` and ``skip-execution``: the static page shows :func:`cost_figure` instead."""
+    Core widgets only (ipywidgets 7.6+ or 8), so it also runs in Colab. In a chapter,
+    put it in a cell tagged ``remove-cell`` and ``skip-execution``: the static page
+    shows :func:`cost_figure` instead."""
     import ipywidgets as W
 
     from .widgets import in_kernel
@@ -422,7 +430,8 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
         )
         if not in_kernel():
             return
-        # the outputs are set, not captured with `with out:` (see dpo_grpo.interactive.widgets.display_data)
+        # the outputs are set, not captured with `with out:` (see
+        # dpo_grpo.interactive.widgets.display_data)
         out.outputs = (
             {
                 "output_type": "display_data",
@@ -439,8 +448,9 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
     render()
     note = W.HTML(
         tr(
-            "<small>Times use illustrative throughputs (see <code>dpo_grpo.chapters.costs.Throughput</code>); "
-            "measure your own with <code>dpo_grpo.chapters.phase_timer.PhaseTimer</code>.</small>"
+            "<small>Times use illustrative throughputs (see "
+            "<code>dpo_grpo.chapters.costs.Throughput</code>); measure your own with "
+            "<code>dpo_grpo.chapters.phase_timer.PhaseTimer</code>.</small>"
         )
     )
     ui = W.HBox([W.VBox(list(c.values()) + [note]), out])

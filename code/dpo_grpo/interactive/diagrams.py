@@ -1,13 +1,17 @@
-"""Figure 1 drawn from data: which parts of the PPO-RLHF pipeline DPO and GRPO keep, and which they drop.
+"""Figure 1 drawn from data: which parts of the PPO-RLHF pipeline DPO and GRPO keep, and
+which they drop.
 
-The figure is a grid: one column per method, one row per *role* in the training loop (the data, the reward, online
-sampling, the trained policy, the baseline for advantages, the reference). :func:`pipeline_components` holds the
-grid as plain data; :func:`draw_pipelines` draws whatever grid it is given, so the figure and the tests read the same
-source. Each component has a ``status``:
+The figure is a grid: one column per method, one row per *role* in the training loop
+(the data, the reward, online sampling, the trained policy, the baseline for advantages,
+the reference). :func:`pipeline_components` holds the grid as plain data;
+:func:`draw_pipelines` draws whatever grid it is given, so the figure and the tests read
+the same source. Each component has a ``status``:
 
-- ``"trained"``: parameters updated (weights, gradients and optimizer state in memory, forward and backward passes);
+- ``"trained"``: parameters updated (weights, gradients and optimizer state in memory,
+  forward and backward passes);
 - ``"frozen"``: parameters fixed, but weights in memory and forward passes every step;
-- ``"computed"``: work with no parameters of its own (sampling with the policy, group statistics);
+- ``"computed"``: work with no parameters of its own (sampling with the policy, group
+  statistics);
 - ``"data"``: read from a dataset;
 - ``"dropped"``: the method does not have this component.
 """
@@ -70,20 +74,21 @@ STATUS_STYLE = {
 #: the two caveats printed under figure 1: what changes the real cost beyond the boxes
 FIGURE_NOTES = (
     N_(
-        "Policy and reference can share one base model (e.g. a frozen base plus a trainable LoRA adapter): "
-        "then the reference is not a second copy of the weights."
+        "Policy and reference can share one base model (e.g. a frozen base plus a "
+        "trainable LoRA adapter): then the reference is not a second copy of the "
+        "weights."
     ),
     N_(
-        "A rule-based reward (answer checker, unit tests) needs no model; a neural reward model costs a forward pass "
-        "over every sampled answer."
+        "A rule-based reward (answer checker, unit tests) needs no model; a neural "
+        "reward model costs a forward pass over every sampled answer."
     ),
 )
 
 #: the figure's default title
 TITLE = N_("What each method keeps and drops")
 
-#: box labels whose bare English is also a catalog entry with another sense ("prompts" is an axis title, a count,
-#: elsewhere): translated through these keys instead
+#: box labels whose bare English is also a catalog entry with another sense ("prompts"
+#: is an axis title, a count, elsewhere): translated through these keys instead
 LABEL_CONTEXT = {"prompts": N_("prompts (the training data)")}
 
 _COMPONENTS = {
@@ -99,7 +104,8 @@ _COMPONENTS = {
         "data": (N_("offline preference pairs\n$(x, y_w, y_l)$"), "data"),
         "reward": (
             N_(
-                "no explicit reward model\n(implicit: $\\beta\\log\\pi_\\theta/\\pi_{ref}$)"
+                "no explicit reward model\n(implicit: "
+                "$\\beta\\log\\pi_\\theta/\\pi_{ref}$)"
             ),
             "dropped",
         ),
@@ -120,10 +126,12 @@ _COMPONENTS = {
 
 
 def pipeline_components() -> dict:
-    """The grid of figure 1: ``{method: {role: {"label": str, "status": str}}}``, methods in display order.
+    """The grid of figure 1: ``{method: {role: {"label": str, "status": str}}}``,
+    methods in display order.
 
-    Roles are the keys of :data:`ROLES`; statuses are the keys of :data:`STATUS_STYLE`. A fresh copy is returned,
-    so callers may edit it (e.g. mark GRPO's reward as ``"computed"`` for a rule checker) and redraw.
+    Roles are the keys of :data:`ROLES`; statuses are the keys of :data:`STATUS_STYLE`.
+    A fresh copy is returned, so callers may edit it (e.g. mark GRPO's reward as
+    ``"computed"`` for a rule checker) and redraw.
     """
     return {
         method: {
@@ -135,7 +143,8 @@ def pipeline_components() -> dict:
 
 
 def components_with_status(components, status) -> dict:
-    """``{method: [role, ...]}``: the roles whose component has ``status`` in each method of ``components``."""
+    """``{method: [role, ...]}``: the roles whose component has ``status`` in each
+    method of ``components``."""
     validate_components(components)
     if status not in STATUS_STYLE:
         raise ValueError(f"status must be one of {tuple(STATUS_STYLE)}, got {status!r}")
@@ -146,10 +155,12 @@ def components_with_status(components, status) -> dict:
 
 
 def validate_components(components) -> dict:
-    """Check a grid like :func:`pipeline_components`'s; raise TypeError/ValueError naming ``components``."""
+    """Check a grid like :func:`pipeline_components`'s; raise TypeError/ValueError
+    naming ``components``."""
     if not isinstance(components, dict):
         raise TypeError(
-            f"components must be a dict {{method: {{role: component}}}}, got {type(components).__name__}"
+            f"components must be a dict {{method: {{role: component}}}}, got "
+            f"{type(components).__name__}"
         )
     if not components:
         raise ValueError("components must contain at least one method")
@@ -160,7 +171,8 @@ def validate_components(components) -> dict:
             )
         if not isinstance(rows, dict):
             raise TypeError(
-                f"components[{method!r}] must be a dict {{role: component}}, got {type(rows).__name__}"
+                f"components[{method!r}] must be a dict {{role: component}}, got "
+                f"{type(rows).__name__}"
             )
         if set(rows) != set(ROLES):
             missing, extra = (
@@ -174,11 +186,13 @@ def validate_components(components) -> dict:
         for role, comp in rows.items():
             if not isinstance(comp, dict) or set(comp) != {"label", "status"}:
                 raise ValueError(
-                    f"components[{method!r}][{role!r}] must be a dict with keys 'label' and 'status'"
+                    f"components[{method!r}][{role!r}] must be a dict with keys "
+                    "'label' and 'status'"
                 )
             if not isinstance(comp["label"], str) or not comp["label"].strip():
                 raise ValueError(
-                    f"components[{method!r}][{role!r}]['label'] must be a non-empty string"
+                    f"components[{method!r}][{role!r}]['label'] must be a non-empty "
+                    "string"
                 )
             if comp["status"] not in STATUS_STYLE:
                 raise ValueError(
@@ -195,13 +209,16 @@ def draw_pipelines(
     title=TITLE,
     figsize=(9.0, 6.8),
 ) -> Figure:
-    """Draw the grid ``components`` (default :func:`pipeline_components`) and return the matplotlib Figure.
+    """Draw the grid ``components`` (default :func:`pipeline_components`) and return the
+    matplotlib Figure.
 
-    One column per method, one row per role; each box carries its component's label and the style of its status
-    (dropped components are grey and dashed). Every box patch has ``gid = "method/role"`` so tests and readers can
-    find it. ``notes`` (a sequence of strings, possibly empty) are printed under the grid. No pyplot state is used.
-    Under ``DPO_GRPO_LANG=zh`` the title, role labels, box labels, legend and notes are drawn through
-    :func:`dpo_grpo.i18n.tr` (text without a translation is drawn as given) in a CJK font.
+    One column per method, one row per role; each box carries its component's label and
+    the style of its status (dropped components are grey and dashed). Every box patch
+    has ``gid = "method/role"`` so tests and readers can find it. ``notes`` (a sequence
+    of strings, possibly empty) are printed under the grid. No pyplot state is used.
+    Under ``DPO_GRPO_LANG=zh`` the title, role labels, box labels, legend and notes are
+    drawn through :func:`dpo_grpo.i18n.tr` (text without a translation is drawn as
+    given) in a CJK font.
     """
     comps = validate_components(
         pipeline_components() if components is None else components
@@ -309,7 +326,8 @@ def draw_pipelines(
                 gid=f"label/{method}/{role}",
             )
 
-    # legend: one swatch per status, under the grid (matplotlib lays the entries out in rows)
+    # legend: one swatch per status, under the grid (matplotlib lays the entries out in
+    # rows)
     handles = [
         Patch(
             facecolor=st["facecolor"],
@@ -347,7 +365,8 @@ def draw_pipelines(
 
 
 def figure_texts(fig) -> list:
-    """All text strings drawn in ``fig``: titles, labels and notes in drawing order, then the legend entries."""
+    """All text strings drawn in ``fig``: titles, labels and notes in drawing order,
+    then the legend entries."""
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     texts = []
@@ -360,7 +379,8 @@ def figure_texts(fig) -> list:
 
 
 def figure_boxes(fig) -> dict:
-    """``{"method/role": patch}`` for every component box drawn by :func:`draw_pipelines` in ``fig``."""
+    """``{"method/role": patch}`` for every component box drawn by
+    :func:`draw_pipelines` in ``fig``."""
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     return {p.get_gid(): p for ax in fig.axes for p in ax.patches if p.get_gid()}

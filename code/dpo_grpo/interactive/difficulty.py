@@ -1,8 +1,10 @@
-"""Explorable: difficulty weighting. The total weight ``sum_i |A_i|`` a prompt gets in an on-policy gradient, as a
-function of its pass count ``k`` of ``G``, under TRL's three ``scale_rewards`` values (Dr. GRPO's bias).
+"""Explorable: difficulty weighting. The total weight ``sum_i |A_i|`` a prompt gets in
+an on-policy gradient, as a function of its pass count ``k`` of ``G``, under TRL's three
+``scale_rewards`` values (Dr. GRPO's bias).
 
-The batch holds one group for each ``k = 0 .. G`` (0/1 rewards), so ``scale_rewards="batch"`` divides by the std of
-that whole batch. ``difficulty_data`` is NumPy only; ``difficulty_figure()`` (slider: G) and ``difficulty_widget()``.
+The batch holds one group for each ``k = 0 .. G`` (0/1 rewards), so
+``scale_rewards="batch"`` divides by the std of that whole batch. ``difficulty_data`` is
+NumPy only; ``difficulty_figure()`` (slider: G) and ``difficulty_widget()``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ COLORS = {"group": "#1f77b4", "batch": "#9467bd", "none": "#d62728"}
 
 
 def difficulty_data(group_size: int = 8, eps: float = 1e-4) -> dict:
-    """``weight[scale]``: ``sum |A|`` of the group with ``k`` correct answers, ``k = 0 .. G``; ``relative[scale]``:
-    the same divided by its value at ``k = G // 2`` (how much more an easy or hard prompt weighs than a half-solved
-    one). Advantages from :func:`dpo_grpo.trl_exact.advantages.reward_advantages` (sample std, as TRL)."""
+    """``weight[scale]``: ``sum |A|`` of the group with ``k`` correct answers,
+    ``k = 0 .. G``; ``relative[scale]``: the same divided by its value at ``k = G // 2``
+    (how much more an easy or hard prompt weighs than a half-solved one). Advantages
+    from :func:`dpo_grpo.trl_exact.advantages.reward_advantages` (sample std, as
+    TRL)."""
     g = v.integer(group_size, "group_size", minimum=2)
     eps = v.scalar(eps, "eps", positive=True)
     ks = np.arange(g + 1)
@@ -96,7 +100,8 @@ DIFFICULTY = Explorable(
 
 
 def difficulty_figure(**grid):
-    """Kernel-free figure: prompt weight vs pass rate under scale_rewards group/batch/none; slider: G."""
+    """Kernel-free figure: prompt weight vs pass rate under scale_rewards
+    group/batch/none; slider: G."""
     return DIFFICULTY.figure(**grid)
 
 

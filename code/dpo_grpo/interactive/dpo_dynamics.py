@@ -1,9 +1,11 @@
-"""Explorable: DPO dynamics. TRL's ``rewards/chosen``, ``rewards/rejected`` and ``rewards/margins`` over training
-on one pair, as beta and the similarity of the pair change; likelihood displacement shows as a falling chosen
-reward (:func:`dpo_grpo.chapters.displacement.dpo_displacement`).
+"""Explorable: DPO dynamics. TRL's ``rewards/chosen``, ``rewards/rejected`` and
+``rewards/margins`` over training on one pair, as beta and the similarity of the pair
+change; likelihood displacement shows as a falling chosen reward
+(:func:`dpo_grpo.chapters.displacement.dpo_displacement`).
 
-Left panel: beta varies at similarity 0.9; right panel: similarity varies at beta 0.1 (one slider per panel, so
-every slider combination is exact). ``dpo_dynamics_figure()`` and ``dpo_dynamics_widget()``.
+Left panel: beta varies at similarity 0.9; right panel: similarity varies at beta 0.1
+(one slider per panel, so every slider combination is exact). ``dpo_dynamics_figure()``
+and ``dpo_dynamics_widget()``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ def dpo_dynamics_data(
     steps: int = STEPS,
     other_alignment: float = 1.0,
 ) -> dict:
-    """Two runs of :func:`dpo_displacement`: ``by_beta`` (``beta``, similarity 0.9) and ``by_similarity`` (beta 0.1,
-    ``similarity``), each with ``steps`` gradient steps."""
+    """Two runs of :func:`dpo_displacement`: ``by_beta`` (``beta``, similarity 0.9) and
+    ``by_similarity`` (beta 0.1, ``similarity``), each with ``steps`` gradient steps."""
     steps = v.integer(steps, "steps", minimum=1)
     by_beta = dpo_displacement(
         beta=beta,
@@ -119,15 +121,16 @@ DPO_DYNAMICS = Explorable(
 
 
 def dpo_dynamics_figure(**grid):
-    """Kernel-free figure: implicit-reward trajectories, left panel by beta, right panel by pair similarity."""
+    """Kernel-free figure: implicit-reward trajectories, left panel by beta, right panel
+    by pair similarity."""
     return DPO_DYNAMICS.figure(**grid)
 
 
 def dpo_dynamics_widget(
     beta=FIXED_BETA, similarity=FIXED_SIMILARITY, steps=STEPS, other_alignment=1.0
 ):
-    """Live version: beta, similarity, steps, and how strongly the other answers align with the pair's difference
-    (0 is the control without displacement)."""
+    """Live version: beta, similarity, steps, and how strongly the other answers align
+    with the pair's difference (0 is the control without displacement)."""
     from .widgets import ExplorableWidget, float_slider, int_slider, log_slider
 
     controls = {

@@ -1,8 +1,8 @@
-"""Explorable: the DPO loss and its gradient weight against the log-ratio margin, with beta and the four
-sequence log-probs of one pair as sliders.
+"""Explorable: the DPO loss and its gradient weight against the log-ratio margin, with
+beta and the four sequence log-probs of one pair as sliders.
 
-:data:`DPO` is the spec (data: :func:`dpo_grpo.interactive.explorables.dpo_data`), ``dpo_figure()`` the
-kernel-free figure and ``dpo_widget()`` the live version.
+:data:`DPO` is the spec (data: :func:`dpo_grpo.interactive.explorables.dpo_data`),
+``dpo_figure()`` the kernel-free figure and ``dpo_widget()`` the live version.
 """
 
 from __future__ import annotations
@@ -222,8 +222,9 @@ DPO = Explorable(
 
 
 def dpo_figure(**grid) -> go.Figure:
-    """DPO's loss and gradient weight vs the log-ratio margin for several beta (slider: the highlighted beta), and
-    the article's pair decomposed into its four log-probs, log-ratios, implicit rewards, logit, loss and weight."""
+    """DPO's loss and gradient weight vs the log-ratio margin for several beta (slider:
+    the highlighted beta), and the article's pair decomposed into its four log-probs,
+    log-ratios, implicit rewards, logit, loss and weight."""
     return DPO.figure(**grid)
 
 
@@ -234,7 +235,8 @@ def dpo_widget(
     ref_chosen=-2.0,
     ref_rejected=-2.4,
 ) -> ExplorableWidget:
-    """Live DPO: beta and the four sequence log-probs of one pair (default: the article's first pair)."""
+    """Live DPO: beta and the four sequence log-probs of one pair (default: the
+    article's first pair)."""
     from .widgets import ExplorableWidget, float_slider, log_slider
 
     controls = {

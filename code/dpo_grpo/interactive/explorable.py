@@ -1,34 +1,41 @@
-"""The explorable framework: a spec (parameters -> data -> plotly traces) and the static slider figure built from it.
+"""The explorable framework: a spec (parameters -> data -> plotly traces) and the static
+slider figure built from it.
 
-An :class:`Explorable` names its parameters and their defaults, computes its data (NumPy), draws that data as
-plain trace dicts and lays out the figure. :meth:`Explorable.figure` precomputes every state of a modest grid of
-parameter values into ``layout.sliders`` (rounded numbers, so a figure stays well under the 1.5 MB page budget):
-the sliders work in the static HTML book with no kernel, and the same figure shows in Jupyter and Colab.
-:meth:`Explorable.figure_dict` is one state without sliders, what the live widgets
-(:mod:`dpo_grpo.interactive.widgets`) show. Each explorable is a module of its own beside this one
-(``clip_platform``, ``zero_std``, ``group_advantage``, ``dpo_margin``, ``kl_estimator``, ``bandit``,
-``memory_ledger``, ``length_norm``, ...), holding its spec, its ``*_figure()`` and its ``*_widget()``;
+An :class:`Explorable` names its parameters and their defaults, computes its data
+(NumPy), draws that data as plain trace dicts and lays out the figure.
+:meth:`Explorable.figure` precomputes every state of a modest grid of parameter values
+into ``layout.sliders`` (rounded numbers, so a figure stays well under the 1.5 MB page
+budget): the sliders work in the static HTML book with no kernel, and the same figure
+shows in Jupyter and Colab. :meth:`Explorable.figure_dict` is one state without sliders,
+what the live widgets (:mod:`dpo_grpo.interactive.widgets`) show. Each explorable is a
+module of its own beside this one (``clip_platform``, ``zero_std``, ``group_advantage``,
+``dpo_margin``, ``kl_estimator``, ``bandit``, ``memory_ledger``, ``length_norm``, ...),
+holding its spec, its ``*_figure()`` and its ``*_widget()``;
 :mod:`dpo_grpo.interactive.registry` lists them by name.
 
 Embedding one in a chapter notebook::
 
     from dpo_grpo.interactive import clip_platform
-    clip_platform.clip_platform_figure()   # the static figure, its sliders work in the HTML
+    # the static figure, its sliders work in the HTML
+    clip_platform.clip_platform_figure()
 
-and, in a code cell whose metadata has ``"tags": ["remove-cell", "skip-execution"]`` (hidden from the HTML and
-not run by the build, since embedded widget state cannot call Python; it runs when a reader executes the notebook
-in Jupyter or Colab)::
+and, in a code cell whose metadata has ``"tags": ["remove-cell", "skip-execution"]``
+(hidden from the HTML and not run by the build, since embedded widget state cannot call
+Python; it runs when a reader executes the notebook in Jupyter or Colab)::
 
     clip_platform.clip_platform_widget()
 
-How the static sliders stay exact. Plotly sliders are independent: a step cannot read the other sliders. Every
-figure is therefore laid out so that each trace attribute and each layout property depends on one slider at most
-(for instance the A < 0 objective is drawn as two traces, left of rho = 1 owned by eps_low and right of it by
-delta); :meth:`Explorable.figure` verifies this while building the steps, so any combination of slider positions
-shows exactly ``data`` at those parameters. A slider's step updates only the traces and layout keys it owns.
+How the static sliders stay exact. Plotly sliders are independent: a step cannot read
+the other sliders. Every figure is therefore laid out so that each trace attribute and
+each layout property depends on one slider at most (for instance the A < 0 objective is
+drawn as two traces, left of rho = 1 owned by eps_low and right of it by delta);
+:meth:`Explorable.figure` verifies this while building the steps, so any combination of
+slider positions shows exactly ``data`` at those parameters. A slider's step updates
+only the traces and layout keys it owns.
 
-In the book build the figures reach the HTML through :class:`dpo_grpo.book_assets.PlotlyMimeRenderer` (plotly.js
-is loaded once per page from ``_static/vendor/``); ``import dpo_grpo`` does not import plotly.
+In the book build the figures reach the HTML through
+:class:`dpo_grpo.book_assets.PlotlyMimeRenderer` (plotly.js is loaded once per page from
+``_static/vendor/``); ``import dpo_grpo`` does not import plotly.
 """
 
 from __future__ import annotations
@@ -81,13 +88,14 @@ BLUE, RED, GREEN, PURPLE, ORANGE, GREY = (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Small helpers
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def round_sig(x, digits=4):
-    """Round to ``digits`` significant digits; NaN/inf -> None. Arrays -> lists, scalars -> float."""
+    """Round to ``digits`` significant digits; NaN/inf -> None. Arrays -> lists, scalars
+    -> float."""
     arr = np.asarray(x, dtype=np.float64)
     out = np.full(arr.shape, np.nan)
     finite = np.isfinite(arr)
@@ -129,14 +137,16 @@ def subplot_axis_names(row, col, ncols):
 
 
 def on_subplot(row, col, ncols):
-    """The keys that put a trace on subplot (row, col): ``{"xaxis": ..., "yaxis": ...}``."""
+    """The keys that put a trace on subplot (row, col):
+    ``{"xaxis": ..., "yaxis": ...}``."""
     xa, ya = subplot_axis_names(row, col, ncols)
     return {"xaxis": xa, "yaxis": ya}
 
 
 def flatten_attributes(obj, prefix=""):
     """A nested dict as one level of dotted paths: ``{"line": {"color": c}}`` ->
-    ``{"line.color": c}`` (how slider steps and widget updates name trace attributes)."""
+    ``{"line.color": c}`` (how slider steps and widget updates name trace
+    attributes)."""
     out = {}
     for key, value in obj.items():
         name = f"{prefix}{key}"
@@ -155,7 +165,8 @@ def same_value(a, b):
 
 
 def set_layout_path(obj, path, value):
-    """Set ``obj`` at a plotly attribute path such as ``shapes[2].x0`` or ``xaxis.range``."""
+    """Set ``obj`` at a plotly attribute path such as ``shapes[2].x0`` or
+    ``xaxis.range``."""
     parts = path.replace("]", "").replace("[", ".").split(".")
     for part in parts[:-1]:
         obj = obj[int(part)] if part.isdigit() else obj.setdefault(part, {})
@@ -167,7 +178,8 @@ def set_layout_path(obj, path, value):
 
 
 def jsonable(value):
-    """``value`` with tuples as lists and NumPy scalars as Python numbers (as in the figure's JSON)."""
+    """``value`` with tuples as lists and NumPy scalars as Python numbers (as in the
+    figure's JSON)."""
     if isinstance(value, tuple):
         return [jsonable(v) for v in value]
     if isinstance(value, np.generic):
@@ -204,7 +216,8 @@ def vline_trace(
 
 
 def legend_square_trace(name, color, legendgroup=None):
-    """A trace that draws nothing but a square of ``color`` in the legend (for shaded regions)."""
+    """A trace that draws nothing but a square of ``color`` in the legend (for shaded
+    regions)."""
     return {
         "type": "scatter",
         "mode": "markers",
@@ -224,7 +237,8 @@ def legend_square_trace(name, color, legendgroup=None):
 
 
 def rect_shape(xref, x0, x1, fill, yref="paper", y0=0.0, y1=1.0):
-    """A borderless filled rectangle shape from x0 to x1 (full height by default), below the traces."""
+    """A borderless filled rectangle shape from x0 to x1 (full height by default), below
+    the traces."""
     return {
         "type": "rect",
         "xref": xref,
@@ -240,9 +254,11 @@ def rect_shape(xref, x0, x1, fill, yref="paper", y0=0.0, y1=1.0):
 
 
 def book_subplots(rows, cols, titles, height, **kw):
-    """A ``rows`` x ``cols`` plotly figure of subplots in the book's style. Each figure sets margins that hold its legend, titles and tick labels
-    (a legend at the right needs ``r`` of its width): where they do not, plotly widens the margins and draws the
-    whole figure a second time, on every draw (tests/browser/test_figure_margins.py checks every explorable)."""
+    """A ``rows`` x ``cols`` plotly figure of subplots in the book's style. Each figure
+    sets margins that hold its legend, titles and tick labels (a legend at the right
+    needs ``r`` of its width): where they do not, plotly widens the margins and draws
+    the whole figure a second time, on every draw (tests/browser/test_figure_margins.py
+    checks every explorable)."""
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, **kw)
     fig.update_layout(
         template=TEMPLATE,
@@ -256,18 +272,20 @@ def book_subplots(rows, cols, titles, height, **kw):
     return fig
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The explorable spec and the static slider builder
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclass
 class Explorable:
-    """One explorable: parameters -> data -> traces (+ layout keys), and the static slider grid.
+    """One explorable: parameters -> data -> traces (+ layout keys), and the static
+    slider grid.
 
-    ``defaults`` holds every parameter ``data`` accepts; ``grid`` lists, in slider order, the parameters the static
-    figure exposes and their values (each default must be one of them). ``traces(data)`` returns plain trace dicts
-    (same number and order for every parameter value) and ``updates(data)`` a dict of plotly layout paths
+    ``defaults`` holds every parameter ``data`` accepts; ``grid`` lists, in slider
+    order, the parameters the static figure exposes and their values (each default must
+    be one of them). ``traces(data)`` returns plain trace dicts (same number and order
+    for every parameter value) and ``updates(data)`` a dict of plotly layout paths
     (``"shapes[0].x0"``) whose values change with the parameters.
     """
 
@@ -288,18 +306,20 @@ class Explorable:
         unknown = set(overrides) - set(self.defaults)
         if unknown:
             raise TypeError(
-                f"{self.name}: unknown parameter(s) {sorted(unknown)}; known: {sorted(self.defaults)}"
+                f"{self.name}: unknown parameter(s) {sorted(unknown)}; known: "
+                f"{sorted(self.defaults)}"
             )
         return {**self.defaults, **overrides}
 
     def state(self, **overrides):
-        """``(data, traces, layout_updates)`` at the given parameters (others at their defaults)."""
+        """``(data, traces, layout_updates)`` at the given parameters (others at their
+        defaults)."""
         d = self.data(self.params(**overrides))
         return d, self.traces(d), self.updates(d)
 
     def base_layout(self) -> dict:
-        """The layout as a plain dict (template expanded), computed once per language (:mod:`dpo_grpo.i18n`);
-        in Chinese its font family is a CJK stack."""
+        """The layout as a plain dict (template expanded), computed once per language
+        (:mod:`dpo_grpo.i18n`); in Chinese its font family is a CJK stack."""
         lang = language()
         if self._layout_cache is None:
             self._layout_cache = {}
@@ -308,14 +328,16 @@ class Explorable:
             if plotly_font():
                 layout["font"] = {**layout.get("font", {}), **plotly_font()}
             self._layout_cache[lang] = layout
-        # the template is never updated: share it instead of copying ~10 kB of nested dicts on every update
+        # the template is never updated: share it instead of copying ~10 kB of nested
+        # dicts on every update
         return {
             k: v if k == "template" else copy.deepcopy(v)
             for k, v in self._layout_cache[lang].items()
         }
 
     def figure_dict(self, data=None, **overrides) -> dict:
-        """The figure at one parameter point as a plain dict, without sliders (what the live widgets show)."""
+        """The figure at one parameter point as a plain dict, without sliders (what the
+        live widgets show)."""
         d = self.data(self.params(**overrides)) if data is None else data
         layout = self.base_layout()
         for path, value in self.updates(d).items():
@@ -328,7 +350,8 @@ class Explorable:
         return fmt(value) if fmt else format_value(value)
 
     def figure(self, **grid) -> go.Figure:
-        """The static figure: defaults plus one slider per ``grid`` entry (``grid`` overrides ``self.grid``)."""
+        """The static figure: defaults plus one slider per ``grid`` entry (``grid``
+        overrides ``self.grid``)."""
         grid = {**self.grid, **grid}
         base_data, base_traces, base_updates = self.state()
         flat0 = [flatten_attributes(t) for t in base_traces]
@@ -340,7 +363,8 @@ class Explorable:
             default = self.defaults[param]
             if not any(same_value(jsonable(v), jsonable(default)) for v in values):
                 raise ValueError(
-                    f"{self.name}: the default {param}={default!r} must be one of the grid values"
+                    f"{self.name}: the default {param}={default!r} must be one of the "
+                    "grid values"
                 )
             states, owned, owned_layout = [], set(), set()
             for value in values:
@@ -359,7 +383,8 @@ class Explorable:
                         owned_layout.add(key)
                 states.append((value, flats, updates))
             per_param[param] = (states, owned, owned_layout)
-        # Each slider rewrites the rectangle (its traces) x (its attributes): no other slider may own a cell of it.
+        # Each slider rewrites the rectangle (its traces) x (its attributes): no other
+        # slider may own a cell of it.
         rects = {}
         for param, (_, owned, _) in per_param.items():
             owned_tr = sorted({i for i, _ in owned})
@@ -433,7 +458,8 @@ class Explorable:
 
 
 def sliders_below(layout, params):
-    """Sliders side by side below the plotting area (``pad.t`` clears the x-axis titles)."""
+    """Sliders side by side below the plotting area (``pad.t`` clears the x-axis
+    titles)."""
     n = max(len(params), 1)
     gap = 0.04
     width = (1.0 - gap * (n - 1)) / n
@@ -452,7 +478,8 @@ def figure_html_size(fig) -> int:
     """Bytes of the figure's HTML fragment as the book embeds it (no plotly.js)."""
     if not isinstance(fig, (go.Figure, dict, str, bytes)):
         raise TypeError(
-            f"fig must be a plotly Figure, a figure dict or its JSON, got {type(fig).__name__}"
+            "fig must be a plotly Figure, a figure dict or its JSON, got "
+            f"{type(fig).__name__}"
         )
     if isinstance(fig, (str, bytes)):
         try:
@@ -472,7 +499,8 @@ PLOTLY_CONFIG = {
 
 
 def plotly_fragment(figure, div_id: str | None = None) -> str:
-    """HTML for one figure (dict, JSON string or ``go.Figure``) without plotly.js: ``<div>`` + ``Plotly.newPlot``."""
+    """HTML for one figure (dict, JSON string or ``go.Figure``) without plotly.js:
+    ``<div>`` + ``Plotly.newPlot``."""
     import plotly.io as pio
 
     import hashlib

@@ -1,24 +1,32 @@
-"""Pure data behind the book's original seven explorables (NumPy only: no plotly, no ipywidgets).
+"""Pure data behind the book's original seven explorables (NumPy only: no plotly, no
+ipywidgets).
 
-Each ``*_data(...)`` function maps parameters to the arrays one explorable draws, by calling the
-package's core functions (nothing is re-derived here). The explorable's own module
-(:mod:`~dpo_grpo.interactive.clip_platform`, :mod:`~dpo_grpo.interactive.zero_std`, ...) turns them into a
-plotly figure with precomputed sliders (static book) and a live ipywidgets UI (Jupyter, Colab); the tests check
-these functions against hand-computed values.
+Each ``*_data(...)`` function maps parameters to the arrays one explorable draws, by
+calling the package's core functions (nothing is re-derived here). The explorable's own
+module (:mod:`~dpo_grpo.interactive.clip_platform`,
+:mod:`~dpo_grpo.interactive.zero_std`, ...) turns them into a plotly figure with
+precomputed sliders (static book) and a live ipywidgets UI (Jupyter, Colab); the tests
+check these functions against hand-computed values.
 
-======================  ==============================================================================
-function                what it computes
-======================  ==============================================================================
-clip_platform_data      per-token clipped objective and its gradient vs the ratio, for A = +1 and A = -1
-zero_std_data           P(a 0/1 group is all equal), Monte Carlo, batch fraction with a difficulty spread
-group_advantage_data    rewards after an affine map and their standardised advantages (ddof 0 and 1)
-dpo_data                DPO loss and gradient weight vs the log-ratio margin; the four-log-prob split
-kl_estimator_data       k1, k2, k3 vs Delta; biased vs ratio-corrected k3 expectation off-policy
-bandit_data             the group bandit's action probabilities after every step
-memory_ledger_data      logical training state (bytes) per component for PPO, GRPO and DPO
-======================  ==============================================================================
+====================  ==================================================================
+function              what it computes
+====================  ==================================================================
+clip_platform_data    per-token clipped objective and its gradient vs the ratio, for
+                      A = +1 and A = -1
+zero_std_data         P(a 0/1 group is all equal), Monte Carlo, batch fraction with a
+                      difficulty spread
+group_advantage_data  rewards after an affine map and their standardised advantages
+                      (ddof 0 and 1)
+dpo_data              DPO loss and gradient weight vs the log-ratio margin; the
+                      four-log-prob split
+kl_estimator_data     k1, k2, k3 vs Delta; biased vs ratio-corrected k3 expectation
+                      off-policy
+bandit_data           the group bandit's action probabilities after every step
+memory_ledger_data    logical training state (bytes) per component for PPO, GRPO and DPO
+====================  ==================================================================
 
-Every random quantity takes a ``seed`` (default fixed), so the same parameters always give the same arrays.
+Every random quantity takes a ``seed`` (default fixed), so the same parameters always
+give the same arrays.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _validation as v
-from ..i18n import N_, tr
+from ..i18n import tr
 from ..reference import examples as ex
 from ..reference.advantages import group_advantages
 from ..reference.bandit import BanditRun
@@ -37,14 +45,6 @@ from ..reference.dpo import dpo_gradient_weight, log_sigmoid
 from ..trl_exact.dpo import dpo_loss
 from ..reference.grpo import clip_region, clipped_objective, clipped_objective_grad
 from ..reference.kl import exact_kl, k1, k2, k3, k3_expectation, k3_per_action
-from ..reference.memory import (
-    BYTES_PER_VALUE,
-    GB,
-    GiB,
-    algorithm_ledger,
-    frozen_model_bytes,
-    training_state_ledger,
-)
 from ..reference.zero_std import (
     expected_zero_std_fraction,
     simulate_zero_std_fraction,
@@ -52,6 +52,8 @@ from ..reference.zero_std import (
     zero_std_monte_carlo,
     zero_std_probability,
 )
+
+from .memory_data import MEMORY_RECIPES, memory_ledger_data
 
 __all__ = [
     "clip_platform_data",
@@ -78,16 +80,18 @@ def _readonly(*arrays):
 DEFAULT_RHO = np.round(np.linspace(0.4, 2.2, 361), 6)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 1. Clip platforms
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def example_sequences():
-    """The article's four completions (section 3.7 / chapter 4): first-token ratio, advantage, and a label.
+    """The article's four completions (section 3.7 / chapter 4): first-token ratio,
+    advantage, and a label.
 
-    Ratios ``exp(new - old)`` = 1.2840, 1.1052, 0.7788, 0.9048 from :func:`dpo_grpo.reference.examples.grpo_token_example`;
-    advantages from ``group_advantages(REWARD_GROUPS[:1])``.
+    Ratios ``exp(new - old)`` = 1.2840, 1.1052, 0.7788, 0.9048 from
+    :func:`dpo_grpo.reference.examples.grpo_token_example`; advantages from
+    ``group_advantages(REWARD_GROUPS[:1])``.
     """
     inputs = ex.grpo_token_example()
     ratio = np.exp(inputs["new_logps"] - inputs["old_logps"])[:, 0]
@@ -111,14 +115,17 @@ def _delta_mask(rho, delta):
 
 
 def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
-    """Per-token objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` and ``d/d rho`` for A = +1 and -1.
+    """Per-token objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` and
+    ``d/d rho`` for A = +1 and -1.
 
-    ``epsilon`` is eps_low, ``epsilon_high=None`` means symmetric clipping, ``delta`` caps the unclipped ratio
-    (two-sided clipping; None = off). Returns ``rho`` (grid), ``objective_pos/neg``, ``grad_pos/neg``,
-    ``region_pos/neg`` (:func:`~dpo_grpo.trl_exact.grpo.clip_region` labels), ``capped_pos/neg`` (where delta zeroes the
-    gradient), ``bounds`` (``low = 1 - eps_low``, ``high = 1 + eps_high``, ``delta``) and ``examples``: the four
-    article sequences with their objective per unit |A| (``objective_unit`` = objective at sign(A)), their true
-    objective ``rho A`` clipped, gradient and region.
+    ``epsilon`` is eps_low, ``epsilon_high=None`` means symmetric clipping, ``delta``
+    caps the unclipped ratio (two-sided clipping; None = off). Returns ``rho`` (grid),
+    ``objective_pos/neg``, ``grad_pos/neg``, ``region_pos/neg``
+    (:func:`~dpo_grpo.trl_exact.grpo.clip_region` labels), ``capped_pos/neg`` (where
+    delta zeroes the gradient), ``bounds`` (``low = 1 - eps_low``,
+    ``high = 1 + eps_high``, ``delta``) and ``examples``: the four article sequences
+    with their objective per unit |A| (``objective_unit`` = objective at sign(A)), their
+    true objective ``rho A`` clipped, gradient and region.
     """
     eps_low = v.scalar(epsilon, "epsilon", open_unit=True)
     eps_high = (
@@ -156,9 +163,9 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 2. Zero-std groups
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _unit_grid(x, name, ndim=None):
@@ -170,9 +177,11 @@ def _unit_grid(x, name, ndim=None):
 
 
 def difficulty_spread(mean_pass_rate, n_prompts=256, concentration=2.0, seed=0):
-    """Pass rates of a batch of ``n_prompts`` prompts: seeded draws from Beta(c m, c (1 - m)), mean ``m``.
+    """Pass rates of a batch of ``n_prompts`` prompts: seeded draws from Beta(c m, c
+    (1 - m)), mean ``m``.
 
-    ``concentration`` c = 2 makes the spread wide (c m = c (1 - m) = 1 is the uniform distribution at m = 0.5).
+    ``concentration`` c = 2 makes the spread wide (c m = c (1 - m) = 1 is the uniform
+    distribution at m = 0.5).
     """
     m = v.scalar(mean_pass_rate, "mean_pass_rate")
     if not 0.0 < m < 1.0:
@@ -199,14 +208,18 @@ def zero_std_data(
 ):
     """Everything the zero-std explorable draws, for 0/1 rewards.
 
-    - ``p``, ``prob_vs_p``: ``p**G + (1-p)**G`` over pass rates at the chosen ``group_size``;
-      ``mc_p``, ``mc_vs_p``: seeded Monte-Carlo estimates (``n_groups`` groups each) at a coarser set of p.
-    - ``g``, ``prob_vs_g``, ``mc_vs_g``: the same against the group size at the chosen ``pass_rate``.
-    - ``batch_pass_rates``: a batch of ``n_prompts`` pass rates spread around ``pass_rate``
-      (:func:`difficulty_spread`); ``batch_expected_vs_g`` (exact expectation) and ``batch_simulated_vs_g`` (one
-      seeded draw) of the fraction of its prompts whose group carries no reward signal.
-    - ``gap``, ``two_sample``: the advantage ``d / (d + 2 eps)`` of the group ``[0, d]`` against the gap d, with
-      ``gaps`` / ``two_sample_at_gaps`` at the article's three gaps (1, 0.01, 1e-5).
+    - ``p``, ``prob_vs_p``: ``p**G + (1-p)**G`` over pass rates at the chosen
+      ``group_size``; ``mc_p``, ``mc_vs_p``: seeded Monte-Carlo estimates (``n_groups``
+      groups each) at a coarser set of p.
+    - ``g``, ``prob_vs_g``, ``mc_vs_g``: the same against the group size at the chosen
+      ``pass_rate``.
+    - ``batch_pass_rates``: a batch of ``n_prompts`` pass rates spread around
+      ``pass_rate`` (:func:`difficulty_spread`); ``batch_expected_vs_g`` (exact
+      expectation) and ``batch_simulated_vs_g`` (one seeded draw) of the fraction of its
+      prompts whose group carries no reward signal.
+    - ``gap``, ``two_sample``: the advantage ``d / (d + 2 eps)`` of the group ``[0, d]``
+      against the gap d, with ``gaps`` / ``two_sample_at_gaps`` at the article's three
+      gaps (1, 0.01, 1e-5).
     """
     g = v.integer(group_size, "group_size", minimum=2)
     p = v.scalar(pass_rate, "pass_rate")
@@ -265,7 +278,8 @@ def zero_std_data(
     }
 
 
-# The pieces of zero_std_data, memoised (pure and seeded, read-only results): a slider move recomputes one piece.
+# The pieces of zero_std_data, memoised (pure and seeded, read-only results): a slider
+# move recomputes one piece.
 
 
 @lru_cache(maxsize=256)
@@ -297,21 +311,24 @@ def _zero_two_sample(eps, gaps):
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 3. Group advantages
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def group_advantage_data(
     rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales=None, eps_values=None
 ):
-    """Advantages of one group of G rewards (2 <= G <= 16) after the affine map ``r -> scale * r + shift``.
+    """Advantages of one group of G rewards (2 <= G <= 16) after the affine map
+    ``r -> scale * r + shift``.
 
-    Returns ``rewards`` (as given), ``transformed``, ``advantages_ddof0`` / ``advantages_ddof1``
-    (:func:`~dpo_grpo.trl_exact.advantages.group_advantages`), the transformed group's ``mean`` and ``std_ddof0/1``, and the
-    invariance curve: ``scales`` (log grid) against ``best_advantage_vs_scale[eps]`` = the largest advantage
-    (ddof 0) of ``s * r`` for each eps in ``eps_values``. Shifts never change the advantages; positive scales do
-    not either until ``scale * std`` is comparable with eps; a negative scale flips their signs.
+    Returns ``rewards`` (as given), ``transformed``, ``advantages_ddof0`` /
+    ``advantages_ddof1`` (:func:`~dpo_grpo.trl_exact.advantages.group_advantages`), the
+    transformed group's ``mean`` and ``std_ddof0/1``, and the invariance curve:
+    ``scales`` (log grid) against ``best_advantage_vs_scale[eps]`` = the largest
+    advantage (ddof 0) of ``s * r`` for each eps in ``eps_values``. Shifts never change
+    the advantages; positive scales do not either until ``scale * std`` is comparable
+    with eps; a negative scale flips their signs.
     """
     r = v.as_float_array(
         ex.REWARD_GROUPS[0] if rewards is None else rewards, "rewards", ndim=1
@@ -356,9 +373,9 @@ def group_advantage_data(
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 4. DPO
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def dpo_data(
@@ -371,14 +388,16 @@ def dpo_data(
     margins=None,
     betas=(0.05, 0.1, 0.5, 1.0),
 ):
-    """DPO (sigmoid) loss ``-log sigmoid(beta u)`` and gradient weight ``sigmoid(-beta u)`` vs the log-ratio margin.
+    """DPO (sigmoid) loss ``-log sigmoid(beta u)`` and gradient weight
+    ``sigmoid(-beta u)`` vs the log-ratio margin.
 
-    ``u = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]``; the implicit reward margin is
-    ``beta u``. Curves for the chosen ``beta`` (``loss``, ``weight``) and for each of ``betas`` (``loss_by_beta``,
-    ``weight_by_beta``). The four log-probs default to the article's first pair (section 3.7); for them:
-    ``chosen_logratio``, ``rejected_logratio``, ``margin``, the implicit rewards ``chosen_reward`` /
-    ``rejected_reward`` (``beta`` x log-ratio), ``logit`` = beta u, ``pair_loss`` and ``pair_weight`` (from
-    :func:`~dpo_grpo.trl_exact.dpo.dpo_loss`).
+    ``u = [log pi(y_w) - log pi_ref(y_w)] - [log pi(y_l) - log pi_ref(y_l)]``; the
+    implicit reward margin is ``beta u``. Curves for the chosen ``beta`` (``loss``,
+    ``weight``) and for each of ``betas`` (``loss_by_beta``, ``weight_by_beta``). The
+    four log-probs default to the article's first pair (section 3.7); for them:
+    ``chosen_logratio``, ``rejected_logratio``, ``margin``, the implicit rewards
+    ``chosen_reward`` / ``rejected_reward`` (``beta`` x log-ratio), ``logit`` = beta u,
+    ``pair_loss`` and ``pair_weight`` (from :func:`~dpo_grpo.trl_exact.dpo.dpo_loss`).
     """
     beta = v.scalar(beta, "beta", positive=True)
     pair = ex.DPO_PAIRS
@@ -420,9 +439,9 @@ def dpo_data(
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 5. KL estimators
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def kl_estimator_data(
@@ -430,12 +449,14 @@ def kl_estimator_data(
 ):
     """The three sampled KL estimators and the off-policy bias of k3 (section 3.5).
 
-    ``Delta = log pi_ref - log pi_theta`` at a sampled token: curves ``k1 = -Delta``, ``k2 = Delta^2/2``,
-    ``k3 = e^Delta - Delta - 1`` over ``deltas`` and their values at ``delta``. Off-policy part, with the current
-    policy ``p``, reference ``q`` and old policy ``old`` (the article's [0.7, 0.2, 0.1], [0.2, 0.3, 0.5],
-    [0.3, 0.3, 0.4]): the sampling distribution ``mu = (1 - mix) p + mix old`` (mix 1 = the old policy),
-    ``biased`` = E_mu[k3] (what the bare estimator averages to), ``corrected`` = E_mu[(p/mu) k3] and ``exact`` =
-    KL(p || q); the same two expectations over ``mixes`` (``biased_vs_mix``, ``corrected_vs_mix``).
+    ``Delta = log pi_ref - log pi_theta`` at a sampled token: curves ``k1 = -Delta``,
+    ``k2 = Delta^2/2``, ``k3 = e^Delta - Delta - 1`` over ``deltas`` and their values at
+    ``delta``. Off-policy part, with the current policy ``p``, reference ``q`` and old
+    policy ``old`` (the article's [0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4]):
+    the sampling distribution ``mu = (1 - mix) p + mix old`` (mix 1 = the old policy),
+    ``biased`` = E_mu[k3] (what the bare estimator averages to), ``corrected`` =
+    E_mu[(p/mu) k3] and ``exact`` = KL(p || q); the same two expectations over ``mixes``
+    (``biased_vs_mix``, ``corrected_vs_mix``).
     """
     d = v.scalar(delta, "delta")
     t = v.scalar(mix, "mix")
@@ -487,7 +508,8 @@ def kl_estimator_data(
 
 @lru_cache(maxsize=64)
 def _kl_vs_mix(p, q, old, mixes):
-    """E_mu[k3] and E_mu[(p/mu) k3] along mu = (1 - tau) p + tau old for tau in ``mixes`` (memoised)."""
+    """E_mu[k3] and E_mu[(p/mu) k3] along mu = (1 - tau) p + tau old for tau in
+    ``mixes`` (memoised)."""
     p, q, old = np.array(p), np.array(q), np.array(old)
 
     def sampling(w):
@@ -502,17 +524,18 @@ def _kl_vs_mix(p, q, old, mixes):
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 6. The bandit
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _BANDIT_RUNS: "OrderedDict[tuple, BanditRun]" = OrderedDict()
 _BANDIT_RUNS_MAX = 128
 
 
 def _kept_bandit_run(**params) -> BanditRun:
-    """The :class:`~dpo_grpo.reference.bandit.BanditRun` for these parameters, kept (least recently used out) so that a longer
-    ``steps`` only runs the new steps. The parameters are validated on every call."""
+    """The :class:`~dpo_grpo.reference.bandit.BanditRun` for these parameters, kept
+    (least recently used out) so that a longer ``steps`` only runs the new steps. The
+    parameters are validated on every call."""
     run = BanditRun(**params)
     run = _BANDIT_RUNS.pop(run.key, run)
     _BANDIT_RUNS[run.key] = run
@@ -524,11 +547,12 @@ def _kept_bandit_run(**params) -> BanditRun:
 def bandit_data(
     group_size=32, beta=0.02, lr=0.18, epsilon=0.2, seed=7, steps=80, reward_table=None
 ):
-    """One seeded run of the four-action group bandit (:func:`~dpo_grpo.reference.bandit.bandit_trajectory`, through a kept
+    """One seeded run of the four-action group bandit
+    (:func:`~dpo_grpo.reference.bandit.bandit_trajectory`, through a kept
     :class:`~dpo_grpo.reference.bandit.BanditRun`).
 
-    Returns ``step`` (0..steps), ``probs`` of shape ``(steps + 1, n_actions)``, the ``rewards`` table and the index
-    of the ``best`` action.
+    Returns ``step`` (0..steps), ``probs`` of shape ``(steps + 1, n_actions)``, the
+    ``rewards`` table and the index of the ``best`` action.
     """
     run = _kept_bandit_run(
         group_size=group_size,
@@ -552,148 +576,4 @@ def bandit_data(
         "probs": probs,
         "rewards": rewards,
         "best": int(np.argmax(rewards)),
-    }
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# 7. Memory ledger
-# ----------------------------------------------------------------------------------------------------------------
-
-#: Named precision/optimizer recipes: keyword arguments of :func:`~dpo_grpo.reference.memory.training_state_ledger`.
-MEMORY_RECIPES = {
-    "bf16 + fp32 master + AdamW": dict(
-        weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw", master_weights=True
-    ),
-    "fp32 + AdamW": dict(
-        weight_dtype="fp32", grad_dtype="fp32", optimizer="adamw", master_weights=False
-    ),
-    "bf16 + AdamW, no master": dict(
-        weight_dtype="bf16", grad_dtype="bf16", optimizer="adamw", master_weights=False
-    ),
-    "bf16 + fp32 master + SGD-momentum": dict(
-        weight_dtype="bf16",
-        grad_dtype="bf16",
-        optimizer="sgd_momentum",
-        master_weights=True,
-    ),
-}
-
-#: Short names of the recipes (slider labels).
-MEMORY_RECIPE_SHORT = {
-    "bf16 + fp32 master + AdamW": "mixed AdamW",
-    "fp32 + AdamW": "fp32 AdamW",
-    "bf16 + AdamW, no master": "bf16 AdamW",
-    "bf16 + fp32 master + SGD-momentum": "mixed SGD-m",
-}
-
-ALGORITHMS = ("ppo", "grpo", "dpo")
-ALGORITHM_LABELS = {"ppo": N_("PPO (actor + critic)"), "grpo": "GRPO", "dpo": "DPO"}
-#: Stacked components, bottom to top.
-MEMORY_COMPONENTS = (
-    "policy weights",
-    "policy gradients",
-    "policy fp32 master weights",
-    "policy optimizer states",
-    "critic (trainable state)",
-    "reference (frozen)",
-    "reward model (frozen)",
-)
-
-
-def memory_ledger_data(
-    n_params=7_000_000_000,
-    weight_dtype="bf16",
-    grad_dtype="bf16",
-    optimizer="adamw",
-    master_weights=True,
-    reward_model=True,
-    grpo_reward_model=True,
-    precomputed_reference=False,
-):
-    """Logical state in bytes per component for PPO, GRPO and DPO training a model of ``n_params`` parameters.
-
-    PPO trains actor and critic (same size) and runs a frozen reference and (``reward_model=True``) a reward model of
-    the same size; GRPO trains the policy only and runs the reference and (``grpo_reward_model=True``) the same
-    reward model, so that by default the two differ by the critic alone (``grpo_reward_model=False``: a rule-based
-    reward); DPO trains the policy against a reference, whose log-probs may be
-    precomputed (``precomputed_reference``). Components follow
-    :func:`~dpo_grpo.reference.memory.training_state_ledger` (the policy's breakdown) and
-    :func:`~dpo_grpo.reference.memory.algorithm_ledger` (per-model totals). Returns ``algorithms``, ``components``
-    ``{name: [bytes per algorithm]}`` in :data:`MEMORY_COMPONENTS` order, ``totals_bytes``, ``totals_gb``,
-    ``totals_gib``, ``per_model`` (the algorithm ledgers) and ``policy_bytes_per_param``. Default (7B,
-    mixed-precision AdamW): 112 GB of trainable state per model; PPO 252 GB, GRPO 140 GB, DPO 126 GB.
-    """
-    n = v.integer(n_params, "n_params", minimum=1)
-    master_weights = v.boolean(master_weights, "master_weights")
-    reward_model = v.boolean(reward_model, "reward_model")
-    grpo_reward_model = v.boolean(grpo_reward_model, "grpo_reward_model")
-    precomputed_reference = v.boolean(precomputed_reference, "precomputed_reference")
-    state = dict(
-        weight_dtype=weight_dtype,
-        grad_dtype=grad_dtype,
-        optimizer=optimizer,
-        master_weights=bool(master_weights),
-    )
-    policy = training_state_ledger(n, **state)
-    keys = list(policy.components)
-    named = {
-        "policy weights": policy.components[keys[0]],
-        "policy gradients": policy.components[keys[1]],
-        "policy fp32 master weights": next(
-            (b for k, b in policy.components.items() if k.startswith("master")), 0
-        ),
-        "policy optimizer states": next(
-            (b for k, b in policy.components.items() if "states" in k), 0
-        ),
-    }
-    per_model = {}
-    components = {c: [] for c in MEMORY_COMPONENTS}
-    uses_reward_model = {
-        "ppo": bool(reward_model),
-        "grpo": bool(grpo_reward_model),
-        "dpo": False,
-    }
-    for alg in ALGORITHMS:
-        led = algorithm_ledger(
-            alg,
-            n,
-            reward_params=n if uses_reward_model[alg] else None,
-            precomputed_reference=bool(precomputed_reference),
-            **state,
-        )
-        per_model[alg] = led
-        assert led["policy (trainable)"] == policy.total_bytes
-        for c in MEMORY_COMPONENTS[:4]:
-            components[c].append(named[c])
-        components["critic (trainable state)"].append(led.get("critic (trainable)", 0))
-        components["reference (frozen)"].append(led.get("reference (frozen)", 0))
-        components["reward model (frozen)"].append(led.get("reward model (frozen)", 0))
-    totals = [sum(per_model[a].values()) for a in ALGORITHMS]
-    return {
-        "params": {
-            "n_params": n,
-            **state,
-            "reward_model": bool(reward_model),
-            "grpo_reward_model": bool(grpo_reward_model),
-            "precomputed_reference": bool(precomputed_reference),
-        },
-        "algorithms": ALGORITHMS,
-        "labels": [tr(ALGORITHM_LABELS[a]) for a in ALGORITHMS],
-        "components": components,
-        "component_labels": {
-            "policy weights": f"policy weights ({weight_dtype})",
-            "policy gradients": f"policy gradients ({grad_dtype})",
-            "policy fp32 master weights": "policy fp32 master weights",
-            "policy optimizer states": f"policy {optimizer} states (fp32)",
-            "critic (trainable state)": "critic: full trainable state",
-            "reference (frozen)": f"reference model (frozen, bf16: {BYTES_PER_VALUE['bf16']} bytes/param)",
-            "reward model (frozen)": "reward model (frozen, bf16)",
-        },
-        "totals_bytes": totals,
-        "totals_gb": [t / GB for t in totals],
-        "totals_gib": [t / GiB for t in totals],
-        "per_model": per_model,
-        "policy_bytes": policy.total_bytes,
-        "policy_bytes_per_param": policy.total_bytes / n,
-        "frozen_bytes": frozen_model_bytes(n),
     }

@@ -1,9 +1,11 @@
-"""Explorable: group advantages. The advantages of one group of rewards under an affine map r -> a r + b:
-invariant for a > 0 until a times the group's std nears the eps of the denominator.
+"""Explorable: group advantages. The advantages of one group of rewards under an affine
+map r -> a r + b: invariant for a > 0 until a times the group's std nears the eps of the
+denominator.
 
 :data:`GROUP_ADVANTAGE` is the spec (data:
-:func:`dpo_grpo.interactive.explorables.group_advantage_data`), ``group_advantage_figure()`` the kernel-free
-figure and ``group_advantage_widget()`` the live version.
+:func:`dpo_grpo.interactive.explorables.group_advantage_data`),
+``group_advantage_figure()`` the kernel-free figure and ``group_advantage_widget()`` the
+live version.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ if TYPE_CHECKING:
     from .widgets import ExplorableWidget
 
 
-#: The static figure's path through affine maps r -> a r + b: shifts, scales, scales small enough for eps to bite,
-#: a sign flip.
+#: The static figure's path through affine maps r -> a r + b: shifts, scales, scales
+#: small enough for eps to bite, a sign flip.
 TRANSFORMS = (
     (1.0, 0.0),
     (1.0, 10.0),
@@ -205,10 +207,12 @@ GROUP_ADVANTAGE = Explorable(
 
 
 def group_advantage_figure(**grid) -> go.Figure:
-    """Rewards of the article's group [0.2, 0.8, 1.4, 0.6] under affine maps and their advantages (ddof 0 and 1).
+    """Rewards of the article's group [0.2, 0.8, 1.4, 0.6] under affine maps and their
+    advantages (ddof 0 and 1).
 
-    The slider walks through shifts and scales (no change), scales small enough for eps = 1e-4 to shrink the
-    advantages, and a sign flip; the right panel shows where eps breaks scale invariance for four eps values.
+    The slider walks through shifts and scales (no change), scales small enough for eps
+    = 1e-4 to shrink the advantages, and a sign flip; the right panel shows where eps
+    breaks scale invariance for four eps values.
     """
     return GROUP_ADVANTAGE.figure(**grid)
 
@@ -216,7 +220,8 @@ def group_advantage_figure(**grid) -> go.Figure:
 def group_advantage_widget(
     rewards=(0.2, 0.8, 1.4, 0.6), scale=1.0, shift=0.0, eps=1e-4
 ) -> ExplorableWidget:
-    """Live group advantages: an editable group (2 to 16 rewards), the affine map a r + b, and eps."""
+    """Live group advantages: an editable group (2 to 16 rewards), the affine map a r +
+    b, and eps."""
     import ipywidgets as W
 
     from .widgets import (

@@ -1,8 +1,10 @@
-"""Explorable: the KL estimators k1, k2, k3 against Delta = log pi_ref - log pi_theta, and the off-policy bias
-of k3 when the tokens come from a mix of the current and the old policy.
+"""Explorable: the KL estimators k1, k2, k3 against Delta = log pi_ref - log pi_theta,
+and the off-policy bias of k3 when the tokens come from a mix of the current and the old
+policy.
 
-:data:`KL` is the spec (data: :func:`dpo_grpo.interactive.explorables.kl_estimator_data`),
-``kl_estimator_figure()`` the kernel-free figure and ``kl_estimator_widget()`` the live version; its companion
+:data:`KL` is the spec (data:
+:func:`dpo_grpo.interactive.explorables.kl_estimator_data`), ``kl_estimator_figure()``
+the kernel-free figure and ``kl_estimator_widget()`` the live version; its companion
 :mod:`dpo_grpo.interactive.kl_variance` shows the estimators' spread.
 """
 
@@ -201,16 +203,18 @@ KL = Explorable(
 
 
 def kl_estimator_figure(**grid) -> go.Figure:
-    """k1, k2, k3 vs Delta (slider: a marked Delta), and the article's off-policy example p = [0.7, 0.2, 0.1],
-    q = [0.2, 0.3, 0.5], old = [0.3, 0.3, 0.4]: sampling from ``mu = (1-tau) p + tau old`` biases the bare k3 average;
-    weighting by p/mu restores KL(p || q) (slider: tau)."""
+    """k1, k2, k3 vs Delta (slider: a marked Delta), and the article's off-policy
+    example p = [0.7, 0.2, 0.1], q = [0.2, 0.3, 0.5], old = [0.3, 0.3, 0.4]: sampling
+    from ``mu = (1-tau) p + tau old`` biases the bare k3 average; weighting by p/mu
+    restores KL(p || q) (slider: tau)."""
     return KL.figure(**grid)
 
 
 def kl_estimator_widget(
     delta=0.5, mix=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5), old=(0.3, 0.3, 0.4)
 ) -> ExplorableWidget:
-    """Live KL estimators: Delta, the sampling mix tau, and editable p, q, old (each must sum to 1)."""
+    """Live KL estimators: Delta, the sampling mix tau, and editable p, q, old (each
+    must sum to 1)."""
     import ipywidgets as W
 
     from .widgets import CONTROL_STYLE, ExplorableWidget, float_slider, parse_numbers

@@ -1,13 +1,18 @@
-"""The KL estimators' value bias, variance and expected gradient as the policy moves away from the reference.
+"""The KL estimators' value bias, variance and expected gradient as the policy moves
+away from the reference.
 
-Companion of the KL explorable (:func:`dpo_grpo.interactive.kl_estimator.kl_estimator_figure`): that one shows the
-estimators at one token and the off-policy bias; this one shows why Schulman recommends k3 (low variance near the
-reference), where that stops holding, and what each estimator does when it is put in the loss (the gradient view of
-section 3.5). The policy family is ``p(kappa) = softmax(log q + kappa (log p - log q))`` of
-:func:`dpo_grpo.reference.kl.policy_gap_family`: ``kappa = 0`` is the reference, ``kappa = 1`` the article's ``p``.
+Companion of the KL explorable
+(:func:`dpo_grpo.interactive.kl_estimator.kl_estimator_figure`): that one shows the
+estimators at one token and the off-policy bias; this one shows why Schulman recommends
+k3 (low variance near the reference), where that stops holding, and what each estimator
+does when it is put in the loss (the gradient view of section 3.5). The policy family is
+``p(kappa) = softmax(log q + kappa (log p - log q))`` of
+:func:`dpo_grpo.reference.kl.policy_gap_family`: ``kappa = 0`` is the reference,
+``kappa = 1`` the article's ``p``.
 
-``kl_variance_figure()`` is the static figure (a slider over ``kappa``, no kernel needed); ``kl_variance_widget()`` the
-live version (``kappa`` and editable ``p``, ``q``).
+``kl_variance_figure()`` is the static figure (a slider over ``kappa``, no kernel
+needed); ``kl_variance_widget()`` the live version (``kappa`` and editable ``p``,
+``q``).
 """
 
 from __future__ import annotations
@@ -48,11 +53,13 @@ ESTIMATORS = (
 
 
 def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
-    """Mean, standard deviation and expected loss gradient of k1, k2, k3 for one token drawn from ``p(gap)``.
+    """Mean, standard deviation and expected loss gradient of k1, k2, k3 for one token
+    drawn from ``p(gap)``.
 
-    Returns the curves over ``gaps`` (default 0 to 2 in steps of 0.02: ``kl``, ``mean[k]``, ``std[k]``) and, at
-    ``gap``: the policy ``policy``, the exact KL, each estimator's ``at[k]`` view and the true gradient
-    ``true_grad`` of KL(p(gap) || q) with respect to the logits.
+    Returns the curves over ``gaps`` (default 0 to 2 in steps of 0.02: ``kl``,
+    ``mean[k]``, ``std[k]``) and, at ``gap``: the policy ``policy``, the exact KL, each
+    estimator's ``at[k]`` view and the true gradient ``true_grad`` of KL(p(gap) || q)
+    with respect to the logits.
     """
     gap = v.scalar(gap, "gap")
     p = v.probability_vector(ex.KL_EXAMPLE["p"] if p is None else p, "p")
@@ -181,7 +188,8 @@ def _traces(d):
                 "showlegend": False,
                 "marker": {"color": color},
                 "hovertemplate": tr(
-                    "%{{x}}: %{{y:.4f}}<extra>expected gradient of {k} as a loss</extra>",
+                    "%{{x}}: %{{y:.4f}}<extra>expected gradient of {k} as a "
+                    "loss</extra>",
                     k=k,
                 ),
                 **c_on,
@@ -246,8 +254,9 @@ KL_VARIANCE = Explorable(
 
 
 def kl_variance_figure(**grid) -> go.Figure:
-    """Static figure: mean and standard deviation of k1, k2, k3 against the policy gap κ, and their expected
-    gradients as loss terms next to the true KL gradient (slider: kappa)."""
+    """Static figure: mean and standard deviation of k1, k2, k3 against the policy gap
+    κ, and their expected gradients as loss terms next to the true KL gradient (slider:
+    kappa)."""
     return KL_VARIANCE.figure(**grid)
 
 
@@ -283,7 +292,8 @@ def kl_variance_widget(gap=1.0, p=(0.7, 0.2, 0.1), q=(0.2, 0.3, 0.5)):
         to_params,
         title=tr("KL estimators: bias, variance, gradient"),
         help_text=tr(
-            "k3: unbiased and low-variance near π_ref; as a loss it follows KL(π_ref‖π_θ)"
+            "k3: unbiased and low-variance near π_ref; as a loss it follows "
+            "KL(π_ref‖π_θ)"
         ),
         columns=3,
     )

@@ -1,9 +1,11 @@
-"""Explorable: length normalisation. How hard each ``loss_type`` pushes one answer, per token and in total, as the
-answer's length and the sign of its advantage change (on-policy, ``beta=0``, TRL 1.16.0's normalisations).
+"""Explorable: length normalisation. How hard each ``loss_type`` pushes one answer, per
+token and in total, as the answer's length and the sign of its advantage change
+(on-policy, ``beta=0``, TRL 1.16.0's normalisations).
 
-``length_norm_data`` is NumPy only; :data:`LENGTH_NORM` is the plotly spec (one slider: the length of the other
-answers in the batch, which ``bnpo``/``dapo`` divide by), ``length_norm_figure()`` the kernel-free figure and
-``length_norm_widget()`` the live version.
+``length_norm_data`` is NumPy only; :data:`LENGTH_NORM` is the plotly spec (one slider:
+the length of the other answers in the batch, which ``bnpo``/``dapo`` divide by),
+``length_norm_figure()`` the kernel-free figure and ``length_norm_widget()`` the live
+version.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ def length_norm_data(
     group_size: int = 4,
     lengths=LENGTHS,
 ) -> dict:
-    """Per-token and per-answer push on one answer of a group, for every ``loss_type`` and both signs of A.
+    """Per-token and per-answer push on one answer of a group, for every ``loss_type``
+    and both signs of A.
 
-    The group has ``group_size`` answers: the one studied (length ``L`` from ``lengths``, advantage ``s`` = +1 or
-    -1) and ``group_size - 1`` answers of ``other_length`` tokens with advantage ``-s / (group_size - 1)`` (so the
-    group's advantages sum to 0). ``push[loss_type][sign]`` is ``-d loss / d log pi`` at each of the answer's tokens
-    (positive: a descent step raises the token's log-prob), ``total[...]`` that times ``L``.
+    The group has ``group_size`` answers: the one studied (length ``L`` from
+    ``lengths``, advantage ``s`` = +1 or -1) and ``group_size - 1`` answers of
+    ``other_length`` tokens with advantage ``-s / (group_size - 1)`` (so the group's
+    advantages sum to 0). ``push[loss_type][sign]`` is ``-d loss / d log pi`` at each of
+    the answer's tokens (positive: a descent step raises the token's log-prob),
+    ``total[...]`` that times ``L``.
     """
     other = v.integer(other_length, "other_length", minimum=1)
     lmax = v.integer(max_completion_length, "max_completion_length", minimum=1)
@@ -93,7 +98,8 @@ def _traces(d):
                         "line": {"color": COLORS[lt], "dash": dash},
                         "marker": {"size": 5},
                         "hovertemplate": tr(
-                            "{lt}, A={sign:+d}<br>length %{{x}}: %{{y:.3g}}<extra></extra>",
+                            "{lt}, A={sign:+d}<br>length %{{x}}: "
+                            "%{{y:.3g}}<extra></extra>",
                             lt=lt,
                             sign=sign,
                         ),
@@ -119,8 +125,8 @@ def _layout():
     fig.update_layout(
         title={
             "text": tr(
-                "one answer in a group of 4; the other answers have the slider's length; "
-                "on-policy, β = 0"
+                "one answer in a group of 4; the other answers have the slider's "
+                "length; on-policy, β = 0"
             ),
             "font": {"size": 13},
             "x": 0,
@@ -145,13 +151,14 @@ LENGTH_NORM = Explorable(
 
 
 def length_norm_figure(**grid):
-    """Kernel-free figure: per-token and per-answer push vs answer length for the four loss types, A > 0 (solid)
-    and A < 0 (dashed); slider: the other answers' length."""
+    """Kernel-free figure: per-token and per-answer push vs answer length for the four
+    loss types, A > 0 (solid) and A < 0 (dashed); slider: the other answers' length."""
     return LENGTH_NORM.figure(**grid)
 
 
 def length_norm_widget(other_length=100, max_completion_length=512, group_size=4):
-    """Live version: the other answers' length, max_completion_length and the group size."""
+    """Live version: the other answers' length, max_completion_length and the group
+    size."""
     from .widgets import ExplorableWidget, int_slider
 
     controls = {

@@ -1,9 +1,10 @@
-"""Explorable: the memory ledger. Bytes of logical training state per component for PPO (actor + critic),
-GRPO and DPO, against the model size and the precision/optimizer recipe.
+"""Explorable: the memory ledger. Bytes of logical training state per component for PPO
+(actor + critic), GRPO and DPO, against the model size and the precision/optimizer
+recipe.
 
 :data:`MEMORY` is the static spec and :data:`MEMORY_LIVE` the live one (data:
-:func:`dpo_grpo.interactive.explorables.memory_ledger_data`), ``memory_ledger_figure()`` the kernel-free figure
-and ``memory_ledger_widget()`` the live version.
+:func:`dpo_grpo.interactive.explorables.memory_ledger_data`), ``memory_ledger_figure()``
+the kernel-free figure and ``memory_ledger_widget()`` the live version.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import plotly.graph_objects as go
 from ..i18n import N_, tr
 from ..reference.memory import BYTES_PER_VALUE, GB, GiB
 from .explorable import TEMPLATE, Explorable, round_sig
-from .explorables import (
+from .memory_data import (
     MEMORY_COMPONENTS,
     MEMORY_RECIPE_SHORT,
     MEMORY_RECIPES,
@@ -40,7 +41,8 @@ RECIPES = tuple(MEMORY_RECIPES)
 
 
 def component_labels(d) -> dict:
-    """The legend names of :func:`memory_ledger_data`'s components, in the reader's language."""
+    """The legend names of :func:`memory_ledger_data`'s components, in the reader's
+    language."""
     p = d["params"]
     return {
         "policy weights": tr("policy weights ({dtype})", dtype=p["weight_dtype"]),
@@ -96,7 +98,8 @@ def _memory_traces_for(d, visible=True, unit="GB"):
             "textfont": {"size": 12},
         }
     )
-    # an invisible point above the tallest bar, so the y autorange leaves room for the total labels
+    # an invisible point above the tallest bar, so the y autorange leaves room for the
+    # total labels
     t.append(
         {
             "type": "scatter",
@@ -174,9 +177,10 @@ MEMORY = Explorable(
 
 
 def memory_ledger_figure(**grid) -> go.Figure:
-    """Stacked GB of logical training state for PPO (actor + critic), GRPO and DPO; sliders: model size and the
-    precision/optimizer recipe. Default: the article's 7B with mixed-precision AdamW (112 GB of trainable state per
-    trained model; PPO 252 GB, GRPO 140 GB and DPO 126 GB, with a bf16 reference and, for PPO and GRPO, a same-size
+    """Stacked GB of logical training state for PPO (actor + critic), GRPO and DPO;
+    sliders: model size and the precision/optimizer recipe. Default: the article's 7B
+    with mixed-precision AdamW (112 GB of trainable state per trained model; PPO 252 GB,
+    GRPO 140 GB and DPO 126 GB, with a bf16 reference and, for PPO and GRPO, a same-size
     reward model)."""
     return MEMORY.figure(**grid)
 
@@ -234,7 +238,8 @@ def memory_ledger_widget(
     precomputed_reference=False,
     unit="GB",
 ) -> ExplorableWidget:
-    """Live memory ledger: model size, precisions, optimizer, master copy, reward/reference models, GB or GiB."""
+    """Live memory ledger: model size, precisions, optimizer, master copy,
+    reward/reference models, GB or GiB."""
     import ipywidgets as W
 
     from .widgets import CONTROL_STYLE, ExplorableWidget, log_slider

@@ -1,8 +1,10 @@
-"""Every explorable with a static figure and a live widget, by name: :data:`EXPLORABLES` (the specs),
-:data:`FIGURES` (``name -> *_figure``) and :data:`WIDGETS` (``name -> *_widget``).
+"""Every explorable with a static figure and a live widget, by name: :data:`EXPLORABLES`
+(the specs), :data:`FIGURES` (``name -> *_figure``) and :data:`WIDGETS`
+(``name -> *_widget``).
 
-Chapters 1-5's seven (clip platforms to the memory ledger) come first, then chapters 6-10's four (length
-normalisation, difficulty weighting, DPO dynamics, reusing a generation batch). Each lives in its own module.
+Chapters 1-5's seven (clip platforms to the memory ledger) come first, then chapters
+6-10's four (length normalisation, difficulty weighting, DPO dynamics, reusing a
+generation batch). Each lives in its own module.
 """
 
 from __future__ import annotations

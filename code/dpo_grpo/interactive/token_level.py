@@ -1,10 +1,12 @@
-"""The token-level worked example of chapter 3 as a heat map: ratios per token, and the per-token gradient.
+"""The token-level worked example of chapter 3 as a heat map: ratios per token, and the
+per-token gradient.
 
-Left: rho = pi_theta / pi_old for every valid token of the three answers (it varies within an answer). Right: the
-gradient of the GRPO loss with respect to each token's new log-prob; tokens on a clip platform (gradient 0) are
-marked with a cross. ``token_level_figure()`` has a slider for the clip radius epsilon that works without a kernel;
-``token_level_widget()`` is the live version with epsilon, beta and ``loss_type``.
-Data: :mod:`dpo_grpo.chapters.token_level`.
+Left: rho = pi_theta / pi_old for every valid token of the three answers (it varies
+within an answer). Right: the gradient of the GRPO loss with respect to each token's new
+log-prob; tokens on a clip platform (gradient 0) are marked with a cross.
+``token_level_figure()`` has a slider for the clip radius epsilon that works without a
+kernel; ``token_level_widget()`` is the live version with epsilon, beta and
+``loss_type``. Data: :mod:`dpo_grpo.chapters.token_level`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ _EXAMPLE = token_level_example()
 
 
 def token_level_data(epsilon=0.2, beta=0.04, loss_type="grpo") -> dict:
-    """The example's :class:`~dpo_grpo.chapters.token_level.TokenTable` at these options, plus the example."""
+    """The example's :class:`~dpo_grpo.chapters.token_level.TokenTable` at these
+    options, plus the example."""
     epsilon = v.scalar(epsilon, "epsilon", positive=True)
     table = token_table(_EXAMPLE, epsilon=epsilon, beta=beta, loss_type=loss_type)
     return {
@@ -186,8 +189,8 @@ TOKEN_LEVEL = Explorable(
 
 
 def token_level_figure(**grid) -> go.Figure:
-    """Static heat maps of the token-level example with a slider for the clip radius epsilon (beta = 0.04,
-    ``loss_type="grpo"``)."""
+    """Static heat maps of the token-level example with a slider for the clip radius
+    epsilon (beta = 0.04, ``loss_type="grpo"``)."""
     return TOKEN_LEVEL.figure(**grid)
 
 

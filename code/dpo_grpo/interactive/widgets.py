@@ -1,32 +1,40 @@
-"""The live-widget framework: ipywidgets controls that recompute an explorable's figure in the kernel.
+"""The live-widget framework: ipywidgets controls that recompute an explorable's figure
+in the kernel.
 
-Each explorable module's ``*_widget()`` (``clip_platform.clip_platform_widget()``, ...) returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``): core ipywidgets controls plus the
-figure, shown in one of two ways (:func:`live_figure_mode`):
+Each explorable module's ``*_widget()`` (``clip_platform.clip_platform_widget()``, ...)
+returns an :class:`ExplorableWidget` (an ``ipywidgets.VBox``): core ipywidgets controls
+plus the figure, shown in one of two ways (:func:`live_figure_mode`):
 
-- ``"figurewidget"``: a ``plotly.graph_objects.FigureWidget`` updated in place (one ``Plotly.update`` of the values
-  that changed). Chosen where it works without set-up: plotly >= 6 with ``anywidget`` installed, outside Colab
-  (JupyterLab 4, Notebook 7, VS Code).
-- ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core widgets only, so it works in
-  every frontend with ipywidgets 7.6+ or 8, Colab included (where a FigureWidget needs Colab's custom widget manager);
-  Colab draws the figure with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a new
-  figure three times (a plot, a redraw and an offscreen copy for a cached PNG): slower than the in-place update in
-  JupyterLab 4 (``bench/bench_frontend_draw.py`` measures both in one run).
+- ``"figurewidget"``: a ``plotly.graph_objects.FigureWidget`` updated in place (one
+  ``Plotly.update`` of the values that changed). Chosen where it works without set-up:
+  plotly >= 6 with ``anywidget`` installed, outside Colab (JupyterLab 4, Notebook 7, VS
+  Code).
+- ``"output"``: an ``Output`` widget whose figure is replaced after every change. Core
+  widgets only, so it works in every frontend with ipywidgets 7.6+ or 8, Colab included
+  (where a FigureWidget needs Colab's custom widget manager); Colab draws the figure
+  with its own plotly renderer, Jupyter with plotly's mimetype renderer, which draws a
+  new figure three times (a plot, a redraw and an offscreen copy for a cached PNG):
+  slower than the in-place update in JupyterLab 4 (``bench/bench_frontend_draw.py``
+  measures both in one run).
 
-``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use ``continuous_update=False``:
-the figure is recomputed when a slider is released.
+``DPO_GRPO_LIVE_FIGURE=output`` or ``=figurewidget`` overrides the choice. Sliders use
+``continuous_update=False``: the figure is recomputed when a slider is released.
 
-In a chapter notebook, put the UI in a code cell tagged ``remove-cell`` and ``skip-execution`` (it is hidden from
-the static HTML, where no kernel could answer its callbacks, and not run by the build; the precomputed figure from
-the module's ``*_figure()`` is the static version)::
+In a chapter notebook, put the UI in a code cell tagged ``remove-cell`` and
+``skip-execution`` (it is hidden from the static HTML, where no kernel could answer its
+callbacks, and not run by the build; the precomputed figure from the module's
+``*_figure()`` is the static version)::
 
     from dpo_grpo.interactive import zero_std
     zero_std.zero_std_widget()
 
-Programmatic use (tests, benchmarks): ``ui.controls[name].value = x`` runs the callback synchronously;
-``ui.figure`` is the plotly figure dict now shown, ``ui.data`` the :mod:`dpo_grpo.interactive.explorables` data behind it,
-``ui.last_update_ms`` how long the recompute took, ``ui.error`` the last input error (or ``None``), ``ui.view`` the
-widget that shows the figure (the ``Output`` or the ``FigureWidget``). Outside a kernel the ``Output`` shows nothing.
-``bench/bench_widgets.py`` measures the latency of a slider move, ``bench/bench_frontend_draw.py`` the browser's redraw.
+Programmatic use (tests, benchmarks): ``ui.controls[name].value = x`` runs the callback
+synchronously; ``ui.figure`` is the plotly figure dict now shown, ``ui.data`` the
+:mod:`dpo_grpo.interactive.explorables` data behind it, ``ui.last_update_ms`` how long
+the recompute took, ``ui.error`` the last input error (or ``None``), ``ui.view`` the
+widget that shows the figure (the ``Output`` or the ``FigureWidget``). Outside a kernel
+the ``Output`` shows nothing. ``bench/bench_widgets.py`` measures the latency of a
+slider move, ``bench/bench_frontend_draw.py`` the browser's redraw.
 """
 
 from __future__ import annotations
@@ -60,7 +68,8 @@ _WIDE = W.Layout(width="340px")
 
 
 def in_kernel() -> bool:
-    """Whether this code runs in a Jupyter kernel (where an ``Output`` can show a figure)."""
+    """Whether this code runs in a Jupyter kernel (where an ``Output`` can show a
+    figure)."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - ipywidgets depends on IPython
@@ -73,13 +82,15 @@ LIVE_FIGURE_MODES = ("output", "figurewidget")
 
 
 def live_figure_mode() -> str:
-    """How the live UIs show their figure: ``DPO_GRPO_LIVE_FIGURE`` if set, else ``"figurewidget"`` where a plotly
-    FigureWidget works without set-up (plotly >= 6 and ``anywidget`` installed, not in Colab), else ``"output"``."""
+    """How the live UIs show their figure: ``DPO_GRPO_LIVE_FIGURE`` if set, else
+    ``"figurewidget"`` where a plotly FigureWidget works without set-up (plotly >= 6 and
+    ``anywidget`` installed, not in Colab), else ``"output"``."""
     forced = os.environ.get("DPO_GRPO_LIVE_FIGURE", "").strip().lower()
     if forced:
         if forced not in LIVE_FIGURE_MODES:
             raise ValueError(
-                f"DPO_GRPO_LIVE_FIGURE must be one of {LIVE_FIGURE_MODES}, got {forced!r}"
+                f"DPO_GRPO_LIVE_FIGURE must be one of {LIVE_FIGURE_MODES}, got "
+                f"{forced!r}"
             )
         return forced
     import plotly
@@ -109,7 +120,8 @@ def float_slider(description, value, lo, hi, step, fmt=".2f"):
 
 
 def log_slider(description, value, lo_exp, hi_exp, step=0.25, fmt=".2g"):
-    """A ``FloatLogSlider`` from ``10**lo_exp`` to ``10**hi_exp`` that updates on release."""
+    """A ``FloatLogSlider`` from ``10**lo_exp`` to ``10**hi_exp`` that updates on
+    release."""
     return W.FloatLogSlider(
         value=value,
         base=10,
@@ -139,8 +151,8 @@ def int_slider(description, value, lo, hi, step=1):
 
 
 def parse_numbers(text, name):
-    """The numbers of a text box, separated by commas or semicolons, as a tuple of floats
-    (ValueError naming the box ``name`` otherwise)."""
+    """The numbers of a text box, separated by commas or semicolons, as a tuple of
+    floats (ValueError naming the box ``name`` otherwise)."""
     try:
         values = tuple(
             float(x) for x in str(text).replace(";", ",").split(",") if x.strip()
@@ -153,7 +165,8 @@ def parse_numbers(text, name):
 
 
 class ExplorableWidget(W.VBox):
-    """Controls + the figure of ``spec`` at ``to_params(control values)``, shown as :func:`live_figure_mode` says."""
+    """Controls + the figure of ``spec`` at ``to_params(control values)``, shown as
+    :func:`live_figure_mode` says."""
 
     def __init__(self, spec, controls, to_params, *, title, help_text="", columns=2):
         self.spec = spec
@@ -230,8 +243,9 @@ class ExplorableWidget(W.VBox):
             self.output.outputs = (display_data(self.figure),)
 
     def _update_in_place(self):
-        """Send the FigureWidget only what changed: the trace attributes whose value differs, and the layout paths
-        of ``spec.updates`` (traces keep their number and order: :class:`~dpo_grpo.interactive.explorable.Explorable`)."""
+        """Send the FigureWidget only what changed: the trace attributes whose value
+        differs, and the layout paths of ``spec.updates`` (traces keep their number and
+        order: :class:`~dpo_grpo.interactive.explorable.Explorable`)."""
         new = [flatten_attributes(t) for t in self.figure["data"]]
         with self.view.batch_update():
             for trace, old_attrs, new_attrs in zip(
@@ -246,13 +260,16 @@ class ExplorableWidget(W.VBox):
 
 
 def display_data(figure) -> dict:
-    """The ``display_data`` output of a plotly figure dict, in the active renderer's MIME types.
+    """The ``display_data`` output of a plotly figure dict, in the active renderer's
+    MIME types.
 
-    The widgets set an ``Output``'s ``outputs`` to this instead of capturing a display with ``with output:``.
-    Capturing makes the frontend route the cell's output messages into the widget; nbclient (nbconvert, nbmake,
-    papermill) imitates that by sending a ``comm_msg`` on the kernel's shell socket from its IOPub task while its
-    reply task awaits the same socket, and that receive can then miss the ``execute_reply`` until the cell timeout
-    (jupyter/nbclient#312). Setting the trait sends a plain widget state update and involves no capture.
+    The widgets set an ``Output``'s ``outputs`` to this instead of capturing a display
+    with ``with output:``. Capturing makes the frontend route the cell's output messages
+    into the widget; nbclient (nbconvert, nbmake, papermill) imitates that by sending a
+    ``comm_msg`` on the kernel's shell socket from its IOPub task while its reply task
+    awaits the same socket, and that receive can then miss the ``execute_reply`` until
+    the cell timeout (jupyter/nbclient#312). Setting the trait sends a plain widget
+    state update and involves no capture.
     """
     import plotly.io as pio
 

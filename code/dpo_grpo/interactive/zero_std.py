@@ -1,8 +1,10 @@
-"""Explorable: zero-std groups. With 0/1 rewards, how often a group of G answers has zero reward spread (and so
-no signal), against the pass rate and G, and what the eps of the advantage's denominator does to a near-tie.
+"""Explorable: zero-std groups. With 0/1 rewards, how often a group of G answers has
+zero reward spread (and so no signal), against the pass rate and G, and what the eps of
+the advantage's denominator does to a near-tie.
 
-:data:`ZERO_STD` is the spec (data: :func:`dpo_grpo.interactive.explorables.zero_std_data`),
-``zero_std_figure()`` the kernel-free figure and ``zero_std_widget()`` the live version.
+:data:`ZERO_STD` is the spec (data:
+:func:`dpo_grpo.interactive.explorables.zero_std_data`), ``zero_std_figure()`` the
+kernel-free figure and ``zero_std_widget()`` the live version.
 """
 
 from __future__ import annotations
@@ -251,14 +253,16 @@ ZERO_STD = Explorable(
 
 
 def zero_std_figure(**grid) -> go.Figure:
-    """When a group of 0/1 rewards carries no signal: ``p**G + (1-p)**G`` (exact and seeded Monte Carlo) against p
-    and against G, the expected fraction of a batch with a spread of difficulties, and the two-sample
-    suppression ``d / (d + 2 eps)``. Sliders: G, p, eps."""
+    """When a group of 0/1 rewards carries no signal: ``p**G + (1-p)**G`` (exact and
+    seeded Monte Carlo) against p and against G, the expected fraction of a batch with a
+    spread of difficulties, and the two-sample suppression ``d / (d + 2 eps)``. Sliders:
+    G, p, eps."""
     return ZERO_STD.figure(**grid)
 
 
 def zero_std_widget(group_size=8, pass_rate=0.8, eps=1e-4) -> ExplorableWidget:
-    """Live zero-std groups: group size G, pass rate p, and the eps of the two-sample example."""
+    """Live zero-std groups: group size G, pass rate p, and the eps of the two-sample
+    example."""
     from .widgets import ExplorableWidget, float_slider, int_slider, log_slider
 
     controls = {
