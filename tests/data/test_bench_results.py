@@ -1,6 +1,7 @@
 """dpo_grpo.data.bench_results: finding bench/results files, the widget latency and browser redraw tables."""
 
 import json
+import re
 
 import pytest
 
@@ -142,3 +143,21 @@ def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
             "lab3-colab-kernel",
         }
         assert all(r["redraws"] == data["repeats"] for r in rows)
+
+
+def test_widget_benchmark_host_in_english_and_chinese(monkeypatch):
+    """The benchmark appendix prints this line: English as before, Chinese under DPO_GRPO_LANG=zh."""
+    data = _widget_result([1.0]) | {
+        "live_figure_mode": "figurewidget",
+        "loadavg_before": [0.5, 0.5, 0.5],
+    }
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    line = br.widget_benchmark_host(data)
+    assert line.startswith("host box, 2 CPUs, Python ")
+    assert line.endswith(
+        ", figure shown as figurewidget, load average 0.5 before the run"
+    )
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = br.widget_benchmark_host(data)
+    assert "box" in zh and "figurewidget" in zh and "Python" in zh
+    assert not re.search(r"\bhost\b|CPUs|figure shown|load average", zh), zh

@@ -31,7 +31,7 @@ ALLOWED = {
     "reference": {"_validation"},
     "trl_exact": {"_validation", "reference"},
     "torch_ops": {"_validation", "reference", "trl_exact"},
-    "data": {"_validation"},
+    "data": {"_validation", "i18n"},
     "lab": {"_validation", "i18n", "stats", "reference", "trl_exact", "torch_ops"},
     "i18n": set(),
     "stats": {"_validation"},

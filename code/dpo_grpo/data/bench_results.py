@@ -16,6 +16,8 @@ import os
 import statistics
 from pathlib import Path
 
+from ..i18n import tr
+
 
 def results_directories(directory=None) -> list:
     """Where results are: ``directory`` if given, else the copy shipped inside the
@@ -103,20 +105,21 @@ def widget_latency_rows(data) -> list:
 
 
 def widget_benchmark_host(data) -> str:
-    """One line saying where and how the widget latencies were measured."""
+    """One line saying where and how the widget latencies were measured, in the reader's
+    language."""
     _require_widget_benchmark(data)
     load = data.get("loadavg_before") or [None]
     parts = [
-        f"host {data.get('host', 'unknown')}",
-        f"{data.get('cpus', '?')} CPUs",
+        tr("host {host}", host=data.get("host", "unknown")),
+        tr("{cpus} CPUs", cpus=data.get("cpus", "?")),
         f"Python {data.get('python', '?')}",
         f"NumPy {data.get('numpy', '?')}",
         f"plotly {data.get('plotly', '?')}",
     ]
     if data.get("live_figure_mode"):
-        parts.append(f"figure shown as {data['live_figure_mode']}")
+        parts.append(tr("figure shown as {mode}", mode=data["live_figure_mode"]))
     if load[0] is not None:
-        parts.append(f"load average {load[0]:.1f} before the run")
+        parts.append(tr("load average {load:.1f} before the run", load=load[0]))
     return ", ".join(parts)
 
 
