@@ -1,19 +1,24 @@
-"""Build the book (``make book``): ``jupyter-book build`` with Sphinx reading, and so executing, the chapters in
-parallel, one process per CPU (``BOOK_JOBS`` overrides).
+"""Build the book (``make book``): ``jupyter-book build`` with Sphinx reading, and so
+executing, the chapters in parallel, one process per CPU (``BOOK_JOBS`` overrides).
 
-Jupyter Book 1's command line has no ``--jobs``; its ``build_sphinx`` takes one, and myst-nb, sphinx-exercise,
-sphinx-togglebutton, sphinxcontrib-bibtex and this book's extension are all parallel-read safe. Each chapter is
-still executed exactly once, in a fresh kernel, as in a serial build.
+Jupyter Book 1's command line has no ``--jobs``; its ``build_sphinx`` takes one, and
+myst-nb, sphinx-exercise, sphinx-togglebutton, sphinxcontrib-bibtex and this book's
+extension are all parallel-read safe. Each chapter is still executed exactly once, in a
+fresh kernel, as in a serial build.
 
-    python scripts/build_book.py [jupyter-book build options, default: . --all -W -n --keep-going]
-    python scripts/build_book.py --zh [--pages STEM,...] [options, default: --all -W -n --keep-going]
+    python scripts/build_book.py [jupyter-book build options,
+        default: . --all -W -n --keep-going]
+    python scripts/build_book.py --zh [--pages STEM,...] [options,
+        default: --all -W -n --keep-going]
 
-``--zh`` builds the Chinese edition (``make book`` runs both): ``scripts/zh_edition.py`` writes its source into
-``_build/zh_src/``, jupyter-book builds it into ``_build/zh/`` with ``DPO_GRPO_LANG=zh`` in the kernels' environment
-(figures, widgets and ``check`` in Chinese; strings without a translation are recorded in
-``_build/zh/i18n_misses.txt``, emptied at the start), and its HTML is copied to ``_build/html/zh/``, so that the
-two sites are one tree and each page's language switch is a relative link. ``--pages`` builds only those pages (and the root):
-a translator's quick look, with links to the other pages left dangling (drop ``-W``).
+``--zh`` builds the Chinese edition (``make book`` runs both): ``scripts/zh_edition.py``
+writes its source into ``_build/zh_src/``, jupyter-book builds it into ``_build/zh/``
+with ``DPO_GRPO_LANG=zh`` in the kernels' environment (figures, widgets and ``check`` in
+Chinese; strings without a translation are recorded in ``_build/zh/i18n_misses.txt``,
+emptied at the start), and its HTML is copied to ``_build/html/zh/``, so that the two
+sites are one tree and each page's language switch is a relative link. ``--pages``
+builds only those pages (and the root): a translator's quick look, with links to the
+other pages left dangling (drop ``-W``).
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def jobs() -> int:
 
 
 def build(args: list[str]) -> int:
-    # the CLI imports build_sphinx from jupyter_book.sphinx when it runs: give it the jobs there
+    # the CLI imports build_sphinx from jupyter_book.sphinx when it runs: give it the
+    # jobs there
     sphinx.build_sphinx = functools.partial(sphinx.build_sphinx, jobs=jobs())
     return cli.main(["build", *args], standalone_mode=False) or 0
 
@@ -63,7 +69,8 @@ def build_zh(args: list[str], pages: list[str] | None = None) -> int:
         )
     os.environ["DPO_GRPO_LANG"] = "zh"  # the kernels inherit it
     out = BUILD / "zh"
-    # every English string a kernel's tr() finds no translation for (dpo_grpo.i18n); tests/book require it empty
+    # every English string a kernel's tr() finds no translation for (dpo_grpo.i18n);
+    # tests/book require it empty
     out.mkdir(parents=True, exist_ok=True)
     (out / MISSES_NAME).write_text("", encoding="utf-8")
     os.environ["DPO_GRPO_I18N_MISSES"] = str(out / MISSES_NAME)

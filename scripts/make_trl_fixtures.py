@@ -1,49 +1,63 @@
-"""Produce the TRL parity fixtures in ``code/dpo_grpo/data/trl_fixtures/`` by running TRL 1.16.0's own trainer methods.
+"""Produce the TRL parity fixtures in ``code/dpo_grpo/data/trl_fixtures/`` by running
+TRL 1.16.0's own trainer methods.
 
-Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in well under a minute::
+Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in
+well under a minute::
 
-    .venv-trl/bin/python scripts/make_trl_fixtures.py            # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (6)
-    .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR  # writes DIR/trl_*.json instead
+    # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (6)
+    .venv-trl/bin/python scripts/make_trl_fixtures.py
+    # writes DIR/trl_*.json instead
+    .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR
 
-Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer object returned or logged:
+Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer
+object returned or logged:
 
-* ``trl_grpo_loss.json``: ``GRPOTrainer._compute_loss(model, inputs)``. One real ``GRPOTrainer`` per case, built
-  from a ``GRPOConfig`` holding the case's options. The only patch is on the instance:
-  ``_get_per_token_logps_and_entropies`` returns a float64 leaf tensor ``new_logps`` that we choose (instead of
-  running the model), so ``loss.backward()`` gives d loss / d new_logps. The clip/KL metrics are read from
+* ``trl_grpo_loss.json``: ``GRPOTrainer._compute_loss(model, inputs)``. One real
+  ``GRPOTrainer`` per case, built from a ``GRPOConfig`` holding the case's options. The
+  only patch is on the instance: ``_get_per_token_logps_and_entropies`` returns a
+  float64 leaf tensor ``new_logps`` that we choose (instead of running the model), so
+  ``loss.backward()`` gives d loss / d new_logps. The clip/KL metrics are read from
   ``trainer._metrics["train"]``.
-* ``trl_advantages.json``: ``GRPOTrainer._generate_and_score_completions(inputs)``, the real method. The instance's
-  ``_generate_single_turn`` is patched to return fixed completion ids (no sampling). The rewards come from two
-  ordinary reward functions passed to the trainer, which return the fixture table (``None`` where the table holds
-  NaN); TRL's own ``_calculate_rewards`` turns them into the float32 ``rewards_per_func`` tensor. The advantages
-  are the method's ``output["advantages"]``; ``reward``, ``reward_std`` and ``frac_reward_zero_std`` are read from
+* ``trl_advantages.json``: ``GRPOTrainer._generate_and_score_completions(inputs)``, the
+  real method. The instance's ``_generate_single_turn`` is patched to return fixed
+  completion ids (no sampling). The rewards come from two ordinary reward functions
+  passed to the trainer, which return the fixture table (``None`` where the table holds
+  NaN); TRL's own ``_calculate_rewards`` turns them into the float32
+  ``rewards_per_func`` tensor. The advantages are the method's ``output["advantages"]``;
+  ``reward``, ``reward_std`` and ``frac_reward_zero_std`` are read from
   ``trainer._metrics["train"]``.
-* ``trl_dpo_loss.json``: ``DPOTrainer._compute_loss(model, inputs, return_outputs=False)``, with a stub policy
-  module in place of the fused-LM-head forward: it returns per-token log-probs that we choose (a float64 leaf),
-  plus the ``entropy``/``mean_logits``/``is_top1`` fields the method logs. The reference log-probs are fed as
-  precomputed ``ref_chosen_logps``/``ref_rejected_logps`` (``trainer.precompute_ref_logps = True``). Each
-  sequence log-prob is a sum of per-token log-probs that are multiples of 2**-10, so TRL's sum equals the stored
-  sequence value exactly.
-* ``trl_grpo_loss_types.json``: as ``trl_grpo_loss.json``, for TRL's newer loss types ``cispo``, ``sapo``, ``luspo`` and
-  ``vespo`` (both importance-sampling levels, beta 0 and 0.04, bias-corrected KL, on-policy, ratios far from 1,
-  (B, T) advantages, accumulation, non-default SAPO/VESPO options, CISPO caps).
-* ``trl_dpo_loss_family.json``: as ``trl_dpo_loss.json``, for every ``DPOConfig.loss_type`` and for lists combined
-  with ``loss_weights``; the records add the completion token counts (``ipo``, ``sigmoid_norm`` and ``sft`` read
-  them). For ``sft`` the gradient reaches only the chosen rows' valid tokens; each gets d loss / d (sequence
-  log-prob), which is what is stored.
+* ``trl_dpo_loss.json``:
+  ``DPOTrainer._compute_loss(model, inputs, return_outputs=False)``, with a stub policy
+  module in place of the fused-LM-head forward: it returns per-token log-probs that we
+  choose (a float64 leaf), plus the ``entropy``/``mean_logits``/``is_top1`` fields the
+  method logs. The reference log-probs are fed as precomputed
+  ``ref_chosen_logps``/``ref_rejected_logps`` (``trainer.precompute_ref_logps = True``).
+  Each sequence log-prob is a sum of per-token log-probs that are multiples of 2**-10,
+  so TRL's sum equals the stored sequence value exactly.
+* ``trl_grpo_loss_types.json``: as ``trl_grpo_loss.json``, for TRL's newer loss types
+  ``cispo``, ``sapo``, ``luspo`` and ``vespo`` (both importance-sampling levels, beta 0
+  and 0.04, bias-corrected KL, on-policy, ratios far from 1, (B, T) advantages,
+  accumulation, non-default SAPO/VESPO options, CISPO caps).
+* ``trl_dpo_loss_family.json``: as ``trl_dpo_loss.json``, for every
+  ``DPOConfig.loss_type`` and for lists combined with ``loss_weights``; the records add
+  the completion token counts (``ipo``, ``sigmoid_norm`` and ``sft`` read them). For
+  ``sft`` the gradient reaches only the chosen rows' valid tokens; each gets d loss / d
+  (sequence log-prob), which is what is stored.
 
-* ``trl_rloo.json``: ``RLOOTrainer._generate_and_score_completions(inputs)`` (instance patches: fixed completion
-  ids; ``_get_per_token_logps_and_entropies`` returns chosen old log-probs for the policy and ref log-probs for
-  ``trainer.ref_model``), then ``RLOOTrainer._compute_loss`` on that output with a float64 ``new_logps`` leaf:
-  the k1-penalised rewards' leave-one-out advantages, the clipped sequence-ratio loss, its gradient and the
-  clip metrics, for ``chapters.variants.rloo_loss``.
+* ``trl_rloo.json``: ``RLOOTrainer._generate_and_score_completions(inputs)`` (instance
+  patches: fixed completion ids; ``_get_per_token_logps_and_entropies`` returns chosen
+  old log-probs for the policy and ref log-probs for ``trainer.ref_model``), then
+  ``RLOOTrainer._compute_loss`` on that output with a float64 ``new_logps`` leaf: the
+  k1-penalised rewards' leave-one-out advantages, the clipped sequence-ratio loss, its
+  gradient and the clip metrics, for ``chapters.variants.rloo_loss``.
 
 ``--only FILE ...`` writes a subset (e.g. only the two newer files).
 
-The model is a randomly initialised 2-layer Llama with hidden size 16 and a 32-word WordLevel tokenizer, both built
-here from configs and saved to a temporary folder (``HF_HUB_OFFLINE=1``; nothing is downloaded). Its weights never
-enter a fixture value. All inputs come from ``numpy.random.default_rng`` with fixed seeds; running the script twice
-gives byte-identical files.
+The model is a randomly initialised 2-layer Llama with hidden size 16 and a 32-word
+WordLevel tokenizer, both built here from configs and saved to a temporary folder
+(``HF_HUB_OFFLINE=1``; nothing is downloaded). Its weights never enter a fixture value.
+All inputs come from ``numpy.random.default_rng`` with fixed seeds; running the script
+twice gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -122,13 +136,14 @@ AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 P_PAIRS, DPO_PROMPT, DPO_COMPLETION = 6, 2, 10
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Offline model, tokenizer and trainers
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def build_model_dir(root: Path) -> str:
-    """Save a tiny random Llama and a WordLevel tokenizer to ``root/tiny-llama``; return that path."""
+    """Save a tiny random Llama and a WordLevel tokenizer to ``root/tiny-llama``; return
+    that path."""
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{f"w{i}": i + 3 for i in range(29)}}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -160,7 +175,8 @@ def build_model_dir(root: Path) -> str:
 
 
 class Env:
-    """The shared offline pieces: model path, tokenizer, datasets, a scratch output folder."""
+    """The shared offline pieces: model path, tokenizer, datasets, a scratch output
+    folder."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -194,7 +210,8 @@ class Env:
             train_dataset=self.grpo_dataset,
             processing_class=self.tokenizer,
         )
-        trainer.model.train()  # metrics go to trainer._metrics["train"]; the "train" normalisers apply
+        # metrics go to trainer._metrics["train"]; the "train" normalisers apply
+        trainer.model.train()
         return trainer
 
     def dpo_trainer(self, **config) -> DPOTrainer:
@@ -223,7 +240,8 @@ def _zero_reward(prompts, completions, **kwargs):
 
 
 def floats(x):
-    """A tensor/array as nested lists of Python floats (JSON writes them with repr: full precision)."""
+    """A tensor/array as nested lists of Python floats (JSON writes them with repr: full
+    precision)."""
     return np.asarray(
         x.detach().cpu().numpy() if torch.is_tensor(x) else x, dtype=np.float64
     ).tolist()
@@ -242,9 +260,9 @@ def last_metric(trainer, name):
     return float(values[0])
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss: GRPOTrainer._compute_loss
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def grpo_inputs(
@@ -256,7 +274,8 @@ def grpo_inputs(
     delta=None,
     sigma=0.25,
 ):
-    """Draw one batch; retry seeds (deterministically) until every clipping region of interest is populated."""
+    """Draw one batch; retry seeds (deterministically) until every clipping region of
+    interest is populated."""
     for attempt in range(10_000):
         rng = np.random.default_rng([seed, attempt])
         lengths = rng.permutation(
@@ -339,9 +358,10 @@ def run_grpo_case(
     inputs_epsilon_high=None,
     loss_type_options=None,
 ):
-    """One ``GRPOTrainer._compute_loss`` call. ``loss_type_options``: None for the original four loss types (their
-    records stay as they were); a dict of SAPO/VESPO ``GRPOConfig`` fields (possibly empty) for the newer types,
-    whose records then list every such option as TRL read it."""
+    """One ``GRPOTrainer._compute_loss`` call. ``loss_type_options``: None for the
+    original four loss types (their records stay as they were); a dict of SAPO/VESPO
+    ``GRPOConfig`` fields (possibly empty) for the newer types, whose records then list
+    every such option as TRL read it."""
     data = grpo_inputs(
         seed,
         adv_2d=adv_2d,
@@ -369,7 +389,8 @@ def run_grpo_case(
         config["steps_per_generation"] = steps_per_generation
     config.update(loss_type_options or {})
     trainer = env.grpo_trainer([_zero_reward], **config)
-    # The HF training loop sets this before each optimisation step; a full window uses the configured value.
+    # The HF training loop sets this before each optimisation step; a full window uses
+    # the configured value.
     trainer.current_gradient_accumulation_steps = gradient_accumulation_steps
 
     new_leaf = torch.tensor(data["new"], dtype=torch.float64, requires_grad=True)
@@ -450,7 +471,10 @@ def grpo_cases(env):
                 for bias in (False, True):
                     for eps_high in (0.2, 0.28):
                         seed += 1
-                        name = f"{loss_type}-{level}-beta{beta}-bias{int(bias)}-epshigh{eps_high}"
+                        name = (
+                            f"{loss_type}-{level}-beta{beta}-"
+                            f"bias{int(bias)}-epshigh{eps_high}"
+                        )
                         cases.append(
                             run_grpo_case(
                                 env,
@@ -483,7 +507,8 @@ def grpo_cases(env):
                 delta=1.5,
             )
         )
-    # Dr. GRPO's constant normaliser B * max_completion_length with max_completion_length > T.
+    # Dr. GRPO's constant normaliser B * max_completion_length with
+    # max_completion_length > T.
     for level, beta in (("token", 0.0), ("token", 0.04), ("sequence", 0.04)):
         seed += 1
         cases.append(
@@ -497,7 +522,8 @@ def grpo_cases(env):
                 max_completion_length=16,
             )
         )
-    # On-policy: no old_per_token_logps in the inputs, TRL uses new.detach() (every ratio is exactly 1).
+    # On-policy: no old_per_token_logps in the inputs, TRL uses new.detach() (every
+    # ratio is exactly 1).
     for loss_type, level, beta, bias in (
         ("grpo", "token", 0.04, False),
         ("bnpo", "token", 0.04, True),
@@ -531,7 +557,8 @@ def grpo_cases(env):
                 gradient_accumulation_steps=2,
             )
         )
-    # DAPO: num_items_in_batch counts the whole generation batch (steps_per_generation micro-batches).
+    # DAPO: num_items_in_batch counts the whole generation batch (steps_per_generation
+    # micro-batches).
     for name, kw in (
         (
             "gas2-spg2-dapo-items2x",
@@ -582,16 +609,17 @@ def grpo_cases(env):
 
 
 def grpo_loss_type_cases(env):
-    """TRL 1.16.0's newer loss types: cispo, sapo, luspo, vespo (trl_grpo_loss_types.json)."""
+    """TRL 1.16.0's newer loss types: cispo, sapo, luspo, vespo
+    (trl_grpo_loss_types.json)."""
     cases = []
     seed = 1100
 
     def case(name, loss_type, opts=None, **kw):
         nonlocal seed
         seed += 1
-        if (
-            loss_type == "cispo"
-        ):  # epsilon_high is CISPO's absolute cap eps_max; 1.28 is met by the drawn ratios
+        if loss_type == "cispo":
+            # epsilon_high is CISPO's absolute cap eps_max; 1.28 is met by the drawn
+            # ratios
             kw.setdefault("epsilon_high", 1.28)
             kw.setdefault("inputs_epsilon_high", 0.28)
         cases.append(
@@ -619,11 +647,13 @@ def grpo_loss_type_cases(env):
                 use_bias_correction_kl=True,
                 on_policy=True,
             )
-        # Ratios far from 1 (token log-ratios with standard deviation 2): caps, gates and clamps all act.
+        # Ratios far from 1 (token log-ratios with standard deviation 2): caps, gates
+        # and clamps all act.
         case(f"far-{loss_type}-token-beta0.04", loss_type, beta=0.04, sigma=2.0)
         # (B, T) advantages.
         case(f"adv2d-{loss_type}-token-beta0.04", loss_type, beta=0.04, adv_2d=True)
-        # Gradient accumulation, and num_items_in_batch over two micro-batches (dapo's normaliser for cispo/vespo).
+        # Gradient accumulation, and num_items_in_batch over two micro-batches (dapo's
+        # normaliser for cispo/vespo).
         case(
             f"gas2-items2x-{loss_type}-sequence-beta0.04",
             loss_type,
@@ -632,7 +662,8 @@ def grpo_loss_type_cases(env):
             gradient_accumulation_steps=2,
             num_items_factor=2,
         )
-    # CISPO's cap: unset epsilon_high falls back to epsilon (every ratio above 0.2 is cut to 0.2); 5.0 as ScaleRL.
+    # CISPO's cap: unset epsilon_high falls back to epsilon (every ratio above 0.2 is
+    # cut to 0.2); 5.0 as ScaleRL.
     case(
         "cispo-epshigh_unset-token-beta0.0",
         "cispo",
@@ -666,7 +697,8 @@ def grpo_loss_type_cases(env):
         use_bias_correction_kl=True,
         sigma=0.5,
     )
-    # VESPO's log w clamps ([log 1e-8, 20], and +-20 per token) and LUSPO with two-sided clipping.
+    # VESPO's log w clamps ([log 1e-8, 20], and +-20 per token) and LUSPO with two-sided
+    # clipping.
     case("vespo-clamps-token-beta0.0", "vespo", sigma=12.0)
     case(
         "luspo-delta1.5-sequence-beta0.04",
@@ -678,13 +710,14 @@ def grpo_loss_type_cases(env):
     return cases
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Advantages: GRPOTrainer._generate_and_score_completions
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def reward_scenarios():
-    """(N, K) float32 reward tables; NaN = the reward function returned None for that row."""
+    """(N, K) float32 reward tables; NaN = the reward function returned None for that
+    row."""
     rng = np.random.default_rng(20240601)
     out = {}
     # (a) all finite: a 0/1 correctness reward and a continuous format score.
@@ -704,14 +737,16 @@ def reward_scenarios():
     for row, col in ((0, 1), (3, 0), (6, 1), (9, 0), (10, 1), (15, 0)):
         b[row, col] = np.nan
     out["some_nan"] = b
-    # (c) fully-NaN rows (unscorable), including a group (rows 4..7) with a single valid row.
+    # (c) fully-NaN rows (unscorable), including a group (rows 4..7) with a single valid
+    #     row.
     c = np.stack(
         [rng.uniform(0.0, 1.0, N_ROWS), rng.uniform(-2.0, 2.0, N_ROWS)], axis=1
     )
     c[[1, 4, 5, 7, 13], :] = np.nan
     c[11, 1] = np.nan
     out["nan_rows"] = c
-    # (d) group 1 (rows 4..7) has identical rewards (zero std); group 2 (rows 8..11) is entirely NaN.
+    # (d) group 1 (rows 4..7) has identical rewards (zero std); group 2 (rows 8..11) is
+    #     entirely NaN.
     d = np.stack(
         [rng.integers(0, 2, N_ROWS).astype(float), rng.uniform(0.0, 3.0, N_ROWS)],
         axis=1,
@@ -776,7 +811,8 @@ def run_advantage_case(
             "scale_rewards": scale_rewards,
             "multi_objective_aggregation": aggregation,
         },
-        "trl_scale_rewards": trainer.scale_rewards,  # after GRPOConfig maps True/False to "group"/"none"
+        # after GRPOConfig maps True/False to "group"/"none"
+        "trl_scale_rewards": trainer.scale_rewards,
         "inputs": {"rewards_per_func": nan_to_null(rewards.tolist())},
         "advantages": floats(output["advantages"]),
         "metrics": {
@@ -799,7 +835,10 @@ def advantage_cases(env):
             for scale in SCALE_REWARDS:
                 # vary weights within a scenario too
                 w = weights[scenario] if scale != "none" else None
-                name = f"{scenario}-{aggregation}-scale_{scale}-w{'none' if w is None else '_'.join(map(str, w))}"
+                name = (
+                    f"{scenario}-{aggregation}-scale_{scale}-w"
+                    f"{'none' if w is None else '_'.join(map(str, w))}"
+                )
                 cases.append(
                     run_advantage_case(
                         env,
@@ -813,13 +852,14 @@ def advantage_cases(env):
     return cases
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # DPO: DPOTrainer._compute_loss
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class StubPolicy(torch.nn.Module):
-    """Stands in for the fused-LM-head forward: returns chosen per-token log-probs (rows: chosen then rejected)."""
+    """Stands in for the fused-LM-head forward: returns chosen per-token log-probs
+    (rows: chosen then rejected)."""
 
     def __init__(self, per_token_logps):
         super().__init__()
@@ -849,8 +889,8 @@ class StubPolicy(torch.nn.Module):
 
 
 def dpo_inputs(seed, beta):
-    """Sequence log-probs (all < 0) whose logits beta * (chosen - rejected log-ratio) take both signs and fall on
-    both sides of the hinge's kink at 1."""
+    """Sequence log-probs (all < 0) whose logits beta * (chosen - rejected log-ratio)
+    take both signs and fall on both sides of the hinge's kink at 1."""
     for attempt in range(10_000):
         rng = np.random.default_rng([seed, attempt])
         lengths = rng.integers(2, DPO_COMPLETION + 1, size=2 * P_PAIRS)
@@ -890,8 +930,9 @@ def run_dpo_case(
     loss_weights=None,
     discopop_tau=None,
 ):
-    """One ``DPOTrainer._compute_loss`` call. ``loss_type``: a name (the original fixture file's records) or a list
-    of names (the loss-family file, whose records also list loss_weights, discopop_tau and the token counts)."""
+    """One ``DPOTrainer._compute_loss`` call. ``loss_type``: a name (the original
+    fixture file's records) or a list of names (the loss-family file, whose records also
+    list loss_weights, discopop_tau and the token counts)."""
     family = not isinstance(loss_type, str)
     extra = {} if discopop_tau is None else {"discopop_tau": discopop_tau}
     trainer = env.dpo_trainer(
@@ -904,8 +945,9 @@ def run_dpo_case(
     trainer.precompute_ref_logps = True  # take the reference log-probs from the batch
     per_token, comp_mask, ref_chosen, ref_rejected, used_seed = dpo_inputs(seed, beta)
 
-    # Input rows: DPO_PROMPT prompt tokens then DPO_COMPLETION completion tokens (right-padded). The fused head
-    # returns one log-prob per next-token position (width total - 1), zero where the label is -100.
+    # Input rows: DPO_PROMPT prompt tokens then DPO_COMPLETION completion tokens
+    # (right-padded). The fused head returns one log-prob per next-token position (width
+    # total - 1), zero where the label is -100.
     total = DPO_PROMPT + DPO_COMPLETION
     completion_mask = np.zeros((2 * P_PAIRS, total), dtype=np.int64)
     completion_mask[:, DPO_PROMPT:] = comp_mask
@@ -926,8 +968,9 @@ def run_dpo_case(
     loss.backward()
     assert loss.dtype == torch.float64
     grad = leaf.grad.numpy()
-    # logps = per_token.sum(1), so every token of a sequence receives d loss / d (sequence log-prob); "sft" reads
-    # only the valid completion tokens of the chosen rows, which all receive the same -1 / (chosen tokens).
+    # logps = per_token.sum(1), so every token of a sequence receives d loss / d
+    # (sequence log-prob); "sft" reads only the valid completion tokens of the chosen
+    # rows, which all receive the same -1 / (chosen tokens).
     valid = np.zeros(grad.shape, dtype=bool)
     valid[:, DPO_PROMPT - 1 :] = comp_mask
     # one value per valid row
@@ -988,7 +1031,9 @@ def dpo_cases(env):
     seed = 700
     for loss_type in ("sigmoid", "hinge", "robust"):
         for beta in (0.1, 0.5):
-            seed += 1  # the same inputs for both label_smoothing values, so their effect is visible
+            # the same inputs for both label_smoothing values, so their effect is
+            # visible
+            seed += 1
             for label_smoothing in (0.0, 0.2):
                 cases.append(
                     run_dpo_case(
@@ -1004,7 +1049,8 @@ def dpo_cases(env):
 
 
 def dpo_family_cases(env):
-    """Every TRL 1.16.0 DPO loss type, and combinations with loss_weights (trl_dpo_loss_family.json)."""
+    """Every TRL 1.16.0 DPO loss type, and combinations with loss_weights
+    (trl_dpo_loss_family.json)."""
     cases = []
     seed = 1700
 
@@ -1073,14 +1119,15 @@ def dpo_family_cases(env):
     return cases
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Output
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# RLOO: RLOOTrainer._generate_and_score_completions, then RLOOTrainer._compute_loss on its output
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# RLOO: RLOOTrainer._generate_and_score_completions, then RLOOTrainer._compute_loss on
+# its output
+# --------------------------------------------------------------------------------------
 
 RLOO_B, RLOO_G, RLOO_T = 8, 4, 5
 
@@ -1092,10 +1139,11 @@ def reward_rloo(prompts, completions, row, **kwargs):
 def run_rloo_case(
     env, name, seed, *, beta, epsilon_high=None, normalize_advantages=False, sigma=0.1
 ):
-    """One RLOO step of TRL's own code: the real ``_generate_and_score_completions`` (instance patches:
-    ``_generate_single_turn`` returns fixed completion ids; ``_get_per_token_logps_and_entropies`` returns the
-    chosen old log-probs for the policy and ref log-probs for ``trainer.ref_model``), then the real
-    ``_compute_loss`` on that output with the new log-probs as a float64 leaf."""
+    """One RLOO step of TRL's own code: the real ``_generate_and_score_completions``
+    (instance patches: ``_generate_single_turn`` returns fixed completion ids;
+    ``_get_per_token_logps_and_entropies`` returns the chosen old log-probs for the
+    policy and ref log-probs for ``trainer.ref_model``), then the real ``_compute_loss``
+    on that output with the new log-probs as a float64 leaf."""
     rng = np.random.default_rng(seed)
     lengths = rng.permutation(
         np.concatenate([[RLOO_T, 1], rng.integers(1, RLOO_T + 1, size=RLOO_B - 2)])
@@ -1253,7 +1301,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if trl.__version__ != EXPECTED_TRL:
         print(
-            f"warning: fixtures are pinned to TRL {EXPECTED_TRL}, this is TRL {trl.__version__}",
+            f"warning: fixtures are pinned to TRL {EXPECTED_TRL}, this is TRL "
+            f"{trl.__version__}",
             file=sys.stderr,
         )
     torch.set_num_threads(1)
@@ -1275,48 +1324,59 @@ def main(argv=None) -> int:
         "_get_per_token_logps_and_entropies returns the new_logps leaf)"
     )
     dpo_producer = (
-        "DPOTrainer._compute_loss (real trainer per case; stub policy forward returns per-token "
-        "log-probs; precompute_ref_logps=True with ref_chosen_logps/ref_rejected_logps in the batch)"
+        "DPOTrainer._compute_loss (real trainer per case; stub policy forward returns "
+        "per-token log-probs; precompute_ref_logps=True with "
+        "ref_chosen_logps/ref_rejected_logps in the batch)"
     )
     notes = {
         "trl_grpo_loss.json": (
             grpo_producer,
-            "float64 throughout. loss and grad_new_logps (d loss / d new_logps via autograd) are float64; the "
-            "clip_ratio/* metrics are float32 in TRL (bool.float()), kl is float64. old_logps null = on-policy (TRL "
-            "uses new_logps.detach()); ref_logps null = beta 0 (TRL does not read it).",
+            "float64 throughout. loss and grad_new_logps (d loss / d new_logps via "
+            "autograd) are float64; the clip_ratio/* metrics are float32 in TRL "
+            "(bool.float()), kl is float64. old_logps null = on-policy (TRL uses "
+            "new_logps.detach()); ref_logps null = beta 0 (TRL does not read it).",
         ),
         "trl_advantages.json": (
-            "GRPOTrainer._generate_and_score_completions (real method; instance patch: _generate_single_turn returns "
-            "fixed completion ids; rewards from reward functions returning the table, None for null)",
-            "rewards_per_func, advantages and metrics are float32 in TRL. null in rewards_per_func = the reward "
-            "function returned None. trl_scale_rewards is TRL's value after GRPOConfig maps True/False.",
+            "GRPOTrainer._generate_and_score_completions (real method; instance "
+            "patch: _generate_single_turn returns fixed completion ids; rewards from "
+            "reward functions returning the table, None for null)",
+            "rewards_per_func, advantages and metrics are float32 in TRL. null in "
+            "rewards_per_func = the reward function returned None. trl_scale_rewards "
+            "is TRL's value after GRPOConfig maps True/False.",
         ),
         "trl_dpo_loss.json": (
             dpo_producer,
-            "float64. grad_policy_* = d loss / d sequence log-prob. TRL 1.16.0 ignores label_smoothing for sigmoid "
-            "and hinge (only robust, exo_pair, aot and aot_unpaired read it), so those ls0.2 cases equal ls0.0.",
+            "float64. grad_policy_* = d loss / d sequence log-prob. TRL 1.16.0 "
+            "ignores label_smoothing for sigmoid and hinge (only robust, exo_pair, "
+            "aot and aot_unpaired read it), so those ls0.2 cases equal ls0.0.",
         ),
         "trl_grpo_loss_types.json": (
             grpo_producer,
-            "Loss types cispo, sapo, luspo, vespo. As trl_grpo_loss.json; options also list the SAPO/VESPO fields "
-            "as TRL read them (TRL turns them into float32 tensors). Metrics: clip_ratio/* (luspo), "
-            "cispo_clip_ratio (float32), vespo/phi_seq_mean (float64), none for sapo; kl when beta != 0.",
+            "Loss types cispo, sapo, luspo, vespo. As trl_grpo_loss.json; options "
+            "also list the SAPO/VESPO fields as TRL read them (TRL turns them into "
+            "float32 tensors). Metrics: clip_ratio/* (luspo), cispo_clip_ratio "
+            "(float32), vespo/phi_seq_mean (float64), none for sapo; kl when beta != "
+            "0.",
         ),
         "trl_dpo_loss_family.json": (
             dpo_producer,
-            "float64. Every DPOConfig.loss_type, and lists combined with loss_weights (options.loss_type is the "
-            "list). chosen_lengths/rejected_lengths = completion tokens per sequence (TRL's completion mask); "
-            "ipo and sigmoid_norm divide by them, sft averages the chosen per-token log-probs over them. exo_pair "
-            "computes log(eps) and log1p(-eps) in float32.",
+            "float64. Every DPOConfig.loss_type, and lists combined with loss_weights "
+            "(options.loss_type is the list). chosen_lengths/rejected_lengths = "
+            "completion tokens per sequence (TRL's completion mask); ipo and "
+            "sigmoid_norm divide by them, sft averages the chosen per-token log-probs "
+            "over them. exo_pair computes log(eps) and log1p(-eps) in float32.",
         ),
         "trl_rloo.json": (
-            "RLOOTrainer._generate_and_score_completions then RLOOTrainer._compute_loss on its output (real "
-            "trainer per case; instance patches: _generate_single_turn returns fixed completion ids, "
-            "_get_per_token_logps_and_entropies returns old/ref log-probs while scoring and the new_logps leaf "
-            "in the loss; rewards from a reward function returning the table)",
-            "advantages float32 when beta == 0 (float rewards), float64 otherwise (k1 from float64 log-probs). "
-            "old_logps_sum = TRL's old_logps (sum over completion tokens). grad_new_logps = d loss / d new_logps. "
-            "clip_ratio/* per sequence.",
+            "RLOOTrainer._generate_and_score_completions then "
+            "RLOOTrainer._compute_loss on its output (real trainer per case; instance "
+            "patches: _generate_single_turn returns fixed completion ids, "
+            "_get_per_token_logps_and_entropies returns old/ref log-probs while "
+            "scoring and the new_logps leaf in the loss; rewards from a reward "
+            "function returning the table)",
+            "advantages float32 when beta == 0 (float rewards), float64 otherwise (k1 "
+            "from float64 log-probs). old_logps_sum = TRL's old_logps (sum over "
+            "completion tokens). grad_new_logps = d loss / d new_logps. clip_ratio/* "
+            "per sequence.",
         ),
     }
     for name, found in cases.items():

@@ -1,13 +1,17 @@
-"""Split the book's Markdown into blocks, the unit of translation of the Chinese edition (``i18n/README.md``).
+"""Split the book's Markdown into blocks, the unit of translation of the Chinese edition
+(``i18n/README.md``).
 
-A block is what a translator translates as one piece: a paragraph, a list item's paragraph, a table, a heading, a
-code fence, or a whole MyST directive with its body (``:::{exercise}``, ```` ```{glue:figure} ````), split on blank
-lines outside fences, ``$$`` math and directives. Some blocks hold nothing to translate and are copied as they are:
-``(label)=`` targets, display math, and directives that take no prose (``{tableofcontents}``, ``{bibliography}``).
+A block is what a translator translates as one piece: a paragraph, a list item's
+paragraph, a table, a heading, a code fence, or a whole MyST directive with its body
+(``:::{exercise}``, ```` ```{glue:figure} ````), split on blank lines outside fences,
+``$$`` math and directives. Some blocks hold nothing to translate and are copied as they
+are: ``(label)=`` targets, display math, and directives that take no prose
+(``{tableofcontents}``, ``{bibliography}``).
 
-:func:`markup` lists what a translation must keep verbatim (roles with their keys and labels, directive names and
-options, labels, inline code, inline math, link targets); ``tests/book/test_zh_edition.py`` compares it between an
-English block and its translation.
+:func:`markup` lists what a translation must keep verbatim (roles with their keys and
+labels, directive names and options, labels, inline code, inline math, link targets);
+``tests/book/test_zh_edition.py`` compares it between an English block and its
+translation.
 """
 
 from __future__ import annotations
@@ -32,24 +36,29 @@ OPTION = re.compile(
     re.MULTILINE,
 )
 LINK_TARGET = re.compile(r"\]\((?P<href>[^)\s]+)\)")
-# inline math may run over a line break (the English is wrapped, its translation need not be)
+# inline math may run over a line break (the English is wrapped, its translation need
+# not be)
 INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<body>[^$]+?)(?<!\\)\$")
 INLINE_CODE = re.compile(r"(?<![`}])(?P<ticks>`+)(?P<body>[^`]+?)(?P=ticks)(?!`)")
-#: Roles whose body may carry a translated title: ``{ref}`title <label>``` keeps only its label.
+#: Roles whose body may carry a translated title: ``{ref}`title <label>``` keeps only
+#: its label.
 TITLED_ROLES = {"ref", "numref", "doc", "term", "eq"}
 
 
 @dataclass(frozen=True)
 class Block:
     text: str
-    #: False for blocks copied as they are (targets, display math, {tableofcontents}): not in the catalog
+    #: False for blocks copied as they are (targets, display math, {tableofcontents}):
+    #: not in the catalog
     translatable: bool
-    #: the exact text between the previous block (or the start) and this one: blank lines kept as they were
+    #: the exact text between the previous block (or the start) and this one: blank
+    #: lines kept as they were
     lead: str = ""
 
 
 def _fence_end(lines: list[str], i: int) -> int:
-    """Index of the line that closes the fence opened at ``lines[i]`` (nested fences of the same kind counted)."""
+    """Index of the line that closes the fence opened at ``lines[i]`` (nested fences of
+    the same kind counted)."""
     m = FENCE_OPEN.match(lines[i])
     fence, char = m.group("fence"), m.group("fence")[0]
     is_directive = m.group("info").strip().startswith("{")
@@ -99,7 +108,8 @@ def _verbatim(text: str) -> bool:
 
 
 def split_blocks(text: str) -> list[Block]:
-    """The blocks of a Markdown string, in order. ``join_blocks(blocks, [b.text for b in blocks], tail)`` with
+    """The blocks of a Markdown string, in order.
+    ``join_blocks(blocks, [b.text for b in blocks], tail)`` with
     ``tail = trailing_text(text, blocks)`` gives ``text`` back exactly."""
     lines, spans, start = text.split("\n"), [], None
 
@@ -149,14 +159,16 @@ def trailing_text(text: str, blocks: list[Block]) -> str:
 
 
 def join_blocks(blocks: list[Block], texts: list[str], tail: str = "") -> str:
-    """The Markdown of ``blocks`` with each block's text replaced by ``texts`` (same length), separators kept."""
+    """The Markdown of ``blocks`` with each block's text replaced by ``texts`` (same
+    length), separators kept."""
     if len(texts) != len(blocks):
         raise ValueError(f"texts: expected {len(blocks)} blocks, got {len(texts)}")
     return "".join(b.lead + t for b, t in zip(blocks, texts)) + tail
 
 
 def _without_fenced_code(text: str) -> str:
-    """``text`` without the content of plain code fences (directive fences keep theirs)."""
+    """``text`` without the content of plain code fences (directive fences keep
+    theirs)."""
     lines, out, i = text.split("\n"), [], 0
     while i < len(lines):
         m = FENCE_OPEN.match(lines[i])
@@ -169,7 +181,8 @@ def _without_fenced_code(text: str) -> str:
 
 
 def markup(text: str) -> Counter:
-    """What a translation of ``text`` must keep verbatim, as a multiset of ``kind: value`` strings."""
+    """What a translation of ``text`` must keep verbatim, as a multiset of
+    ``kind: value`` strings."""
     found: Counter = Counter()
     body = _without_fenced_code(text)
     for m in ROLE.finditer(body):

@@ -1,31 +1,43 @@
-"""Build the reader edition: the chapter notebooks as plain Jupyter/Colab notebooks, with no MyST left.
+"""Build the reader edition: the chapter notebooks as plain Jupyter/Colab notebooks,
+with no MyST left.
 
-    python scripts/reader_edition.py [--executed _build/jupyter_execute] [--out _build/notebooks]
+    python scripts/reader_edition.py [--executed _build/jupyter_execute] \\
+        [--out _build/notebooks]
 
 (``make notebooks``). For every notebook in ``book/``:
 
-- ``{glue:text}`key:fmt``` / ``{glue}`` / ``{glue:md}`` become the values of an executed build: myst-nb's
-  ``<name>.glue.json`` or the glue outputs of the executed notebook in ``--executed``; a notebook without them is
-  executed here with nbclient. Formatting is myst-nb's own (``format_plain_text``), so the numbers equal the book's.
-- ``{glue:figure}`` becomes the glued image (PNG/SVG inlined) and its caption as "Figure N.".
-- ``{cite}`` becomes author-year text linked to the paper (``book/references.bib``: url, doi or arXiv id).
-- ``{numref}``/``{ref}``/``{doc}`` and links to ``.md`` pages become links to the online book; links to another
-  notebook become its reader edition's Colab URL (with an anchor: the online book's section, which Colab lacks).
-- ``:::{exercise}``/``:::{solution}``, admonitions and ``(label)=`` targets become plain Markdown; code cells
-  tagged ``solution``/``hide-cell``/``hide-input`` are collapsed (Colab: ``#@title`` + ``cellView: form``;
-  JupyterLab/Notebook 7: ``jupyter.source_hidden``); the live-widget cells lose ``skip-execution``; the cells
-  tagged ``publish`` (``glue`` calls the site runs unseen) are dropped, their numbers being filled in already. The
-  set-up cell (tagged ``colab-setup``, hidden on the site) stays the first code cell.
+- ``{glue:text}`key:fmt``` / ``{glue}`` / ``{glue:md}`` become the values of an executed
+  build: myst-nb's ``<name>.glue.json`` or the glue outputs of the executed notebook in
+  ``--executed``; a notebook without them is executed here with nbclient. Formatting is
+  myst-nb's own (``format_plain_text``), so the numbers equal the book's.
+- ``{glue:figure}`` becomes the glued image (PNG/SVG inlined) and its caption as "Figure
+  N.".
+- ``{cite}`` becomes author-year text linked to the paper (``book/references.bib``: url,
+  doi or arXiv id).
+- ``{numref}``/``{ref}``/``{doc}`` and links to ``.md`` pages become links to the online
+  book; links to another notebook become its reader edition's Colab URL (with an anchor:
+  the online book's section, which Colab lacks).
+- ``:::{exercise}``/``:::{solution}``, admonitions and ``(label)=`` targets become plain
+  Markdown; code cells tagged ``solution``/``hide-cell``/``hide-input`` are collapsed
+  (Colab: ``#@title`` + ``cellView: form``; JupyterLab/Notebook 7:
+  ``jupyter.source_hidden``); the live-widget cells lose ``skip-execution``; the cells
+  tagged ``publish`` (``glue`` calls the site runs unseen) are dropped, their numbers
+  being filled in already. The set-up cell (tagged ``colab-setup``, hidden on the site)
+  stays the first code cell.
 - Outputs are cleared; a header cell links the online chapter and the Colab button.
 
-``--lang zh`` writes the Chinese reader edition (``make notebooks`` writes both) from the Chinese edition's source
-(``_build/zh_src/book``, ``scripts/zh_edition.py``) and its executed build (``_build/zh/_build/jupyter_execute``)
-into ``_build/notebooks/zh/``: the words this script adds (figure, exercise, solution, note, the header cell) are
-Chinese, and its links go to the Chinese site (``.../zh/book/<name>.html``) and notebooks (``.../notebooks/zh/``).
+``--lang zh`` writes the Chinese reader edition (``make notebooks`` writes both) from
+the Chinese edition's source (``_build/zh_src/book``, ``scripts/zh_edition.py``) and its
+executed build (``_build/zh/_build/jupyter_execute``) into ``_build/notebooks/zh/``: the
+words this script adds (figure, exercise, solution, note, the header cell) are Chinese,
+and its links go to the Chinese site (``.../zh/book/<name>.html``) and notebooks
+(``.../notebooks/zh/``).
 
-The book's URL and the Colab URLs derive from ``repository.url`` in ``_config.yml`` (GitHub Pages:
-``https://OWNER.github.io/REPO/``; Colab: ``.../github/OWNER/REPO/blob/notebooks/<name>.ipynb``, the branch the
-Pages workflow publishes). :func:`leftover_myst` lists any role or directive left; the build fails on one.
+The book's URL and the Colab URLs derive from ``repository.url`` in ``_config.yml``
+(GitHub Pages: ``https://OWNER.github.io/REPO/``; Colab:
+``.../github/OWNER/REPO/blob/notebooks/<name>.ipynb``, the branch the Pages workflow
+publishes). :func:`leftover_myst` lists any role or directive left; the build fails on
+one.
 """
 
 from __future__ import annotations
@@ -68,7 +80,8 @@ ADMONITIONS = {
     "seealso",
     "admonition",
 }
-#: Cells that only publish numbers for the site (myst-nb ``glue``), hidden there by ``remove-cell``: dropped here.
+#: Cells that only publish numbers for the site (myst-nb ``glue``), hidden there by
+#: ``remove-cell``: dropped here.
 PUBLISH_TAG = "publish"
 COLLAPSED_TAGS = {
     "solution": "Solution",
@@ -85,8 +98,11 @@ WORDS = {
         "Code": "Code",
         "click to show": " (click to show)",
         "double-click": " (double-click to show the code)",
-        "header": "Reader edition of *{title}*, generated from [the online book]({page}) with its computed"
-        " numbers filled in ([open in Colab]({colab})). Run the first code cell first.",
+        "header": (
+            "Reader edition of *{title}*, generated from [the online book]({page}) "
+            "with its computed numbers filled in ([open in Colab]({colab})). Run the "
+            "first code cell first."
+        ),
     },
     "zh": {
         "Figure": "图",
@@ -96,8 +112,10 @@ WORDS = {
         "Code": "代码",
         "click to show": "（点击展开）",
         "double-click": "（双击显示代码）",
-        "header": "*{title}* 的读者版：由[在线版]({page})生成，计算出的数字已经填入（[在 Colab 中打开]({colab})）。"
-        "请先运行第一个代码单元。",
+        "header": (
+            "*{title}* 的读者版：由[在线版]({page})生成，计算出的数字已经填入（[在 "
+            "Colab 中打开]({colab})）。请先运行第一个代码单元。"
+        ),
         "note": "注",
         "tip": "提示",
         "hint": "提示",
@@ -120,9 +138,9 @@ def word(lang: str, key: str) -> str:
     return WORDS[lang].get(key, WORDS["en"].get(key, key))
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # URLs (one definition: repository.url in _config.yml)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -143,7 +161,8 @@ class Urls:
         )
         if not m:
             raise ValueError(
-                f"repository.url: expected https://github.com/OWNER/REPO, got {self.repository!r}"
+                "repository.url: expected https://github.com/OWNER/REPO, got "
+                f"{self.repository!r}"
             )
         return f"{m.group(1)}/{m.group(2)}"
 
@@ -163,9 +182,9 @@ class Urls:
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Bibliography: author-year text and a link
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def parse_bib(text: str) -> dict[str, dict[str, str]]:
@@ -241,9 +260,9 @@ def cite_url(entry: dict[str, str]) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Glue values from an executed build
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _glue_from_outputs(nb) -> dict[str, dict]:
@@ -265,7 +284,8 @@ def load_glue(
     timeout: int = 600,
     book: Path = BOOK,
 ) -> dict[str, dict]:
-    """The glued MIME bundles of ``book/<stem>.ipynb``: from ``executed`` if there, else by executing it."""
+    """The glued MIME bundles of ``book/<stem>.ipynb``: from ``executed`` if there, else
+    by executing it."""
     if executed is not None:
         glue_json = executed / "book" / f"{stem}.glue.json"
         if glue_json.exists():
@@ -300,9 +320,9 @@ def glue_text(bundle: dict, fmt: str) -> str:
     return format_plain_text(bundle["text/plain"], fmt)
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Labels of the whole book (for {numref}/{ref})
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _markdown_sources(path: Path) -> list[str]:
@@ -313,7 +333,8 @@ def _markdown_sources(path: Path) -> list[str]:
 
 
 def collect_labels(book: Path = BOOK) -> dict[str, tuple[str, str]]:
-    """label -> (page stem, title) for ``(label)=`` targets (title: the next heading) and ``:name:`` options."""
+    """label -> (page stem, title) for ``(label)=`` targets (title: the next heading)
+    and ``:name:`` options."""
     labels = {}
     for path in sorted(book.glob("*.ipynb")) + sorted(book.glob("*.md")):
         for src in _markdown_sources(path):
@@ -328,9 +349,9 @@ def collect_labels(book: Path = BOOK) -> dict[str, tuple[str, str]]:
     return labels
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Markdown conversion
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -439,11 +460,19 @@ def _figure(name: str, arg: str, options: dict, body: str, ctx: Context) -> str:
     if label:
         ctx.figures[label] = number
     if "image/png" in bundle:
-        img = f'<img src="data:image/png;base64,{bundle["image/png"].strip()}" alt="Figure {number}">'
+        img = (
+            f'<img src="data:image/png;base64,{bundle["image/png"].strip()}" '
+            f'alt="Figure {number}">'
+        )
     elif "image/svg+xml" in bundle:
         svg = bundle["image/svg+xml"]
         svg = "".join(svg) if isinstance(svg, list) else svg
-        img = f'<img src="data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}" alt="Figure {number}">'
+        img = (
+            "<img "
+            'src="data:image/svg+xml;base64,'
+            f'{base64.b64encode(svg.encode()).decode()}" '
+            f'alt="Figure {number}">'
+        )
     else:
         raise ReaderEditionError(f"{ctx.stem}: glued figure {key!r} has no PNG/SVG")
     caption = convert_markdown(body.strip(), ctx) if ctx.lang != "en" else body.strip()
@@ -470,7 +499,10 @@ def _literalinclude(arg: str, options: dict, ctx: Context) -> str:
             )
         start = min([node.lineno] + [d.lineno for d in node.decorator_list])
         source = "\n".join(source.splitlines()[start - 1 : node.end_lineno])
-    return f"```{options.get('language', 'python')}\n{textwrap.dedent(source).rstrip()}\n```"
+    return (
+        f"```{options.get('language', 'python')}\n"
+        f"{textwrap.dedent(source).rstrip()}\n```"
+    )
 
 
 def _directive(name: str, arg: str, options: dict, body: str, ctx: Context) -> str:
@@ -483,7 +515,8 @@ def _directive(name: str, arg: str, options: dict, body: str, ctx: Context) -> s
         text = convert_markdown(body, ctx).strip()
         if name == "solution":
             return (
-                f"<details><summary><b>{title}</b>{word(ctx.lang, 'click to show')}</summary>"
+                f"<details><summary><b>{title}</b>"
+                f"{word(ctx.lang, 'click to show')}</summary>"
                 f"\n\n{text}\n\n</details>"
             )
         return f"**{title}.** {text}"
@@ -566,7 +599,8 @@ def convert_markdown(text: str, ctx: Context) -> str:
 
 
 def leftover_myst(text: str) -> list[str]:
-    """MyST left in a Markdown string: roles, directives, ``(label)=`` targets, labelled equations."""
+    """MyST left in a Markdown string: roles, directives, ``(label)=`` targets, labelled
+    equations."""
     found = [m.group(0) for m in ROLE.finditer(text)]
     found += [
         m.group(0) for line in text.split("\n") if (m := DIRECTIVE_OPEN.match(line))
@@ -577,13 +611,14 @@ def leftover_myst(text: str) -> list[str]:
     return found
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Cells
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def collapse(cell, title: str, lang: str = "en") -> None:
-    """Collapse a code cell in Colab (form) and JupyterLab/Notebook 7 (source_hidden); it still runs."""
+    """Collapse a code cell in Colab (form) and JupyterLab/Notebook 7 (source_hidden);
+    it still runs."""
     src = cell.source
     if not src.startswith("#@title"):
         cell.source = f"#@title {title}{word(lang, 'double-click')}\n" + src
@@ -611,7 +646,8 @@ def convert_notebook(nb, ctx: Context):
                     break
             if "hide-output" in tags:
                 cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
-            # book-build tags mean nothing here: the live widgets run, nothing is removed
+            # book-build tags mean nothing here: the live widgets run, nothing is
+            # removed
             tags = [
                 t
                 for t in tags
@@ -660,18 +696,22 @@ def convert_notebook(nb, ctx: Context):
     return nb
 
 
-BINDER_REQUIREMENTS = """# repo2docker (Binder) environment of the reader edition (written by scripts/reader_edition.py)
---extra-index-url https://download.pytorch.org/whl/cpu
+BINDER_REQUIREMENTS = (
+    "# repo2docker (Binder) environment of the reader edition (written by "
+    "scripts/reader_edition.py)\n"
+    """--extra-index-url https://download.pytorch.org/whl/cpu
 torch=={torch}
 dpo-grpo[jupyter] @ git+{url}@{branch}
 """
+)
 
 
 def binder_requirements(urls: Urls, branch: str = "main", torch: str = "2.13.0") -> str:
     return BINDER_REQUIREMENTS.format(url=urls.repository, branch=branch, torch=torch)
 
 
-#: The Chinese edition (``--lang zh``): its source (scripts/zh_edition.py), executed build and output.
+#: The Chinese edition (``--lang zh``): its source (scripts/zh_edition.py), executed
+#: build and output.
 ZH_DEFAULTS = {
     "book": ROOT / "_build" / "zh_src" / "book",
     "executed": ROOT / "_build" / "zh" / "_build" / "jupyter_execute",
@@ -689,8 +729,8 @@ def build(
     book: Path = BOOK,
     lang: str = "en",
 ) -> list[Path]:
-    """Write the reader notebooks of ``book`` (the English ``book/``, or the Chinese edition's source with
-    ``lang="zh"``) into ``out``."""
+    """Write the reader notebooks of ``book`` (the English ``book/``, or the Chinese
+    edition's source with ``lang="zh"``) into ``out``."""
     word(lang, "Figure")  # a clear error for an unknown lang
     prefix = ZH_DEFAULTS["prefix"] if lang == "zh" else ""
     urls, bib = (
@@ -726,13 +766,16 @@ def build(
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--executed",
         type=Path,
         default=None,
-        help="myst-nb's executed notebooks (make book; default _build/jupyter_execute, with --lang zh "
-        "_build/zh/_build/jupyter_execute); missing ones are executed here",
+        help=(
+            "myst-nb's executed notebooks (make book; default _build/jupyter_execute, "
+            "with --lang zh _build/zh/_build/jupyter_execute); missing ones are "
+            "executed here"
+        ),
     )
     ap.add_argument(
         "--out",
@@ -744,7 +787,10 @@ def main(argv=None) -> int:
         "--lang",
         choices=LANGUAGES,
         default="en",
-        help="zh: the Chinese edition, from _build/zh_src/book (scripts/zh_edition.py generate)",
+        help=(
+            "zh: the Chinese edition, from _build/zh_src/book (scripts/zh_edition.py "
+            "generate)"
+        ),
     )
     ap.add_argument(
         "--no-execute", action="store_true", help="fail instead of executing a notebook"

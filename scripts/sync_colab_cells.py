@@ -1,8 +1,9 @@
 """Write the standard first cell ("set-up for Colab") into every chapter notebook.
 
-The repository URL lives in one place, ``_config.yml`` (``repository.url``); this script renders it into each
-notebook's first cell, and ``tests/book/test_notebooks.py`` fails if a notebook's first cell differs from the rendering.
-Run after adding a chapter or changing the URL:  ``.venv/bin/python scripts/sync_colab_cells.py``.
+The repository URL lives in one place, ``_config.yml`` (``repository.url``); this script
+renders it into each notebook's first cell, and ``tests/book/test_notebooks.py`` fails
+if a notebook's first cell differs from the rendering. Run after adding a chapter or
+changing the URL:  ``.venv/bin/python scripts/sync_colab_cells.py``.
 """
 
 from __future__ import annotations
@@ -18,16 +19,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = "# Set-up: installs the book's package if missing (Colab, Jupyter)"
 OLD_MARKERS = (
     MARKER,
-    "# Set-up: installs the book's package where it is missing (Colab, a fresh Jupyter)",
+    "# Set-up: installs the book's package where it is missing (Colab, a fresh "
+    "Jupyter)",
     "# Set-up: in Colab, install the book's package",
 )
-# The set-up cell installs the package for Colab and Jupyter: the reader edition keeps it as its first cell, the
-# site does not show it (a reader of the site needs no install).
+# The set-up cell installs the package for Colab and Jupyter: the reader edition keeps
+# it as its first cell, the site does not show it (a reader of the site needs no
+# install).
 TAGS = ["colab-setup", "remove-cell"]
-# Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how to get one.
+# Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how
+# to get one.
 GPU_CHAPTERS = {"05_production", "lab_tiny_grpo"}
-# A chapter needs torch when a code cell other than the set-up cell names torch, torch_ops or the lab (which runs on
-# torch); the others install without it (on Linux, PyPI's torch is a CUDA build of several GB).
+# A chapter needs torch when a code cell other than the set-up cell names torch,
+# torch_ops or the lab (which runs on torch); the others install without it (on Linux,
+# PyPI's torch is a CUDA build of several GB).
 USES_TORCH = re.compile(r"\btorch|\bdpo_grpo\.lab\b|from dpo_grpo import[^\n]*\blab\b")
 
 TEMPLATE = """{marker}; shows the runtime.
@@ -103,7 +108,8 @@ def package_version() -> str:
 
 
 def needs_torch(stem: str) -> bool:
-    """Whether ``book/<stem>.ipynb`` has a code cell, besides its set-up cell, that uses torch."""
+    """Whether ``book/<stem>.ipynb`` has a code cell, besides its set-up cell, that uses
+    torch."""
     path = ROOT / "book" / f"{stem}.ipynb"
     if not path.exists():
         raise ValueError(f"stem: no notebook book/{stem}.ipynb")
@@ -126,7 +132,8 @@ def setup_cell_source(stem: str) -> str:
 
 
 def sync(path: Path) -> bool:
-    """Make the first cell of ``path`` the set-up cell; return True if the file changed."""
+    """Make the first cell of ``path`` the set-up cell; return True if the file
+    changed."""
     nb = nbformat.read(path, as_version=4)
     source = setup_cell_source(path.stem)
     first_code = next(

@@ -1,15 +1,19 @@
-"""The translation catalogs of the Chinese edition: one gettext PO file per page, ``i18n/zh/<page stem>.po``.
+"""The translation catalogs of the Chinese edition: one gettext PO file per page,
+``i18n/zh/<page stem>.po``.
 
-Each message's ``msgid`` is one English Markdown block of the page (``md_blocks.split_blocks``) and its ``msgstr``
-the Chinese translation; ``i18n/zh/_book.po`` holds the book's title and the table of contents' captions. The files
-are read and written with Babel (``babel.messages.pofile``).
+Each message's ``msgid`` is one English Markdown block of the page
+(``md_blocks.split_blocks``) and its ``msgstr`` the Chinese translation;
+``i18n/zh/_book.po`` holds the book's title and the table of contents' captions. The
+files are read and written with Babel (``babel.messages.pofile``).
 
-- :func:`update` is ``msgmerge``: blocks new in the English get an empty entry, an entry whose English changed is
-  matched to its closest new block and marked ``fuzzy`` (the old translation kept as a starting point, the old
-  English as ``#| msgid``), entries whose English is gone become obsolete (``#~``).
-- :func:`status` says, for one page, which English blocks have a current translation and which are missing (no entry,
-  or an empty one), fuzzy (the English changed since it was translated) or stale (an entry whose English is no longer
-  on the page: the catalog was not updated).
+- :func:`update` is ``msgmerge``: blocks new in the English get an empty entry, an entry
+  whose English changed is matched to its closest new block and marked ``fuzzy`` (the
+  old translation kept as a starting point, the old English as ``#| msgid``), entries
+  whose English is gone become obsolete (``#~``).
+- :func:`status` says, for one page, which English blocks have a current translation and
+  which are missing (no entry, or an empty one), fuzzy (the English changed since it was
+  translated) or stale (an entry whose English is no longer on the page: the catalog was
+  not updated).
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ BOOK_CATALOG = "_book"
 LOCALE = "zh_CN"
 PROJECT = "From DPO to GRPO, Chinese edition"
 HEADER = (
-    "# Chinese translation of one page of the book 'From DPO to GRPO'.\n"
-    "# Each msgid is one English Markdown block; write its translation in msgstr (see i18n/README.md).\n"
-    "# Update from the English with: python scripts/zh_edition.py update"
+    "# Chinese translation of one page of the book 'From DPO to GRPO'.\n# Each msgid "
+    "is one English Markdown block; write its translation in msgstr (see "
+    "i18n/README.md).\n# Update from the English with: python scripts/zh_edition.py "
+    "update"
 )
 
 
@@ -64,7 +69,8 @@ def toc_pages(root: Path = ROOT) -> list[Path]:
 
 
 def toc_texts(root: Path = ROOT) -> list[str]:
-    """The book-level strings: the title of ``_config.yml`` and the captions of ``_toc.yml``."""
+    """The book-level strings: the title of ``_config.yml`` and the captions of
+    ``_toc.yml``."""
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     return [config["title"]] + [
@@ -73,7 +79,8 @@ def toc_texts(root: Path = ROOT) -> list[str]:
 
 
 def markdown_sources(page: Path) -> list[tuple[str, str]]:
-    """``(where, markdown)`` for each Markdown cell of a notebook (where: its cell id) or for a whole ``.md`` page."""
+    """``(where, markdown)`` for each Markdown cell of a notebook (where: its cell id)
+    or for a whole ``.md`` page."""
     if page.suffix == ".ipynb":
         nb = nbformat.read(page, as_version=4)
         return [
@@ -85,7 +92,8 @@ def markdown_sources(page: Path) -> list[tuple[str, str]]:
 
 
 def english_blocks(page: Path) -> list[tuple[str, str]]:
-    """``(where, block)`` for every translatable block of ``page``, in order (repeats included)."""
+    """``(where, block)`` for every translatable block of ``page``, in order (repeats
+    included)."""
     return [
         (where, b.text)
         for where, src in markdown_sources(page)
@@ -135,12 +143,14 @@ def save(cat: Catalog, path: Path) -> None:
 
 
 def update(stem: str, english: Catalog, catalogs: Path = CATALOGS) -> Catalog:
-    """Merge the English blocks into ``i18n/zh/<stem>.po`` (``msgmerge``: see the module docstring); write it."""
+    """Merge the English blocks into ``i18n/zh/<stem>.po`` (``msgmerge``: see the module
+    docstring); write it."""
     path = catalog_path(stem, catalogs)
     cat = load(path)
     cat.update(english, update_header_comment=True, update_creation_date=False)
     cat.project, cat.version = PROJECT, "1"
-    # Babel keeps the catalog's order; put the messages in the page's order, the way a translator reads them
+    # Babel keeps the catalog's order; put the messages in the page's order, the way a
+    # translator reads them
     order = {msgid: i for i, msgid in enumerate(m.id for m in english if m.id)}
     messages = sorted(
         (m for m in cat if m.id), key=lambda m: order.get(m.id, len(order))
@@ -168,13 +178,14 @@ class Status:
 
     def summary(self) -> str:
         return (
-            f"{self.stem}: {len(self.current)} translated, {len(self.missing)} missing, "
-            f"{len(self.fuzzy)} fuzzy, {len(self.stale)} stale"
+            f"{self.stem}: {len(self.current)} translated, {len(self.missing)} "
+            f"missing, {len(self.fuzzy)} fuzzy, {len(self.stale)} stale"
         )
 
 
 def status(stem: str, english: list[str], cat: Catalog) -> Status:
-    """How the catalog ``cat`` covers the English blocks ``english`` of page ``stem`` (see the module docstring)."""
+    """How the catalog ``cat`` covers the English blocks ``english`` of page ``stem``
+    (see the module docstring)."""
     st, wanted = Status(stem), set(english)
     for msgid in dict.fromkeys(english):
         msg = cat.get(msgid)

@@ -1,18 +1,25 @@
-"""The Chinese edition's source: the English book with every Markdown block replaced by its translation.
+"""The Chinese edition's source: the English book with every Markdown block replaced by
+its translation.
 
-    python scripts/zh_edition.py update [STEM ...]   # merge the English into i18n/zh/*.po (msgmerge), print status
-    python scripts/zh_edition.py status [--strict]   # per page: translated, missing, fuzzy, stale
-    python scripts/zh_edition.py check [STEM ...]    # translations that drop markup or depart from the glossary
+    # merge the English into i18n/zh/*.po (msgmerge), print status
+    python scripts/zh_edition.py update [STEM ...]
+    # per page: translated, missing, fuzzy, stale
+    python scripts/zh_edition.py status [--strict]
+    # translations that drop markup or depart from the glossary
+    python scripts/zh_edition.py check [STEM ...]
     python scripts/zh_edition.py generate [--out _build/zh_src]
 
-``generate`` (run by ``scripts/build_book.py --zh``, i.e. ``make book``) writes a Jupyter Book project into
-``_build/zh_src/`` (generated, never committed): every page of ``_toc.yml`` with each Markdown block replaced by its
-current translation from ``i18n/zh/<stem>.po`` (``zh_catalog``), code cells unchanged except the set-up cell (tag
-``colab-setup``), which first sets ``DPO_GRPO_LANG=zh`` so that figures, widgets and ``check`` speak Chinese in the
-build and in the Chinese reader edition. A block with no current translation (missing or fuzzy) stays English, and
-the page then opens with a note saying how many blocks are still English. Its ``_config.yml`` is the English one
-with the Chinese title, ``language: zh_CN``, the language switch pointing back to the English site and the launch
-buttons pointing at the Chinese reader edition; its ``_toc.yml`` has the captions translated.
+``generate`` (run by ``scripts/build_book.py --zh``, i.e. ``make book``) writes a
+Jupyter Book project into ``_build/zh_src/`` (generated, never committed): every page of
+``_toc.yml`` with each Markdown block replaced by its current translation from
+``i18n/zh/<stem>.po`` (``zh_catalog``), code cells unchanged except the set-up cell (tag
+``colab-setup``), which first sets ``DPO_GRPO_LANG=zh`` so that figures, widgets and
+``check`` speak Chinese in the build and in the Chinese reader edition. A block with no
+current translation (missing or fuzzy) stays English, and the page then opens with a
+note saying how many blocks are still English. Its ``_config.yml`` is the English one
+with the Chinese title, ``language: zh_CN``, the language switch pointing back to the
+English site and the launch buttons pointing at the Chinese reader edition; its
+``_toc.yml`` has the captions translated.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ import zh_glossary
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "zh_src"
-#: Where the Chinese site sits inside the English one (``_build/html/zh/``); the language switches use it.
+#: Where the Chinese site sits inside the English one (``_build/html/zh/``); the
+#: language switches use it.
 SITE_PREFIX = "zh/"
 SETUP_TAG = "colab-setup"
 LANG_LINES = (
@@ -42,7 +50,8 @@ FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英�
 
 
 def setup_cell_zh(source: str) -> str:
-    """The set-up cell of the Chinese edition: the English one with ``DPO_GRPO_LANG=zh`` set before any code."""
+    """The set-up cell of the Chinese edition: the English one with ``DPO_GRPO_LANG=zh``
+    set before any code."""
     lines = source.split("\n")
     k = 0
     while k < len(lines) and lines[k].startswith("#"):
@@ -52,7 +61,8 @@ def setup_cell_zh(source: str) -> str:
 
 
 def translate_markdown(text: str, cat) -> tuple[str, int]:
-    """``text`` with each translatable block replaced by its current translation; also how many stayed English."""
+    """``text`` with each translatable block replaced by its current translation; also
+    how many stayed English."""
     blocks = md_blocks.split_blocks(text)
     out, english = [], 0
     for b in blocks:
@@ -78,7 +88,8 @@ def _with_note(text: str, n: int) -> str:
 
 
 def translate_page(page: Path, cat) -> tuple[str | nbformat.NotebookNode, int]:
-    """The Chinese page (notebook or Markdown text) and how many of its blocks stayed English."""
+    """The Chinese page (notebook or Markdown text) and how many of its blocks stayed
+    English."""
     if page.suffix == ".md":
         text, english = translate_markdown(page.read_text(encoding="utf-8"), cat)
         return (_with_note(text, english) if english else text), english
@@ -152,14 +163,17 @@ def generate(
     root: Path = ROOT,
     only: list[str] | None = None,
 ) -> dict[str, int]:
-    """Write the Chinese edition's source into ``out``; return, per page stem, how many blocks stayed English.
-    ``only``: these page stems (and the root page) alone, for a quick look at a page."""
+    """Write the Chinese edition's source into ``out``; return, per page stem, how many
+    blocks stayed English. ``only``: these page stems (and the root page) alone, for a
+    quick look at a page."""
     if out.exists():
         shutil.rmtree(out)
     (out / "book").mkdir(parents=True)
     english = {}
     pages = zh_catalog.toc_pages(root)
-    if only:  # the root, those pages, and the page with the bibliography (or every citation is unresolved)
+    if only:
+        # the root, those pages, and the page with the bibliography (or every citation
+        # is unresolved)
         only = list(only) + [p.stem for p in pages if _has_bibliography(p)]
         pages = pages[:1] + [p for p in pages[1:] if p.stem in only]
     for page in pages:
@@ -195,7 +209,8 @@ def generate(
 def update_all(
     stems=None, catalogs: Path = zh_catalog.CATALOGS, root: Path = ROOT
 ) -> list[zh_catalog.Status]:
-    """``msgmerge`` every page's catalog (or those of ``stems``) and the book catalog; return their status."""
+    """``msgmerge`` every page's catalog (or those of ``stems``) and the book catalog;
+    return their status."""
     statuses = []
     for page in zh_catalog.toc_pages(root):
         if stems and page.stem not in stems:
@@ -232,10 +247,10 @@ def status_all(
 
 
 def problems(stem: str, catalogs: Path = zh_catalog.CATALOGS) -> list[str]:
-    """What is wrong with the current translations of page ``stem``: markup that is not kept verbatim
-    (``md_blocks.markup``: roles, labels, code, math, link targets; added inline math or code is allowed),
-    departures from the glossary, and English
-    prose copied as its own translation."""
+    """What is wrong with the current translations of page ``stem``: markup that is not
+    kept verbatim (``md_blocks.markup``: roles, labels, code, math, link targets; added
+    inline math or code is allowed), departures from the glossary, and English prose
+    copied as its own translation."""
     glossary, found = zh_glossary.load(), []
     for m in zh_catalog.load(zh_catalog.catalog_path(stem, catalogs)):
         if not m.id or not m.string or m.fuzzy:
@@ -246,7 +261,8 @@ def problems(stem: str, catalogs: Path = zh_catalog.CATALOGS) -> list[str]:
         if m.string.strip() == m.id.strip() and len(words) >= 3:
             found.append(f"{where}: the English is copied, not translated")
         dropped = sorted((english - chinese).elements())
-        # a translation may add inline math or code to say the same thing; never a role, label or link
+        # a translation may add inline math or code to say the same thing; never a role,
+        # label or link
         added = [
             x
             for x in (chinese - english).elements()
@@ -261,7 +277,7 @@ def problems(stem: str, catalogs: Path = zh_catalog.CATALOGS) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     up = sub.add_parser("update", help="merge the English into the catalogs (msgmerge)")
     up.add_argument(

@@ -1,10 +1,12 @@
-"""The Chinese edition's terminology, ``i18n/zh/glossary.yml``, and the check that a translation follows it.
+"""The Chinese edition's terminology, ``i18n/zh/glossary.yml``, and the check that a
+translation follows it.
 
-Where an English block uses a glossary term (in its prose: code, math, roles and link targets left out), the
-translation must contain the term's Chinese (one of them, when the entry lists several), unless the English word
-sits in one of the entry's ``unless`` phrases. Terms listed under ``kept`` stay in English and must appear as they
-are; the names under ``untranslated`` (TRL's and the package's) must appear verbatim wherever the English has them
-in code (or, for names with ``_`` or capitals, anywhere).
+Where an English block uses a glossary term (in its prose: code, math, roles and link
+targets left out), the translation must contain the term's Chinese (one of them, when
+the entry lists several), unless the English word sits in one of the entry's ``unless``
+phrases. Terms listed under ``kept`` stay in English and must appear as they are; the
+names under ``untranslated`` (TRL's and the package's) must appear verbatim wherever the
+English has them in code (or, for names with ``_`` or capitals, anywhere).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class Glossary:
 
 
 def _words(phrase: str) -> str:
-    """A regex for ``phrase`` whose words may be separated by any whitespace (the English is wrapped)."""
+    """A regex for ``phrase`` whose words may be separated by any whitespace (the
+    English is wrapped)."""
     return r"\s+".join(re.escape(w) for w in phrase.split())
 
 
@@ -62,7 +65,8 @@ def load(path: Path = GLOSSARY) -> Glossary:
 
 
 def prose(text: str) -> str:
-    """The English words of a block: without code (fenced and inline), roles, math and link targets."""
+    """The English words of a block: without code (fenced and inline), roles, math and
+    link targets."""
     text = re.sub(
         r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$",
         " ",
@@ -80,7 +84,8 @@ def prose(text: str) -> str:
 
 
 def _code_spans(text: str) -> str:
-    """The inline code of ``text``; roles first, or the text between two roles reads as code."""
+    """The inline code of ``text``; roles first, or the text between two roles reads as
+    code."""
     without_roles = md_blocks.ROLE.sub(" ", text)
     return " ".join(
         m.group("body") for m in md_blocks.INLINE_CODE.finditer(without_roles)
@@ -88,7 +93,8 @@ def _code_spans(text: str) -> str:
 
 
 def violations(msgid: str, msgstr: str, glossary: Glossary) -> list[str]:
-    """How the translation ``msgstr`` of the English block ``msgid`` departs from the glossary."""
+    """How the translation ``msgstr`` of the English block ``msgid`` departs from the
+    glossary."""
     found = []
     english = prose(msgid)
     for term in glossary.terms:

@@ -42,6 +42,8 @@ WRAPPED = [
     "code/dpo_grpo/interactive",
     "code/dpo_grpo/tables.py",
     "bench/*.py",
+    "scripts/*.py",
+    "book/_ext/**/*.py",
 ]
 
 

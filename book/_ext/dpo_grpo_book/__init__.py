@@ -1,45 +1,59 @@
-"""Build-time glue for the book's HTML: a Sphinx extension plus a myst-nb MIME renderer for plotly figures.
+"""Build-time glue for the book's HTML: a Sphinx extension plus a myst-nb MIME renderer
+for plotly figures.
 
-Build tooling, not part of the student package: it lives in ``book/_ext/`` as its own small distribution
-(``dpo-grpo-book``, installed by the Makefile), loaded only by the book build (``_config.yml``:
-``sphinx.extra_extensions: [dpo_grpo_book]``; the MIME renderer is registered as the ``myst_nb.mime_renderers``
-entry point in ``book/_ext/pyproject.toml``). It imports :mod:`dpo_grpo`; the package never imports it.
+Build tooling, not part of the student package: it lives in ``book/_ext/`` as its own
+small distribution (``dpo-grpo-book``, installed by the Makefile), loaded only by the
+book build (``_config.yml``: ``sphinx.extra_extensions: [dpo_grpo_book]``; the MIME
+renderer is registered as the ``myst_nb.mime_renderers`` entry point in
+``book/_ext/pyproject.toml``). It imports :mod:`dpo_grpo`; the package never imports it.
 
-What it does, so that the built site works with no network at read time (opened from disk or a local server):
+What it does, so that the built site works with no network at read time (opened from
+disk or a local server):
 
-1. **Vendored JavaScript.** At ``builder-inited`` it copies into ``_build/html/_static/vendor/``:
-   ``plotly/plotly.min.js`` from the installed ``plotly`` package, and from ``node_modules/`` (installed by
-   ``npm ci`` from the repository's ``package.json`` / ``package-lock.json``; ``make book`` runs it) MathJax 3
-   (``mathjax/``), RequireJS (``requirejs/require.js``) and the Jupyter widgets HTML manager
-   (``html-manager/embed-amd.js`` and its fonts). ``_config.yml`` points ``mathjax_path`` and
-   ``nb_ipywidgets_js`` at these files; the build fails if one of them is a remote URL or missing. (Nothing is put
-   in a source ``_static/`` folder: Jupyter Book 1 would add every ``*.js`` found there to every page.)
+1. **Vendored JavaScript.** At ``builder-inited`` it copies into
+   ``_build/html/_static/vendor/``: ``plotly/plotly.min.js`` from the installed
+   ``plotly`` package, and from ``node_modules/`` (installed by ``npm ci`` from the
+   repository's ``package.json`` / ``package-lock.json``; ``make book`` runs it) MathJax
+   3 (``mathjax/``), RequireJS (``requirejs/require.js``) and the Jupyter widgets HTML
+   manager (``html-manager/embed-amd.js`` and its fonts). ``_config.yml`` points
+   ``mathjax_path`` and ``nb_ipywidgets_js`` at these files; the build fails if one of
+   them is a remote URL or missing. (Nothing is put in a source ``_static/`` folder:
+   Jupyter Book 1 would add every ``*.js`` found there to every page.)
 2. **Plotly without plotly.js in every page.** :class:`PlotlyMimeRenderer` renders each
-   ``application/vnd.plotly.v1+json`` output as a ``<div>`` plus a ``Plotly.newPlot`` call (no plotly.js inside,
-   no MathJax CDN tag, a deterministic div id) and registers ``_static/vendor/plotly/plotly.min.js`` once on that
-   page only. Kernels therefore only need to emit the plotly mimetype (``PLOTLY_RENDERER=plotly_mimetype``, the
+   ``application/vnd.plotly.v1+json`` output as a ``<div>`` plus a ``Plotly.newPlot``
+   call (no plotly.js inside, no MathJax CDN tag, a deterministic div id) and registers
+   ``_static/vendor/plotly/plotly.min.js`` once on that page only. Kernels therefore
+   only need to emit the plotly mimetype (``PLOTLY_RENDERER=plotly_mimetype``, the
    Makefile's setting); Jupyter and Colab keep their own renderers.
-3. **Duplicate inline scripts.** Sphinx 7.4 writes an inline ``<script>`` twice when an extension adds it after the
-   builder is initialised (the builder stores it with filename ``None``, ``prepare_writing`` re-adds it from the
-   registry with filename ``''``, and the two do not compare equal). sphinx-thebe adds ``const THEBE_JS_URL = ...``
-   that way on every page (whatever ``launch_buttons.thebe`` says), so every page logged ``Identifier
-   'THEBE_JS_URL' has already been declared``. An ``html-page-context`` handler drops the exact duplicates.
-   (The other stock console error, ``Got invalid theme mode``, is fixed in ``_config.yml`` by
+3. **Duplicate inline scripts.** Sphinx 7.4 writes an inline ``<script>`` twice when an
+   extension adds it after the builder is initialised (the builder stores it with
+   filename ``None``, ``prepare_writing`` re-adds it from the registry with filename
+   ``''``, and the two do not compare equal). sphinx-thebe adds
+   ``const THEBE_JS_URL = ...`` that way on every page (whatever
+   ``launch_buttons.thebe`` says), so every page logged
+   ``Identifier 'THEBE_JS_URL' has already been declared``. An ``html-page-context``
+   handler drops the exact duplicates. (The other stock console error,
+   ``Got invalid theme mode``, is fixed in ``_config.yml`` by
    ``html_theme_options.default_mode``.)
-4. **Launch buttons open the reader edition.** sphinx-book-theme points its Colab and Binder buttons at the
-   page's source notebook on ``repository.branch``: MyST that Colab shows as raw text. An ``html-page-context``
-   handler (after the theme's) points them at the reader edition on the ``notebooks`` branch that the Pages
-   workflow publishes (``scripts/reader_edition.py``): ``.../blob/notebooks/<name>.ipynb`` for Colab,
-   ``.../v2/gh/OWNER/REPO/notebooks?urlpath=lab/tree/<name>.ipynb`` for Binder (JupyterLab). The Chinese edition
-   sets ``book_reader_prefix: zh/`` (``.../blob/notebooks/zh/<name>.ipynb``).
-5. **Language switch.** ``book_language_switch: {label: 中文, root: zh/}`` puts a header link to the same page in
-   the other edition (the Chinese site is built into ``_build/html/zh/``; ``scripts/zh_edition.py``).
-6. **A CJK web font for the Chinese edition.** ``book_cjk_web_font: true`` (set by ``scripts/zh_edition.py`` for the
-   Chinese site only) copies fontsource's Noto Sans SC (``@fontsource/noto-sans-sc``, OFL-1.1; regular and bold,
-   ``400.css``/``700.css`` and their woff2/woff files) into ``_static/vendor/noto-sans-sc/`` and loads it on every
-   page, with a style sheet that puts it after the Latin system fonts for the text and headings. The plotly
-   figures name it first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so the pages and the figures draw Chinese with the
-   same served font whatever fonts the reader's system has.
+4. **Launch buttons open the reader edition.** sphinx-book-theme points its Colab and
+   Binder buttons at the page's source notebook on ``repository.branch``: MyST that
+   Colab shows as raw text. An ``html-page-context`` handler (after the theme's) points
+   them at the reader edition on the ``notebooks`` branch that the Pages workflow
+   publishes (``scripts/reader_edition.py``): ``.../blob/notebooks/<name>.ipynb`` for
+   Colab, ``.../v2/gh/OWNER/REPO/notebooks?urlpath=lab/tree/<name>.ipynb`` for Binder
+   (JupyterLab). The Chinese edition sets ``book_reader_prefix: zh/``
+   (``.../blob/notebooks/zh/<name>.ipynb``).
+5. **Language switch.** ``book_language_switch: {label: 中文, root: zh/}`` puts a header
+   link to the same page in the other edition (the Chinese site is built into
+   ``_build/html/zh/``; ``scripts/zh_edition.py``).
+6. **A CJK web font for the Chinese edition.** ``book_cjk_web_font: true`` (set by
+   ``scripts/zh_edition.py`` for the Chinese site only) copies fontsource's Noto Sans SC
+   (``@fontsource/noto-sans-sc``, OFL-1.1; regular and bold, ``400.css``/``700.css`` and
+   their woff2/woff files) into ``_static/vendor/noto-sans-sc/`` and loads it on every
+   page, with a style sheet that puts it after the Latin system fonts for the text and
+   headings. The plotly figures name it first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so
+   the pages and the figures draw Chinese with the same served font whatever fonts the
+   reader's system has.
 """
 
 from __future__ import annotations
@@ -55,10 +69,12 @@ EXTENSION = "dpo_grpo_book"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 VENDOR = "vendor"  # below _static/ in the output
 PLOTLY_JS = f"{VENDOR}/plotly/plotly.min.js"
-#: Loaded before RequireJS (myst-nb adds the widget scripts at the default priority 500).
+#: Loaded before RequireJS (myst-nb adds the widget scripts at the default priority
+#: 500).
 PLOTLY_JS_PRIORITY = 400
 
-#: (package folder in node_modules, files or folders to copy, destination below _static/vendor/)
+#: (package folder in node_modules, files or folders to copy, destination below
+#: _static/vendor/)
 NODE_ASSETS = (
     (
         "mathjax",
@@ -79,7 +95,8 @@ NODE_ASSETS = (
         ("require.js",),
         "requirejs",
     ),  # its MIT licence is in the file header
-    # fonts: woff2/woff only (what every current browser picks first from the manager's @font-face rules)
+    # fonts: woff2/woff only (what every current browser picks first from the manager's
+    # @font-face rules)
     (
         "@jupyter-widgets/html-manager",
         (
@@ -92,16 +109,21 @@ NODE_ASSETS = (
     ),
 )
 
-#: The Chinese edition's web font (``book_cjk_web_font``): package, weights, destination below _static/vendor/
+#: The Chinese edition's web font (``book_cjk_web_font``): package, weights, destination
+#: below _static/vendor/
 CJK_FONT_PACKAGE = "@fontsource/noto-sans-sc"
 CJK_FONT_WEIGHTS = (400, 700)
 CJK_FONT_DIR = f"{VENDOR}/noto-sans-sc"
-#: Latin text keeps the system's fonts; Han characters fall through to the served font, before the generic family
-#: (which a browser may map to any CJK font of the system). Text, headings, code and widget labels.
-CJK_FONT_STACK = '-apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", Arial, "Noto Sans SC", sans-serif'
+#: Latin text keeps the system's fonts; Han characters fall through to the served font,
+#: before the generic family (which a browser may map to any CJK font of the system).
+#: Text, headings, code and widget labels.
+CJK_FONT_STACK = (
+    '-apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", Arial, '
+    '"Noto Sans SC", sans-serif'
+)
 CJK_MONO_STACK = (
-    'ui-monospace, "Cascadia Code", "Source Code Pro", Menlo, Consolas, "DejaVu Sans Mono", "Noto Sans SC", '
-    "monospace"
+    'ui-monospace, "Cascadia Code", "Source Code Pro", Menlo, Consolas, '
+    '"DejaVu Sans Mono", "Noto Sans SC", monospace'
 )
 CJK_FONT_CSS = (
     ":root {\n"
@@ -113,13 +135,14 @@ CJK_FONT_CSS = (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Plotly figure -> HTML fragment (also used by the tests to measure page sizes)
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class PlotlyMimeRenderer:
-    """myst-nb MIME renderer plugin: plotly figures in HTML builds of this book (see the module docstring)."""
+    """myst-nb MIME renderer plugin: plotly figures in HTML builds of this book (see the
+    module docstring)."""
 
     mime_priority_overrides = [
         (name, PLOTLY_MIME, 5) for name in ("html", "dirhtml", "singlehtml")
@@ -161,9 +184,9 @@ class PlotlyMimeRenderer:
         ]
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sphinx extension
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -197,8 +220,9 @@ def vendor_assets(outdir, node_modules) -> Path:
         root = node_modules / package
         if not root.is_dir():
             raise ExtensionError(
-                f"{root} is missing: the book serves its JavaScript locally. Run `npm ci` in the repository root "
-                "(`make book` does it) to install package-lock.json's packages."
+                f"{root} is missing: the book serves its JavaScript locally. Run `npm "
+                "ci` in the repository root (`make book` does it) to install "
+                "package-lock.json's packages."
             )
         for member in members:
             matches = sorted(root.glob(member)) if "*" in member else [root / member]
@@ -218,8 +242,8 @@ def vendor_assets(outdir, node_modules) -> Path:
 
 
 def vendor_cjk_font(outdir, node_modules) -> list[str]:
-    """Copy the Chinese edition's web font into ``outdir/_static/vendor/noto-sans-sc``; return the style sheets
-    to load (paths below ``_static/``)."""
+    """Copy the Chinese edition's web font into ``outdir/_static/vendor/noto-sans-sc``;
+    return the style sheets to load (paths below ``_static/``)."""
     from sphinx.errors import ExtensionError
 
     root = Path(node_modules) / CJK_FONT_PACKAGE
@@ -230,8 +254,9 @@ def vendor_cjk_font(outdir, node_modules) -> list[str]:
         files = sorted((root / "files").glob(f"*-{weight}-normal.woff*"))
         if not css.is_file() or not files:
             raise ExtensionError(
-                f"{root}: {weight}.css or its font files are missing. The Chinese edition serves its CJK font "
-                "locally: run `npm ci` in the repository root (`make book` does it)."
+                f"{root}: {weight}.css or its font files are missing. The Chinese "
+                "edition serves its CJK font locally: run `npm ci` in the repository "
+                "root (`make book` does it)."
             )
         _copy(css, target / css.name)
         for src in files:
@@ -246,8 +271,8 @@ def _check_local(app, url, what):
 
     if "://" in url or url.startswith("//"):
         raise ExtensionError(
-            f"{what} = {url!r} loads from the network; the book must work offline. Point it at a "
-            f"file below _static/{VENDOR}/ (see {EXTENSION})."
+            f"{what} = {url!r} loads from the network; the book must work offline. "
+            f"Point it at a file below _static/{VENDOR}/ (see {EXTENSION})."
         )
     if not (Path(app.outdir) / "_static" / url).is_file():
         raise ExtensionError(
@@ -256,8 +281,9 @@ def _check_local(app, url, what):
 
 
 def _check_mime_renderer():
-    """The plotly renderer is found through its entry point; without it myst-nb would drop every figure (the
-    book silences ``mystnb.unknown_mime_type``), so fail loudly instead."""
+    """The plotly renderer is found through its entry point; without it myst-nb would
+    drop every figure (the book silences ``mystnb.unknown_mime_type``), so fail loudly
+    instead."""
     from importlib.metadata import entry_points
 
     from sphinx.errors import ExtensionError
@@ -265,8 +291,9 @@ def _check_mime_renderer():
     values = [ep.value for ep in entry_points(group="myst_nb.mime_renderers")]
     if f"{__name__}:PlotlyMimeRenderer" not in values:
         raise ExtensionError(
-            "the dpo_grpo plotly MIME renderer is not registered: reinstall the package "
-            "(`pip install --no-deps -e .`; `make book` does it when pyproject.toml changes)"
+            "the dpo_grpo plotly MIME renderer is not registered: reinstall the "
+            "package (`pip install --no-deps -e .`; `make book` does it when "
+            "pyproject.toml changes)"
         )
 
 
@@ -287,9 +314,10 @@ def _on_builder_inited(app):
 
 
 WIDGET_MANAGER = f"{VENDOR}/html-manager/embed-amd.js"
-#: The widget manager's ``typeset`` calls MathJax 2's ``MathJax.Hub.Queue``; the book serves MathJax 3. This shim
-#: (installed through MathJax 3's ``startup.ready`` hook, before any widget is drawn) forwards it to
-#: ``MathJax.typesetPromise``, instead of an uncaught TypeError for every widget label.
+#: The widget manager's ``typeset`` calls MathJax 2's ``MathJax.Hub.Queue``; the book
+#: serves MathJax 3. This shim (installed through MathJax 3's ``startup.ready`` hook,
+#: before any widget is drawn) forwards it to ``MathJax.typesetPromise``, instead of an
+#: uncaught TypeError for every widget label.
 MATHJAX2_HUB_SHIM = """window.MathJax = window.MathJax || {};
 (function (mj) {
   var startup = mj.startup = mj.startup || {};
@@ -301,7 +329,7 @@ MATHJAX2_HUB_SHIM = """window.MathJax = window.MathJax || {};
       if (el && MathJax.typesetPromise) { MathJax.typesetPromise([el]).catch(function () {}); }
     }};
   };
-})(window.MathJax);"""
+})(window.MathJax);"""  # noqa: E501 (JavaScript served as written)
 
 
 def _script_key(js):
@@ -314,14 +342,16 @@ def _script_key(js):
 
 
 def page_scripts(app, pagename, templatename, context, doctree):
-    """Per page, after every other extension: local paths for the widget manager, then drop duplicate scripts."""
+    """Per page, after every other extension: local paths for the widget manager, then
+    drop duplicate scripts."""
     files = context.get("script_files")
     if not isinstance(files, list):
         return
     names = [getattr(js, "filename", None) or "" for js in files]
     if any(name.endswith(WIDGET_MANAGER) for name in names):
-        # RequireJS names the manager's module below the page ("./@jupyter-widgets/html-manager/dist/..."), and the
-        # manager loads its fonts next to that name: map it to the vendored folder (read by require.js at load).
+        # RequireJS names the manager's module below the page
+        # ("./@jupyter-widgets/html-manager/dist/..."), and the manager loads its fonts
+        # next to that name: map it to the vendored folder (read by require.js at load).
         folder = context["pathto"](f"_static/{VENDOR}/html-manager", 1)
         app.builder.add_js_file(
             None,
@@ -338,7 +368,8 @@ def page_scripts(app, pagename, templatename, context, doctree):
 
 
 def dedupe_scripts(files):
-    """Drop exact duplicate ``<script>`` entries in place (Sphinx 7.4 writes late inline scripts twice; see above)."""
+    """Drop exact duplicate ``<script>`` entries in place (Sphinx 7.4 writes late inline
+    scripts twice; see above)."""
     seen, unique = set(), []
     for js in files:
         key = _script_key(js)
@@ -354,8 +385,9 @@ READER_BRANCH = "notebooks"
 def reader_launch_buttons(
     header_buttons, pagename: str, repository_url: str, prefix: str = ""
 ) -> int:
-    """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook (``prefix``: the folder of the
-    edition on the reader branch, ``"zh/"`` for the Chinese one); return how many changed."""
+    """Point the Colab/Binder launch buttons of ``pagename`` at its reader notebook
+    (``prefix``: the folder of the edition on the reader branch, ``"zh/"`` for the
+    Chinese one); return how many changed."""
     import re
 
     m = re.match(
@@ -399,13 +431,15 @@ def _launch_buttons(app, pagename, templatename, context, doctree):
 
 
 def language_switch_url(pagename: str, root: str) -> str:
-    """The same page in the other edition: ``root`` is that edition's site root seen from this one's (``"zh/"``
-    from the English site, ``"../"`` from the Chinese one, which is built into ``_build/html/zh/``)."""
+    """The same page in the other edition: ``root`` is that edition's site root seen
+    from this one's (``"zh/"`` from the English site, ``"../"`` from the Chinese one,
+    which is built into ``_build/html/zh/``)."""
     return "../" * pagename.count("/") + root + pagename + ".html"
 
 
 def language_switch(header_buttons, pagename: str, switch: dict) -> bool:
-    """Put a link to ``pagename`` in the other edition first among the header buttons; False if none is set."""
+    """Put a link to ``pagename`` in the other edition first among the header buttons;
+    False if none is set."""
     if not switch or header_buttons is None:
         return False
     header_buttons.insert(
@@ -428,9 +462,10 @@ def _language_switch(app, pagename, templatename, context, doctree):
     )
 
 
-#: Jupyter Book's own extensions that do not declare parallel reading safe, though they are: multitoc numbering
-#: patches a method of Sphinx's toctree collector when the builder starts (before the reading processes fork) and
-#: numbers sections in the main process afterwards; the LaTeX extension acts only in LaTeX builds. Declared here so
+#: Jupyter Book's own extensions that do not declare parallel reading safe, though they
+#: are: multitoc numbering patches a method of Sphinx's toctree collector when the
+#: builder starts (before the reading processes fork) and numbers sections in the main
+#: process afterwards; the LaTeX extension acts only in LaTeX builds. Declared here so
 #: that ``scripts/build_book.py`` can read (execute) the chapters in parallel.
 PARALLEL_SAFE_UNDECLARED = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex")
 
@@ -444,8 +479,9 @@ def _declare_parallel_safe(app):
 
 def setup(app):
     app.add_config_value("book_assets_node_modules", "", "env", types=[str])
-    # The Chinese edition (scripts/zh_edition.py): the header link to the other edition's page, and the folder of
-    # this edition's notebooks on the reader branch (the launch buttons)
+    # The Chinese edition (scripts/zh_edition.py): the header link to the other
+    # edition's page, and the folder of this edition's notebooks on the reader branch
+    # (the launch buttons)
     app.add_config_value("book_language_switch", {}, "html", types=[dict])
     app.add_config_value("book_reader_prefix", "", "html", types=[str])
     app.add_config_value("book_cjk_web_font", False, "html", types=[bool])
