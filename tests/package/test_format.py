@@ -44,6 +44,8 @@ WRAPPED = [
     "bench/*.py",
     "scripts/*.py",
     "book/_ext/**/*.py",
+    "tests/reference",
+    "tests/trl_exact",
 ]
 
 

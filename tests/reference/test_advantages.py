@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.advantages: the article's group advantages, conventions, invariances and input validation."""
+"""dpo_grpo.reference.advantages: the article's group advantages, conventions,
+invariances and input validation."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -86,7 +87,8 @@ def test_negative_scale_flips_direction():
 
 def test_equal_rewards_give_zero_advantages():
     assert np.all(dg.group_advantages([[1.0, 1.0, 1.0]]) == 0)
-    # 0.7 is not exact in binary: the mean is off by one ulp, divided by eps -> ~1e-12, not exactly 0
+    # 0.7 is not exact in binary: the mean is off by one ulp, divided by eps -> ~1e-12,
+    # not exactly 0
     assert np.all(np.abs(dg.group_advantages([[0.7, 0.7, 0.7]])) < 1e-11)
 
 

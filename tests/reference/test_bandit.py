@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.bandit: the article's trajectory (seed 7) and its 5-configuration x 10-seed table."""
+"""dpo_grpo.reference.bandit: the article's trajectory (seed 7) and its 5-configuration
+x 10-seed table."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -21,7 +22,8 @@ def test_seed7_snapshots():
     assert [s for s, _ in short] == [1, 20, 25]
     # step 20 does not depend on the run's length
     np.testing.assert_array_equal(short[1][1], snaps[1][1])
-    # the seed table reads the requested action: seed 7's final probabilities are the snapshot's last row
+    # the seed table reads the requested action: seed 7's final probabilities are the
+    # snapshot's last row
     row = dg.bandit_seed_table({"seed 7": {}}, seeds=[7], best_action=0)["seed 7"]
     assert row["values"] == [snaps[-1][1][0]] and round(row["mean"], 4) == 0.0026
 
@@ -55,8 +57,9 @@ def test_all_equal_rewards_never_move_from_uniform(table):
 
 
 def test_kl_pulls_back_when_started_away_from_reference():
-    # equal rewards -> zero advantages; from the uniform reference nothing moves (above), but the KL term alone
-    # moves a policy that is not at the reference: run one inner step by hand from skewed logits
+    # equal rewards -> zero advantages; from the uniform reference nothing moves
+    # (above), but the KL term alone moves a policy that is not at the reference: run
+    # one inner step by hand from skewed logits
     logits = np.array([2.0, 0.0, 0.0, 0.0])
     logp = dg.log_softmax(logits)
     acts = np.array([0, 0, 1, 2])
@@ -68,12 +71,14 @@ def test_kl_pulls_back_when_started_away_from_reference():
         np.ones((4, 1)),
         beta=0.5,
     )
-    # zero advantages: only the k3 term acts, d k3 / d new = 1 - q / p(a), weighted by beta / (B * 1 token)
+    # zero advantages: only the k3 term acts, d k3 / d new = 1 - q / p(a), weighted by
+    # beta / (B * 1 token)
     p = np.exp(logp)
     np.testing.assert_allclose(
         out.grad[:, 0], 0.5 / 4 * (1 - 0.25 / p[acts]), rtol=1e-13
     )
-    # the step on the logits lowers the over-weighted action 0 and moves the policy towards the reference
+    # the step on the logits lowers the over-weighted action 0 and moves the policy
+    # towards the reference
     step = out.grad[:, 0] @ (np.eye(4)[acts] - p)
     after = dg.softmax(logits - step)
     assert after[0] < p[0] and dg.exact_kl(after, np.full(4, 0.25)) < dg.exact_kl(

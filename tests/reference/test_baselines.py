@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.baselines: exact enumeration of group-baseline gradients (the (1 - 1/G) factor) and variance."""
+"""dpo_grpo.reference.baselines: exact enumeration of group-baseline gradients (the (1 -
+1/G) factor) and variance."""
 
 import dpo_grpo as dg
 import numpy as np

@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.dpo: log-sigmoid, the gradient weight, the closed-form optimum and the implicit reward."""
+"""dpo_grpo.reference.dpo: log-sigmoid, the gradient weight, the closed-form optimum and
+the implicit reward."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -17,7 +18,8 @@ def test_gradient_weight_closed_form():
         [0.5, 1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-2.0))],
         rtol=1e-15,
     )
-    # the weight is large for a wrongly ranked pair (z < 0) and is what scales the sigmoid loss's gradient
+    # the weight is large for a wrongly ranked pair (z < 0) and is what scales the
+    # sigmoid loss's gradient
     out = dg.trl_exact.dpo_loss(z, np.zeros(3), np.zeros(3), np.zeros(3), beta=1.0)
     np.testing.assert_allclose(
         out.grad_policy_chosen, -dg.dpo_gradient_weight(z) / 3, rtol=1e-15
@@ -36,7 +38,8 @@ def test_log_sigmoid_stable(x):
 def test_closed_form_optimum_identity():
     o = ex.OBJECTIVE_IDENTITY
     assert dg.max_objective_identity_error(**o) <= 4.5e-16 * 2
-    # it is the largest gap over the seeded Dirichlet(1) draws (not, say, the smallest, which is 0 here)
+    # it is the largest gap over the seeded Dirichlet(1) draws (not, say, the smallest,
+    # which is 0 here)
     draws = np.random.default_rng(o["seed"]).dirichlet(np.ones(3), size=o["n_policies"])
     gaps = [
         dg.objective_identity_gap(p, o["rewards"], o["ref_policy"], o["beta"])

@@ -1,5 +1,6 @@
-"""dpo_grpo.reference.examples: the random GRPO batch generator (the worked examples themselves are checked, number by
-number, in the test module of the code that consumes them)."""
+"""dpo_grpo.reference.examples: the random GRPO batch generator (the worked examples
+themselves are checked, number by number, in the test module of the code that consumes
+them)."""
 
 import dpo_grpo as dg
 import numpy as np

@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.grpo: the clipped objective's platform values and its gradient with delta."""
+"""dpo_grpo.reference.grpo: the clipped objective's platform values and its gradient
+with delta."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -19,7 +20,8 @@ def test_clipped_objective_platform_values():
 
 
 def test_clipped_objective_grad_with_delta():
-    # A < 0: the unclipped branch is min(rho, delta) A, flat (gradient 0) once rho > delta
+    # A < 0: the unclipped branch is min(rho, delta) A, flat (gradient 0) once rho >
+    # delta
     grad = dg.clipped_objective_grad([0.5, 1.5, 2.5], -1.0, epsilon=0.2, delta=2.0)
     # low platform, wrong-direction slope, capped
     np.testing.assert_array_equal(grad, [0.0, -1.0, 0.0])

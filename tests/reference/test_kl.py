@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.kl: the article's KL example, k3's properties, and the fixed-sample gradient trap."""
+"""dpo_grpo.reference.kl: the article's KL example, k3's properties, and the
+fixed-sample gradient trap."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -104,7 +105,7 @@ def test_invalid_inputs():
         dg.k3([np.nan])
 
 
-# --- the gradient view of k1, k2, k3 (section 3.5) -------------------------------------------------------------
+# --- the gradient view of k1, k2, k3 (section 3.5) ------------------------------------
 
 
 def test_gradient_view_numbers_of_the_article_example():

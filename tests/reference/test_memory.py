@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.memory: the 7B training-state ledger and the per-algorithm model counts."""
+"""dpo_grpo.reference.memory: the 7B training-state ledger and the per-algorithm model
+counts."""
 
 import dpo_grpo as dg
 import pytest
@@ -21,7 +22,8 @@ def test_variants():
         dg.training_state_ledger(10, optimizer="sgd", master_weights=False).total_bytes
         == 40
     )
-    # SGD with momentum keeps one fp32 state per parameter: bf16 weights 2 + grads 2 + master 4 + momentum 4
+    # SGD with momentum keeps one fp32 state per parameter: bf16 weights 2 + grads 2 +
+    # master 4 + momentum 4
     momentum = dg.training_state_ledger(10, optimizer="sgd_momentum")
     assert momentum.components == {
         "weights (bf16)": 20,

@@ -1,4 +1,5 @@
-"""dpo_grpo.reference.zero_std: p**G + (1-p)**G, its Monte-Carlo check, and the two-sample near-zero-std example."""
+"""dpo_grpo.reference.zero_std: p**G + (1-p)**G, its Monte-Carlo check, and the
+two-sample near-zero-std example."""
 
 import dpo_grpo as dg
 import numpy as np

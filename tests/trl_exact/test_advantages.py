@@ -1,5 +1,5 @@
-"""dpo_grpo.trl_exact.advantages: TRL-style reward aggregation (reward_advantages): NaN semantics, scaling,
-weights, logged metrics and input validation."""
+"""dpo_grpo.trl_exact.advantages: TRL-style reward aggregation (reward_advantages): NaN
+semantics, scaling, weights, logged metrics and input validation."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -15,7 +15,7 @@ groups = arrays(
 )
 
 
-# --- TRL-style reward_advantages (full fixture parity lives in test_trl_parity.py) ---------------------------------
+# --- TRL-style reward_advantages (full fixture parity lives in test_trl_parity.py) ----
 
 
 def test_reward_advantages_single_function_matches_group_ddof1():
@@ -55,7 +55,8 @@ def test_reward_advantages_zero_std_fraction():
     out = dg.trl_exact.reward_advantages(rpf, 4)
     assert out.metrics["frac_reward_zero_std"] == 0.5
     assert np.all(out.advantages[4:] == 0)
-    # "zero std" is isclose(std, 0, atol=1e-8): a tiny but real spread still counts as signal
+    # "zero std" is isclose(std, 0, atol=1e-8): a tiny but real spread still counts as
+    # signal
     tiny = np.array([[0.0], [0.0], [0.0], [1e-3], [2.0], [2.0], [2.0], [2.0 + 1e-9]])
     out = dg.trl_exact.reward_advantages(tiny, 4)
     # group 1 (std 5e-4) has signal, group 2 (std 5e-10) not
@@ -94,7 +95,8 @@ def test_reward_advantages_normalize_then_sum_by_hand():
     )
     # each function of group 1 standardises to -+1 / (sqrt 2 + eps); two of them
     a = 2 / (np.sqrt(2) + 1e-4)
-    # group 2 has one valid row (std NaN -> its z is NaN -> nansum 0); the unscorable row stays out of the batch
+    # group 2 has one valid row (std NaN -> its z is NaN -> nansum 0); the unscorable
+    # row stays out of the batch
     np.testing.assert_allclose(
         out.rewards[[0, 1, 3]], [-a, a, 0.0], rtol=1e-13, atol=1e-15
     )

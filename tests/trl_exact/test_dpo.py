@@ -1,4 +1,5 @@
-"""dpo_grpo.trl_exact.dpo: the article's DPO numbers, gradients, the loss types and input validation."""
+"""dpo_grpo.trl_exact.dpo: the article's DPO numbers, gradients, the loss types and
+input validation."""
 
 import dpo_grpo as dg
 import numpy as np
@@ -23,14 +24,16 @@ def test_article_pairs_rewards_metrics_and_gradient():
     assert m["rewards/rejected"] == pytest.approx(-0.025, abs=1e-15)
     assert m["rewards/margins"] == pytest.approx(0.025, abs=1e-15)
     assert m["rewards/accuracies"] == 1.0
-    # d/d pi_c of mean(-log sigmoid(z)) = -sigmoid(-z) beta / P, and the rejected gradient is its negative
+    # d/d pi_c of mean(-log sigmoid(z)) = -sigmoid(-z) beta / P, and the rejected
+    # gradient is its negative
     expected = -(1 / (1 + np.exp([0.02, 0.03]))) * 0.1 / 2
     np.testing.assert_allclose(out.grad_policy_chosen, expected, rtol=1e-13)
     np.testing.assert_array_equal(out.grad_policy_rejected, -out.grad_policy_chosen)
 
 
 def test_accuracy_counts_strict_wins_only():
-    # TRL: (chosen_rewards > rejected_rewards).float().mean(); a tie (policy = reference) is not a win
+    # TRL: (chosen_rewards > rejected_rewards).float().mean(); a tie (policy =
+    # reference) is not a win
     out = dg.trl_exact.dpo_loss(
         [-1.0, -1.0, -1.0], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], [-2.0, -1.0, -2.0]
     )
@@ -128,7 +131,8 @@ def test_loss_types_closed_forms():
 
 
 def test_hinge_gradient_is_zero_from_the_kink_on():
-    # torch.relu(1 - z), as TRL computes it, has gradient 0 at z = 1: only pairs with z < 1 are pushed
+    # torch.relu(1 - z), as TRL computes it, has gradient 0 at z = 1: only pairs with z
+    # < 1 are pushed
     z = np.array([-2.0, 0.5, 1.0, 3.0])
     out = dg.trl_exact.dpo_loss(
         z, np.zeros(4), np.zeros(4), np.zeros(4), beta=1.0, loss_type="hinge"

@@ -1,5 +1,6 @@
-"""dpo_grpo.trl_exact.grpo: the article's clipped-objective numbers, analytic gradients vs finite differences for
-every option, padding that cannot leak, the clip platforms, and input validation."""
+"""dpo_grpo.trl_exact.grpo: the article's clipped-objective numbers, analytic gradients
+vs finite differences for every option, padding that cannot leak, the clip platforms,
+and input validation."""
 
 import itertools
 
@@ -18,7 +19,8 @@ def test_article_example():
     )
     assert round(out.per_token_kl.mean(), 6) == 0.018550
     assert round(out.loss, 4) == 0.1626
-    # no answer of the example sits on a platform: 0 and 2 are wrong-direction, 1 and 3 inside
+    # no answer of the example sits on a platform: 0 and 2 are wrong-direction, 1 and 3
+    # inside
     regions = dg.clip_region(out.ratio[:, 0], ex.grpo_token_example()["advantages"])
     assert regions.tolist() == [
         "wrong_direction",
@@ -30,7 +32,8 @@ def test_article_example():
 
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
+    """(new, old, ref, advantages, mask) of
+    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
@@ -88,7 +91,8 @@ def test_loss_types_on_a_ragged_batch():
     assert dg.trl_exact.grpo_loss(
         new, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=10
     ).loss == pytest.approx(per_tok.sum() / (b * 10), rel=1e-13)
-    # dapo divides by num_items_in_batch / num_processes * gradient_accumulation_steps / steps_per_generation
+    # dapo divides by num_items_in_batch / num_processes * gradient_accumulation_steps /
+    # steps_per_generation
     dapo = dict(
         loss_type="dapo",
         num_items_in_batch=40,
@@ -129,7 +133,8 @@ def test_padding_garbage_cannot_leak():
 
 
 def test_equal_sequences_with_padding_nan():
-    # the article's mask check: same ratio everywhere, advantages +1/-1, NaN in padding -> loss exactly 0
+    # the article's mask check: same ratio everywhere, advantages +1/-1, NaN in padding
+    # -> loss exactly 0
     mask = np.array([[1, 0, 0], [1, 1, 1]])
     old = np.log(np.full((2, 3), 0.2))
     new = old + 0.1
@@ -167,7 +172,8 @@ def test_full_softmax_surrogate_gradient():
     analytic = out.grad[:, 0] @ (np.eye(4)[acts] - s["new_probs"])
     assert dg.max_abs_error(analytic, dg.finite_difference(loss, z)) < 1e-9
     regions = dg.clip_region(s["new_probs"] / s["old_probs"], s["advantages"]).tolist()
-    # both platforms (A > 0, rho > 1.2 and A < 0, rho < 0.8), one wrong-direction token and one inside
+    # both platforms (A > 0, rho > 1.2 and A < 0, rho < 0.8), one wrong-direction token
+    # and one inside
     assert regions == ["platform", "platform", "wrong_direction", "inside"]
 
 
@@ -291,8 +297,8 @@ def test_onpolicy_bias_correction_follows_the_reverse_kl_gradient():
 
 @pytest.mark.parametrize("lam", [0.0, -1.0])
 def test_vespo_accepts_what_trl_accepts(lam):
-    """TRL 1.16 does not check vespo_lambda_*: its weight floors lambda at float32(1e-4),
-    so lambda = 0 (or below) gives the loss of lambda = 1e-4, finite."""
+    """TRL 1.16 does not check vespo_lambda_*: its weight floors lambda at
+    float32(1e-4), so lambda = 0 (or below) gives the loss of lambda = 1e-4, finite."""
     batch = ex.random_grpo_batch(seed=3, batch=6, length=5)
     kw = dict(loss_type="vespo", beta=0.0)
     got = dg.trl_exact.grpo_loss(

@@ -1,17 +1,22 @@
-"""Parity with TRL 1.16.0 for its newer GRPO loss types (cispo, sapo, luspo, vespo) and the whole DPO loss family.
+"""Parity with TRL 1.16.0 for its newer GRPO loss types (cispo, sapo, luspo, vespo) and
+the whole DPO loss family.
 
-Fixtures: ``trl_grpo_loss_types.json`` (``trl.GRPOTrainer._compute_loss``) and ``trl_dpo_loss_family.json``
-(``trl.DPOTrainer._compute_loss``), written by ``scripts/make_trl_fixtures.py`` from real trainer objects (see that
-script and ``tests/trl_exact/test_trl_parity.py``). Both the NumPy package and ``dpo_grpo.torch_ops`` (float64, when torch is
-installed) are checked.
+Fixtures: ``trl_grpo_loss_types.json`` (``trl.GRPOTrainer._compute_loss``) and
+``trl_dpo_loss_family.json`` (``trl.DPOTrainer._compute_loss``), written by
+``scripts/make_trl_fixtures.py`` from real trainer objects (see that script and
+``tests/trl_exact/test_trl_parity.py``). Both the NumPy package and
+``dpo_grpo.torch_ops`` (float64, when torch is installed) are checked.
 
-Tolerances: loss and gradients 1e-10 absolute (float64 on both sides), ``kl`` and ``vespo/phi_seq_mean`` 1e-10;
-``clip_ratio/*``, ``cispo_clip_ratio`` and ``rewards/accuracies`` are float32 in TRL (``bool.float()``): 1e-7.
-``exo_pair``: TRL computes ``log(eps)`` and ``log1p(-eps)`` in float32 (``torch.tensor(label_smoothing)``), and so
-do we (NumPy float32). Float32 logs are not always correctly rounded, and torch's and NumPy's may differ by one ulp
-(``log1p(-0.1)`` does; the fixture's eps = 1e-3 and 0.2 agree here). One ulp of ``log eps`` is at most
-``2**-24 |log eps|`` (4e-7 for eps = 1e-3); the loss moves by at most that (its weights sigmoid(+-z) are <= 1) and
-the gradients by less, so exo_pair cases are compared to 1e-6 absolute.
+Tolerances: loss and gradients 1e-10 absolute (float64 on both sides), ``kl`` and
+``vespo/phi_seq_mean`` 1e-10; ``clip_ratio/*``, ``cispo_clip_ratio`` and
+``rewards/accuracies`` are float32 in TRL (``bool.float()``): 1e-7. ``exo_pair``: TRL
+computes ``log(eps)`` and ``log1p(-eps)`` in float32
+(``torch.tensor(label_smoothing)``), and so do we (NumPy float32). Float32 logs are not
+always correctly rounded, and torch's and NumPy's may differ by one ulp (``log1p(-0.1)``
+does; the fixture's eps = 1e-3 and 0.2 agree here). One ulp of ``log eps`` is at most
+``2**-24 |log eps|`` (4e-7 for eps = 1e-3); the loss moves by at most that (its weights
+sigmoid(+-z) are <= 1) and the gradients by less, so exo_pair cases are compared to 1e-6
+absolute.
 """
 
 from __future__ import annotations
@@ -174,7 +179,8 @@ def test_grpo_fixture_covers_every_new_type_and_branch():
             min(map(sum, c["inputs"]["mask"])) < len(c["inputs"]["mask"][0])
             for c in mine
         )  # ragged
-    # the caps and gates act: CISPO caps some positive-advantage ratios, VESPO weights far from 1 and 0 occur
+    # the caps and gates act: CISPO caps some positive-advantage ratios, VESPO weights
+    # far from 1 and 0 occur
     cispo = [
         c["metrics"]["cispo_clip_ratio"]
         for c in cases
@@ -200,7 +206,8 @@ def test_grpo_fixture_covers_every_new_type_and_branch():
 
 
 def test_float32_constants_matter_and_are_used():
-    """SAPO's and VESPO's constants are float32 in TRL: the float64 1.05 gives a visibly different loss."""
+    """SAPO's and VESPO's constants are float32 in TRL: the float64 1.05 gives a visibly
+    different loss."""
     case = next(c for c in GRPO["cases"] if c["name"] == "far-sapo-token-beta0.04")
     args, kwargs = _grpo_args(case)
     assert (
@@ -253,9 +260,9 @@ def test_grpo_options_reject_bad_new_options():
     }
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # DPO loss family
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _dpo_args(case):
@@ -420,9 +427,9 @@ def test_dpo_gradients_match_finite_differences(loss_type):
 @pytest.mark.parametrize("loss_type", ["cispo", "sapo", "luspo", "vespo"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_grpo_gradients_match_finite_differences(loss_type, level):
-    """cispo and vespo detach their weights (TRL's ``.detach()``/``no_grad``): moving new and old together keeps
-    the weight and the ratio fixed, so the finite difference sees only the ``log pi`` and k3 terms they
-    differentiate."""
+    """cispo and vespo detach their weights (TRL's ``.detach()``/``no_grad``): moving
+    new and old together keeps the weight and the ratio fixed, so the finite difference
+    sees only the ``log pi`` and k3 terms they differentiate."""
     rng = np.random.default_rng(7)
     mask = (np.arange(5)[None] < np.array([5, 3, 1, 4])[:, None]).astype(int)
     old = np.log(rng.uniform(0.1, 0.9, (4, 5)))

@@ -1,23 +1,30 @@
-"""Number-for-number parity of the NumPy package with TRL 1.16.0, on fixtures produced by TRL's own code.
+"""Number-for-number parity of the NumPy package with TRL 1.16.0, on fixtures produced
+by TRL's own code.
 
-The fixtures in ``tests/fixtures/`` were written by ``scripts/make_trl_fixtures.py`` (TRL 1.16.0, torch 2.13.0,
-transformers 5.24.0, CPU, offline) from real trainer objects built on a tiny random Llama:
+The fixtures in ``tests/fixtures/`` were written by ``scripts/make_trl_fixtures.py``
+(TRL 1.16.0, torch 2.13.0, transformers 5.24.0, CPU, offline) from real trainer objects
+built on a tiny random Llama:
 
-* ``trl_grpo_loss.json``: ``trl.GRPOTrainer._compute_loss`` (float64 ``new_logps`` leaf fed through an instance patch
-  of ``_get_per_token_logps_and_entropies``; gradient by ``loss.backward()``; metrics from ``trainer._metrics``);
-* ``trl_advantages.json``: ``trl.GRPOTrainer._generate_and_score_completions`` (real method; fixed completion ids;
-  the rewards come from reward functions that return the fixture table, ``None`` for null);
-* ``trl_dpo_loss.json``: ``trl.DPOTrainer._compute_loss`` (stub fused-LM-head forward returning chosen per-token
-  log-probs; reference log-probs passed as precomputed ``ref_chosen_logps``/``ref_rejected_logps``).
+* ``trl_grpo_loss.json``: ``trl.GRPOTrainer._compute_loss`` (float64 ``new_logps`` leaf
+  fed through an instance patch of ``_get_per_token_logps_and_entropies``; gradient by
+  ``loss.backward()``; metrics from ``trainer._metrics``);
+* ``trl_advantages.json``: ``trl.GRPOTrainer._generate_and_score_completions`` (real
+  method; fixed completion ids; the rewards come from reward functions that return the
+  fixture table, ``None`` for null);
+* ``trl_dpo_loss.json``: ``trl.DPOTrainer._compute_loss`` (stub fused-LM-head forward
+  returning chosen per-token log-probs; reference log-probs passed as precomputed
+  ``ref_chosen_logps``/``ref_rejected_logps``).
 
-This module does not need TRL or torch. Tolerances: GRPO/DPO loss and gradients agree to 1e-10 absolute (float64
-on both sides); the ``kl`` and ``rewards/*`` margins/means metrics to 1e-10. TRL computes the ``clip_ratio/*`` metrics
-and ``rewards/accuracies`` in float32 (``bool_tensor.float()``) and the advantages, rewards and their metrics in
+This module does not need TRL or torch. Tolerances: GRPO/DPO loss and gradients agree to
+1e-10 absolute (float64 on both sides); the ``kl`` and ``rewards/*`` margins/means
+metrics to 1e-10. TRL computes the ``clip_ratio/*`` metrics and ``rewards/accuracies``
+in float32 (``bool_tensor.float()``) and the advantages, rewards and their metrics in
 float32 end to end, so those are compared at float32 precision.
 
-Tests marked ``trl`` rerun the script into a temporary folder and compare the result with the committed files. They
-need TRL: they run when ``import trl`` works here, or when ``DPO_GRPO_TRL_PYTHON`` names an interpreter that has it
-(for example ``DPO_GRPO_TRL_PYTHON=.venv-trl/bin/python``); otherwise they are skipped.
+Tests marked ``trl`` rerun the script into a temporary folder and compare the result
+with the committed files. They need TRL: they run when ``import trl`` works here, or
+when ``DPO_GRPO_TRL_PYTHON`` names an interpreter that has it (for example
+``DPO_GRPO_TRL_PYTHON=.venv-trl/bin/python``); otherwise they are skipped.
 """
 
 from __future__ import annotations
@@ -76,15 +83,16 @@ def _nan(rows):
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _run_grpo(case):
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
-    # On-policy (old_logps null): TRL uses new_logps.detach() as the old log-probs, a constant for the gradient.
+    # On-policy (old_logps null): TRL uses new_logps.detach() as the old log-probs, a
+    # constant for the gradient.
     old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
     ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
     return grpo_loss(
@@ -124,9 +132,9 @@ def test_grpo_loss_matches_trl(case):
         np.testing.assert_allclose(out.metrics[name], trl_value, **tol, err_msg=name)
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Advantages
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", ADV["cases"], ids=_ids(ADV["cases"]))
@@ -148,9 +156,9 @@ def test_reward_advantages_match_trl(case):
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # DPO
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _dpo(case, label_smoothing):
@@ -180,7 +188,8 @@ def _check_dpo(out, case):
         **EXACT,
         err_msg="d loss / d policy_rejected",
     )
-    # TRL does not log the logits; its rewards/margins is their mean (margins = beta * (chosen - rejected log-ratio)).
+    # TRL does not log the logits; its rewards/margins is their mean (margins = beta *
+    # (chosen - rejected log-ratio)).
     np.testing.assert_allclose(
         np.mean(out.logits),
         case["metrics"]["rewards/margins"],
@@ -198,9 +207,10 @@ def _check_dpo(out, case):
 def test_dpo_loss_matches_trl(case):
     o = case["options"]
     if o["loss_type"] != "robust" and o["label_smoothing"] != 0.0:
-        # TRL 1.16.0's DPOTrainer._compute_loss reads label_smoothing only for robust/exo_pair/aot/aot_unpaired:
-        # "sigmoid" is -logsigmoid(beta * delta) and "hinge" relu(1 - beta * delta) whatever its value (no
-        # conservative-DPO smoothing, no warning). We refuse the silently ignored argument instead...
+        # TRL 1.16.0's DPOTrainer._compute_loss reads label_smoothing only for
+        # robust/exo_pair/aot/aot_unpaired: "sigmoid" is -logsigmoid(beta * delta) and
+        # "hinge" relu(1 - beta * delta) whatever its value (no conservative-DPO
+        # smoothing, no warning). We refuse the silently ignored argument instead...
         with pytest.raises(ValueError, match="label_smoothing"):
             _dpo(case, o["label_smoothing"])
         # ...and TRL's number is exactly our label_smoothing=0 result.
@@ -210,7 +220,8 @@ def test_dpo_loss_matches_trl(case):
 
 
 def test_trl_ignores_label_smoothing_for_sigmoid_and_hinge():
-    """The fixture pairs ls0.0/ls0.2 share their inputs: TRL gives identical results for sigmoid and hinge only."""
+    """The fixture pairs ls0.0/ls0.2 share their inputs: TRL gives identical results for
+    sigmoid and hinge only."""
     by_name = {c["name"]: c for c in DPO["cases"]}
     for loss_type, beta in itertools.product(
         ("sigmoid", "hinge", "robust"), (0.1, 0.5)
@@ -229,9 +240,9 @@ def test_trl_ignores_label_smoothing_for_sigmoid_and_hinge():
             )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The fixture files cover the whole grid (a truncated or hand-edited file fails here)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("data", [GRPO, ADV, DPO], ids=FILES)
@@ -249,7 +260,8 @@ def test_fixture_headers(data):
 
 
 def _is_plain(case):
-    """A case of the main 64-case grid: nothing but the five grid options departs from the defaults."""
+    """A case of the main 64-case grid: nothing but the five grid options departs from
+    the defaults."""
     o, x = case["options"], case["inputs"]
     return (
         o["delta"] is None
@@ -341,7 +353,8 @@ def _ratios(case):
 
 
 def test_grpo_fixture_inputs_exercise_every_branch():
-    """Ragged masks, garbage padding, and ratios beyond both clip bounds with both advantage signs."""
+    """Ragged masks, garbage padding, and ratios beyond both clip bounds with both
+    advantage signs."""
     for c in GRPO["cases"]:
         x, o = c["inputs"], c["options"]
         mask = np.array(x["mask"], dtype=bool)
@@ -448,9 +461,9 @@ def test_dpo_fixture_covers_grid():
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Regenerate with TRL (optional)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _trl_python():
@@ -461,7 +474,8 @@ def _trl_python():
         import trl  # noqa: F401
     except ImportError:
         pytest.skip(
-            "trl is not installed (set DPO_GRPO_TRL_PYTHON to an interpreter that has TRL 1.16.0)"
+            "trl is not installed (set DPO_GRPO_TRL_PYTHON to an interpreter that has "
+            "TRL 1.16.0)"
         )
     return sys.executable
 
@@ -505,8 +519,11 @@ def test_regenerated_fixtures_match_committed(regenerated, name):
     committed = _load(name)
     assert new["trl_version"] == committed["trl_version"] == TRL_VERSION
     if (regenerated / name).read_bytes() == (FIXTURES / name).read_bytes():
-        return  # same pinned stack on the same kind of CPU: the script is deterministic, the files are identical
-    # Another CPU (or torch build) rounds TRL's float32 reductions differently in the last bit or two: the numbers
-    # must still agree to float32 precision, far below any formula change (dropping eps = 1e-4 from an advantage's
-    # denominator changes it by about 1e-4, relative).
+        # same pinned stack on the same kind of CPU: the script is deterministic, the
+        # files are identical
+        return
+    # Another CPU (or torch build) rounds TRL's float32 reductions differently in the
+    # last bit or two: the numbers must still agree to float32 precision, far below any
+    # formula change (dropping eps = 1e-4 from an advantage's denominator changes it by
+    # about 1e-4, relative).
     _assert_same(new["cases"], committed["cases"], name, rel_tol=1e-6, abs_tol=1e-7)
