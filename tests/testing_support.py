@@ -74,3 +74,16 @@ def toy_rollout(seed=0, theta=None, **kw):
     rng = np.random.default_rng(seed)
     th = rng.normal(0, 0.5, (6, 5, 5)) if theta is None else theta
     return th, rollout.sample_rollout(th, np.array([1, 4]), 4, rng, **kw)
+
+
+def toc_files(node):
+    """Every ``file:`` (and the ``root``) of a parsed ``_toc.yml``, in order."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("file", "root"):
+                yield value
+            else:
+                yield from toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from toc_files(item)

@@ -5,26 +5,15 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from testing_support import toc_files
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 
 
-def _toc_files(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("file", "root"):
-                yield value
-            else:
-                yield from _toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _toc_files(item)
-
-
 def test_toc_lists_existing_files_and_every_notebook():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = list(_toc_files(toc))
+    files = list(toc_files(toc))
     for f in files:
         assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
     for nb in NOTEBOOKS:

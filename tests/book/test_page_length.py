@@ -8,28 +8,17 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from testing_support import toc_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_WORDS = 5000
 FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
 
 
-def _toc_files(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("file", "root"):
-                yield value
-            else:
-                yield from _toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _toc_files(item)
-
-
 def _chapter_pages():
     """Every notebook page of the table of contents (the Markdown pages are short)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [ROOT / f"{f}.ipynb" for f in _toc_files(toc)]
+    pages = [ROOT / f"{f}.ipynb" for f in toc_files(toc)]
     return [p for p in pages if p.exists()]
 
 
