@@ -1,9 +1,10 @@
 """Shared test settings and fixtures.
 
-``scripts/`` (the build tooling: reader edition, set-up cells) is put on ``sys.path`` so tests import its modules by
-name (``import reader_edition``); it is not part of the installed package. So is ``tests/`` itself, for the helpers in
-``testing_support.py``. The tests mirror the package's layers (``tests/<layer>/test_<module>.py``); pytest runs in
-importlib mode (pytest.ini), so two layers may each have a ``test_grpo.py``.
+``scripts/`` (the build tooling: reader edition, set-up cells) is put on ``sys.path`` so
+tests import its modules by name (``import reader_edition``); it is not part of the
+installed package. So is ``tests/`` itself, for the helpers in ``testing_support.py``.
+The tests mirror the package's layers (``tests/<layer>/test_<module>.py``); pytest runs
+in importlib mode (pytest.ini), so two layers may each have a ``test_grpo.py``.
 """
 
 import fcntl
@@ -30,10 +31,12 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Order the run for two pytest-xdist workers: first the tests that only build a venv (marked ``builds_venv``,
-    shared through ``fresh_venv``), then the tests that need nothing built, last the tests that read the book build
-    (``built_book``). The first worker to reach the last group builds the book (in parallel, scripts/build_book.py)
-    while the other finishes its unit tests; then both read the one build."""
+    """Order the run for two pytest-xdist workers: first the tests that only build a
+    venv (marked ``builds_venv``, shared through ``fresh_venv``), then the tests that
+    need nothing built, last the tests that read the book build (``built_book``). The
+    first worker to reach the last group builds the book (in parallel,
+    scripts/build_book.py) while the other finishes its unit tests; then both read the
+    one build."""
 
     def rank(item):
         if item.get_closest_marker("builds_venv") is not None:
@@ -45,7 +48,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def package_wheel(tmp_path_factory) -> Path:
-    """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools writes build/ beside it)."""
+    """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools
+    writes build/ beside it)."""
     base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
     src.mkdir()
@@ -75,11 +79,13 @@ def package_wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def fresh_venv(tmp_path_factory):
-    """A factory: ``fresh_venv(name, *pip_args, python=..., setup=None)`` makes a new venv of ``python`` (default:
-    this one's), pip-installs ``pip_args``, calls ``setup(venv_python)`` and returns the venv's python.
+    """A factory: ``fresh_venv(name, *pip_args, python=..., setup=None)`` makes a new
+    venv of ``python`` (default: this one's), pip-installs ``pip_args``, calls
+    ``setup(venv_python)`` and returns the venv's python.
 
-    One venv per arguments and test session, shared by the pytest-xdist workers: the first worker to ask builds it
-    under a file lock, the others wait for it and reuse it.
+    One venv per arguments and test session, shared by the pytest-xdist workers: the
+    first worker to ask builds it under a file lock, the others wait for it and reuse
+    it.
     """
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "venvs"
@@ -105,8 +111,8 @@ def fresh_venv(tmp_path_factory):
                             "install",
                             "-q",
                             "--disable-pip-version-check",
-                            # modules compile on first import: compiling all of torch at install
-                            # time took 20 s against 6 s
+                            # modules compile on first import: compiling all of torch at
+                            # install time took 20 s against 6 s
                             "--no-compile",
                             *pip_args,
                         ]
@@ -119,15 +125,17 @@ def fresh_venv(tmp_path_factory):
     return make
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The built book: one build per test run, shared by every test and worker that reads it (a file lock)
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# The built book: one build per test run, shared by every test and worker that reads it
+# (a file lock)
+# --------------------------------------------------------------------------------------
 
 BUILD = ROOT / "_build"
 
 
 def _book_sources():
-    # i18n/ and the generator: the Chinese edition that `make book` builds next to the English one
+    # i18n/ and the generator: the Chinese edition that `make book` builds next to the
+    # English one
     for pattern in (
         "book/**/*",
         "code/dpo_grpo/**/*.py",
@@ -144,7 +152,8 @@ def _book_sources():
 
 
 def book_is_stale(page: str = "book/explorables.html") -> bool:
-    """Whether ``_build/html`` or the Chinese edition in ``_build/html/zh`` is missing or older than any source."""
+    """Whether ``_build/html`` or the Chinese edition in ``_build/html/zh`` is missing
+    or older than any source."""
     newest = max(p.stat().st_mtime for p in _book_sources())
     return any(
         not built.exists() or newest > built.stat().st_mtime
@@ -154,11 +163,13 @@ def book_is_stale(page: str = "book/explorables.html") -> bool:
 
 @pytest.fixture(scope="session")
 def built_book() -> Path:
-    """``_build/`` after ``make book`` (run here when the build is missing or stale; otherwise reused): the English
-    site in ``html/``, the Chinese one in ``html/zh/`` with its executed notebooks in ``zh/_build/jupyter_execute``.
+    """``_build/`` after ``make book`` (run here when the build is missing or stale;
+    otherwise reused): the English site in ``html/``, the Chinese one in ``html/zh/``
+    with its executed notebooks in ``zh/_build/jupyter_execute``.
 
-    One build per test run: the pytest-xdist workers take a file lock, so the first builds and the others wait for
-    it and read the same build. ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests
+    One build per test run: the pytest-xdist workers take a file lock, so the first
+    builds and the others wait for it and read the same build.
+    ``DPO_GRPO_REUSE_BUILD=1`` takes an existing build as it is (while editing the tests
     of the built pages)."""
     BUILD.mkdir(exist_ok=True)
     with open(BUILD / ".book-build.lock", "w") as lock:
@@ -182,7 +193,8 @@ def built_book() -> Path:
 
 @pytest.fixture(scope="session")
 def reader_notebooks(built_book, tmp_path_factory) -> Path:
-    """The reader edition (``make notebooks``), made from the executed build's numbers."""
+    """The reader edition (``make notebooks``), made from the executed build's
+    numbers."""
     import reader_edition
 
     out = tmp_path_factory.mktemp("reader-edition")

@@ -1,5 +1,6 @@
-"""Helpers the tests import by name (``from testing_support import run_checked``): tests/conftest.py puts tests/ on
-``sys.path`` (pytest runs in importlib mode, so test files may share a basename across the layer folders)."""
+"""Helpers the tests import by name (``from testing_support import run_checked``):
+tests/conftest.py puts tests/ on ``sys.path`` (pytest runs in importlib mode, so test
+files may share a basename across the layer folders)."""
 
 import os
 import subprocess
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-#: Headless Chromium for the browser tests (tests/browser/): Debian's package, which .ci/run installs, started with
-#: the flags that keep it from reaching the network by itself (no QUIC, component updates, sync or background requests).
+#: Headless Chromium for the browser tests (tests/browser/): Debian's package, which
+#: .ci/run installs, started with the flags that keep it from reaching the network by
+#: itself (no QUIC, component updates, sync or background requests).
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -22,7 +24,8 @@ CHROMIUM_FLAGS = [
 
 
 def skip_without_chromium():
-    """Skip the calling test module when Chromium or Playwright is missing; return ``playwright.sync_api``."""
+    """Skip the calling test module when Chromium or Playwright is missing; return
+    ``playwright.sync_api``."""
     if not CHROMIUM.exists():
         pytest.skip(
             f"Chromium is not installed at {CHROMIUM} (.ci/run installs it)",
@@ -32,13 +35,15 @@ def skip_without_chromium():
 
 
 def run_checked(cmd, **kw) -> subprocess.CompletedProcess:
-    """Run ``cmd`` without this session's ``PYTHONPATH`` (``make test`` puts the checkout's wheel there, and a pip in
-    another venv would take it for an installed package); on failure raise with the tail of its output."""
+    """Run ``cmd`` without this session's ``PYTHONPATH`` (``make test`` puts the
+    checkout's wheel there, and a pip in another venv would take it for an installed
+    package); on failure raise with the tail of its output."""
     kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if result.returncode:
         raise AssertionError(
-            f"{' '.join(map(str, cmd))} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+            f"{' '.join(map(str, cmd))} failed:\n"
+            f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
         )
     return result
 
@@ -57,8 +62,8 @@ TOY_TARGETS = [1, 2, 3, 4, 1, 2]
 
 
 def toy_reward_fns():
-    """The toy pipeline's two reward functions: the verifier of :data:`TOY_TARGETS` and a
-    length penalty."""
+    """The toy pipeline's two reward functions: the verifier of :data:`TOY_TARGETS` and
+    a length penalty."""
     from dpo_grpo.chapters import scoring
 
     return [scoring.target_token_reward(TOY_TARGETS), scoring.length_penalty()]

@@ -1,4 +1,5 @@
-"""dpo_grpo.data.bench_results: finding bench/results files, the widget latency and browser redraw tables."""
+"""dpo_grpo.data.bench_results: finding bench/results files, the widget latency and
+browser redraw tables."""
 
 import json
 import re
@@ -132,7 +133,8 @@ def test_frontend_draw_rows_flag_a_missed_target():
 def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
     found = br.load_results(br.is_frontend_draw_benchmark)
     assert found, (
-        "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the explorables page renders it"
+        "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the "
+        "explorables page renders it"
     )
     for _, data in found:
         rows = br.frontend_draw_rows(data)
@@ -146,7 +148,8 @@ def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
 
 
 def test_widget_benchmark_host_in_english_and_chinese(monkeypatch):
-    """The benchmark appendix prints this line: English as before, Chinese under DPO_GRPO_LANG=zh."""
+    """The benchmark appendix prints this line: English as before, Chinese under
+    DPO_GRPO_LANG=zh."""
     data = _widget_result([1.0]) | {
         "live_figure_mode": "figurewidget",
         "loadavg_before": [0.5, 0.5, 0.5],

@@ -1,5 +1,5 @@
-"""Tests of dpo_grpo.lab.hf: the addition task on a Hugging Face causal LM, offline on a tiny random Qwen2 model with a
-locally built tokenizer (no download)."""
+"""Tests of dpo_grpo.lab.hf: the addition task on a Hugging Face causal LM, offline on a
+tiny random Qwen2 model with a locally built tokenizer (no download)."""
 
 import dataclasses
 
@@ -74,7 +74,8 @@ def test_sampler_logps_equal_trainer_logps_and_padding_is_invisible(tiny):
     )
     again = hf.hf_logps(model, pids, pmask, cids, cmask)
     torch.testing.assert_close(again[cmask], logps[cmask], rtol=0, atol=1e-5)
-    # the padded first row gives the same log-probs as the same prompt alone (positions count real tokens)
+    # the padded first row gives the same log-probs as the same prompt alone (positions
+    # count real tokens)
     alone_p, alone_m = hf.encode_chat_prompts(tok, ["3+5="], cfg)
     alone = hf.hf_logps(model, alone_p, alone_m, cids[:1], cmask[:1])
     torch.testing.assert_close(

@@ -1,6 +1,7 @@
-"""The lab sweep's sentences (:func:`dpo_grpo.lab.sweep.verdict`, :func:`~dpo_grpo.lab.sweep.gain_verdict`), which
-the lab page prints and glues into its prose, in the Chinese edition (DPO_GRPO_LANG=zh): Chinese words, the same
-numbers; in English they are unchanged."""
+"""The lab sweep's sentences (:func:`dpo_grpo.lab.sweep.verdict`,
+:func:`~dpo_grpo.lab.sweep.gain_verdict`), which the lab page prints and glues into its
+prose, in the Chinese edition (DPO_GRPO_LANG=zh): Chinese words, the same numbers; in
+English they are unchanged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests of the lab's multi-seed comparison (dpo_grpo.lab.sweep) and of the results file shipped with the package."""
+"""Tests of the lab's multi-seed comparison (dpo_grpo.lab.sweep) and of the results file
+shipped with the package."""
 
 import dataclasses
 
@@ -12,7 +13,8 @@ from dpo_grpo.lab import LabConfig, run_lab, sweep  # noqa: E402
 
 
 def _fake(finals: dict, start=0.2) -> dict:
-    """A results dict with the given final greedy pass rates per method (one entry per seed)."""
+    """A results dict with the given final greedy pass rates per method (one entry per
+    seed)."""
     runs = {}
     for m, values in finals.items():
         runs[m] = [

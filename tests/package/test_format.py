@@ -46,6 +46,16 @@ WRAPPED = [
     "book/_ext/**/*.py",
     "tests/reference",
     "tests/trl_exact",
+    "code/dpo_grpo/i18n.py",
+    "tests/conftest.py",
+    "tests/testing_support.py",
+    "tests/torch_support.py",
+    "tests/data",
+    # tests/lab but test_trl_scale.py and test_verl_mapping.py (not yet wrapped)
+    "tests/lab/conftest.py",
+    "tests/lab/test_[!tv]*.py",
+    "tests/lab/test_task.py",
+    "tests/lab/test_trl_offline.py",
 ]
 
 
