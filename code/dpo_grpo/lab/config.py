@@ -197,12 +197,10 @@ class LabConfig(GRPOTaskConfig):
     gamma: float = 1.0
     cliprange_value: float = 0.2
     # evaluation and runtime
-    offline_eval_every: int | None = (
-        10  # offline steps between evaluations (None: eval_every)
-    )
-    eval_samples: int = (
-        4  # > 0: also log the sampled pass@1 (samples per held-out prompt)
-    )
+    # offline steps between evaluations (None: eval_every)
+    offline_eval_every: int | None = 10
+    # > 0: also log the sampled pass@1 (samples per held-out prompt)
+    eval_samples: int = 4
     cpu_threads: int | None = 1
     device: str | None = None  # None: torch_ops.default_device()
 

@@ -91,9 +91,8 @@ class HFLabConfig(GRPOTaskConfig):
         "Add the numbers. Reply with the sum only: digits, nothing else."
     )
     eval_prompts: int = 200  # held-out prompts scored greedily at each evaluation
-    dtype: str | None = (
-        None  # None: bfloat16 on a GPU with bfloat16 support, else float32
-    )
+    # None: bfloat16 on a GPU with bfloat16 support, else float32
+    dtype: str | None = None
 
     _PRESETS = ("qwen2.5-0.5b", "tiny-random")
 

@@ -31,9 +31,8 @@ class LabHistory:
     #: PPO: the critic's parameters (0 without a critic)
     n_critic_parameters: int = 0
     sft_steps: int = 0  #: SFT steps actually taken (early stop at sft_target_pass_rate)
-    sft_probe_pass_rate: float = (
-        0.0  #: greedy pass rate on the SFT probe of training prompts when SFT stopped
-    )
+    #: greedy pass rate on the SFT probe of training prompts when SFT stopped
+    sft_probe_pass_rate: float = 0.0
     sft_wall_time_s: float = 0.0
     # evaluation points
     eval_step: list = field(default_factory=list)

@@ -1,15 +1,18 @@
-"""The lab's pieces below the trainer: a character vocabulary, an addition task with a verifier, a tiny decoder-only
-transformer, batched sampling with per-token log-probs, and the completion log-probs a trainer needs.
+"""The lab's pieces below the trainer: a character vocabulary, an addition task with a
+verifier, a tiny decoder-only transformer, batched sampling with per-token log-probs,
+and the completion log-probs a trainer needs.
 
-Layout of one sequence (prompts are left-padded to a common width ``P``, completions right-padded to ``L``)::
+Layout of one sequence (prompts are left-padded to a common width ``P``, completions
+right-padded to ``L``)::
 
     [PAD PAD BOS 4 7 + 5 =] [5 2 EOS PAD PAD]
      <----- prompt (P) ---> <- completion (L) ->
      prompt_mask 0 0 1 ...   completion_mask 1 1 1 0 0
 
-``completion_mask`` is 1 on every sampled token up to and including the first EOS and 0 afterwards, so losses and
-log-prob sums never see the prompt or the padding. Shapes: ``(B, P)`` prompts, ``(B, L)`` completions,
-``(B, L, V)`` logits over the vocabulary of size ``V``.
+``completion_mask`` is 1 on every sampled token up to and including the first EOS and 0
+afterwards, so losses and log-prob sums never see the prompt or the padding. Shapes:
+``(B, P)`` prompts, ``(B, L)`` completions, ``(B, L, V)`` logits over the vocabulary of
+size ``V``.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ CHARS = "0123456789+="
 
 
 class CharVocab:
-    """Character vocabulary: ``PAD=0``, ``BOS=1``, ``EOS=2``, then one id per character of :data:`CHARS`."""
+    """Character vocabulary: ``PAD=0``, ``BOS=1``, ``EOS=2``, then one id per character
+    of :data:`CHARS`."""
 
     specials = ("<pad>", "<bos>", "<eos>")
 
     def __init__(self, chars: str = CHARS):
         if not isinstance(chars, str) or not chars or len(set(chars)) != len(chars):
             raise ValueError(
-                f"chars must be a non-empty string of distinct characters, got {chars!r}"
+                "chars must be a non-empty string of distinct characters, got "
+                f"{chars!r}"
             )
         self.chars = chars
         self.itos = list(self.specials) + list(chars)
@@ -88,12 +93,13 @@ def _token_id(i, size: int) -> int:
 VOCAB = CharVocab()
 
 
-# --- The task and its verifier ---------------------------------------------------------------------------------------
+# --- The task and its verifier --------------------------------------------------------
 
 
 def verify(prompt: str, completion: str) -> bool:
-    """True iff ``completion`` is exactly the decimal sum asked by ``prompt`` (``"a+b+c="``): no leading zeros,
-    no sign, no extra characters. This program is the lab's whole reward model."""
+    """True iff ``completion`` is exactly the decimal sum asked by ``prompt``
+    (``"a+b+c="``): no leading zeros, no sign, no extra characters. This program is the
+    lab's whole reward model."""
     if not isinstance(prompt, str) or not isinstance(completion, str):
         raise TypeError("prompt and completion must be str")
     terms = prompt[:-1].split("+")
@@ -103,19 +109,21 @@ def verify(prompt: str, completion: str) -> bool:
         or not all(t.isdigit() and t.isascii() for t in terms)
     ):
         raise ValueError(
-            f"prompt must look like 'a+b=' or 'a+b+c=' with decimal terms, got {prompt!r}"
+            "prompt must look like 'a+b=' or 'a+b+c=' with decimal terms, got "
+            f"{prompt!r}"
         )
     return completion == str(sum(int(t) for t in terms))
 
 
 @dataclass(frozen=True)
 class AdditionTask:
-    """All problems ``x1+...+xn=`` (``n = n_terms``, ``0 <= xi < 10**n_digits``), split once, seeded, into
-    training and held-out problems.
+    """All problems ``x1+...+xn=`` (``n = n_terms``, ``0 <= xi < 10**n_digits``), split
+    once, seeded, into training and held-out problems.
 
-    The split is by multiset of terms: ``n_heldout`` multisets are drawn, and every order of each (``2+7+3=``,
-    ``3+2+7=``, ...) is a held-out prompt, so the held-out score cannot be earned by memorising a reordered
-    training problem. The training set holds every order of every other multiset.
+    The split is by multiset of terms: ``n_heldout`` multisets are drawn, and every
+    order of each (``2+7+3=``, ``3+2+7=``, ...) is a held-out prompt, so the held-out
+    score cannot be earned by memorising a reordered training problem. The training set
+    holds every order of every other multiset.
     """
 
     n_terms: int = 3
@@ -131,7 +139,8 @@ class AdditionTask:
             raise ValueError(f"n_terms must be in 2..4, got {self.n_terms}")
         if not 1 <= self.n_digits <= 3 or self.n_terms * self.n_digits > 6:
             raise ValueError(
-                f"n_digits must be in 1..3 with n_terms * n_digits <= 6, got {self.n_digits}"
+                "n_digits must be in 1..3 with n_terms * n_digits <= 6, got "
+                f"{self.n_digits}"
             )
         n = 10**self.n_digits
         multisets = list(
@@ -161,7 +170,8 @@ class AdditionTask:
 
     @staticmethod
     def no_carry_answer(terms) -> str:
-        """The answer of a demonstrator who adds each column but never carries: ``7+8+5 -> 0``, ``27+45 -> 62``."""
+        """The answer of a demonstrator who adds each column but never carries:
+        ``7+8+5 -> 0``, ``27+45 -> 62``."""
         out, place, terms = 0, 1, _terms(terms)
         while any(terms):
             out += (sum(t % 10 for t in terms) % 10) * place
@@ -183,11 +193,12 @@ def _terms(terms) -> list:
     return terms
 
 
-# --- The model -------------------------------------------------------------------------------------------------------
+# --- The model ------------------------------------------------------------------------
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block: causal multi-head self-attention, then a GELU MLP, each with a residual."""
+    """Pre-norm transformer block: causal multi-head self-attention, then a GELU MLP,
+    each with a residual."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
@@ -214,11 +225,13 @@ class Block(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    """Decoder-only transformer in plain torch: token + learned position embeddings, ``n_layers`` blocks, a final
-    LayerNorm and an untied output head. ``forward(ids, attention_mask) -> logits (B, T, V)``.
+    """Decoder-only transformer in plain torch: token + learned position embeddings,
+    ``n_layers`` blocks, a final LayerNorm and an untied output head.
+    ``forward(ids, attention_mask) -> logits (B, T, V)``.
 
-    Positions count valid tokens only (``cumsum(attention_mask) - 1``), and masked keys are never attended to, so
-    a left-padded sequence gives exactly the logits of the same sequence without its padding.
+    Positions count valid tokens only (``cumsum(attention_mask) - 1``), and masked keys
+    are never attended to, so a left-padded sequence gives exactly the logits of the
+    same sequence without its padding.
     """
 
     def __init__(
@@ -273,8 +286,8 @@ class TinyTransformer(nn.Module):
         positions = (valid.long().cumsum(dim=1) - 1).clamp(min=0)
         causal = torch.ones(width, width, dtype=torch.bool, device=ids.device).tril()
         eye = torch.eye(width, dtype=torch.bool, device=ids.device)
-        # query i may attend key j <= i if j is a real token; a padding query attends itself only (its output is
-        # never used, but a row of -inf would give NaN).
+        # query i may attend key j <= i if j is a real token; a padding query attends
+        # itself only (its output is never used, but a row of -inf would give NaN).
         allowed = (causal & valid[:, None, :]) | eye
         x = self.tok(ids) + self.pos(positions)
         for block in self.blocks:
@@ -288,11 +301,12 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-# --- Batching, sampling and log-probs --------------------------------------------------------------------------------
+# --- Batching, sampling and log-probs -------------------------------------------------
 
 
 def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
-    """Left-padded ``(ids, mask)`` of shape ``(B, P)``: ``PAD.. BOS chars``; ``mask`` is 1 on BOS and the chars."""
+    """Left-padded ``(ids, mask)`` of shape ``(B, P)``: ``PAD.. BOS chars``; ``mask`` is
+    1 on BOS and the chars."""
     rows = [[BOS] + vocab.encode(p) for p in text_list(prompts, "prompts")]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), PAD, dtype=torch.long)
@@ -304,7 +318,8 @@ def encode_prompts(prompts, device=None, vocab: CharVocab = VOCAB):
 
 
 def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB):
-    """Right-padded ``(ids, mask)`` of ``text + EOS``, shape ``(B, L)``; ``mask`` is 1 up to and including EOS."""
+    """Right-padded ``(ids, mask)`` of ``text + EOS``, shape ``(B, L)``; ``mask`` is 1
+    up to and including EOS."""
     rows = [vocab.encode(t) + [EOS] for t in text_list(texts, "texts")]
     width = (
         max(len(r) for r in rows)
@@ -321,10 +336,12 @@ def encode_completions(texts, width=None, device=None, vocab: CharVocab = VOCAB)
 
 
 def text_list(texts, name) -> list:
-    """A non-empty list of strings (a bare string is one text, not a list of characters: rejected)."""
+    """A non-empty list of strings (a bare string is one text, not a list of characters:
+    rejected)."""
     if isinstance(texts, str):
         raise TypeError(
-            f"{name} must be a list of strings, got a single str {texts!r} (wrap it in a list)"
+            f"{name} must be a list of strings, got a single str {texts!r} (wrap it "
+            "in a list)"
         )
     texts = v.sequence(texts, name)
     if not texts:
@@ -352,8 +369,8 @@ def check_ids_and_mask(ids, mask, name):
         )
     if not isinstance(mask, torch.Tensor) or mask.shape != ids.shape:
         raise ValueError(
-            f"{name}_mask must be a tensor of shape {tuple(ids.shape)}, got {type(mask).__name__} "
-            f"{tuple(getattr(mask, 'shape', ()))}"
+            f"{name}_mask must be a tensor of shape {tuple(ids.shape)}, got "
+            f"{type(mask).__name__} {tuple(getattr(mask, 'shape', ()))}"
         )
 
 
@@ -362,11 +379,14 @@ def _temperature(temperature) -> float:
 
 
 class Rollout(NamedTuple):
-    """What sampling hands to the trainer: token ids, masks and the sampling policy's log-probs, never text."""
+    """What sampling hands to the trainer: token ids, masks and the sampling policy's
+    log-probs, never text."""
 
     completion_ids: torch.Tensor  #: (B, L) sampled tokens, PAD after EOS
     completion_mask: torch.Tensor  #: (B, L) bool, 1 up to and including the first EOS
-    logps: torch.Tensor  #: (B, L) log-prob of each sampled token under the sampling distribution, 0 on padding
+    #: (B, L) log-prob of each sampled token under the sampling distribution, 0 on
+    #: padding
+    logps: torch.Tensor
     finished: torch.Tensor  #: (B,) bool, an EOS was produced within the length limit
 
 
@@ -384,12 +404,15 @@ def generate(
     pad_id: int = PAD,
     logits_fn=None,
 ) -> Rollout:
-    """Sample (or decode greedily) up to ``max_new_tokens`` tokens per prompt; stop early when all rows ended.
+    """Sample (or decode greedily) up to ``max_new_tokens`` tokens per prompt; stop
+    early when all rows ended.
 
-    Each step runs the full prefix through the model (no KV cache: the sequences here are a dozen tokens), samples
-    from ``softmax(logits / temperature)`` with ``generator``, and records the token's log-prob under that same
-    tempered distribution: these are the rollout's "old" log-probs. ``logits_fn(model, ids, mask)`` (default:
-    ``model(ids, mask)``) and ``eos_id``/``pad_id`` let the same sampler drive a Hugging Face model
+    Each step runs the full prefix through the model (no KV cache: the sequences here
+    are a dozen tokens), samples from ``softmax(logits / temperature)`` with
+    ``generator``, and records the token's log-prob under that same tempered
+    distribution: these are the rollout's "old" log-probs.
+    ``logits_fn(model, ids, mask)`` (default: ``model(ids, mask)``) and
+    ``eos_id``/``pad_id`` let the same sampler drive a Hugging Face model
     (:func:`dpo_grpo.lab.hf.hf_generate`).
     """
     check_ids_and_mask(prompt_ids, prompt_mask, "prompt")
@@ -443,13 +466,16 @@ def completion_logps(
     log_softmax_fn=None,
     logits_fn=None,
 ):
-    """Per-token log-probs ``(B, L)`` of the completion tokens under ``model``, one forward pass.
+    """Per-token log-probs ``(B, L)`` of the completion tokens under ``model``, one
+    forward pass.
 
-    The logits that predict completion token ``t`` sit at position ``P - 1 + t`` of ``cat(prompt, completion)``;
-    they are divided by ``temperature`` (as TRL does, so the ratio compares the distributions that were sampled)
-    and gathered with ``log_softmax_fn(logits, ids)`` (``selective_log_softmax``). Padding positions hold
-    arbitrary finite values: multiply by ``completion_mask`` before summing. ``logits_fn(model, ids, mask)``
-    (default ``model(ids, mask)``) lets a Hugging Face model use it (:func:`dpo_grpo.lab.hf.hf_logps`).
+    The logits that predict completion token ``t`` sit at position ``P - 1 + t`` of
+    ``cat(prompt, completion)``; they are divided by ``temperature`` (as TRL does, so
+    the ratio compares the distributions that were sampled) and gathered with
+    ``log_softmax_fn(logits, ids)`` (``selective_log_softmax``). Padding positions hold
+    arbitrary finite values: multiply by ``completion_mask`` before summing.
+    ``logits_fn(model, ids, mask)`` (default ``model(ids, mask)``) lets a Hugging Face
+    model use it (:func:`dpo_grpo.lab.hf.hf_logps`).
     """
     check_ids_and_mask(prompt_ids, prompt_mask, "prompt")
     check_ids_and_mask(completion_ids, completion_mask, "completion")

@@ -47,9 +47,8 @@ class SFTResult(NamedTuple):
     #: cache)
     seconds: float
     steps: int  #: steps taken
-    probe_pass_rate: (
-        float  #: greedy pass rate on the probe of training prompts at the last check
-    )
+    #: greedy pass rate on the probe of training prompts at the last check
+    probe_pass_rate: float
 
 
 def sft_warmup(cfg: LabConfig, seed: int, device) -> SFTResult:
