@@ -1,7 +1,10 @@
 """Tests of dpo_grpo.lab.trl_scale: a CPU smoke run of TRL 1.16.0's GRPOTrainer and DPOTrainer on the tiny random
 Qwen2 model (no download), with TRL's logged GRPO metrics checked against this package's recomputation."""
 
+import contextlib
+import io
 import math
+import re
 
 import pytest
 import yaml
@@ -9,6 +12,7 @@ import yaml
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
+from dpo_grpo import i18n  # noqa: E402
 from dpo_grpo.lab import LabConfig, hf, trl_scale  # noqa: E402
 
 
@@ -300,3 +304,64 @@ def test_launch_check_catches_the_two_start_up_failures(tmp_path):
     )
     with pytest.raises(ValueError, match="deepspeed_config_file"):
         trl_scale.check_launch_files(tmp_path, machine_rank=0)
+
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def old_grpo_names_loop(mapped: dict) -> str:
+    """The TRL page's loop over GRPO_NAMES, as it was before the table moved into the
+    package: the English reference of grpo_names_text."""
+    out = [f"{'lab field':<26} {'TRL 1.16.0 GRPOConfig':<38} {'value':>9}  how"]
+    for ours, theirs, how in trl_scale.GRPO_NAMES:
+        first = theirs.split(",")[0]
+        value = mapped.get(first, "")
+        out.append(f"{ours:<26} {theirs:<38} {str(value):>9}  {how}")
+    return "\n".join(out)
+
+
+def test_grpo_names_text_in_english_is_what_the_page_printed(monkeypatch):
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    for cfg in (LabConfig.preset("cpu"), hf.HFLabConfig.preset("qwen2.5-0.5b")):
+        mapped = trl_scale.grpo_args(cfg, "out")
+        text = trl_scale.grpo_names_text(mapped)
+        assert text == old_grpo_names_loop(mapped)
+        assert not HAN.search(text)
+    with pytest.raises(TypeError, match="args"):
+        trl_scale.grpo_names_text(LabConfig.preset("cpu"))
+    # the line after the table, as the page printed it
+    defaults = {
+        f: trl.GRPOConfig.__dataclass_fields__[f].default
+        for f in ("beta", "loss_type", "use_bias_correction_kl")
+    }
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print("TRL's own defaults that the lab does not use:", defaults)
+    assert trl_scale.trl_defaults_text(defaults) + "\n" == out.getvalue()
+    with pytest.raises(TypeError, match="defaults"):
+        trl_scale.trl_defaults_text(list(defaults))
+
+
+def test_grpo_names_text_in_chinese_keeps_the_names_and_values(monkeypatch, tmp_path):
+    """Under DPO_GRPO_LANG=zh (the Chinese edition runs the same cell) the header and
+    every "how" are Chinese, each row keeps its lab field, TRL field and value, and no
+    word reaches tr() without a catalog entry."""
+    mapped = trl_scale.grpo_args(LabConfig.preset("cpu"), "out")
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    en = trl_scale.grpo_names_text(mapped).splitlines()
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setattr(i18n, "_RECORDED", set())
+    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = trl_scale.grpo_names_text(mapped).splitlines()
+    assert not misses.exists(), misses.read_text(encoding="utf-8")
+    assert len(zh) == len(en) == len(trl_scale.GRPO_NAMES) + 1
+    assert HAN.search(zh[0]) and "TRL 1.16.0 GRPOConfig" in zh[0]
+    for e, z in zip(en[1:], zh[1:]):
+        columns = e[: 26 + 1 + 38 + 1 + 9 + 2]
+        assert z.startswith(columns), (e, z)
+        assert HAN.search(z[len(columns) :]), z
+    defaults = {"beta": 0.0, "loss_type": "dapo"}
+    line = trl_scale.trl_defaults_text(defaults)
+    assert HAN.search(line) and line.endswith(str(defaults))
+    assert not misses.exists(), misses.read_text(encoding="utf-8")

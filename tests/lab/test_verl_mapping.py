@@ -6,12 +6,14 @@ generated ppo_trainer.yaml at the commit it names; no network here)."""
 import ast
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from dpo_grpo import i18n
 from dpo_grpo.data import __file__ as data_init
 from dpo_grpo.lab import (
     PPO_FIELDS,
@@ -171,3 +173,70 @@ def test_verl_mapping_rejects_what_verl_cannot_express():
         "    c=null \\",
         "    d=0.5",
     ]
+
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def old_mapping_loop(ppo_over: dict) -> str:
+    """The TRL page's loop over PPO_TO_VERL, as it was before the table moved into the
+    package: the English reference of mapping_text."""
+    out = [f"verl {vm.VERL_VERSION}, commit {vm.VERL_COMMIT[:10]}"]
+    for ours, keys, how in vm.PPO_TO_VERL:
+        out.append(f"{ours}: {how}")
+        for key in keys:
+            if key in ppo_over:
+                default = vm.VERL_DEFAULTS[key]
+                out.append(f"    {key} = {ppo_over[key]}  (verl's default: {default})")
+            else:
+                out.append(f"    {key}  (a path of your own)")
+    return "\n".join(out)
+
+
+def test_mapping_text_in_english_is_what_the_page_printed(monkeypatch):
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    for cfg in (
+        LabConfig.preset("cpu"),
+        LabConfig.preset("cpu", critic_lr=1e-4, epsilon_high=0.28, delta=2.0),
+    ):
+        over = vm.verl_overrides(cfg)
+        text = vm.mapping_text(over)
+        assert text == old_mapping_loop(over)
+        assert not HAN.search(text)
+    with pytest.raises(TypeError, match="overrides"):
+        vm.mapping_text(LabConfig.preset("cpu"))
+
+
+def test_mapping_text_in_chinese_keeps_the_keys_and_values(monkeypatch, tmp_path):
+    """Under DPO_GRPO_LANG=zh (the Chinese edition runs the same cell) every setting's
+    "how" is Chinese, as are the settings in parentheses (behaviours, not fields); the
+    field names, verl keys, values and defaults stay; no word reaches tr() without a
+    catalog entry."""
+    over = vm.verl_overrides(LabConfig.preset("cpu"))
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    en = vm.mapping_text(over).splitlines()
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setattr(i18n, "_RECORDED", set())
+    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = vm.mapping_text(over).splitlines()
+    assert not misses.exists(), misses.read_text(encoding="utf-8")
+    assert len(zh) == len(en)
+    assert HAN.search(zh[0])
+    assert vm.VERL_VERSION in zh[0] and vm.VERL_COMMIT[:10] in zh[0]
+    rows = iter(vm.PPO_TO_VERL)
+    for e, z in zip(en[1:], zh[1:]):
+        if not e.startswith("    "):  # a setting and how it maps
+            ours, _, how = next(rows)
+            if ours.startswith("("):
+                assert HAN.search(z.split(":")[0].split("：")[0]), z
+            else:
+                assert z.startswith(f"{ours}: "), z
+            assert how == "0" or HAN.search(z), z
+            continue
+        key = e.split()[0]
+        assert z.startswith(f"    {key} "), z
+        if key in over:
+            assert f"{key} = {over[key]}  " in z, z
+            assert str(vm.VERL_DEFAULTS[key]) in z.split(f"= {over[key]}", 1)[1], z
+        assert HAN.search(z), z

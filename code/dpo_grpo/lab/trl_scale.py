@@ -19,52 +19,10 @@ from .hf import encode_chat_prompts, hf_logps
 from .model import verify
 from .runtime import derived_seed
 from .task import PromptStream, make_task
+from .trl_names import GRPO_NAMES as GRPO_NAMES
+from .trl_names import grpo_names_text as grpo_names_text
+from .trl_names import trl_defaults_text as trl_defaults_text
 
-#: (lab field, TRL 1.16.0 GRPOConfig field, how the lab's value maps) for the GRPO run
-GRPO_NAMES = (
-    ("grpo_lr", "learning_rate", "same value"),
-    ("num_generations", "num_generations", "same value"),
-    (
-        "prompts_per_step",
-        "per_device_train_batch_size",
-        "x num_generations (TRL counts completions per device)",
-    ),
-    ("num_iterations", "num_iterations", "same value"),
-    ("grpo_steps", "max_steps", "x num_iterations (TRL counts optimiser steps)"),
-    ("epsilon", "epsilon", "same value"),
-    ("epsilon_high", "epsilon_high", "same value"),
-    ("delta", "delta", "same value"),
-    ("beta", "beta", "same value (TRL's default is 0.0)"),
-    ("loss_type", "loss_type", "same value (TRL's default is 'dapo')"),
-    ("importance_sampling_level", "importance_sampling_level", "same value"),
-    (
-        "use_bias_correction_kl",
-        "use_bias_correction_kl",
-        "same value (TRL's default is True)",
-    ),
-    ("scale_rewards", "scale_rewards", "same value"),
-    ("temperature", "temperature", "same value; top_p=1, top_k=0: plain sampling"),
-    ("max_completion_length", "max_completion_length", "same value"),
-    ("max_grad_norm", "max_grad_norm", "same value"),
-    ("weight_decay", "weight_decay", "same value"),
-    (
-        "warmup_steps",
-        "warmup_steps",
-        "x num_iterations (the lab's scheduler steps once per rollout, TRL's once "
-        "per optimiser step); lr_scheduler_type='constant_with_warmup'",
-    ),
-    (
-        "ref_sync_steps",
-        "sync_ref_model, ref_model_sync_steps",
-        "None -> sync_ref_model=False",
-    ),
-    ("ref_mixup_alpha", "ref_model_mixup_alpha", "same value"),
-    (
-        "reward / reward_weights",
-        "reward_funcs, reward_weights",
-        "the verifier as a TRL reward function",
-    ),
-)
 #: (lab field, TRL 1.16.0 DPOConfig field, how it maps) for the offline runs
 DPO_NAMES = (
     ("dpo_lr", "learning_rate", "same value"),

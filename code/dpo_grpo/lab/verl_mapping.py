@@ -6,13 +6,15 @@ verl (``volcengine/verl``) is configured by Hydra overrides of its
 key=value ...``). :data:`PPO_TO_VERL` maps every setting the lab's PPO reads to the
 keys that carry it there, :func:`verl_overrides` gives the values for a
 :class:`~dpo_grpo.lab.config.LabConfig` and :data:`VERL_DEFAULTS` holds verl's own
-default of each key it sets, as read at :data:`VERL_COMMIT`. ``critic=False`` writes
+default of each key it sets, as read at :data:`VERL_COMMIT`; :func:`mapping_text` is
+the mapping as a printed table, in the reader's language. ``critic=False`` writes
 the lab's GRPO run instead: ``algorithm.adv_estimator=grpo``, for which verl starts no
 critic worker (``critic.enable`` is null: verl builds a critic only for ``gae``).
 """
 
 from __future__ import annotations
 
+from ..i18n import N_, tr
 from .config import LabConfig, checked_config
 
 #: the verl version and commit whose config the keys and defaults were read from
@@ -23,24 +25,33 @@ _A = "actor_rollout_ref.actor."
 _R = "actor_rollout_ref.rollout."
 
 #: (lab setting, verl keys, how the lab's value maps) for PPO with a critic; a setting
-#: in parentheses is a behaviour of the lab's PPO that has no field of its own
+#: in parentheses is a behaviour of the lab's PPO that has no field of its own (words,
+#: marked for the catalog like the "how" texts; :func:`mapping_text` translates them)
 PPO_TO_VERL = (
-    ("(critic)", ("algorithm.adv_estimator",), "'gae': verl builds a critic worker"),
     (
-        "(critic from the SFT model)",
+        N_("(critic)"),
+        ("algorithm.adv_estimator",),
+        N_("'gae': verl builds a critic worker"),
+    ),
+    (
+        N_("(critic from the SFT model)"),
         ("critic.model.path",),
-        (
+        N_(
             "the SFT checkpoint, as actor_rollout_ref.model.path; verl adds the scalar "
             "value head (a token-classification model with one label)"
         ),
     ),
-    ("grpo_steps", ("trainer.total_training_steps",), "same value (one rollout each)"),
-    ("grpo_lr", (_A + "optim.lr",), "same value"),
-    ("critic_lr", ("critic.optim.lr",), "same value (None: grpo_lr)"),
+    (
+        "grpo_steps",
+        ("trainer.total_training_steps",),
+        N_("same value (one rollout each)"),
+    ),
+    ("grpo_lr", (_A + "optim.lr",), N_("same value")),
+    ("critic_lr", ("critic.optim.lr",), N_("same value (None: grpo_lr)")),
     (
         "prompts_per_step, num_generations",
         ("data.train_batch_size", _R + "n"),
-        "prompts_per_step x num_generations prompts, n=1: one completion each",
+        N_("prompts_per_step x num_generations prompts, n=1: one completion each"),
     ),
     (
         "num_iterations",
@@ -50,7 +61,7 @@ PPO_TO_VERL = (
             _A + "ppo_mini_batch_size",
             "critic.ppo_mini_batch_size",
         ),
-        (
+        N_(
             "epochs = num_iterations; mini-batch = the whole batch (one optimiser step "
             "of each model per epoch)"
         ),
@@ -58,16 +69,16 @@ PPO_TO_VERL = (
     (
         "epsilon",
         (_A + "clip_ratio", _A + "clip_ratio_low"),
-        (
+        N_(
             "same value in both (verl's yaml sets clip_ratio_low and clip_ratio_high, "
             "which override clip_ratio)"
         ),
     ),
-    ("epsilon_high", (_A + "clip_ratio_high",), "same value (None: epsilon)"),
+    ("epsilon_high", (_A + "clip_ratio_high",), N_("same value (None: epsilon)")),
     (
         "delta",
         (_A + "clip_ratio_c",),
-        (
+        N_(
             "same value (dual clip: for A < 0 the same bound as TRL's delta when "
             "delta >= 1 + epsilon_high); None: 1e9, a bound that never acts "
             "(verl always applies one, default 3.0)"
@@ -82,51 +93,51 @@ PPO_TO_VERL = (
             "algorithm.kl_ctrl.kl_coef",
             _A + "use_kl_loss",
         ),
-        (
+        N_(
             "the KL in the reward: use_kl_in_reward (beta > 0), kl_penalty 'kl' (k1), "
             "a fixed controller with kl_coef=beta; no KL loss"
         ),
     ),
-    ("gae_lambda", ("algorithm.lam",), "same value (verl's default is 1.0)"),
-    ("gamma", ("algorithm.gamma",), "same value"),
-    ("cliprange_value", ("critic.cliprange_value",), "same value (default 0.5)"),
+    ("gae_lambda", ("algorithm.lam",), N_("same value (verl's default is 1.0)")),
+    ("gamma", ("algorithm.gamma",), N_("same value")),
+    ("cliprange_value", ("critic.cliprange_value",), N_("same value (default 0.5)")),
     (
         "vf_coef",
         ("critic.grad_clip", "critic.optim.clip_grad"),
-        (
+        N_(
             "no loss weight in verl (the critic has its own optimiser): clipping the "
-            "unweighted gradient at max_grad_norm / vf_coef is the lab's clipping of the "
-            "weighted one, and AdamW's step does not see the weight (up to its eps)"
+            "unweighted gradient at max_grad_norm / vf_coef is the lab's clipping of "
+            "the weighted one, and AdamW's step does not see the weight (up to its eps)"
         ),
     ),
     (
-        "(advantage whitening)",
+        N_("(advantage whitening)"),
         ("algorithm.adv_estimator",),
-        (
+        N_(
             "built in: verl's gae estimator whitens the advantages over the batch's "
             "tokens (core_algos.compute_gae_advantage_return)"
         ),
     ),
     (
-        "(token-mean losses)",
+        N_("(token-mean losses)"),
         (_A + "loss_agg_mode", "critic.loss_agg_mode"),
-        "'token-mean' (the lab's policy loss is loss_type 'bnpo')",
+        N_("'token-mean' (the lab's policy loss is loss_type 'bnpo')"),
     ),
     (
         "temperature",
         (_R + "temperature", _R + "top_p", _R + "top_k"),
-        "same value; top_p=1, top_k=-1: plain sampling",
+        N_("same value; top_p=1, top_k=-1: plain sampling"),
     ),
-    ("max_completion_length", ("data.max_response_length",), "same value"),
+    ("max_completion_length", ("data.max_response_length",), N_("same value")),
     (
         "max_grad_norm",
         (_A + "grad_clip", _A + "optim.clip_grad"),
-        "same value (the FSDP worker reads grad_clip, the newer engine clip_grad)",
+        N_("same value (the FSDP worker reads grad_clip, the newer engine clip_grad)"),
     ),
     (
         "weight_decay",
         (_A + "optim.weight_decay", "critic.optim.weight_decay"),
-        "same value (verl's default is 0.01)",
+        N_("same value (verl's default is 0.01)"),
     ),
     (
         "warmup_steps",
@@ -136,21 +147,21 @@ PPO_TO_VERL = (
             _A + "optim.lr_scheduler_type",
             "critic.optim.lr_scheduler_type",
         ),
-        (
+        N_(
             "same value: verl's schedulers step once per training step, as the lab's; "
             "'constant' (with warm-up)"
         ),
     ),
-    ("(critic trained from step 1)", ("trainer.critic_warmup",), "0"),
+    (N_("(critic trained from step 1)"), ("trainer.critic_warmup",), "0"),
     (
         "ref_sync_steps, ref_mixup_alpha",
         (),
-        "None only: verl's reference model stays frozen",
+        N_("None only: verl's reference model stays frozen"),
     ),
     (
         "reward, length_bonus",
         ("custom_reward_function.path", "custom_reward_function.name"),
-        (
+        N_(
             "the verifier as a compute_score function in a file of your own; the "
             "score is the reward of the completion's last token"
         ),
@@ -370,3 +381,38 @@ def verl_command(overrides: dict) -> str:
 
     lines = [f"    {k}={text(x)}" for k, x in overrides.items()]
     return " \\\n".join(["python3 -m verl.trainer.main_ppo", *lines])
+
+
+def mapping_text(overrides: dict) -> str:
+    """:data:`PPO_TO_VERL` as the TRL page prints it: the verl version and commit, then
+    each lab setting with how it maps, and under it each of its verl keys with the
+    value ``overrides`` gives it (:func:`verl_overrides`) and verl's default, or a note
+    that the key is a path of your own. Words go through :func:`~dpo_grpo.i18n.tr`;
+    setting names, keys and values stay as they are."""
+    if not isinstance(overrides, dict) or not all(
+        isinstance(k, str) for k in overrides
+    ):
+        raise TypeError("overrides must be a dict with string keys (verl_overrides)")
+    lines = [
+        tr(
+            "verl {version}, commit {commit}",
+            version=VERL_VERSION,
+            commit=VERL_COMMIT[:10],
+        )
+    ]
+    for ours, keys, how in PPO_TO_VERL:
+        lines.append(f"{tr(ours) if ours.startswith('(') else ours}: {tr(how)}")
+        for key in keys:
+            if key in overrides:
+                lines.append(
+                    "    "
+                    + tr(
+                        "{key} = {value}  (verl's default: {default})",
+                        key=key,
+                        value=overrides[key],
+                        default=VERL_DEFAULTS[key],
+                    )
+                )
+            else:
+                lines.append("    " + tr("{key}  (a path of your own)", key=key))
+    return "\n".join(lines)
