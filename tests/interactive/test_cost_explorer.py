@@ -1,5 +1,6 @@
-"""dpo_grpo.interactive.cost_explorer: the chapter-6 cost figure (static HTML, dropdown and sliders) and the
-live ipywidgets explorer, against the cost model of dpo_grpo.chapters.costs."""
+"""dpo_grpo.interactive.cost_explorer: the chapter-6 cost figure (static HTML, dropdown
+and sliders) and the live ipywidgets explorer, against the cost model of
+dpo_grpo.chapters.costs."""
 
 import json
 
@@ -23,7 +24,8 @@ def test_figure_is_self_contained_and_small():
         and len(layout["updatemenus"][0]["buttons"]) == n_scen
     )
     assert sum(bool(s.get("visible", True)) for s in layout["sliders"]) == 1
-    # each slider step shows one length's 6 lines + the 4 memory bars of its own scenario
+    # each slider step shows one length's 6 lines + the 4 memory bars of its own
+    # scenario
     for s in layout["sliders"]:
         for step in s["steps"]:
             assert sum(step["args"][0]["visible"]) == 6 + 4
@@ -49,7 +51,8 @@ def test_explorer_builds_and_recomputes():
 
 
 def test_figure_menu_and_sliders_work_in_a_browser(tmp_path):
-    """The dropdown swaps scenario and slider, the slider then changes the answer length (headless Chromium)."""
+    """The dropdown swaps scenario and slider, the slider then changes the answer length
+    (headless Chromium)."""
     pytest.importorskip("plotly")
     sync_api = pytest.importorskip("playwright.sync_api")
     import shutil
@@ -64,7 +67,7 @@ def test_figure_menu_and_sliders_work_in_a_browser(tmp_path):
     )
     state = """() => { const g = document.getElementById('cf');
         const vis = g.data.map((t, i) => t.visible === true ? i : -1).filter(i => i >= 0);
-        return {vis: vis, sliders: g.layout.sliders.map(s => s.visible)}; }"""
+        return {vis: vis, sliders: g.layout.sliders.map(s => s.visible)}; }"""  # noqa: E501
     with sync_api.sync_playwright() as p:
         exe = shutil.which("chromium") or shutil.which("chromium-browser")
         try:
@@ -79,7 +82,8 @@ def test_figure_menu_and_sliders_work_in_a_browser(tmp_path):
             pg = browser.new_page(viewport={"width": 760, "height": 760})
             pg.goto(page.as_uri())
             pg.wait_for_function(
-                "() => document.getElementById('cf') && document.getElementById('cf').data"
+                "() => document.getElementById('cf') && "
+                "document.getElementById('cf').data"
             )
             before = pg.evaluate(state)
             head = pg.query_selector(".updatemenu-item-rect").bounding_box()

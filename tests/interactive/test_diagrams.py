@@ -1,4 +1,5 @@
-"""dpo_grpo.interactive.diagrams: figure 1's data says what the article says, and the figure draws exactly that data."""
+"""dpo_grpo.interactive.diagrams: figure 1's data says what the article says, and the
+figure draws exactly that data."""
 
 import matplotlib
 
@@ -18,7 +19,8 @@ def test_the_grid_encodes_section_01():
     assert list(comps) == ["PPO-RLHF", "DPO", "GRPO"]
     trained = dgm.components_with_status(comps, "trained")
     dropped = dgm.components_with_status(comps, "dropped")
-    # PPO-RLHF trains actor and critic; reference and reward model are frozen but still run.
+    # PPO-RLHF trains actor and critic; reference and reward model are frozen but still
+    # run.
     assert (
         trained["PPO-RLHF"] == ["policy", "baseline"]
         and "critic" in comps["PPO-RLHF"]["baseline"]["label"]
@@ -29,9 +31,11 @@ def test_the_grid_encodes_section_01():
         == "frozen"
     )
     assert dropped["PPO-RLHF"] == []
-    # DPO drops the explicit reward model and the online RL loop (sampling and the critic).
+    # DPO drops the explicit reward model and the online RL loop (sampling and the
+    # critic).
     assert dropped["DPO"] == ["reward", "sampling", "baseline"]
-    # GRPO keeps online sampling and the reward but replaces the critic by group statistics.
+    # GRPO keeps online sampling and the reward but replaces the critic by group
+    # statistics.
     assert dropped["GRPO"] == [] and trained["GRPO"] == ["policy"]
     assert (
         comps["GRPO"]["baseline"]["status"] == "computed"
@@ -43,7 +47,8 @@ def test_the_grid_encodes_section_01():
 
 
 def test_trained_boxes_match_the_memory_ledger():
-    """The figure's trained components are the ledger's trainable entries, method by method."""
+    """The figure's trained components are the ledger's trainable entries, method by
+    method."""
     n = 7_000_000_000
     ledgers = {
         "PPO-RLHF": dg.algorithm_ledger("ppo", n, reward_params=n),

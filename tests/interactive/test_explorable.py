@@ -1,5 +1,6 @@
-"""The explorable framework (dpo_grpo.interactive.explorable) on the seven figures of chapters 1-5: sliders,
-size, exactness of every slider combination, the decoupling check, offline HTML and the book's MIME renderer."""
+"""The explorable framework (dpo_grpo.interactive.explorable) on the seven figures of
+chapters 1-5: sliders, size, exactness of every slider combination, the decoupling
+check, offline HTML and the book's MIME renderer."""
 
 import copy
 
@@ -61,7 +62,8 @@ def test_figures_stay_under_the_page_budget(built):
 
 
 def _apply_steps(fig_dict, fig, choice):
-    """Emulate plotly.js: apply slider k's step choice[k] (Plotly.update with per-trace values)."""
+    """Emulate plotly.js: apply slider k's step choice[k] (Plotly.update with per-trace
+    values)."""
     for slider, j in zip(fig["layout"]["sliders"], choice):
         data_update, layout_update, traces = slider["steps"][j]["args"]
         for attr, values in data_update.items():
@@ -78,7 +80,8 @@ def _flat_traces(traces):
 
 @pytest.mark.parametrize("name", list(STEPS))
 def test_every_slider_combination_shows_the_data_at_those_parameters(built, name):
-    """Sliders are independent in plotly; the figure is built so that their combination is still exact."""
+    """Sliders are independent in plotly; the figure is built so that their combination
+    is still exact."""
     spec, fig = registry.EXPLORABLES[name], built[name].to_plotly_json()
     rng = np.random.default_rng(0)
     grid = list(spec.grid.items())

@@ -1,4 +1,5 @@
-"""The explorables' pure data functions (dpo_grpo.interactive.explorables) against hand-computed values."""
+"""The explorables' pure data functions (dpo_grpo.interactive.explorables) against
+hand-computed values."""
 
 import math
 import subprocess
@@ -11,9 +12,9 @@ from dpo_grpo.interactive import explorables as xp
 from dpo_grpo.reference.advantages import group_advantages
 from dpo_grpo.reference.bandit import bandit_trajectory
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Pure data functions
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _at(d, key, rho):
@@ -25,7 +26,8 @@ def _at(d, key, rho):
 def test_clip_platform_boundaries_and_values():
     d = xp.clip_platform_data(epsilon=0.2)
     assert d["bounds"] == {"low": 0.8, "high": 1.2, "delta": None}
-    # A = +1: min(rho, 1.2) on the right, rho itself on the left (not clipped, wrong direction)
+    # A = +1: min(rho, 1.2) on the right, rho itself on the left (not clipped, wrong
+    # direction)
     assert _at(d, "objective_pos", 1.5) == pytest.approx(1.2)
     assert _at(d, "grad_pos", 1.5) == 0.0 and _at(d, "region_pos", 1.5) == "platform"
     assert _at(d, "objective_pos", 0.5) == pytest.approx(0.5)
@@ -42,7 +44,8 @@ def test_clip_platform_boundaries_and_values():
         and _at(d, "region_neg", 1.5) == "wrong_direction"
     )
     assert _at(d, "region_pos", 1.0) == "inside" and _at(d, "grad_pos", 1.0) == 1.0
-    # the boundaries are where the gradient switches: 1.2 itself is still inside, 1.205 on the platform
+    # the boundaries are where the gradient switches: 1.2 itself is still inside, 1.205
+    # on the platform
     assert _at(d, "grad_pos", 1.2) == 1.0 and _at(d, "grad_pos", 1.205) == 0.0
     assert _at(d, "grad_neg", 0.8) == -1.0 and _at(d, "grad_neg", 0.795) == 0.0
 
@@ -55,7 +58,8 @@ def test_clip_platform_asymmetric_and_delta():
         and _at(d, "grad_pos", 1.25) == 1.0
     )
     assert _at(d, "objective_pos", 1.3) == pytest.approx(1.28)
-    # delta caps the unclipped wrong-direction branch for A < 0: flat at -delta, gradient 0
+    # delta caps the unclipped wrong-direction branch for A < 0: flat at -delta,
+    # gradient 0
     assert _at(d, "objective_neg", 1.5) == pytest.approx(-1.4)
     assert _at(d, "grad_neg", 1.5) == 0.0 and _at(d, "capped_neg", 1.5)
     assert _at(d, "objective_neg", 1.35) == pytest.approx(-1.35) and not _at(
@@ -294,13 +298,15 @@ def test_memory_ledger_totals():
 def test_import_dpo_grpo_pulls_in_neither_plotly_nor_ipywidgets():
     code = (
         "import sys, dpo_grpo, dpo_grpo.interactive.explorables; "
-        "bad = [m for m in ('plotly', 'ipywidgets') if m in sys.modules]; assert not bad, bad"
+        "bad = [m for m in ('plotly', 'ipywidgets') if m in sys.modules]; "
+        "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_gallery_claim_the_bandit_clip_binds_only_below_0_1():
-    """book/explorables: with the chapter's learning rate, runs with eps >= 0.1 are identical; eps = 0.05 is not."""
+    """book/explorables: with the chapter's learning rate, runs with eps >= 0.1 are
+    identical; eps = 0.05 is not."""
     base = bandit_trajectory(steps=80, group_size=32, seed=7, epsilon=0.2)
     for eps in (0.1, 0.3, 0.4):
         np.testing.assert_array_equal(

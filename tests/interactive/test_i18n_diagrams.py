@@ -1,6 +1,7 @@
-"""Figure 1 (:mod:`dpo_grpo.interactive.diagrams`) in the Chinese edition: its title, method columns' role labels,
-box labels, legend and notes are drawn in Chinese under DPO_GRPO_LANG=zh; in English they are unchanged, and the grid
-data stays English either way (tests and notebooks read it)."""
+"""Figure 1 (:mod:`dpo_grpo.interactive.diagrams`) in the Chinese edition: its title,
+method columns' role labels, box labels, legend and notes are drawn in Chinese under
+DPO_GRPO_LANG=zh; in English they are unchanged, and the grid data stays English either
+way (tests and notebooks read it)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The explorables in the Chinese edition (DPO_GRPO_LANG=zh): titles, axes, legends, hover text, slider and widget
-labels come out in Chinese with a CJK font stack; in English they are unchanged."""
+"""The explorables in the Chinese edition (DPO_GRPO_LANG=zh): titles, axes, legends,
+hover text, slider and widget labels come out in Chinese with a CJK font stack; in
+English they are unchanged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""dpo_grpo.interactive.kl_variance: the bias/variance/gradient explorable of the KL estimators."""
+"""dpo_grpo.interactive.kl_variance: the bias/variance/gradient explorable of the KL
+estimators."""
 
 import numpy as np
 import pytest
@@ -19,7 +20,8 @@ def test_data_at_the_article_example():
     assert d["exact"] == pytest.approx(
         dg.exact_kl(ex.KL_EXAMPLE["p"], ex.KL_EXAMPLE["q"])
     )
-    # the curves: k1 and k3 unbiased everywhere, k2 biased (up or down) away from the reference, all zero at g = 0
+    # the curves: k1 and k3 unbiased everywhere, k2 biased (up or down) away from the
+    # reference, all zero at g = 0
     np.testing.assert_allclose(d["mean"]["k1"], d["kl"], atol=1e-12)
     np.testing.assert_allclose(d["mean"]["k3"], d["kl"], atol=1e-12)
     assert (

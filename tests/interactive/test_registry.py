@@ -1,6 +1,7 @@
-"""The registry of explorables (dpo_grpo.interactive.registry), and the four of chapters 6-10 in it (length
-normalisation, difficulty weighting, DPO dynamics, reusing a generation batch): hand-checked data, exact static
-sliders in every combination, and live widgets."""
+"""The registry of explorables (dpo_grpo.interactive.registry), and the four of chapters
+6-10 in it (length normalisation, difficulty weighting, DPO dynamics, reusing a
+generation batch): hand-checked data, exact static sliders in every combination, and
+live widgets."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""dpo_grpo.interactive.token_level: the heat map of the token-level example and its epsilon slider."""
+"""dpo_grpo.interactive.token_level: the heat map of the token-level example and its
+epsilon slider."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""The live ipywidgets UIs: they build without a kernel, and setting a control programmatically recomputes the
-figure to the package's values (no latency assertion here: bench/bench_widgets.py measures that)."""
+"""The live ipywidgets UIs: they build without a kernel, and setting a control
+programmatically recomputes the figure to the package's values (no latency assertion
+here: bench/bench_widgets.py measures that)."""
 
 import math
 
@@ -40,7 +41,8 @@ def _trace(ui, name=None, index=None):
     return next(t for t in ui.figure["data"] if t.get("name") == name)
 
 
-#: The live UIs of chapters 1-5 (tests/interactive/test_registry.py builds the other four).
+#: The live UIs of chapters 1-5 (tests/interactive/test_registry.py builds the other
+#: four).
 SEVEN = (
     "clip_platform",
     "zero_std",
@@ -77,7 +79,8 @@ def test_every_widget_builds_and_shows_the_default_figure(name, mode, monkeypatc
 
 
 def _moves(control):
-    """Two values a reader can set on ``control`` (its ends, or its other options); none for text boxes."""
+    """Two values a reader can set on ``control`` (its ends, or its other options); none
+    for text boxes."""
     import ipywidgets as W
 
     if isinstance(control, W.FloatLogSlider):
@@ -92,7 +95,8 @@ def _moves(control):
 
 
 def _assert_shows(view, figure, paths):
-    """The FigureWidget ``view`` holds ``figure``'s traces and its values at the layout ``paths``."""
+    """The FigureWidget ``view`` holds ``figure``'s traces and its values at the layout
+    ``paths``."""
     shown = view.to_plotly_json()
     assert len(shown["data"]) == len(figure["data"])
     for got, want in zip(shown["data"], figure["data"]):
@@ -297,7 +301,8 @@ def test_memory_widget_ledger_and_units():
 def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(
     tmp_path, monkeypatch
 ):
-    """Run a UI in a real kernel (nbclient emulates the front end's Output widget, like Jupyter does)."""
+    """Run a UI in a real kernel (nbclient emulates the front end's Output widget, like
+    Jupyter does)."""
     monkeypatch.setenv("DPO_GRPO_LIVE_FIGURE", "output")  # the kernel inherits it
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
@@ -314,7 +319,8 @@ def test_in_a_kernel_the_ui_draws_the_plotly_figure_into_its_output(
     nb.cells = [
         nbformat.v4.new_code_cell(
             "import plotly.io as pio\npio.renderers.default = 'plotly_mimetype'\n"
-            "from dpo_grpo.interactive import zero_std\nui = zero_std.zero_std_widget()\nui"
+            "from dpo_grpo.interactive import zero_std\n"
+            "ui = zero_std.zero_std_widget()\nui"
         ),
         nbformat.v4.new_code_cell(
             "ui.controls['group_size'].value = 16\nprint(ui.last_update_ms is not None)"

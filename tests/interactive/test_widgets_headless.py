@@ -1,18 +1,24 @@
-"""Headless execution of the live-widget cells never waits for a timeout (jupyter/nbclient#312).
+"""Headless execution of the live-widget cells never waits for a timeout
+(jupyter/nbclient#312).
 
-The stall: a cell whose widgets capture a display with ``with output:`` makes nbclient imitate a frontend by sending
-``comm_msg`` on the kernel's shell socket from its IOPub task while another task awaits ``execute_reply`` on the same
-socket; that receive then sometimes wakes only at the cell timeout, and nbclient returns the cell as if nothing
-happened. Measured here before the fix: 2 stalls in 10 runs of three widget cells. The widgets now set their
-``Output.outputs`` instead (``dpo_grpo.interactive.widgets.display_data``). Both ways a UI shows its figure
-(``widgets.live_figure_mode``: the ``Output``, or a plotly ``FigureWidget`` updated in place) are run.
+The stall: a cell whose widgets capture a display with ``with output:`` makes nbclient
+imitate a frontend by sending ``comm_msg`` on the kernel's shell socket from its IOPub
+task while another task awaits ``execute_reply`` on the same socket; that receive then
+sometimes wakes only at the cell timeout, and nbclient returns the cell as if nothing
+happened. Measured here before the fix: 2 stalls in 10 runs of three widget cells. The
+widgets now set their ``Output.outputs`` instead
+(``dpo_grpo.interactive.widgets.display_data``). Both ways a UI shows its figure
+(``widgets.live_figure_mode``: the ``Output``, or a plotly ``FigureWidget`` updated in
+place) are run.
 
-What runs: every cell of every chapter that builds a live widget (the cells tagged ``skip-execution`` that the
-book build skips and a reader runs), five times in one kernel per chapter, through nbclient with the widget
-mimicry on (the code path that stalls). Only these cells, because the stall is per cell and needs widget output;
-the rest of each chapter is executed by ``--nbmake`` already. A stalled cell is detected by its lag: the time
-from the kernel's ``execute_reply`` (kernel clock, same machine) to nbclient returning the cell. A healthy lag is
-milliseconds; a stall is the whole timeout. The short ``TIMEOUT`` bounds the cost of a failure.
+What runs: every cell of every chapter that builds a live widget (the cells tagged
+``skip-execution`` that the book build skips and a reader runs), five times in one
+kernel per chapter, through nbclient with the widget mimicry on (the code path that
+stalls). Only these cells, because the stall is per cell and needs widget output; the
+rest of each chapter is executed by ``--nbmake`` already. A stalled cell is detected by
+its lag: the time from the kernel's ``execute_reply`` (kernel clock, same machine) to
+nbclient returning the cell. A healthy lag is milliseconds; a stall is the whole
+timeout. The short ``TIMEOUT`` bounds the cost of a failure.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ nbclient = pytest.importorskip("nbclient")
 ROOT = Path(__file__).resolve().parents[2]
 REPEATS = 5
 TIMEOUT = 30  # seconds per cell; one widget cell takes < 1 s of CPU here
-MAX_LAG = 3.0  # seconds from the kernel's reply to nbclient returning the cell (a stall waits TIMEOUT)
+# seconds from the kernel's reply to nbclient returning the cell (a stall waits TIMEOUT)
+MAX_LAG = 3.0
 
 
 def _live_widget_cells(path: Path) -> list[str]:
@@ -56,7 +63,8 @@ def test_the_widget_chapters_are_found():
 
 
 class _TimedClient(nbclient.NotebookClient):
-    """Records, per executed cell, the seconds from the kernel's execute_reply to the cell being returned."""
+    """Records, per executed cell, the seconds from the kernel's execute_reply to the
+    cell being returned."""
 
     lags: list[float]
 
@@ -105,9 +113,9 @@ def test_widget_cells_run_headless_repeatedly_without_a_stall(path, mode, monkey
     )
     assert time.monotonic() - start < TIMEOUT * 2
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    if (
-        mode == "output"
-    ):  # the widgets still show their figure: every Output holds one plotly display, set without capture
+    if mode == "output":
+        # the widgets still show their figure: every Output holds one plotly display,
+        # set without capture
         outputs = [
             m["state"]["outputs"]
             for m in state.values()

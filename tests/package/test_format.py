@@ -56,6 +56,8 @@ WRAPPED = [
     "tests/testing_support.py",
     "tests/torch_support.py",
     "tests/data",
+    "tests/package",
+    "tests/interactive",
     # tests/lab but test_trl_scale.py and test_verl_mapping.py (not yet wrapped)
     "tests/lab/conftest.py",
     "tests/lab/test_[!tv]*.py",

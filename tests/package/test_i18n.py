@@ -1,6 +1,7 @@
-"""The package's Chinese edition (:mod:`dpo_grpo.i18n`): the language switch, ``tr``'s formatting and fallback,
-and the catalog ``data/i18n/zh.json``: every English string the package passes to ``tr`` (or marks with ``N_``),
-and every exercise hint ``check`` prints, has a Chinese entry with the same fields; no entry is stale."""
+"""The package's Chinese edition (:mod:`dpo_grpo.i18n`): the language switch, ``tr``'s
+formatting and fallback, and the catalog ``data/i18n/zh.json``: every English string the
+package passes to ``tr`` (or marks with ``N_``), and every exercise hint ``check``
+prints, has a Chinese entry with the same fields; no entry is stale."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def literal_strings(root: Path = PACKAGE) -> dict[str, str]:
-    """English text -> 'file:line' of every string literal passed as first argument to ``tr`` or ``N_``."""
+    """English text -> 'file:line' of every string literal passed as first argument to
+    ``tr`` or ``N_``."""
     found = {}
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -43,8 +45,9 @@ def literal_strings(root: Path = PACKAGE) -> dict[str, str]:
 
 
 def _header_strings(node, cell: ast.Module, assigned: dict):
-    """The strings (and f-strings, as nodes) a ``columns`` argument names: list items, a list assigned in the cell,
-    ``*starred`` lists, comprehension items; ``list(rows[0])`` or none: the keys of the cell's dict literals."""
+    """The strings (and f-strings, as nodes) a ``columns`` argument names: list items, a
+    list assigned in the cell, ``*starred`` lists, comprehension items;
+    ``list(rows[0])`` or none: the keys of the cell's dict literals."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         yield node.value
     elif isinstance(node, ast.JoinedStr):
@@ -85,8 +88,9 @@ def _is_table_call(node) -> bool:
 
 
 def notebook_table_headers(book: Path = BOOK):
-    """``(headers, patterns, constants)`` of the code cells of ``book/*.ipynb`` that call ``tables.*``: header text
-    -> where, regexes of f-string headers, and every string constant of those cells (row labels)."""
+    """``(headers, patterns, constants)`` of the code cells of ``book/*.ipynb`` that
+    call ``tables.*``: header text -> where, regexes of f-string headers, and every
+    string constant of those cells (row labels)."""
     headers, patterns, constants = {}, set(), set()
     for nb in sorted(book.glob("*.ipynb")):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
@@ -134,7 +138,8 @@ def notebook_table_headers(book: Path = BOOK):
 
 
 def exercise_hints() -> set[str]:
-    """The hints and explanations ``check`` prints (read from the self-check key it reads them from)."""
+    """The hints and explanations ``check`` prints (read from the self-check key it
+    reads them from)."""
     from dpo_grpo.exercises._selfcheck_key import KEY
 
     hints = set()
@@ -155,7 +160,7 @@ def zh():
     return json.loads(CATALOG.read_text(encoding="utf-8"))
 
 
-# --- language() and tr() ----------------------------------------------------------------------------------------
+# --- language() and tr() --------------------------------------------------------------
 
 
 def test_language_defaults_to_english(monkeypatch):
@@ -271,7 +276,7 @@ def test_catalog_rejects_english_and_unknown_languages():
         i18n.catalog("fr")
 
 
-# --- the catalog --------------------------------------------------------------------------------------------------
+# --- the catalog ----------------------------------------------------------------------
 
 
 def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
@@ -307,7 +312,8 @@ def test_translations_are_chinese_and_keep_the_fields(zh):
 
 
 def test_the_collector_sees_a_new_untranslated_string(tmp_path, zh):
-    """The guard itself: a module that passes an untranslated literal to tr() is found."""
+    """The guard itself: a module that passes an untranslated literal to tr() is
+    found."""
     (tmp_path / "m.py").write_text(
         'from dpo_grpo.i18n import tr\nx = tr("a label nobody translated")\n',
         encoding="utf-8",
@@ -318,8 +324,9 @@ def test_the_collector_sees_a_new_untranslated_string(tmp_path, zh):
 
 
 def test_every_table_header_a_notebook_passes_has_a_chinese_entry(zh):
-    """The tables layer translates headers at render time (dpo_grpo.tables.header_text), so the notebooks' English
-    header literals need entries; code names and symbols stay as written."""
+    """The tables layer translates headers at render time (dpo_grpo.tables.header_text),
+    so the notebooks' English header literals need entries; code names and symbols stay
+    as written."""
     headers, _, _ = notebook_table_headers()
     assert len(headers) > 100
     missing = {
@@ -328,13 +335,15 @@ def test_every_table_header_a_notebook_passes_has_a_chinese_entry(zh):
         if translatable_header(t) and t not in zh
     }
     assert not missing, (
-        f"{len(missing)} table headers of book/*.ipynb have no entry in {CATALOG.name}: "
+        f"{len(missing)} table headers of book/*.ipynb have no entry in "
+        f"{CATALOG.name}: "
         + "; ".join(f"{where}: {t!r}" for t, where in sorted(missing.items())[:10])
     )
 
 
 def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
-    """The guard itself: a header literal, a header from a list variable and a row-dict key are all found."""
+    """The guard itself: a header literal, a header from a list variable and a row-dict
+    key are all found."""
     src = (
         "cols = ['a new header', 'loss_type']\n"
         "rows = [{'a new row key': 1, f'per token: {x}': 2}]\n"

@@ -1,6 +1,7 @@
-"""Tables in the Chinese edition (DPO_GRPO_LANG=zh): the words the package writes into a table (a bool's yes/no,
-the budget table of chapter 6) come out in Chinese; in English they are unchanged. Headers a notebook passes are translated where they are
-rendered (code names and symbols stay), and so are text cells that are catalog entries."""
+"""Tables in the Chinese edition (DPO_GRPO_LANG=zh): the words the package writes into a
+table (a bool's yes/no, the budget table of chapter 6) come out in Chinese; in English
+they are unchanged. Headers a notebook passes are translated where they are rendered
+(code names and symbols stay), and so are text cells that are catalog entries."""
 
 from __future__ import annotations
 

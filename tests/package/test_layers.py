@@ -1,8 +1,10 @@
-"""The package's layers: which sub-package may import which, and that the exact layers equal the readable one.
+"""The package's layers: which sub-package may import which, and that the exact layers
+equal the readable one.
 
-Layers (README, "Layout"): ``reference`` (the article's formulas) < ``trl_exact`` (every TRL option) <
-``torch_ops`` < ``lab``; ``chapters`` and ``interactive`` build on those; ``exercises`` may use anything.
-Nothing in the package imports the build or benchmark tooling, nor reads files outside the package.
+Layers (README, "Layout"): ``reference`` (the article's formulas) < ``trl_exact`` (every
+TRL option) < ``torch_ops`` < ``lab``; ``chapters`` and ``interactive`` build on those;
+``exercises`` may use anything. Nothing in the package imports the build or benchmark
+tooling, nor reads files outside the package.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def _layer(path: Path) -> str:
 
 
 def _imports(path: Path):
-    """(absolute module name, line) for every import in ``path``, relative imports resolved."""
+    """(absolute module name, line) for every import in ``path``, relative imports
+    resolved."""
     rel = path.relative_to(PACKAGE.parent).with_suffix("")
     package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -134,7 +137,8 @@ def test_imports_point_down_the_layers(path):
 
 
 def test_the_import_check_catches_an_upward_import(tmp_path):
-    """The checker itself: a reference module importing the TRL layer must be flagged."""
+    """The checker itself: a reference module importing the TRL layer must be
+    flagged."""
     fake = PACKAGE / "reference" / "grpo.py"
     names = [n for n, _ in _imports(fake)]
     assert "dpo_grpo._validation" in names  # relative imports are resolved
@@ -167,7 +171,8 @@ def test_every_reference_module_names_its_sections():
 
 
 def test_reference_functions_name_their_section():
-    """Each reference function's docstring names the section that derives it (README: 'reference')."""
+    """Each reference function's docstring names the section that derives it (README:
+    'reference')."""
     import inspect
 
     for module in (ref_dpo, ref_adv, ref_grpo):
@@ -187,7 +192,7 @@ def test_reference_functions_name_their_section():
             ), name
 
 
-# --- The exact layers equal the reference layer at the paper's settings ---------------------------------------------
+# --- The exact layers equal the reference layer at the paper's settings ---------------
 
 
 def _ragged_batch(seed, bsz, width, spread):
@@ -242,7 +247,8 @@ def test_reference_grpo_gradient_matches_finite_differences():
 
 
 def test_reference_grpo_clips_where_expected():
-    # one answer, two tokens: A > 0, ratios 1.5 (above 1 + ε: clipped, no gradient) and 1.1 (inside)
+    # one answer, two tokens: A > 0, ratios 1.5 (above 1 + ε: clipped, no gradient) and
+    # 1.1 (inside)
     new = np.log([[1.5, 1.1]])
     old = np.zeros((1, 2))
     loss, grad = ref_grpo.grpo_loss(
@@ -277,7 +283,8 @@ def test_trl_dpo_sigmoid_equals_reference(seed, pairs, beta):
     exact = trl_dpo.dpo_loss(*logps, beta=beta, loss_type="sigmoid")
     assert exact.loss == pytest.approx(loss, rel=1e-13)
     np.testing.assert_allclose(exact.logits, logits, rtol=1e-13)
-    # the gradient of the readable loss, by finite differences, is the exact layer's analytic one
+    # the gradient of the readable loss, by finite differences, is the exact layer's
+    # analytic one
     numeric = dg.finite_difference(
         lambda pc: ref_dpo.dpo_loss(pc, *logps[1:], beta=beta)[0], logps[0]
     )
@@ -307,9 +314,10 @@ MAX_MODULE_LINES = 700
 
 
 def private_imports(path: Path, package_root: Path = PACKAGE) -> list[str]:
-    """Names another package module keeps private (``_name``) that ``path`` imports or reads as
-    ``module._name``. Private *modules* (``from .. import _validation``) are allowed: a module
-    is one thing, shared on purpose; a private function or constant is not."""
+    """Names another package module keeps private (``_name``) that ``path`` imports or
+    reads as ``module._name``. Private *modules* (``from .. import _validation``) are
+    allowed: a module is one thing, shared on purpose; a private function or constant is
+    not."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found, modules = [], set()
     for node in ast.walk(tree):

@@ -1,4 +1,5 @@
-"""dpo_grpo.notebook: glue outside a build, and the source listings chapters print under their equations."""
+"""dpo_grpo.notebook: glue outside a build, and the source listings chapters print under
+their equations."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def test_glue_returns_plain_values_outside_a_build():
 
 
 def _listings():
-    """(notebook, expression, the other code cells) for every ``show_source(...)`` cell of the book."""
+    """(notebook, expression, the other code cells) for every ``show_source(...)`` cell
+    of the book."""
     for path in CHAPTERS:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
@@ -74,8 +76,9 @@ def test_chapters_3_to_5_show_their_code():
 
 
 def _reachable(chapter_code: str) -> set:
-    """Package functions the chapter's code can run: names it uses, then (transitively) the names in their sources,
-    resolved in their modules; a class brings its methods."""
+    """Package functions the chapter's code can run: names it uses, then (transitively)
+    the names in their sources, resolved in their modules; a class brings its
+    methods."""
     import re
     import sys
 

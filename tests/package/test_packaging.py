@@ -1,4 +1,5 @@
-"""The student package: what the wheel holds, what it declares, and that `make test` runs against it."""
+"""The student package: what the wheel holds, what it declares, and that `make test`
+runs against it."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def test_make_test_imports_the_installed_wheel_not_the_checkout():
 
 @pytest.fixture(scope="module")
 def wheel(package_wheel):
-    """The names in the wheel of this checkout (built from a copy, so that parallel workers do not share build/) and
-    its METADATA."""
+    """The names in the wheel of this checkout (built from a copy, so that parallel
+    workers do not share build/) and its METADATA."""
     with zipfile.ZipFile(package_wheel) as zf:
         return zf.namelist(), zf.read(
             next(n for n in zf.namelist() if n.endswith("METADATA"))

@@ -1,8 +1,10 @@
-"""Bad input to public functions: a clear TypeError/ValueError that names the argument, never a silent NaN, a
-wrong number or another exception type (IndexError, KeyError, AttributeError, ZeroDivisionError, ...).
+"""Bad input to public functions: a clear TypeError/ValueError that names the argument,
+never a silent NaN, a wrong number or another exception type (IndexError, KeyError,
+AttributeError, ZeroDivisionError, ...).
 
-Each case below was found by probing every public function with None, strings, bools, NaN/inf, out-of-range
-values, empty or mis-shaped arrays and mismatched arguments; before the fix each one misbehaved as its id says.
+Each case below was found by probing every public function with None, strings, bools,
+NaN/inf, out-of-range values, empty or mis-shaped arrays and mismatched arguments;
+before the fix each one misbehaved as its id says.
 """
 
 import functools
@@ -778,7 +780,7 @@ def test_ddof_accepts_numpy_integers():
     )
 
 
-# --- torch path, lab model and lab ------------------------------------------------------------------------------
+# --- torch path, lab model and lab ----------------------------------------------------
 
 
 @functools.lru_cache(maxsize=None)

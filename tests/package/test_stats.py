@@ -1,4 +1,5 @@
-"""dpo_grpo.stats: the exact sign test, against hand counts and SciPy's binomial test."""
+"""dpo_grpo.stats: the exact sign test, against hand counts and SciPy's binomial
+test."""
 
 import pytest
 from dpo_grpo import stats
