@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.costs: the per-step budget of PPO, GRPO and DPO and the time model."""
+"""dpo_grpo.chapters.costs: the per-step budget of PPO, GRPO and DPO and the time
+model."""
 
 import numpy as np
 import pytest
@@ -89,7 +90,8 @@ def test_counts_follow_the_definitions():
 
 
 def test_no_grad_tokens_are_the_forward_only_compute():
-    """Every forward pass without a backward is in the token row, and it is what the compute row charges at 2N."""
+    """Every forward pass without a backward is in the token row, and it is what the
+    compute row charges at 2N."""
     # every model of the policy's size
     w = c.Workload(n_params=N7, inner_epochs=2, reward_params=N7)
     for alg in c.ALGORITHMS:
@@ -137,14 +139,16 @@ def test_attention_flops_and_the_kv_cache():
     assert c.critic_cost(w, attention=(3, 8))["flops"] == pytest.approx(
         ppo.flops["critic"] + extra["critic"]
     )
-    # 7B, G answers per prompt: the attention term is n_layers d_model T / N of the critic's 8N per token
+    # 7B, G answers per prompt: the attention term is n_layers d_model T / N of the
+    # critic's 8N per token
     same = c.Workload(n_params=N7, ppo_samples=8, answer_len=4096)
     crit, crit_att = (
         c.critic_cost(same)["flops"],
         c.critic_cost(same, attention=c.ATTENTION_SHAPE)["flops"],
     )
     assert crit_att / crit - 1 == pytest.approx(32 * 4096 * 4352 / N7)
-    # ... and it moves the crossover: at 4096-token answers the rollout beats the critic only without it
+    # ... and it moves the crossover: at 4096-token answers the rollout beats the critic
+    # only without it
     g = c.step_time(c.step_cost("grpo", same))
     rollout = g["generation"] + g["scoring"]
     assert (
@@ -152,7 +156,8 @@ def test_attention_flops_and_the_kv_cache():
         < rollout
         < c.critic_cost(same, attention=c.ATTENTION_SHAPE)["seconds"]
     )
-    # the KV cache that generation assumes fits: 64 sequences per GPU of 16,640 tokens at 128 KiB
+    # the KV cache that generation assumes fits: 64 sequences per GPU of 16,640 tokens
+    # at 128 KiB
     long = same.with_(answer_len=16384)
     assert c.kv_cache_bytes(long, 512) == 64 * 16640 * 131072
     assert c.kv_cache_bytes(long, 0) == 0
@@ -179,7 +184,8 @@ def test_critic_vs_rollout_sweep_and_crossover():
         r["critic"] / sum(c.step_time(c.step_cost("ppo", same)).values())
     )
     assert r["kv_gb"] == pytest.approx(c.kv_cache_bytes(same, 512) / 1e9)
-    # the critic's share falls with the answer length, with or without attention, and falls less with it
+    # the critic's share falls with the answer length, with or without attention, and
+    # falls less with it
     for key in ("share", "share_att"):
         assert np.all(np.diff([x[key] for x in rows]) < 0)
     assert all(x["share_att"] >= x["share"] for x in rows)
@@ -248,7 +254,8 @@ def test_communication_channels():
 
 
 def test_communication_bytes_by_hand():
-    """Default 7B workload, GRPO: 64 prompts x G=8 = 512 answers of 256 + 1024 tokens, bf16 grads, 8 GPUs."""
+    """Default 7B workload, GRPO: 64 prompts x G=8 = 512 answers of 256 + 1024 tokens,
+    bf16 grads, 8 GPUs."""
     w = c.Workload(n_params=N7)
     comm = c.step_cost("grpo", w).communication
     assert comm == {
@@ -279,7 +286,8 @@ def test_communication_bytes_by_hand():
 
 
 def test_generation_seconds_by_hand():
-    """Roofline per decode step max(b 2N / (peak eff), (2N + b c kv) / hbm) plus the prefill at train_mfu."""
+    """Roofline per decode step max(b 2N / (peak eff), (2N + b c kv) / hbm) plus the
+    prefill at train_mfu."""
     t = c.Throughput(
         peak_flops=1e3, hbm_bandwidth=1e3, decode_efficiency=0.5, train_mfu=0.5
     )
@@ -292,10 +300,12 @@ def test_generation_seconds_by_hand():
         n_gpus=1,
         kv_bytes_per_token=10,
     )
-    # b = 4: compute 4 * 2000 / 500 = 16 s per step beats memory (2000 + 4 * {3, 4} * 10) / 1000; prefill
-    # 2 * 1000 * 2 prompts * 3 tokens / (1e3 * 0.5) = 24 s
+    # b = 4: compute 4 * 2000 / 500 = 16 s per step beats memory
+    # (2000 + 4 * {3, 4} * 10) / 1000; prefill 2 * 1000 * 2 prompts * 3 tokens
+    # / (1e3 * 0.5) = 24 s
     assert c.generation_seconds(w, 4, t) == pytest.approx(16 + 16 + 24, rel=1e-15)
-    # a large KV cache: memory (2000 + 4 * 3 * 1000) / 1000 = 14 < 16, then (2000 + 4 * 4 * 1000) / 1000 = 18
+    # a large KV cache: memory (2000 + 4 * 3 * 1000) / 1000 = 14 < 16, then
+    # (2000 + 4 * 4 * 1000) / 1000 = 18
     assert c.generation_seconds(
         w.with_(kv_bytes_per_token=1000), 4, t
     ) == pytest.approx(16 + 18 + 24, rel=1e-15)

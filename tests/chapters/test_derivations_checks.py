@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.derivations_checks: the prefix-occupancy check of chapter 3 (section 3.5)."""
+"""dpo_grpo.chapters.derivations_checks: the prefix-occupancy check of chapter 3
+(section 3.5)."""
 
 import numpy as np
 import pytest
@@ -87,7 +88,7 @@ def test_validation():
         prefix_shift_kl(**dict(E, p1="abc"))
 
 
-# --- constant baselines (section 3.3) ------------------------------------------------------------------------------
+# --- constant baselines (section 3.3) -------------------------------------------------
 
 from dpo_grpo.reference.baselines import score_function_variance, true_gradient  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.displacement: likelihood displacement on a log-linear toy and TRL's remedies."""
+"""dpo_grpo.chapters.displacement: likelihood displacement on a log-linear toy and TRL's
+remedies."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ def test_dpo_lowers_both_log_probs_while_the_margin_grows():
     assert np.all(np.diff(t.margin) > 0)
     assert np.all(np.diff(t.logp_chosen) < 0) and np.all(np.diff(t.logp_rejected) < 0)
     assert t.p_other[-1] > 0.99
-    # the log-probs are consistent: margin = (logp_w - logp_l) - reference gap (0, uniform reference)
+    # the log-probs are consistent: margin = (logp_w - logp_l) - reference gap (0,
+    # uniform reference)
     np.testing.assert_allclose(t.margin, t.logp_chosen - t.logp_rejected, atol=1e-12)
 
 

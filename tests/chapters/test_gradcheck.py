@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.gradcheck: central differences are exact on quadratics and reject bad arguments."""
+"""dpo_grpo.chapters.gradcheck: central differences are exact on quadratics and reject
+bad arguments."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""Chapter figures in the Chinese edition (DPO_GRPO_LANG=zh): the matplotlib figures of chapters 5 and 7 draw their
-titles, axis titles, legends and labels in Chinese with a CJK font; in English they are unchanged."""
+"""Chapter figures in the Chinese edition (DPO_GRPO_LANG=zh): the matplotlib figures of
+chapters 5 and 7 draw their titles, axis titles, legends and labels in Chinese with a
+CJK font; in English they are unchanged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.length_bias: Dr. GRPO's mechanism, computed on one group of right/wrong, short/long answers."""
+"""dpo_grpo.chapters.length_bias: Dr. GRPO's mechanism, computed on one group of
+right/wrong, short/long answers."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.papers: the four papers and their quoted results as data; derived numbers computed from them."""
+"""dpo_grpo.chapters.papers: the four papers and their quoted results as data; derived
+numbers computed from them."""
 
 import re
 from pathlib import Path
@@ -142,7 +143,8 @@ def test_r1_beta_is_the_value_trls_documentation_cites():
 
 
 def test_what_each_paper_introduced_in_english_and_chinese(monkeypatch):
-    """Chapter 7 prints p.introduced_text(): English as written, Chinese under DPO_GRPO_LANG=zh."""
+    """Chapter 7 prints p.introduced_text(): English as written, Chinese under
+    DPO_GRPO_LANG=zh."""
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     assert [p.introduced_text() for p in pp.PAPERS] == [p.introduced for p in pp.PAPERS]
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")

@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.parity: the appendix's evidence tables, the TRL defaults, and the benchmark-results reader."""
+"""dpo_grpo.chapters.parity: the appendix's evidence tables, the TRL defaults, and the
+benchmark-results reader."""
 
 import copy
 import json
@@ -254,9 +255,9 @@ def test_benchmark_tables_in_chinese(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     summary = pa.target_summary(pa.benchmark_rows(data))
     head = tables.markdown_table(summary, list(summary[0])).splitlines()[0]
-    assert (
-        head
-        == "| 变体 | 形状数 | 最小 x TRL | 最大 x 探针 | 达到 x TRL >= 2 | 达到 x 探针 <= 4 |"
+    assert head == (
+        "| 变体 | 形状数 | 最小 x TRL | 最大 x 探针 | 达到 x TRL >= 2 | 达到 x "
+        "探针 <= 4 |"
     )
     assert summary[0]["min x TRL"] == 1.0
     assert pa.benchmark_hardware(data) == "Toy CPU，2 个 CPU 核; torch 2.13.0; 设备 cpu"
@@ -277,8 +278,8 @@ def test_benchmark_tables_in_chinese(monkeypatch):
     assert rows[0]["explorable"] == "bandit"
     head = tables.markdown_table(rows, list(rows[0])).splitlines()[0]
     assert head == (
-        "| 交互图 | 拖动次数 | 中位数 ms | p95 ms | 最大 ms | p95 + 序列化 ms | 最慢的一次拖动 "
-        "| 低于 50 ms |"
+        "| 交互图 | 拖动次数 | 中位数 ms | p95 ms | 最大 ms | p95 + 序列化 ms | "
+        "最慢的一次拖动 | 低于 50 ms |"
     )
     draw = {
         "benchmark": "frontend_draw",

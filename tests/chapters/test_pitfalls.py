@@ -1,5 +1,5 @@
-"""dpo_grpo.chapters.pitfalls: each buggy version runs and gives a wrong number, the fix gives the right one, the detector
-catches the bug and stays quiet on correct data."""
+"""dpo_grpo.chapters.pitfalls: each buggy version runs and gives a wrong number, the fix
+gives the right one, the detector catches the bug and stays quiet on correct data."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ R = np.array([0.0, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 1])
 IDS = np.repeat(np.arange(4), 4)
 
 
-# --- 1. group boundaries --------------------------------------------------------------------------------------------
+# --- 1. group boundaries --------------------------------------------------------------
 
 
 def test_view_after_shuffle_is_wrong_and_detected():
@@ -49,7 +49,7 @@ def test_incomplete_group_is_rejected():
         pf.advantages_by_prompt_id(R[:-1], IDS[:-1], 4)
 
 
-# --- 2. population vs sample std ------------------------------------------------------------------------------------
+# --- 2. population vs sample std ------------------------------------------------------
 
 
 @pytest.mark.parametrize("g", [2, 4, 8, 64])
@@ -77,7 +77,7 @@ def test_infer_and_assert_std_convention():
     assert pf.infer_std_ddof(np.array([[-2.0, 2.0]])).tolist() == [-1]
 
 
-# --- 3. per-GPU normalisation ---------------------------------------------------------------------------------------
+# --- 3. per-GPU normalisation ---------------------------------------------------------
 
 
 def test_per_shard_normalisation_depends_on_sharding():
@@ -101,7 +101,8 @@ def test_per_shard_normalisation_depends_on_sharding():
     )
     right = dg.group_advantages(r.reshape(2, 4)).reshape(-1)
     np.testing.assert_allclose(pf.gathered_advantages(r, ids, a, 4), right)
-    # a sharding that keeps whole groups happens to be right, which is why the bug survives small tests
+    # a sharding that keeps whole groups happens to be right, which is why the bug
+    # survives small tests
     whole = pf.shard_rows(8, 2, "contiguous")
     np.testing.assert_allclose(pf.per_shard_advantages_buggy(r, ids, whole), right)
     pf.assert_shards_hold_complete_groups(ids, whole, 4)
@@ -109,7 +110,7 @@ def test_per_shard_normalisation_depends_on_sharding():
         pf.assert_shards_hold_complete_groups(ids, a, 4)
 
 
-# --- 4. text vs tokens ----------------------------------------------------------------------------------------------
+# --- 4. text vs tokens ----------------------------------------------------------------
 
 
 def test_retokenised_text_changes_the_actions():
@@ -161,7 +162,7 @@ def test_tokenizer_validation():
         pf.ToyTokenizer(["a", "a"])
 
 
-# --- 5. length normalisation ----------------------------------------------------------------------------------------
+# --- 5. length normalisation ----------------------------------------------------------
 
 
 def test_sequence_weights_by_loss_type():
@@ -212,7 +213,7 @@ def test_length_normalisation_changes_the_preference():
     assert abs(flat.correlation) < 1e-12
 
 
-# --- 6. reward drift ------------------------------------------------------------------------------------------------
+# --- 6. reward drift ------------------------------------------------------------------
 
 
 def test_affine_drift_cancels_ranking_change_does_not():
@@ -244,7 +245,7 @@ def test_progress_under_a_drifting_judge():
         pf.progress_under_live_reward_buggy(samples, judges[:2])
 
 
-# --- 0. mask before exp ---------------------------------------------------------------------------------------------
+# --- 0. mask before exp ---------------------------------------------------------------
 
 
 def test_mask_after_exp_leaks_padding_garbage():
@@ -266,7 +267,8 @@ def test_mask_after_exp_leaks_padding_garbage():
 
 
 def test_detector_messages_in_chinese(monkeypatch):
-    """The messages chapter 5b prints when a detector fires are Chinese under DPO_GRPO_LANG=zh."""
+    """The messages chapter 5b prints when a detector fires are Chinese under
+    DPO_GRPO_LANG=zh."""
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     with pytest.raises(ValueError, match="规范要求 ddof=0"):
         pf.assert_std_convention(

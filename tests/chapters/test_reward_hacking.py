@@ -1,4 +1,5 @@
-"""dpo_grpo.chapters.reward_hacking: the length-loving reward is exploited; a larger KL weight slows it, never fixes it."""
+"""dpo_grpo.chapters.reward_hacking: the length-loving reward is exploited; a larger KL
+weight slows it, never fixes it."""
 
 import numpy as np
 import pytest
@@ -35,12 +36,14 @@ def test_training_reward_rises_while_accuracy_falls(runs):
 def test_larger_kl_slows_but_does_not_reverse(runs):
     acc0 = runs[0.0].accuracy[0]
     finals = [runs[b] for b in BETAS]
-    # ordered: more KL weight -> less KL, less reward gained, less accuracy lost, at every checkpoint
+    # ordered: more KL weight -> less KL, less reward gained, less accuracy lost, at
+    # every checkpoint
     for step in (50, 100, 200):
         kls = [r.kl[step] for r in finals]
         accs = [r.accuracy[step] for r in finals]
         assert all(np.diff(kls) < 0) and all(np.diff(accs) > 0)
-    # but every run moves the same way: reward up, accuracy down, never above the reference's accuracy
+    # but every run moves the same way: reward up, accuracy down, never above the
+    # reference's accuracy
     for r in finals:
         assert r.reward[-1] > r.reward[0] and r.accuracy[-1] < acc0
         assert r.accuracy.max() <= acc0 + 1e-3
@@ -69,7 +72,8 @@ def test_kl_optimum_moves_in_one_direction_for_every_beta():
 
 
 def test_the_first_order_sign_holds_only_for_large_beta():
-    """A negative covariance does not fix the direction at every beta: a small beta goes to the reward's favourite."""
+    """A negative covariance does not fix the direction at every beta: a small beta goes
+    to the reward's favourite."""
     half = np.array([0.5, 0.5, 0.5])
     t = rh.AnswerTypes(
         names=("long right", "mid wrong", "short right"),

@@ -20,7 +20,8 @@ def test_assert_complete_groups():
 
 
 def test_group_messages_in_english_and_chinese(monkeypatch):
-    """Chapter 5 prints these messages: English as before, Chinese under DPO_GRPO_LANG=zh."""
+    """Chapter 5 prints these messages: English as before, Chinese under
+    DPO_GRPO_LANG=zh."""
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     with pytest.raises(ValueError) as en:
         scoring.assert_complete_groups([0, 1, 0, 1], 2)

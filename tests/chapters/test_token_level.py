@@ -1,5 +1,6 @@
-"""dpo_grpo.chapters.token_level: the token-level worked example of chapter 3 (log-probs from logits, ratios that
-vary within an answer, clip regions, loss_type weights, k3, loss and per-token gradient)."""
+"""dpo_grpo.chapters.token_level: the token-level worked example of chapter 3 (log-probs
+from logits, ratios that vary within an answer, clip regions, loss_type weights, k3,
+loss and per-token gradient)."""
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ def test_ratios_vary_within_each_answer_and_regions_are_mixed():
         k: int((valid == k).sum()) for k in ("inside", "platform", "wrong_direction")
     }
     assert counts == {"inside": 9, "platform": 3, "wrong_direction": 3}
-    # clipped tokens have exactly zero surrogate gradient: with beta = 0 their gradient is 0
+    # clipped tokens have exactly zero surrogate gradient: with beta = 0 their gradient
+    # is 0
     tab0 = tl.token_table(EX, beta=0.0)
     assert np.all(tab0.grad[tab0.region == "platform"] == 0)
     assert np.all(tab0.grad[(tab0.region != "platform") & (EX.mask > 0)] != 0)

@@ -1,4 +1,5 @@
-"""The computed answers to TRL users' questions (chapter 6 and the page "Reading a TRL run"): each against a hand value."""
+"""The computed answers to TRL users' questions (chapter 6 and the page "Reading a TRL
+run"): each against a hand value."""
 
 import math
 
@@ -93,7 +94,8 @@ def test_mask_truncated_completions_removes_their_tokens_but_not_their_advantage
         soft_punish_cache=64,
     )
     assert shaped["frac_reward_zero_std"] == 0.0 < plain["frac_reward_zero_std"]
-    # four truncated answers at -1, the 200-token answer at (192 - 200) / 64 inside the cache window
+    # four truncated answers at -1, the 200-token answer at (192 - 200) / 64 inside the
+    # cache window
     assert shaped["reward"] == pytest.approx(0.25 + (-4 - 8 / 64) / 8)
 
 
@@ -116,7 +118,8 @@ def test_batch_plan_semantics_and_divisibility():
 
 
 def test_per_function_std_can_be_nonzero_while_every_group_is_constant():
-    # two groups of 4; function 0 is constant within each group but differs across groups
+    # two groups of 4; function 0 is constant within each group but differs across
+    # groups
     rpf = np.array([[1.0, 2.0]] * 4 + [[3.0, 2.0]] * 4)
     out = q.per_function_stds(rpf, 4)
     assert out["rewards/0/std"] > 1.0 and out["frac_reward_zero_std"] == 1.0
@@ -248,7 +251,8 @@ def test_vllm_log_line_on_policy_loss_is_not_zero():
 
 
 def test_meanings_and_ln2_cases_in_english_and_chinese(monkeypatch):
-    """The run page's tables: English as written, Chinese under DPO_GRPO_LANG=zh (code names stay)."""
+    """The run page's tables: English as written, Chinese under DPO_GRPO_LANG=zh (code
+    names stay)."""
     import html
     import re
 

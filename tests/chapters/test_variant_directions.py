@@ -1,5 +1,6 @@
-"""Section 10.4: the clip-fraction calibration of the small step, directions of the variants' gradients, and the
-Adam demo (a constant factor on the loss leaves Adam's steps unchanged up to eps, a change of direction does not)."""
+"""Section 10.4: the clip-fraction calibration of the small step, directions of the
+variants' gradients, and the Adam demo (a constant factor on the loss leaves Adam's
+steps unchanged up to eps, a change of direction does not)."""
 
 import math
 
@@ -27,7 +28,8 @@ def test_expected_clip_fractions_match_drawn_batches():
 
 
 def test_expected_token_fraction_by_hand_for_one_sign():
-    # push=0: a token with A > 0 is clipped when N(0, (0.12 d)^2) > log 1.2, with A < 0 when < log 0.8
+    # push=0: a token with A > 0 is clipped when N(0, (0.12 d)^2) > log 1.2, with A < 0
+    # when < log 0.8
     d = 1.0
     b = V.toy_batch(0.0)
     sign = np.sign(V.reward_advantages(b["rewards"].reshape(-1, 1), 4).advantages)
@@ -41,7 +43,8 @@ def test_calibrated_drift_gives_the_papers_ratio():
     d = D.calibrated_drift()
     f = D.expected_clip_fractions(d)
     assert f["sequence"] / f["token"] == pytest.approx(D.GSPO_CLIP_RATIO, rel=1e-6)
-    # noise-only drift: GSPO clips about half, not all; a systematic push clips (almost) all
+    # noise-only drift: GSPO clips about half, not all; a systematic push clips (almost)
+    # all
     assert 0.3 < f["sequence"] < 0.6
     pushed = D.expected_clip_fractions(D.calibrated_drift(push=0.22), push=0.22)
     assert pushed["sequence"] > 0.99

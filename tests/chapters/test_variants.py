@@ -1,5 +1,5 @@
-"""Chapter 10's variants: RLOO as TRL's RLOOTrainer computes it, every GRPO variant and DPO loss type on the toy
-batch, and configs whose keys are TRL 1.16.0's own."""
+"""Chapter 10's variants: RLOO as TRL's RLOOTrainer computes it, every GRPO variant and
+DPO loss type on the toy batch, and configs whose keys are TRL 1.16.0's own."""
 
 import dataclasses
 import json
@@ -67,7 +67,8 @@ def test_every_grpo_variant_runs_and_the_grpo_row_is_grpo_loss():
         )
         assert rows["GRPO"]["loss"] == pytest.approx(want.loss)
     on = {r["name"]: r for r in V.run_grpo_variants(V.toy_batch(0.0))}
-    # on-policy the clip never acts: GSPO's narrow band and DAPO's clip-higher change nothing
+    # on-policy the clip never acts: GSPO's narrow band and DAPO's clip-higher change
+    # nothing
     assert (
         on["GSPO"]["metric"][1] == 0.0
         and on["DAPO"]["metric"][1] == 0.0

@@ -1,13 +1,18 @@
-"""Exact checks behind chapter 3's derivations that the other modules do not already provide.
+"""Exact checks behind chapter 3's derivations that the other modules do not already
+provide.
 
-1. Constant baselines for the score-function gradient (section 3.3): exact mean and variance of the one-sample
-   estimator ``(r_a - b)(e_a - p)``, ``a ~ p``, and the variance-minimising constant ``b``.
-2. Prefix occupancy (section 3.5): why a per-token ratio-corrected k3 is exact for one token but not for a sequence.
+1. Constant baselines for the score-function gradient (section 3.3): exact mean and
+   variance of the one-sample estimator ``(r_a - b)(e_a - p)``, ``a ~ p``, and the
+   variance-minimising constant ``b``.
+2. Prefix occupancy (section 3.5): why a per-token ratio-corrected k3 is exact for one
+   token but not for a sequence.
 
-A two-token "language model" over a vocabulary of V tokens: first-token distributions ``p1, q1, old1`` (V,) for the
-current policy, the reference and the sampling snapshot, and second-token conditionals ``p2, q2, old2`` (V, V) whose
-row ``a`` is the distribution of the second token after first token ``a``. The exact sequence KL is
-``KL(p1 || q1) + sum_a p1_a KL(p2[a] || q2[a])``; the second term weights each prefix by the *current* policy.
+A two-token "language model" over a vocabulary of V tokens: first-token distributions
+``p1, q1, old1`` (V,) for the current policy, the reference and the sampling snapshot,
+and second-token conditionals ``p2, q2, old2`` (V, V) whose row ``a`` is the
+distribution of the second token after first token ``a``. The exact sequence KL is
+``KL(p1 || q1) + sum_a p1_a KL(p2[a] || q2[a])``; the second term weights each prefix by
+the *current* policy.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import numpy as np
 
 from .. import _validation as v
 
-#: A two-token example whose first step is the article's three-action KL example (p, q, old of section 3.5).
+#: A two-token example whose first step is the article's three-action KL example (p, q,
+#: old of section 3.5).
 PREFIX_EXAMPLE = {
     "p1": np.array([0.7, 0.2, 0.1]),
     "q1": np.array([0.2, 0.3, 0.5]),
@@ -30,7 +36,8 @@ PREFIX_EXAMPLE = {
 
 
 class BaselineMoments(NamedTuple):
-    """Exact moments of the one-sample score-function estimator with a constant baseline."""
+    """Exact moments of the one-sample score-function estimator with a constant
+    baseline."""
 
     #: E[(r_a - b)(e_a - p)], shape (A,); equals p * (r - p.r) for every b
     mean: np.ndarray
@@ -45,10 +52,12 @@ def _probs_rewards(probs, rewards):
 
 
 def constant_baseline_moments(probs, rewards, baseline=0.0) -> BaselineMoments:
-    """Enumerate the A actions: mean and total variance of ``g_a = (r_a - b)(e_a - p)`` under ``a ~ p``.
+    """Enumerate the A actions: mean and total variance of ``g_a = (r_a - b)(e_a - p)``
+    under ``a ~ p``.
 
-    ``probs`` and ``rewards`` have shape (A,); ``baseline`` is a float. The mean does not depend on ``b`` because
-    ``sum_a p_a (e_a - p) = 0``; the variance ``sum_a p_a (r_a - b)^2 |e_a - p|^2 - |mean|^2`` does.
+    ``probs`` and ``rewards`` have shape (A,); ``baseline`` is a float. The mean does
+    not depend on ``b`` because ``sum_a p_a (e_a - p) = 0``; the variance
+    ``sum_a p_a (r_a - b)^2 |e_a - p|^2 - |mean|^2`` does.
     """
     p, r = _probs_rewards(probs, rewards)
     b = v.scalar(baseline, "baseline")
@@ -60,9 +69,11 @@ def constant_baseline_moments(probs, rewards, baseline=0.0) -> BaselineMoments:
 
 
 def optimal_constant_baseline(probs, rewards) -> float:
-    """The constant ``b`` minimising :func:`constant_baseline_moments`' variance: ``E[r |s|^2] / E[|s|^2]``.
+    """The constant ``b`` minimising :func:`constant_baseline_moments`' variance:
+    ``E[r |s|^2] / E[|s|^2]``.
 
-    ``|s|^2 = |e_a - p|^2`` weights each reward, so ``b*`` is in general not the mean reward ``p . r``.
+    ``|s|^2 = |e_a - p|^2`` weights each reward, so ``b*`` is in general not the mean
+    reward ``p . r``.
     """
     p, r = _probs_rewards(probs, rewards)
     sq = np.sum((np.eye(p.size) - p) ** 2, axis=1)
@@ -70,22 +81,26 @@ def optimal_constant_baseline(probs, rewards) -> float:
 
 
 class PrefixShiftKL(NamedTuple):
-    """Expected k3 sums over two-token sequences drawn from ``old``, with three weightings (all floats)."""
+    """Expected k3 sums over two-token sequences drawn from ``old``, with three
+    weightings (all floats)."""
 
     exact: float  #: the true sequence KL(p || q)
     bare: float  #: E_old[k3_1 + k3_2], no importance weight
-    token_ratio: float  #: E_old[w_1 k3_1 + w_2 k3_2], w_t = p_t / old_t (one token's ratio; what GRPO/TRL use)
-    prefix_ratio: (
-        float  #: E_old[w_1 k3_1 + w_1 w_2 k3_2], the ratio of the whole prefix up to t
-    )
-    token_ratio_formula: float  #: KL(p1||q1) + sum_a old1_a KL(p2[a]||q2[a]): the prefix is weighted by old
+    #: E_old[w_1 k3_1 + w_2 k3_2], w_t = p_t / old_t (one token's ratio; what GRPO/TRL
+    #: use)
+    token_ratio: float
+    #: E_old[w_1 k3_1 + w_1 w_2 k3_2], the ratio of the whole prefix up to t
+    prefix_ratio: float
+    #: KL(p1||q1) + sum_a old1_a KL(p2[a]||q2[a]): the prefix is weighted by old
+    token_ratio_formula: float
 
 
 def _conditionals(x, name, size):
     arr = v.as_float_array(x, name, ndim=2)
     if arr.shape != (size, size):
         raise ValueError(
-            f"{name} must have shape ({size}, {size}) (one row per first token), got {arr.shape}"
+            f"{name} must have shape ({size}, {size}) (one row per first token), got "
+            f"{arr.shape}"
         )
     for row in arr:
         v.probability_vector(row, name)
@@ -101,11 +116,13 @@ def _k3(p, q):
 
 
 def prefix_shift_kl(p1, q1, old1, p2, q2, old2) -> PrefixShiftKL:
-    """Enumerate all ``V**2`` two-token sequences drawn from ``old`` and average k3 with each weighting.
+    """Enumerate all ``V**2`` two-token sequences drawn from ``old`` and average k3 with
+    each weighting.
 
-    ``p1, q1, old1``: shape (V,), strictly positive, summing to 1. ``p2, q2, old2``: shape (V, V), each row a
-    strictly positive distribution (the second token's law after first token ``a``). Only ``prefix_ratio`` equals
-    ``exact`` in general; ``token_ratio`` does when ``old1 == p1``.
+    ``p1, q1, old1``: shape (V,), strictly positive, summing to 1. ``p2, q2, old2``:
+    shape (V, V), each row a strictly positive distribution (the second token's law
+    after first token ``a``). Only ``prefix_ratio`` equals ``exact`` in general;
+    ``token_ratio`` does when ``old1 == p1``.
     """
     p1 = v.probability_vector(p1, "p1")
     q1 = v.probability_vector(q1, "q1")

@@ -1,17 +1,22 @@
-"""DPO's likelihood displacement and TRL's remedies, on a log-linear toy policy (section 3.2).
+"""DPO's likelihood displacement and TRL's remedies, on a log-linear toy policy (section
+3.2).
 
-Three answers with feature vectors ``phi`` (rows: chosen y_w, rejected y_l, a third answer y_o) and the policy
-``pi(y) = softmax(phi theta)``; the reference is ``theta = 0`` (uniform). The margin is
-``u = (phi_w - phi_l) . theta``: DPO moves theta along ``phi_w - phi_l``, and an answer whose features point further
-in that direction than the chosen one's gains the probability that *both* y_w and y_l lose (likelihood displacement,
-Razin et al. 2024). Remedies TRL 1.16.0 offers, computed on the same toy:
+Three answers with feature vectors ``phi`` (rows: chosen y_w, rejected y_l, a third
+answer y_o) and the policy ``pi(y) = softmax(phi theta)``; the reference is
+``theta = 0`` (uniform). The margin is ``u = (phi_w - phi_l) . theta``: DPO moves theta
+along ``phi_w - phi_l``, and an answer whose features point further in that direction
+than the chosen one's gains the probability that *both* y_w and y_l lose (likelihood
+displacement, Razin et al. 2024). Remedies TRL 1.16.0 offers, computed on the same toy:
 
-- an SFT term on the chosen answer, ``loss_type=["sigmoid", "sft"]`` with ``loss_weights`` (RPO);
-- IPO's bounded target ``(u - 1/(2 beta))^2`` (``loss_type="ipo"``), which stops at a finite margin;
-- ``ld_alpha`` (LD-DPO): tokens beyond the shorter answer's length count with weight alpha in each sequence
-  log-prob (:func:`ld_sequence_logps`).
+- an SFT term on the chosen answer, ``loss_type=["sigmoid", "sft"]`` with
+  ``loss_weights`` (RPO);
+- IPO's bounded target ``(u - 1/(2 beta))^2`` (``loss_type="ipo"``), which stops at a
+  finite margin;
+- ``ld_alpha`` (LD-DPO): tokens beyond the shorter answer's length count with weight
+  alpha in each sequence log-prob (:func:`ld_sequence_logps`).
 
-The toy is sequence-level: TRL's ``ipo`` averages token log-probs per answer, which a one-step answer cannot show.
+The toy is sequence-level: TRL's ``ipo`` averages token log-probs per answer, which a
+one-step answer cannot show.
 """
 
 from __future__ import annotations
@@ -35,13 +40,15 @@ __all__ = [
     "ipo_loss",
 ]
 
-#: Rows: chosen, rejected, a third answer. The chosen and rejected answers share the first feature; the third
-#: answer is further along their difference direction (0, 0.5) than the chosen one.
+#: Rows: chosen, rejected, a third answer. The chosen and rejected answers share the
+#: first feature; the third answer is further along their difference direction (0, 0.5)
+#: than the chosen one.
 FEATURES = np.array([[1.0, 1.0], [1.0, 0.5], [0.0, 2.0]])
 
 
 def ipo_loss(margin, beta):
-    """IPO's loss ``(u - 1/(2 beta))^2`` (TRL 1.16.0's ``loss_type="ipo"`` on the log-ratio margin ``u``)."""
+    """IPO's loss ``(u - 1/(2 beta))^2`` (TRL 1.16.0's ``loss_type="ipo"`` on the
+    log-ratio margin ``u``)."""
     u = v.as_float_array(margin, "margin")
     beta = v.scalar(beta, "beta", positive=True)
     return (u - 1.0 / (2.0 * beta)) ** 2
@@ -51,7 +58,9 @@ class Trajectory(NamedTuple):
     logp_chosen: np.ndarray  #: (steps + 1,)
     logp_rejected: np.ndarray
     margin: np.ndarray  #: u = log-ratio margin (the reference is uniform)
-    p_other: np.ndarray  #: total probability of the answers other than the pair (rows 2, 3, ... of the features)
+    #: total probability of the answers other than the pair (rows 2, 3, ... of the
+    #: features)
+    p_other: np.ndarray
     loss: np.ndarray  #: the weighted loss at each step
     grad_norm: np.ndarray  #: norm of d loss / d theta at each step
 
@@ -65,8 +74,9 @@ def displacement_run(
     steps=200,
     features=None,
 ) -> Trajectory:
-    """Gradient descent on a weighted sum of ``"sigmoid"`` (DPO), ``"ipo"`` and ``"sft"`` (-log pi(y_w)) losses,
-    TRL's list form of ``loss_type`` (a single name is allowed). Returns the trajectory of the log-probs."""
+    """Gradient descent on a weighted sum of ``"sigmoid"`` (DPO), ``"ipo"`` and
+    ``"sft"`` (-log pi(y_w)) losses, TRL's list form of ``loss_type`` (a single name is
+    allowed). Returns the trajectory of the log-probs."""
     names = (
         [loss_type]
         if isinstance(loss_type, str)
@@ -84,7 +94,8 @@ def displacement_run(
     )
     if len(weights) != len(names):
         raise ValueError(
-            f"loss_weights must have one weight per loss type ({len(names)}), got {len(weights)}"
+            f"loss_weights must have one weight per loss type ({len(names)}), got "
+            f"{len(weights)}"
         )
     beta = v.scalar(beta, "beta", positive=True)
     lr = v.scalar(lr, "lr", positive=True)
@@ -94,8 +105,8 @@ def displacement_run(
     )
     if phi.shape[0] < 2:
         raise ValueError(
-            f"features must have a row for the chosen and one for the rejected answer (then any "
-            f"others), got shape {phi.shape}"
+            "features must have a row for the chosen and one for the rejected answer "
+            f"(then any others), got shape {phi.shape}"
         )
     diff = phi[0] - phi[1]
     theta = np.zeros(phi.shape[1])
@@ -131,9 +142,10 @@ def displacement_run(
 
 
 def ld_sequence_logps(chosen_token_logps, rejected_token_logps, ld_alpha):
-    """LD-DPO's sequence log-probs (TRL's ``ld_alpha``): tokens up to the shorter answer's length count fully, the
-    rest with weight ``ld_alpha``. Returns ``(chosen, rejected, chosen_token_weights, rejected_token_weights)``: the
-    weights are each token's factor in its sequence log-prob, hence in its DPO gradient."""
+    """LD-DPO's sequence log-probs (TRL's ``ld_alpha``): tokens up to the shorter
+    answer's length count fully, the rest with weight ``ld_alpha``. Returns
+    ``(chosen, rejected, chosen_token_weights, rejected_token_weights)``: the weights
+    are each token's factor in its sequence log-prob, hence in its DPO gradient."""
     c = v.as_float_array(chosen_token_logps, "chosen_token_logps", ndim=1)
     r = v.as_float_array(rejected_token_logps, "rejected_token_logps", ndim=1)
     alpha = v.scalar(ld_alpha, "ld_alpha", nonnegative=True)
@@ -154,15 +166,18 @@ def dpo_displacement(
     other_alignment: float = 1.0,
     n_other: int = 6,
 ) -> dict:
-    """:func:`displacement_run` (DPO's sigmoid loss) on a pair whose answers share most of their representation.
+    """:func:`displacement_run` (DPO's sigmoid loss) on a pair whose answers share most
+    of their representation.
 
-    Embeddings (2-d): chosen and rejected are unit vectors with cosine ``similarity``; ``n_other`` other answers
-    point along ``chosen - rejected`` with length ``other_alignment`` (``0`` is the control: the chosen log-prob
-    rises). The more similar the pair, the more the other answers align with the direction DPO pushes, and the chosen
-    answer's own log-prob falls while the margin grows. Returns arrays over ``steps + 1`` points under TRL's names:
-    ``chosen``, ``rejected`` (``rewards/chosen``, ``rewards/rejected`` = ``beta * (log pi - log pi_ref)``),
-    ``margins``, ``loss``, ``accuracy``, and ``logp_chosen``, ``logp_rejected``, ``p_other``, ``grad_norm``,
-    ``params``.
+    Embeddings (2-d): chosen and rejected are unit vectors with cosine ``similarity``;
+    ``n_other`` other answers point along ``chosen - rejected`` with length
+    ``other_alignment`` (``0`` is the control: the chosen log-prob rises). The more
+    similar the pair, the more the other answers align with the direction DPO pushes,
+    and the chosen answer's own log-prob falls while the margin grows. Returns arrays
+    over ``steps + 1`` points under TRL's names: ``chosen``, ``rejected``
+    (``rewards/chosen``, ``rewards/rejected`` = ``beta * (log pi - log pi_ref)``),
+    ``margins``, ``loss``, ``accuracy``, and ``logp_chosen``, ``logp_rejected``,
+    ``p_other``, ``grad_norm``, ``params``.
     """
     beta = v.scalar(beta, "beta", positive=True)
     s = v.scalar(similarity, "similarity")

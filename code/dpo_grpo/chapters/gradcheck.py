@@ -8,7 +8,8 @@ from .. import _validation as v
 
 
 def finite_difference(fn, x, h=1e-6):
-    """``(fn(x + h e_i) - fn(x - h e_i)) / 2h`` for every entry of ``x``; same shape as ``x``; ``fn`` -> float."""
+    """``(fn(x + h e_i) - fn(x - h e_i)) / 2h`` for every entry of ``x``; same shape as
+    ``x``; ``fn`` -> float."""
     if not callable(fn):
         raise TypeError("fn must be callable")
     x = v.as_float_array(x, "x")
@@ -26,7 +27,8 @@ def _value(y) -> float:
     """``fn``'s result as a finite float."""
     if isinstance(y, (bool, np.bool_)) or np.ndim(y) != 0:
         raise TypeError(
-            f"fn must return one real number, got {type(y).__name__} of shape {np.shape(y)}"
+            f"fn must return one real number, got {type(y).__name__} of shape "
+            f"{np.shape(y)}"
         )
     try:
         y = float(y)

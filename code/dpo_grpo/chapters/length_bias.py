@@ -1,14 +1,18 @@
-"""Pitfall 5's mechanism (chapter 5): how each ``loss_type`` weights the tokens of long and short answers.
+"""Pitfall 5's mechanism (chapter 5): how each ``loss_type`` weights the tokens of long
+and short answers.
 
-Dr. GRPO's argument (Liu et al. 2025): with the paper's per-answer mean 1/|y_i|, every answer's tokens share one
-fixed budget ``A_i / G``. A long wrong answer spreads its penalty over many tokens, so each of its tokens is pushed
-down *less* than a token of a short wrong answer; a short right answer concentrates its reward, so each of its tokens
-is pushed up *more*. Among wrong answers the update therefore prefers the long ones. A token-level denominator
-(``bnpo``, ``dapo``, ``dr_grpo``) gives every token of a group the same weight, so only the advantage decides.
+Dr. GRPO's argument (Liu et al. 2025): with the paper's per-answer mean 1/|y_i|, every
+answer's tokens share one fixed budget ``A_i / G``. A long wrong answer spreads its
+penalty over many tokens, so each of its tokens is pushed down *less* than a token of a
+short wrong answer; a short right answer concentrates its reward, so each of its tokens
+is pushed up *more*. Among wrong answers the update therefore prefers the long ones. A
+token-level denominator (``bnpo``, ``dapo``, ``dr_grpo``) gives every token of a group
+the same weight, so only the advantage decides.
 
-:func:`length_group` builds a group of right and wrong answers of two lengths; :func:`per_token_push` evaluates the
-on-policy GRPO loss (ratio 1, beta 0) with :func:`dpo_grpo.trl_exact.grpo.grpo_loss` and returns each answer's
-per-token gradient and its total over the answer, per loss type.
+:func:`length_group` builds a group of right and wrong answers of two lengths;
+:func:`per_token_push` evaluates the on-policy GRPO loss (ratio 1, beta 0) with
+:func:`dpo_grpo.trl_exact.grpo.grpo_loss` and returns each answer's per-token gradient
+and its total over the answer, per loss type.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ __all__ = [
     "per_token_push",
 ]
 
-#: Four answers: right and short, right and long, wrong and short, wrong and long (token counts).
+#: Four answers: right and short, right and long, wrong and short, wrong and long (token
+#: counts).
 LENGTH_GROUP = {
     "rewards": (1.0, 1.0, 0.0, 0.0),
     "lengths": (20, 80, 20, 80),
@@ -37,7 +42,8 @@ LENGTH_GROUP = {
 
 
 def length_group(rewards=None, lengths=None):
-    """``(advantages, mask)`` of one group (defaults: :data:`LENGTH_GROUP`), population std, eps = 1e-4."""
+    """``(advantages, mask)`` of one group (defaults: :data:`LENGTH_GROUP`), population
+    std, eps = 1e-4."""
     r = v.as_float_array(
         LENGTH_GROUP["rewards"] if rewards is None else rewards, "rewards", ndim=1
     )
@@ -64,7 +70,8 @@ class Push(NamedTuple):
 def per_token_push(
     loss_type="grpo", rewards=None, lengths=None, *, max_completion_length=None
 ) -> Push:
-    """On-policy gradient of the GRPO loss (ratio 1, beta = 0) with respect to each token's log-prob."""
+    """On-policy gradient of the GRPO loss (ratio 1, beta = 0) with respect to each
+    token's log-prob."""
     v.choice(loss_type, "loss_type", LOSS_TYPES)
     adv, mask = length_group(rewards, lengths)
     zeros = np.zeros_like(mask)

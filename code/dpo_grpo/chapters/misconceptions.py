@@ -1,9 +1,8 @@
-"""Counter-examples to common misconceptions (chapter 8) and the trainer logs of the page
-"Reading a TRL run", as functions on the four-action bandit and small softmax policies:
-what a sampled group's gradient is, the
-group mean as a baseline, reward scale, the clip that does not bound the KL, what a GRPO
-trainer logs, length weights, prompt weights, and the KL that pulls back a group whose
-rewards are all equal.
+"""Counter-examples to common misconceptions (chapter 8) and the trainer logs of the
+page "Reading a TRL run", as functions on the four-action bandit and small softmax
+policies: what a sampled group's gradient is, the group mean as a baseline, reward
+scale, the clip that does not bound the KL, what a GRPO trainer logs, length weights,
+prompt weights, and the KL that pulls back a group whose rewards are all equal.
 """
 
 from __future__ import annotations

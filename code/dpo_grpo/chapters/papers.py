@@ -1,9 +1,12 @@
-"""The paper lineage of chapter 7 as data: four papers, what each introduced, and the results the book quotes.
+"""The paper lineage of chapter 7 as data: four papers, what each introduced, and the
+results the book quotes.
 
-Quoted results are quotations, so they are stored here as data (percentages exactly as printed in the paper), each
-with the paper's own evaluation protocol. Everything the chapter *derives* from them (gains in points, error
-reductions, which pairs may be compared) is computed by the functions below. The publication month of each paper
-is read from its arXiv identifier (``YYMM.NNNNN``), and the timeline figure is drawn from this data.
+Quoted results are quotations, so they are stored here as data (percentages exactly as
+printed in the paper), each with the paper's own evaluation protocol. Everything the
+chapter *derives* from them (gains in points, error reductions, which pairs may be
+compared) is computed by the functions below. The publication month of each paper is
+read from its arXiv identifier (``YYMM.NNNNN``), and the timeline figure is drawn from
+this data.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class Paper(NamedTuple):
 
 
 class Result(NamedTuple):
-    """One quoted number: ``value`` percent of ``model`` on ``benchmark`` under ``protocol`` (paper, location)."""
+    """One quoted number: ``value`` percent of ``model`` on ``benchmark`` under
+    ``protocol`` (paper, location)."""
 
     paper: str  #: Paper.key
     source: str  #: where in the paper
@@ -49,40 +53,48 @@ PAPERS = (
         "1707.06347",
         2017,
         N_(
-            "a clipped surrogate objective that lets several epochs of updates reuse one batch of rollouts"
+            "a clipped surrogate objective that lets several epochs of updates reuse "
+            "one batch of rollouts"
         ),
         "the direct source of GRPO's probability ratio and clip",
     ),
     Paper(
         "rafailov2023dpo",
         "DPO",
-        "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
+        "Direct Preference Optimization: Your Language Model is Secretly a Reward "
+        "Model",
         "2305.18290",
         2023,
         N_(
-            "the closed-form optimum of KL-regularised RLHF turns preference learning into binary classification"
+            "the closed-form optimum of KL-regularised RLHF turns preference learning "
+            "into binary classification"
         ),
-        "trains from offline pairs, with no online RL loop and no explicit reward model",
+        "trains from offline pairs, with no online RL loop and no explicit reward "
+        "model",
     ),
     Paper(
         "shao2024deepseekmath",
         "DeepSeekMath",
-        "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models",
+        "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language "
+        "Models",
         "2402.03300",
         2024,
         N_(
-            "GRPO: the scores of a group of answers to the same question replace the value model"
+            "GRPO: the scores of a group of answers to the same question replace the "
+            "value model"
         ),
         "keeps PPO's online sampling and clip, drops the critic",
     ),
     Paper(
         "deepseek2025r1",
         "DeepSeek-R1",
-        "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement Learning",
+        "DeepSeek-R1: Incentivizing Reasoning Capability in LLMs via Reinforcement "
+        "Learning",
         "2501.12948",
         2025,
         N_("large-scale GRPO for long chains of reasoning with verifiable rewards"),
-        "made group-relative optimisation a standard baseline for training reasoning models",
+        "made group-relative optimisation a standard baseline for training reasoning "
+        "models",
     ),
 )
 
@@ -160,8 +172,9 @@ RESULTS = (
     ),
 )
 
-#: the benchmarks whose training questions DeepSeekMath's RL stage used (its section 4.2: chain-of-thought questions
-#: related to GSM8K and MATH from the SFT data); the Chinese benchmarks MGSM-zh and CMATH are out of domain for RL
+#: the benchmarks whose training questions DeepSeekMath's RL stage used (its section
+#: 4.2: chain-of-thought questions related to GSM8K and MATH from the SFT data); the
+#: Chinese benchmarks MGSM-zh and CMATH are out of domain for RL
 RL_IN_DOMAIN = ("GSM8K", "MATH")
 BENCHMARK_ORDER = ("GSM8K", "MATH", "MGSM-zh", "CMATH")
 
@@ -173,8 +186,8 @@ DEEPSEEKMATH_RL_SETTINGS = {
 }
 
 #: DeepSeek-R1's KL coefficient, the one setting of its GRPO run that TRL 1.16.0's
-#: ``GRPOConfig.beta`` documentation cites (a quotation; its learning rate, group size and
-#: lengths are in the paper)
+#: ``GRPOConfig.beta`` documentation cites (a quotation; its learning rate, group size
+#: and lengths are in the paper)
 R1_KL_BETA = 0.001
 
 #: who built on whom: (from, to, what was inherited)
@@ -192,7 +205,8 @@ _ARXIV = re.compile(r"^(\d{2})(\d{2})\.(\d{4,5})(v\d+)?$")
 
 
 def arxiv_month(arxiv_id: str) -> tuple:
-    """``(year, month)`` of first submission encoded in a new-style arXiv id, e.g. ``"1707.06347"`` -> (2017, 7)."""
+    """``(year, month)`` of first submission encoded in a new-style arXiv id, e.g.
+    ``"1707.06347"`` -> (2017, 7)."""
     if not isinstance(arxiv_id, str):
         raise TypeError(f"arxiv_id must be a string, got {type(arxiv_id).__name__}")
     m = _ARXIV.match(arxiv_id.strip())
@@ -225,8 +239,9 @@ def result(model: str, benchmark: str, protocol: str = CHAIN_OF_THOUGHT) -> Resu
 
 
 def comparable(a: Result, b: Result) -> tuple:
-    """``(ok, reason)``: two results may be compared only on the same benchmark, under the same protocol, from the
-    same paper's setting. The reason names the first difference."""
+    """``(ok, reason)``: two results may be compared only on the same benchmark, under
+    the same protocol, from the same paper's setting. The reason names the first
+    difference."""
     for x, name in ((a, "a"), (b, "b")):
         if not isinstance(x, Result):
             raise TypeError(f"{name} must be a Result, got {type(x).__name__}")
@@ -246,7 +261,8 @@ def comparable(a: Result, b: Result) -> tuple:
 
 
 def gain(before: Result, after: Result) -> dict:
-    """Gain from ``before`` to ``after`` (comparable results only): points, relative gain, error-rate reduction."""
+    """Gain from ``before`` to ``after`` (comparable results only): points, relative
+    gain, error-rate reduction."""
     ok, reason = comparable(before, after)
     if not ok:
         raise ValueError(f"these results are not comparable: {reason}")
@@ -261,8 +277,8 @@ def gain(before: Result, after: Result) -> dict:
             )
     if not 0 < before.value < 100:
         raise ValueError(
-            f"before.value must lie strictly between 0 and 100 (it divides the relative gain and the "
-            f"error-rate reduction), got {before.value!r}"
+            "before.value must lie strictly between 0 and 100 (it divides the "
+            f"relative gain and the error-rate reduction), got {before.value!r}"
         )
     points = after.value - before.value
     return {
@@ -273,8 +289,9 @@ def gain(before: Result, after: Result) -> dict:
 
 
 def rl_gains(benchmarks=RL_IN_DOMAIN) -> dict:
-    """DeepSeekMath Table 5: Instruct -> RL gains (chain-of-thought) on ``benchmarks`` (default: the in-domain
-    GSM8K and MATH; ``BENCHMARK_ORDER`` adds the out-of-domain MGSM-zh and CMATH)."""
+    """DeepSeekMath Table 5: Instruct -> RL gains (chain-of-thought) on ``benchmarks``
+    (default: the in-domain GSM8K and MATH; ``BENCHMARK_ORDER`` adds the out-of-domain
+    MGSM-zh and CMATH)."""
     benchmarks = v.sequence(benchmarks, "benchmarks")
     return {
         bench: gain(
@@ -286,8 +303,9 @@ def rl_gains(benchmarks=RL_IN_DOMAIN) -> dict:
 
 
 def timeline_figure(ax=None):
-    """Draw the four papers on a time axis (month from the arXiv id), what each introduced, and the lineage arcs
-    labelled with what was inherited; returns the matplotlib figure."""
+    """Draw the four papers on a time axis (month from the arXiv id), what each
+    introduced, and the lineage arcs labelled with what was inherited; returns the
+    matplotlib figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -339,7 +357,8 @@ def timeline_figure(ax=None):
             va="bottom",
             fontsize=8.5,
             color="#475569",
-            # the CJK font has no italic face: matplotlib would fall back to a font without Han glyphs
+            # the CJK font has no italic face: matplotlib would fall back to a font
+            # without Han glyphs
             style="italic" if language() == "en" else "normal",
         )
     # paper labels below the axis, evenly spread, with leader lines
@@ -373,8 +392,8 @@ def timeline_figure(ax=None):
 
 
 def results_figure(ax=None):
-    """Bar chart of the quoted DeepSeekMath results, grouping comparable numbers and setting apart the one that
-    uses another protocol; returns the matplotlib figure."""
+    """Bar chart of the quoted DeepSeekMath results, grouping comparable numbers and
+    setting apart the one that uses another protocol; returns the matplotlib figure."""
     import matplotlib.pyplot as plt
 
     use_cjk_matplotlib_font()
@@ -436,7 +455,8 @@ def results_figure(ax=None):
 
 def _wrap(text: str, width: int) -> str:
     if language() == "zh":
-        # Chinese has no spaces between words and a Han character is about two Latin ones wide
+        # Chinese has no spaces between words and a Han character is about two Latin
+        # ones wide
         return textwrap.fill(text, width=width // 2 + 2)
     words, lines, line = text.split(), [], ""
     for w in words:

@@ -1,5 +1,6 @@
-"""Measuring instead of estimating: wall-clock time per phase of a training step (chapter 6, section 6.11),
-to hold against the estimates of :mod:`dpo_grpo.chapters.costs`."""
+"""Measuring instead of estimating: wall-clock time per phase of a training step
+(chapter 6, section 6.11), to hold against the estimates of
+:mod:`dpo_grpo.chapters.costs`."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ class PhaseTimer:
     >>> sorted(timer.seconds)
     ['generation']
 
-    Use the four phases of section 6.11 (generation, scoring, training, waiting) or your own names.
+    Use the four phases of section 6.11 (generation, scoring, training, waiting) or your
+    own names.
     """
 
     def __init__(self, clock=time.perf_counter):

@@ -1,19 +1,26 @@
-"""Six silent pitfalls of a GRPO implementation (chapter 5, page II): each runs without error yet gives a wrong number.
+"""Six silent pitfalls of a GRPO implementation (chapter 5, page II): each runs without
+error yet gives a wrong number.
 
-For each pitfall the module has the buggy version (``*_buggy``), the fixed version and a detector that raises
-``ValueError`` (or returns a report) so the bug is caught by an assertion rather than by a failed run weeks later.
+For each pitfall the module has the buggy version (``*_buggy``), the fixed version and a
+detector that raises ``ValueError`` (or returns a report) so the bug is caught by an
+assertion rather than by a failed run weeks later.
 
-1. group boundaries: :func:`advantages_by_view_buggy` / :func:`advantages_by_prompt_id` / :func:`assert_group_blocks`
-2. population vs sample std: :func:`advantages_torch_std_buggy` / :func:`advantages_declared_std` /
-   :func:`infer_std_ddof`, :func:`assert_std_convention`
-3. per-GPU normalisation: :func:`per_shard_advantages_buggy` / :func:`gathered_advantages` /
-   :func:`assert_shards_hold_complete_groups`, :func:`sharding_discrepancy`
-4. text vs tokens: :class:`ToyTokenizer`, :func:`retokenized_ids_buggy` / stored ids / :func:`assert_token_roundtrip`,
-   :func:`assert_on_policy_ratio_is_one`
-5. length normalisation: :func:`per_token_mean_loss_buggy` / :func:`per_sequence_mean_loss` /
-   :func:`sequence_weights`, :func:`push_by_length`, :func:`reward_length_report`
-6. reward drift: :func:`progress_under_live_reward_buggy` / :func:`progress_under_frozen_reward` /
-   :func:`rank_agreement`, :func:`assert_reward_model_consistent`
+1. group boundaries: :func:`advantages_by_view_buggy` / :func:`advantages_by_prompt_id`
+   / :func:`assert_group_blocks`
+2. population vs sample std: :func:`advantages_torch_std_buggy` /
+   :func:`advantages_declared_std` / :func:`infer_std_ddof`,
+   :func:`assert_std_convention`
+3. per-GPU normalisation: :func:`per_shard_advantages_buggy` /
+   :func:`gathered_advantages` / :func:`assert_shards_hold_complete_groups`,
+   :func:`sharding_discrepancy`
+4. text vs tokens: :class:`ToyTokenizer`, :func:`retokenized_ids_buggy` / stored ids /
+   :func:`assert_token_roundtrip`, :func:`assert_on_policy_ratio_is_one`
+5. length normalisation: :func:`per_token_mean_loss_buggy` /
+   :func:`per_sequence_mean_loss` / :func:`sequence_weights`, :func:`push_by_length`,
+   :func:`reward_length_report`
+6. reward drift: :func:`progress_under_live_reward_buggy` /
+   :func:`progress_under_frozen_reward` / :func:`rank_agreement`,
+   :func:`assert_reward_model_consistent`
 """
 
 from __future__ import annotations
@@ -47,16 +54,18 @@ def _ids(prompt_ids, n, name="prompt_ids"):
     return ids
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 0. The input contract: mask before exp
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
-    """BUGGY: exponentiate first, mask afterwards: ``sum(-exp(new - old) A m) / sum(m)`` (unclipped, token mean).
+    """BUGGY: exponentiate first, mask afterwards: ``sum(-exp(new - old) A m) / sum(m)``
+    (unclipped, token mean).
 
-    Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan`` and ``0 * nan = nan``.
-    :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the exponential instead.
+    Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan``
+    and ``0 * nan = nan``. :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the
+    exponential instead.
     """
     new, old, a, m = _padded_token_inputs(new_logps, old_logps, advantages, mask)
     with np.errstate(all="ignore"):
@@ -64,8 +73,9 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
 
 
 def _padded_token_inputs(new_logps, old_logps, advantages, mask):
-    """(B, T) log-probs that may hold NaN or inf in padding (the point of the demo above), (B,) advantages and
-    a (B, T) 0/1 mask as float arrays; ``ValueError`` on anything else."""
+    """(B, T) log-probs that may hold NaN or inf in padding (the point of the demo
+    above), (B,) advantages and a (B, T) 0/1 mask as float arrays; ``ValueError`` on
+    anything else."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
@@ -80,20 +90,22 @@ def _padded_token_inputs(new_logps, old_logps, advantages, mask):
     return new, old, a, m
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 1. Group boundaries shuffled before view(-1, G)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def advantages_by_view_buggy(rewards, group_size, eps=1e-4):
-    """BUGGY: ``rewards.view(-1, G)`` then standardise rows. Correct only if rows are already grouped by prompt;
-    after a shuffle it still runs and mixes prompts in one baseline. Returns (N,)."""
+    """BUGGY: ``rewards.view(-1, G)`` then standardise rows. Correct only if rows are
+    already grouped by prompt; after a shuffle it still runs and mixes prompts in one
+    baseline. Returns (N,)."""
     r = np.asarray(rewards, dtype=np.float64)
     return group_advantages(r.reshape(-1, group_size), eps=eps).reshape(-1)
 
 
 def advantages_by_prompt_id(rewards, prompt_ids, group_size, eps=1e-4):
-    """FIXED: group rows by their prompt id (any order), standardise each group, return in the input order (N,).
+    """FIXED: group rows by their prompt id (any order), standardise each group, return
+    in the input order (N,).
 
     Raises ``ValueError`` if a prompt does not have exactly ``group_size`` rows.
     """
@@ -108,32 +120,37 @@ def advantages_by_prompt_id(rewards, prompt_ids, group_size, eps=1e-4):
 
 
 def assert_group_blocks(prompt_ids, group_size):
-    """DETECTOR: every consecutive block of ``group_size`` rows holds one prompt id, and each prompt has exactly
-    one block (``ValueError`` otherwise). Run it right before ``view(-1, G)`` and again after a distributed gather."""
+    """DETECTOR: every consecutive block of ``group_size`` rows holds one prompt id, and
+    each prompt has exactly one block (``ValueError`` otherwise). Run it right before
+    ``view(-1, G)`` and again after a distributed gather."""
     assert_complete_groups(prompt_ids, group_size)
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 2. Mixing population and sample standard deviations
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def advantages_torch_std_buggy(rewards, eps=1e-4):
-    """BUGGY when the spec says population std: ``(r - mean) / (r.std() + eps)`` with ``torch.std``'s default
-    (``unbiased=True``, divide by G - 1). Rewards (P, G) -> (P, G); magnitudes shrink by ``sqrt((G - 1) / G)``."""
+    """BUGGY when the spec says population std: ``(r - mean) / (r.std() + eps)`` with
+    ``torch.std``'s default (``unbiased=True``, divide by G - 1). Rewards (P, G) -> (P,
+    G); magnitudes shrink by ``sqrt((G - 1) / G)``."""
     return group_advantages(rewards, eps=eps, ddof=1)
 
 
 def advantages_declared_std(rewards, ddof, eps=1e-4):
-    """FIXED: the standard deviation the formula declares, passed explicitly (``ddof`` 0 or 1)."""
+    """FIXED: the standard deviation the formula declares, passed explicitly (``ddof`` 0
+    or 1)."""
     return group_advantages(rewards, eps=eps, ddof=ddof)
 
 
 def infer_std_ddof(advantages, tol=1e-2):
-    """DETECTOR: which std a row of standardised advantages used, from ``sum_i A_i^2`` (P, G) -> (P,) ints.
+    """DETECTOR: which std a row of standardised advantages used, from ``sum_i A_i^2``
+    (P, G) -> (P,) ints.
 
-    With ``eps -> 0``, ``sum A^2 = G`` for the population std (ddof 0) and ``G - 1`` for the sample std (ddof 1).
-    Returns 0 or 1 per row, or -1 when the sum matches neither (a zero-std row, a huge eps, or another scale).
+    With ``eps -> 0``, ``sum A^2 = G`` for the population std (ddof 0) and ``G - 1`` for
+    the sample std (ddof 1). Returns 0 or 1 per row, or -1 when the sum matches neither
+    (a zero-std row, a huge eps, or another scale).
     """
     a = v.as_float_array(advantages, "advantages", ndim=2)
     g = a.shape[1]
@@ -145,14 +162,16 @@ def infer_std_ddof(advantages, tol=1e-2):
 
 
 def assert_std_convention(advantages, ddof, tol=1e-2):
-    """DETECTOR: raise ``ValueError`` if any row with a nonzero spread was standardised with the other ddof."""
+    """DETECTOR: raise ``ValueError`` if any row with a nonzero spread was standardised
+    with the other ddof."""
     v.choice(ddof, "ddof", (0, 1))
     found = infer_std_ddof(advantages, tol)
     bad = np.flatnonzero((found != ddof) & (found != -1))
     if bad.size:
         raise ValueError(
             tr(
-                "rows {rows} were standardised with ddof={found}, the spec says ddof={ddof}",
+                "rows {rows} were standardised with ddof={found}, the spec says "
+                "ddof={ddof}",
                 rows=bad.tolist()[:5],
                 found=1 - ddof,
                 ddof=ddof,
@@ -160,13 +179,14 @@ def assert_std_convention(advantages, ddof, tol=1e-2):
         )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 3. Per-GPU normalisation before gathering
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def shard_rows(n_rows, n_shards, layout="contiguous"):
-    """Which shard (GPU) holds each row, shape (n_rows,): ``"contiguous"`` blocks or ``"round_robin"``."""
+    """Which shard (GPU) holds each row, shape (n_rows,): ``"contiguous"`` blocks or
+    ``"round_robin"``."""
     n = v.integer(n_rows, "n_rows", minimum=1)
     k = v.integer(n_shards, "n_shards", minimum=1)
     v.choice(layout, "layout", ("contiguous", "round_robin"))
@@ -176,7 +196,8 @@ def shard_rows(n_rows, n_shards, layout="contiguous"):
 
 
 def _local_standardise(r, ids, eps):
-    """Population-std standardisation per prompt id over the rows given (any subgroup size; 1 row -> 0)."""
+    """Population-std standardisation per prompt id over the rows given (any subgroup
+    size; 1 row -> 0)."""
     out = np.empty_like(r)
     for p in np.unique(ids):
         sel = ids == p
@@ -186,7 +207,8 @@ def _local_standardise(r, ids, eps):
 
 
 def per_shard_advantages_buggy(rewards, prompt_ids, shard_of_row, eps=1e-4):
-    """BUGGY: each shard standardises the rows of each prompt that it holds, before any gather. Returns (N,).
+    """BUGGY: each shard standardises the rows of each prompt that it holds, before any
+    gather. Returns (N,).
 
     The baseline then depends on how rows were split over GPUs, not only on the group.
     """
@@ -202,15 +224,17 @@ def per_shard_advantages_buggy(rewards, prompt_ids, shard_of_row, eps=1e-4):
 
 
 def gathered_advantages(rewards, prompt_ids, shard_of_row, group_size, eps=1e-4):
-    """FIXED: gather every row (all shards), compute the statistics per complete group, slice each shard's rows
-    back out. Returns (N,) in the original row order; independent of ``shard_of_row``."""
+    """FIXED: gather every row (all shards), compute the statistics per complete group,
+    slice each shard's rows back out. Returns (N,) in the original row order;
+    independent of ``shard_of_row``."""
     r = _rewards_1d(rewards)
     _ids(shard_of_row, r.size, "shard_of_row")
     return advantages_by_prompt_id(r, prompt_ids, group_size, eps=eps)
 
 
 def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
-    """DETECTOR: before computing statistics locally, every shard must hold complete groups (``ValueError``)."""
+    """DETECTOR: before computing statistics locally, every shard must hold complete
+    groups (``ValueError``)."""
     ids = _ids(prompt_ids, np.asarray(prompt_ids).size)
     shard = _ids(shard_of_row, ids.size, "shard_of_row")
     g = v.integer(group_size, "group_size", minimum=1)
@@ -221,8 +245,8 @@ def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
             p = uniq[counts != g][0]
             raise ValueError(
                 tr(
-                    "shard {s} holds {n} of the {g} rows of prompt {p}: gather the whole group before "
-                    "computing its mean and std",
+                    "shard {s} holds {n} of the {g} rows of prompt {p}: gather the "
+                    "whole group before computing its mean and std",
                     s=s,
                     n=counts[counts != g][0],
                     g=g,
@@ -232,8 +256,10 @@ def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
 
 
 def sharding_discrepancy(fn, rewards, prompt_ids, shardings, **kwargs):
-    """DETECTOR: ``max |A(s_a) - A(s_b)|`` of ``fn(rewards, prompt_ids, shard_of_row, **kwargs)`` over the given
-    ``shardings`` (a list of shard-of-row arrays, e.g. from :func:`shard_rows`); 0 for a correct implementation."""
+    """DETECTOR: ``max |A(s_a) - A(s_b)|`` of
+    ``fn(rewards, prompt_ids, shard_of_row, **kwargs)`` over the given ``shardings`` (a
+    list of shard-of-row arrays, e.g. from :func:`shard_rows`); 0 for a correct
+    implementation."""
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     r = _rewards_1d(rewards)
@@ -244,17 +270,18 @@ def sharding_discrepancy(fn, rewards, prompt_ids, shardings, **kwargs):
     return float(max(np.max(np.abs(a - b)) for a in outs for b in outs))
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 4. Generated text vs training tokens
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class ToyTokenizer:
     """A greedy longest-match tokenizer over a tiny vocabulary, with special tokens.
 
-    ``encode(text)`` always prefers the longest vocabulary entry, so two tokens the model emitted separately
-    (``"a"``, ``"b"``, or ``" "``, ``" "``) can come back as one (``"ab"``, ``"  "``). ``decode(ids,
-    skip_special_tokens=True)`` drops special tokens such as ``"<eos>"``.
+    ``encode(text)`` always prefers the longest vocabulary entry, so two tokens the
+    model emitted separately (``"a"``, ``"b"``, or ``" "``, ``" "``) can come back as
+    one (``"ab"``, ``"  "``). ``decode(ids, skip_special_tokens=True)`` drops special
+    tokens such as ``"<eos>"``.
     """
 
     DEFAULT_VOCAB = ("<eos>", "<tool>", "a", "b", "ab", " ", "  ", "c", "=")
@@ -307,8 +334,8 @@ def _tokenizer(tokenizer):
 
 
 def serve_text(ids, tokenizer: ToyTokenizer):
-    """What an inference service returns: the decoded text without special tokens and with whitespace runs
-    merged (a common post-processing)."""
+    """What an inference service returns: the decoded text without special tokens and
+    with whitespace runs merged (a common post-processing)."""
     _tokenizer(tokenizer)
     text = tokenizer.decode(ids, skip_special_tokens=True)
     while "  " in text:
@@ -323,20 +350,22 @@ def retokenized_ids_buggy(text, tokenizer: ToyTokenizer):
 
 
 def stored_ids(rollout_ids):
-    """FIXED: the trainer uses the token ids the sampler emitted (the rollout's primary data)."""
+    """FIXED: the trainer uses the token ids the sampler emitted (the rollout's primary
+    data)."""
     return v.integer_array(rollout_ids, "rollout_ids", allow_empty=True).copy()
 
 
 def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
-    """DETECTOR: ``encode(text)`` must reproduce the sampled ``ids`` exactly (``ValueError`` otherwise)."""
+    """DETECTOR: ``encode(text)`` must reproduce the sampled ``ids`` exactly
+    (``ValueError`` otherwise)."""
     _tokenizer(tokenizer)
     ids = v.integer_array(ids, "ids", allow_empty=True)
     again = tokenizer.encode(text)
     if again.shape != ids.shape or not np.array_equal(again, ids):
         raise ValueError(
             tr(
-                "text does not round-trip to the sampled tokens: {n} sampled ids {ids} vs {m} "
-                "re-encoded ids {again}",
+                "text does not round-trip to the sampled tokens: {n} sampled ids "
+                "{ids} vs {m} re-encoded ids {again}",
                 n=ids.size,
                 ids=ids.tolist(),
                 m=again.size,
@@ -346,8 +375,9 @@ def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
 
 
 def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
-    """DETECTOR: before the first optimizer step on a rollout, ``new == old`` at every valid token, so every
-    ratio is 1. A ratio far from 1 at that point means the trainer scores different actions than were sampled."""
+    """DETECTOR: before the first optimizer step on a rollout, ``new == old`` at every
+    valid token, so every ratio is 1. A ratio far from 1 at that point means the trainer
+    scores different actions than were sampled."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
@@ -361,8 +391,8 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
     if gap.max() > atol:
         raise ValueError(
             tr(
-                "on-policy log-ratio is not 0 (max |new - old| = {gap:.3g} > {atol:g}): the "
-                "trainer's tokens differ from the sampled ones",
+                "on-policy log-ratio is not 0 (max |new - old| = {gap:.3g} > "
+                "{atol:g}): the trainer's tokens differ from the sampled ones",
                 gap=np.nanmax(gap),
                 atol=atol,
             )
@@ -370,7 +400,8 @@ def assert_on_policy_ratio_is_one(new_logps, old_logps, mask, atol=1e-6):
 
 
 def position_logps(table, ids):
-    """Log-probs of ``ids`` (L,) under a position-wise table of log-probs ``table`` (T, V): ``table[t, ids[t]]``."""
+    """Log-probs of ``ids`` (L,) under a position-wise table of log-probs ``table`` (T,
+    V): ``table[t, ids[t]]``."""
     tab = v.as_float_array(table, "table", ndim=2)
     ids = v.integer_array(ids, "ids", ndim=1, allow_empty=True)
     if ids.size > tab.shape[0]:
@@ -385,13 +416,14 @@ def position_logps(table, ids):
     return tab[np.arange(ids.size), ids]
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 5. Length normalisation silently changing preferences
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def per_token_mean_loss_buggy(per_token_loss, mask):
-    """BUGGY when the objective is DeepSeekMath's ``1/G sum_i 1/|y_i| sum_t``: ``(l * m).sum() / m.sum()``.
+    """BUGGY when the objective is DeepSeekMath's ``1/G sum_i 1/|y_i| sum_t``:
+    ``(l * m).sum() / m.sum()``.
 
     It runs and looks like "the mean loss", but weights each answer by its length."""
     lt = np.asarray(per_token_loss, dtype=np.float64)
@@ -400,18 +432,21 @@ def per_token_mean_loss_buggy(per_token_loss, mask):
 
 
 def per_sequence_mean_loss(per_token_loss, mask):
-    """FIXED (for the paper's objective): mean over each answer's valid tokens, then over answers."""
+    """FIXED (for the paper's objective): mean over each answer's valid tokens, then
+    over answers."""
     lt = v.as_float_array(per_token_loss, "per_token_loss", ndim=2)
     m = v.binary_mask(mask, "mask", lt.shape).astype(np.float64)
     return float(((lt * m).sum(axis=1) / m.sum(axis=1)).mean())
 
 
 def sequence_weights(mask, loss_type="grpo", **grpo_options):
-    """DETECTOR: the total weight of each answer in the loss, shape (B,), read off :func:`dpo_grpo.grpo_loss`.
+    """DETECTOR: the total weight of each answer in the loss, shape (B,), read off
+    :func:`dpo_grpo.grpo_loss`.
 
-    On-policy with advantage -1 and beta 0 every token's loss is 1, so d loss / d new_logps is each token's weight;
-    summed per row it is the answer's share of the loss. ``grpo`` gives 1/B to every answer; ``bnpo`` and ``dapo``
-    give ``|y_i| / sum |y|``; ``dr_grpo`` gives ``|y_i| / (B x max_len)``.
+    On-policy with advantage -1 and beta 0 every token's loss is 1, so d loss / d
+    new_logps is each token's weight; summed per row it is the answer's share of the
+    loss. ``grpo`` gives 1/B to every answer; ``bnpo`` and ``dapo`` give
+    ``|y_i| / sum |y|``; ``dr_grpo`` gives ``|y_i| / (B x max_len)``.
     """
     m = v.as_float_array(mask, "mask", ndim=2)
     m = v.binary_mask(m, "mask", m.shape).astype(np.float64)
@@ -430,7 +465,8 @@ def sequence_weights(mask, loss_type="grpo", **grpo_options):
 
 
 def length_buckets(lengths, n_buckets=4):
-    """Quantile bucket edges of ``lengths`` (at most ``n_buckets + 1`` distinct values) and each row's bucket."""
+    """Quantile bucket edges of ``lengths`` (at most ``n_buckets + 1`` distinct values)
+    and each row's bucket."""
     lengths = v.as_float_array(lengths, "lengths", ndim=1)
     k = v.integer(n_buckets, "n_buckets", minimum=1)
     edges = np.unique(np.quantile(lengths, np.linspace(0, 1, k + 1)))
@@ -441,25 +477,29 @@ def length_buckets(lengths, n_buckets=4):
 
 
 def push_by_length(advantages, lengths, weights, n_buckets=4):
-    """Net push of one update on each length bucket: ``sum_{i in bucket} w_i A_i``, shape (buckets,).
+    """Net push of one update on each length bucket: ``sum_{i in bucket} w_i A_i``,
+    shape (buckets,).
 
-    To first order an update moves answer ``i``'s log-probability in proportion to its total weight times its
-    advantage, ``w_i A_i``; the per-bucket sums show which lengths the update favours. Returns ``(edges, push)``.
+    To first order an update moves answer ``i``'s log-probability in proportion to its
+    total weight times its advantage, ``w_i A_i``; the per-bucket sums show which
+    lengths the update favours. Returns ``(edges, push)``.
     """
     a = v.as_float_array(advantages, "advantages", ndim=1)
     lengths = v.as_float_array(lengths, "lengths", ndim=1)
     w = v.as_float_array(weights, "weights", ndim=1)
     if not a.shape == lengths.shape == w.shape:
         raise ValueError(
-            f"advantages, lengths and weights must share one shape: {a.shape}, {lengths.shape}, {w.shape}"
+            f"advantages, lengths and weights must share one shape: {a.shape}, "
+            f"{lengths.shape}, {w.shape}"
         )
     edges, idx = length_buckets(lengths, n_buckets)
     return edges, np.bincount(idx, weights=w * a, minlength=edges.size - 1)
 
 
 class LengthReport(NamedTuple):
-    """Output of :func:`reward_length_report`: Pearson ``correlation`` of reward and length, bucket ``edges``
-    (n_buckets + 1,), per-bucket ``pass_rate``, ``mean_reward`` and ``count``."""
+    """Output of :func:`reward_length_report`: Pearson ``correlation`` of reward and
+    length, bucket ``edges`` (n_buckets + 1,), per-bucket ``pass_rate``, ``mean_reward``
+    and ``count``."""
 
     correlation: float
     edges: np.ndarray
@@ -469,8 +509,9 @@ class LengthReport(NamedTuple):
 
 
 def reward_length_report(rewards, lengths, n_buckets=4, threshold=0.5):
-    """DETECTOR: does the reward grow with length? Correlation, and pass rate (reward >= ``threshold``) per
-    length bucket (quantile edges; the last bucket includes its upper edge)."""
+    """DETECTOR: does the reward grow with length? Correlation, and pass rate (reward >=
+    ``threshold``) per length bucket (quantile edges; the last bucket includes its upper
+    edge)."""
     r = _rewards_1d(rewards)
     lengths = v.as_float_array(lengths, "lengths", ndim=1)
     if lengths.shape != r.shape:
@@ -499,9 +540,11 @@ def reward_length_report(rewards, lengths, n_buckets=4, threshold=0.5):
 def simulate_length_correlated_rewards(
     n_prompts=64, group_size=8, max_len=16, step_success=0.08, seed=0
 ):
-    """Groups whose reward is 1 if any of ``L`` reasoning steps succeeds: ``P(r = 1 | L) = 1 - (1 - q)^L``.
+    """Groups whose reward is 1 if any of ``L`` reasoning steps succeeds:
+    ``P(r = 1 | L) = 1 - (1 - q)^L``.
 
-    Returns ``(prompt_ids, lengths, rewards)``, each (n_prompts x group_size,), lengths uniform on 1..max_len.
+    Returns ``(prompt_ids, lengths, rewards)``, each (n_prompts x group_size,), lengths
+    uniform on 1..max_len.
     """
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     n, g = (
@@ -514,21 +557,24 @@ def simulate_length_correlated_rewards(
     return np.repeat(np.arange(n), g), lengths, rewards
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 6. Reward model drifting with the policy
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def rank_agreement(scores_a, scores_b):
-    """DETECTOR: fraction of pairs ``(i, j)`` that two reward models order the same way (ties in either skipped).
+    """DETECTOR: fraction of pairs ``(i, j)`` that two reward models order the same way
+    (ties in either skipped).
 
-    1.0 for any increasing affine map of the same scores; lower when the ranking rule changed.
+    1.0 for any increasing affine map of the same scores; lower when the ranking rule
+    changed.
     """
     a = _rewards_1d(scores_a, "scores_a")
     b = _rewards_1d(scores_b, "scores_b")
     if a.shape != b.shape or a.size < 2:
         raise ValueError(
-            f"scores_a and scores_b need one shared shape with >= 2 entries, got {a.shape}, {b.shape}"
+            "scores_a and scores_b need one shared shape with >= 2 entries, got "
+            f"{a.shape}, {b.shape}"
         )
     i, j = np.triu_indices(a.size, k=1)
     da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
@@ -539,20 +585,22 @@ def rank_agreement(scores_a, scores_b):
 
 
 def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
-    """DETECTOR: scores of a frozen calibration set under the old and the new reward model must rank it alike."""
+    """DETECTOR: scores of a frozen calibration set under the old and the new reward
+    model must rank it alike."""
     calib_old = _rewards_1d(calib_old, "calib_old")
     calib_new = _rewards_1d(calib_new, "calib_new")
     if calib_old.shape != calib_new.shape or calib_old.size < 2:
         raise ValueError(
-            f"calib_old and calib_new need one shared shape with >= 2 entries, got {calib_old.shape}, "
-            f"{calib_new.shape}"
+            "calib_old and calib_new need one shared shape with >= 2 entries, got "
+            f"{calib_old.shape}, {calib_new.shape}"
         )
     agree = rank_agreement(calib_old, calib_new)
     lo = v.scalar(min_agreement, "min_agreement")
     if agree < lo:
         raise ValueError(
             tr(
-                "reward models disagree on the calibration set: rank agreement {agree:.3f} < {lo:g}",
+                "reward models disagree on the calibration set: rank agreement "
+                "{agree:.3f} < {lo:g}",
                 agree=agree,
                 lo=lo,
             )
@@ -561,17 +609,20 @@ def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
 
 
 def progress_under_live_reward_buggy(samples_by_step, reward_models):
-    """BUGGY: training progress read off the *current* reward model at each step: ``mean(rm_t(samples_t))``.
+    """BUGGY: training progress read off the *current* reward model at each step:
+    ``mean(rm_t(samples_t))``.
 
-    ``samples_by_step`` is a list of (n,) arrays of answer features, ``reward_models`` a list of callables, one per
-    step. A drifting judge makes the curve move even when the answers do not.
+    ``samples_by_step`` is a list of (n,) arrays of answer features, ``reward_models`` a
+    list of callables, one per step. A drifting judge makes the curve move even when the
+    answers do not.
     """
     steps = _one_model_per_step(samples_by_step, reward_models)
     return _progress([rm(s) for s, rm in steps], "reward_models")
 
 
 def _one_model_per_step(samples_by_step, reward_models):
-    """Pairs (samples, model), one per step; ``ValueError``/``TypeError`` on mismatched or non-callable input."""
+    """Pairs (samples, model), one per step; ``ValueError``/``TypeError`` on mismatched
+    or non-callable input."""
     samples_by_step = v.sequence(samples_by_step, "samples_by_step")
     reward_models = v.sequence(reward_models, "reward_models")
     if len(samples_by_step) != len(reward_models):
@@ -582,7 +633,8 @@ def _one_model_per_step(samples_by_step, reward_models):
 
 
 def progress_under_frozen_reward(samples_by_step, frozen_model):
-    """FIXED: the same answers scored by one frozen reward model (and an independent evaluation set)."""
+    """FIXED: the same answers scored by one frozen reward model (and an independent
+    evaluation set)."""
     if not callable(frozen_model):
         raise TypeError("frozen_model must be callable")
     return _progress(

@@ -1,23 +1,29 @@
-"""A reward-hacking toy: group-relative training against a reward that loves length (chapter 6, sections 6.8, 6.12).
+"""A reward-hacking toy: group-relative training against a reward that loves length
+(chapter 6, sections 6.8, 6.12).
 
-The policy is a categorical distribution over five answer *types* of one task, from terse to rambling. Each type
-has a length in tokens and three true properties, the probabilities that its final answer is correct, that its
-reasoning is valid and that it follows the required format. The training reward is a judge's score that checks the
+The policy is a categorical distribution over five answer *types* of one task, from
+terse to rambling. Each type has a length in tokens and three true properties, the
+probabilities that its final answer is correct, that its reasoning is valid and that it
+follows the required format. The training reward is a judge's score that checks the
 final answer but also likes length:
 
     r = 1[correct] + length_weight * min(length / length_scale, 1).
 
-True quality is the correctness alone; length earns nothing. Training (:func:`train_hacking`) is GRPO on this
-bandit: each step draws ``prompts`` groups of ``group_size`` answers from the current policy, standardises each
-group's rewards, and takes one gradient step of :func:`~dpo_grpo.trl_exact.grpo.grpo_loss` on the logits (one update per
-rollout, so the ratio is 1; ``beta`` weights the sampled k3 KL to the reference, which is the starting policy).
+True quality is the correctness alone; length earns nothing. Training
+(:func:`train_hacking`) is GRPO on this bandit: each step draws ``prompts`` groups of
+``group_size`` answers from the current policy, standardises each group's rewards, and
+takes one gradient step of :func:`~dpo_grpo.trl_exact.grpo.grpo_loss` on the logits (one
+update per rollout, so the ratio is 1; ``beta`` weights the sampled k3 KL to the
+reference, which is the starting policy).
 
-The KL term limits how far the policy moves, not where it is heading: the KL-regularised optimum
-``pi*_beta = pi_ref exp(rbar / beta) / Z`` (:func:`kl_optimum_path`) goes from ``pi_ref`` (large ``beta``) to the
-reward's favourite (``beta -> 0``). For large ``beta`` its change in true quality is
-``Cov_ref(quality, rbar) / beta`` to first order (:func:`first_order_quality_change`). That sign holds only for large
-``beta``: a small ``beta`` ends at the favourite, which may be more accurate than the reference even when the
-covariance is negative. In the default toy the favourite is less accurate and the accuracy falls at every ``beta``.
+The KL term limits how far the policy moves, not where it is heading: the KL-regularised
+optimum ``pi*_beta = pi_ref exp(rbar / beta) / Z`` (:func:`kl_optimum_path`) goes from
+``pi_ref`` (large ``beta``) to the reward's favourite (``beta -> 0``). For large
+``beta`` its change in true quality is ``Cov_ref(quality, rbar) / beta`` to first order
+(:func:`first_order_quality_change`). That sign holds only for large ``beta``: a small
+``beta`` ends at the favourite, which may be more accurate than the reference even when
+the covariance is negative. In the default toy the favourite is less accurate and the
+accuracy falls at every ``beta``.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ class AnswerTypes(NamedTuple):
     ref_probs: np.ndarray  #: the reference (SFT) policy, also the starting policy
 
 
-#: the default task: a concise derivation is the most accurate; padding and rambling are longer and worse
+#: the default task: a concise derivation is the most accurate; padding and rambling are
+#: longer and worse
 ANSWER_TYPES = AnswerTypes(
     names=("terse", "concise", "detailed", "padded", "rambling"),
     length=np.array([40.0, 150.0, 400.0, 900.0, 1600.0]),
@@ -75,7 +82,8 @@ def _types(types) -> AnswerTypes:
         arr = v.as_float_array(getattr(t, name), f"types.{name}", ndim=1)
         if arr.shape != (k,):
             raise ValueError(
-                f"types.{name} must have one entry per answer type ({k}), got {arr.shape}"
+                f"types.{name} must have one entry per answer type ({k}), got "
+                f"{arr.shape}"
             )
         if name != "length" and ((arr < 0) | (arr > 1)).any():
             raise ValueError(f"types.{name} must lie in [0, 1]")
@@ -88,7 +96,8 @@ def _types(types) -> AnswerTypes:
 
 
 def length_bonus(length, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE):
-    """The judge's length term ``length_weight * min(length / length_scale, 1)`` (elementwise)."""
+    """The judge's length term ``length_weight * min(length / length_scale, 1)``
+    (elementwise)."""
     L = v.as_float_array(length, "length")
     w = v.scalar(length_weight, "length_weight", nonnegative=True)
     s = v.scalar(length_scale, "length_scale", positive=True)
@@ -98,7 +107,8 @@ def length_bonus(length, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE)
 def expected_reward(
     types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
 ) -> np.ndarray:
-    """Expected training reward of each answer type, ``p_correct + length bonus``; shape ``(K,)``."""
+    """Expected training reward of each answer type, ``p_correct + length bonus``; shape
+    ``(K,)``."""
     t = _types(types)
     return np.asarray(t.p_correct, float) + length_bonus(
         t.length, length_weight, length_scale
@@ -108,8 +118,9 @@ def expected_reward(
 def policy_metrics(
     probs, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
 ) -> dict:
-    """Exact expectations under a policy ``probs`` (K,): training reward, accuracy (true quality), reasoning
-    validity, format compliance, mean length, and KL(policy || reference)."""
+    """Exact expectations under a policy ``probs`` (K,): training reward, accuracy (true
+    quality), reasoning validity, format compliance, mean length, and KL(policy ||
+    reference)."""
     t = _types(types)
     p = v.probability_vector(probs, "probs", strictly_positive=False)
     if p.shape != t.ref_probs.shape:
@@ -128,7 +139,8 @@ def policy_metrics(
 
 
 class HackingRun(NamedTuple):
-    """Result of :func:`train_hacking`. Arrays have one row per step, row 0 = before training."""
+    """Result of :func:`train_hacking`. Arrays have one row per step, row 0 = before
+    training."""
 
     probs: np.ndarray  #: (steps + 1, K) policy after each step
     #: (steps,) mean training reward of each step's sampled batch
@@ -154,14 +166,17 @@ def train_hacking(
     length_scale=LENGTH_SCALE,
     timer=None,
 ) -> HackingRun:
-    """Train the answer-type policy with group-relative advantages against the length-loving reward.
+    """Train the answer-type policy with group-relative advantages against the
+    length-loving reward.
 
-    Per step: draw ``(prompts, group_size)`` answer types from the current policy; reward each
-    ``1[correct] + length bonus`` (correctness sampled from ``p_correct``); standardise per group (population std,
-    eps 1e-4); one step of size ``lr`` on the logits of ``grpo_loss`` (``loss_type="grpo"``, ratio 1) with KL
-    weight ``beta`` towards the reference. Deterministic given ``seed``. ``timer`` (e.g. a
-    :class:`dpo_grpo.chapters.phase_timer.PhaseTimer`) is called as ``with timer(phase):`` around the generation, scoring and
-    training phases of every step.
+    Per step: draw ``(prompts, group_size)`` answer types from the current policy;
+    reward each ``1[correct] + length bonus`` (correctness sampled from ``p_correct``);
+    standardise per group (population std, eps 1e-4); one step of size ``lr`` on the
+    logits of ``grpo_loss`` (``loss_type="grpo"``, ratio 1) with KL weight ``beta``
+    towards the reference. Deterministic given ``seed``. ``timer`` (e.g. a
+    :class:`dpo_grpo.chapters.phase_timer.PhaseTimer`) is called as
+    ``with timer(phase):`` around the generation, scoring and training phases of every
+    step.
     """
     t = _types(types)
     beta = v.scalar(beta, "beta", nonnegative=True)
@@ -178,7 +193,8 @@ def train_hacking(
     ones = np.ones((n, 1))
     if timer is not None and not callable(timer):
         raise TypeError(
-            f"timer must be callable as a context manager factory, got {type(timer).__name__}"
+            "timer must be callable as a context manager factory, got "
+            f"{type(timer).__name__}"
         )
     phase = timer if timer is not None else _no_timer
     probs, batch_reward, zero_std = [softmax(logits)], [], []
@@ -222,9 +238,11 @@ def _no_timer(phase):
 def kl_optimum_path(
     betas, types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
 ) -> dict:
-    """The exact KL-regularised optimum ``pi*_beta ∝ pi_ref exp(rbar / beta)`` for each beta, and its metrics.
+    """The exact KL-regularised optimum ``pi*_beta ∝ pi_ref exp(rbar / beta)`` for each
+    beta, and its metrics.
 
-    Returns ``{"betas": (B,), "probs": (B, K), "reward", "accuracy", "length", "kl_to_ref": (B,)}``.
+    Returns ``{"betas": (B,), "probs": (B, K), "reward", "accuracy", "length",
+    "kl_to_ref": (B,)}``.
     """
     t = _types(types)
     b = v.as_float_array(betas, "betas", ndim=1)
@@ -242,10 +260,12 @@ def kl_optimum_path(
 def first_order_quality_change(
     types=None, length_weight=LENGTH_WEIGHT, length_scale=LENGTH_SCALE
 ) -> float:
-    """``Cov_ref(p_correct, rbar)``: for large beta, accuracy(pi*_beta) - accuracy(pi_ref) ≈ this / beta.
+    """``Cov_ref(p_correct, rbar)``: for large beta, accuracy(pi*_beta) -
+    accuracy(pi_ref) ≈ this / beta.
 
-    Its sign is the direction in which a strongly KL-limited optimisation moves the true quality. For small beta
-    the optimum approaches the reward's favourite instead, whose accuracy decides the sign there.
+    Its sign is the direction in which a strongly KL-limited optimisation moves the true
+    quality. For small beta the optimum approaches the reward's favourite instead, whose
+    accuracy decides the sign there.
     """
     t = _types(types)
     q = np.asarray(t.ref_probs, float)
@@ -255,8 +275,9 @@ def first_order_quality_change(
 
 
 def sample_answers(probs, n, seed=1, types=None) -> dict:
-    """Draw ``n`` answers from ``probs`` (K,) with their true properties, seeded: arrays of shape ``(n,)`` under
-    ``"type"`` (index), ``"length"``, ``"correct"``, ``"valid"``, ``"format_ok"`` (booleans). For spot checks."""
+    """Draw ``n`` answers from ``probs`` (K,) with their true properties, seeded: arrays
+    of shape ``(n,)`` under ``"type"`` (index), ``"length"``, ``"correct"``,
+    ``"valid"``, ``"format_ok"`` (booleans). For spot checks."""
     t = _types(types)
     p = v.probability_vector(probs, "probs", strictly_positive=False)
     if p.shape != t.ref_probs.shape:
@@ -281,9 +302,10 @@ def evaluate(
     length_weight=LENGTH_WEIGHT,
     length_scale=LENGTH_SCALE,
 ) -> dict:
-    """Held-out evaluation, decoupled from the training reward: one answer per held-out prompt, scored by an
-    independent verifier (correctness only), with reasoning validity, format compliance and length reported
-    separately, and the training judge's reward alongside. Seeded; different seeds = different held-out draws."""
+    """Held-out evaluation, decoupled from the training reward: one answer per held-out
+    prompt, scored by an independent verifier (correctness only), with reasoning
+    validity, format compliance and length reported separately, and the training judge's
+    reward alongside. Seeded; different seeds = different held-out draws."""
     n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
     s = sample_answers(probs, n_prompts, seed, types)
     return {

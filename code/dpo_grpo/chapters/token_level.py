@@ -1,11 +1,14 @@
-"""Chapter 3's token-level worked example: three ragged answers from logits to the per-token gradient.
+"""Chapter 3's token-level worked example: three ragged answers from logits to the
+per-token gradient.
 
-One prompt, a group of G = 3 answers of different lengths over a six-token vocabulary. Each answer's tokens are
-scored by three policies given as logits: the rollout snapshot pi_old, the updated policy pi_theta and the
-reference pi_ref. :func:`token_level_example` turns the logits into per-token log-probs (log-softmax, then the
-sampled token's entry); :func:`token_table` adds, for each valid token, the ratio rho = pi_theta / pi_old (which
-varies *within* an answer), its clip region, the normalisation weight of the chosen ``loss_type``, k3, the per-token
-loss and the gradient of the loss with respect to that token's new log-prob, all from
+One prompt, a group of G = 3 answers of different lengths over a six-token vocabulary.
+Each answer's tokens are scored by three policies given as logits: the rollout snapshot
+pi_old, the updated policy pi_theta and the reference pi_ref.
+:func:`token_level_example` turns the logits into per-token log-probs (log-softmax, then
+the sampled token's entry); :func:`token_table` adds, for each valid token, the ratio
+rho = pi_theta / pi_old (which varies *within* an answer), its clip region, the
+normalisation weight of the chosen ``loss_type``, k3, the per-token loss and the
+gradient of the loss with respect to that token's new log-prob, all from
 :func:`dpo_grpo.trl_exact.grpo.grpo_loss`.
 """
 
@@ -31,8 +34,9 @@ __all__ = [
     "LOSS_TYPES_SHOWN",
 ]
 
-#: The example's fixed inputs: token ids of three answers (padding = -1), their rewards, the vocabulary size and the
-#: seed of the logits. Lengths 5, 3 and 7: a right answer and a short and a long wrong one.
+#: The example's fixed inputs: token ids of three answers (padding = -1), their rewards,
+#: the vocabulary size and the seed of the logits. Lengths 5, 3 and 7: a right answer
+#: and a short and a long wrong one.
 TOKEN_EXAMPLE = {
     "token_ids": [
         [2, 0, 4, 1, 5, -1, -1],
@@ -57,7 +61,8 @@ class TokenExample(NamedTuple):
     rewards: np.ndarray  #: (B,)
     advantages: np.ndarray  #: (B,) group-standardised (population std, eps = 1e-4)
     logits: dict  #: "old", "new", "ref" -> (B, T, V)
-    logps: dict  #: "old", "new", "ref" -> (B, T) log-prob of the sampled token, 0 at padding
+    #: "old", "new", "ref" -> (B, T) log-prob of the sampled token, 0 at padding
+    logps: dict
 
 
 def token_level_example(
@@ -70,9 +75,11 @@ def token_level_example(
     update_scale=None,
     ref_scale=None,
 ) -> TokenExample:
-    """Build the example (defaults: :data:`TOKEN_EXAMPLE`). The logits are seeded normals: ``old`` with standard
-    deviation ``logit_scale``; ``new = old + update_scale * noise`` and ``ref = old + ref_scale * noise'`` (the
-    reference is an earlier policy, not the rollout snapshot). Log-probs are gathered at the sampled tokens."""
+    """Build the example (defaults: :data:`TOKEN_EXAMPLE`). The logits are seeded
+    normals: ``old`` with standard deviation ``logit_scale``;
+    ``new = old + update_scale * noise`` and ``ref = old + ref_scale * noise'`` (the
+    reference is an earlier policy, not the rollout snapshot). Log-probs are gathered at
+    the sampled tokens."""
     d = TOKEN_EXAMPLE
     ids = v.integer_array(
         d["token_ids"] if token_ids is None else token_ids, "token_ids", ndim=2
@@ -94,14 +101,16 @@ def token_level_example(
     }
     if r.shape != (ids.shape[0],):
         raise ValueError(
-            f"rewards must have one entry per answer ({ids.shape[0]}), got shape {r.shape}"
+            f"rewards must have one entry per answer ({ids.shape[0]}), got shape "
+            f"{r.shape}"
         )
     mask = ids >= 0
     if (ids >= vocab).any():
         raise ValueError(f"token_ids must be < vocab_size ({vocab})")
     if not mask[:, 0].all() or (np.diff(mask.astype(int), axis=1) > 0).any():
         raise ValueError(
-            "token_ids: each answer must be left-aligned, with padding (-1) only at its end"
+            "token_ids: each answer must be left-aligned, with padding (-1) only at "
+            "its end"
         )
     rng = np.random.default_rng(seed)
     shape = ids.shape + (vocab,)
@@ -125,8 +134,9 @@ def token_level_example(
 
 
 def loss_type_weights(mask, loss_type, *, max_completion_length=None):
-    """The weight each valid token's loss gets in the total, per ``loss_type`` (one generation batch, one process):
-    ``grpo`` 1/(B |y_i|), ``bnpo`` and ``dapo`` 1/(number of valid tokens), ``dr_grpo`` 1/(B L_max). Shape (B, T).
+    """The weight each valid token's loss gets in the total, per ``loss_type`` (one
+    generation batch, one process): ``grpo`` 1/(B |y_i|), ``bnpo`` and ``dapo``
+    1/(number of valid tokens), ``dr_grpo`` 1/(B L_max). Shape (B, T).
     """
     m = v.binary_mask(mask, "mask", np.shape(mask)).astype(float)
     v.choice(loss_type, "loss_type", LOSS_TYPES)
@@ -166,7 +176,8 @@ def token_table(
     loss_type="grpo",
     max_completion_length=None,
 ) -> TokenTable:
-    """Every per-token quantity of one GRPO loss evaluation on the example (TRL 1.16.0's computation)."""
+    """Every per-token quantity of one GRPO loss evaluation on the example (TRL 1.16.0's
+    computation)."""
     ex = token_level_example() if example is None else example
     if not isinstance(ex, TokenExample):
         raise TypeError(f"example must be a TokenExample, got {type(ex).__name__}")

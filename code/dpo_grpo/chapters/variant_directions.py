@@ -5,14 +5,16 @@ gradient survives Adam.
   at which GSPO's expected clip fraction is the paper's 100 times GRPO's
   (:func:`expected_clip_fractions`, closed form over the batch's noise).
 
-Under Adam (and AdamW) multiplying the loss by a constant leaves the steps unchanged up to ``eps``, so a
-gradient *norm* says little about the step. What remains is the direction:
+Under Adam (and AdamW) multiplying the loss by a constant leaves the steps unchanged up
+to ``eps``, so a gradient *norm* says little about the step. What remains is the
+direction:
 
-- :func:`gradient_directions`: each variant's cosine to GRPO's gradient (w.r.t. the token log-probs), and how it
-  shares its weight among answers and tokens, with the total-variation distance of those shares to GRPO's.
-- :func:`adam_scale_demo`: a tiny seeded softmax policy trained for a few steps on the toy batch with GRPO's loss,
-  with that loss times a constant, and with Dr. GRPO's loss; the distance of the final weights to GRPO's, under Adam
-  and under plain SGD.
+- :func:`gradient_directions`: each variant's cosine to GRPO's gradient (w.r.t. the
+  token log-probs), and how it shares its weight among answers and tokens, with the
+  total-variation distance of those shares to GRPO's.
+- :func:`adam_scale_demo`: a tiny seeded softmax policy trained for a few steps on the
+  toy batch with GRPO's loss, with that loss times a constant, and with Dr. GRPO's loss;
+  the distance of the final weights to GRPO's, under Adam and under plain SGD.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ __all__ = [
 ]
 
 
-#: The GSPO paper's ratio of clipped-token fractions, GSPO against GRPO: "a difference of
-#: two orders of magnitude in the fractions of clipped tokens" (zheng2025gspo, section 5)
+#: The GSPO paper's ratio of clipped-token fractions, GSPO against GRPO: "a difference
+#: of two orders of magnitude in the fractions of clipped tokens" (zheng2025gspo,
+#: section 5)
 GSPO_CLIP_RATIO = 100.0
 
 #: The noise of :func:`toy_batch`'s drift, per token and per unit of drift
@@ -51,14 +54,16 @@ def _upper_tail(z):
 def expected_clip_fractions(
     drift: float, push: float = 0.0, token_eps=(0.2, 0.2), seq_eps=(3e-4, 4e-4)
 ) -> dict:
-    """Expected clip fractions on :func:`toy_batch` ``(drift, push=push)``, in closed form over its seeded noise
-    (token log-ratio ``~ N(drift push sign(A), (0.12 drift)^2)``).
+    """Expected clip fractions on :func:`toy_batch` ``(drift, push=push)``, in closed
+    form over its seeded noise (token log-ratio
+    ``~ N(drift push sign(A), (0.12 drift)^2)``).
 
-    ``"token"``: TRL's ``clip_ratio/region_mean`` of a token-level clip ``(1 - eps_low, 1 + eps_high)`` (GRPO):
-    a token counts when ``A > 0`` and its ratio exceeds ``1 + eps_high``, or ``A < 0`` and it is below
-    ``1 - eps_low``. ``"sequence"``: the same for GSPO's ratio, the geometric mean over an answer of ``L`` tokens
-    (log-ratio ``~ N(drift push sign(A), (0.12 drift)^2 / L)``), each answer counted once, as TRL does for a
-    sequence-level ratio."""
+    ``"token"``: TRL's ``clip_ratio/region_mean`` of a token-level clip
+    ``(1 - eps_low, 1 + eps_high)`` (GRPO): a token counts when ``A > 0`` and its ratio
+    exceeds ``1 + eps_high``, or ``A < 0`` and it is below ``1 - eps_low``.
+    ``"sequence"``: the same for GSPO's ratio, the geometric mean over an answer of
+    ``L`` tokens (log-ratio ``~ N(drift push sign(A), (0.12 drift)^2 / L)``), each
+    answer counted once, as TRL does for a sequence-level ratio."""
     drift = v.scalar(drift, "drift", nonnegative=True)
     push = v.scalar(push, "push", nonnegative=True)
     b = toy_batch(0.0)
@@ -82,9 +87,10 @@ def expected_clip_fractions(
 
 
 def calibrated_drift(ratio: float = GSPO_CLIP_RATIO, push: float = 0.0) -> float:
-    """The drift of :func:`toy_batch` (with ``push``) at which GSPO's expected clip fraction is ``ratio`` times
-    GRPO's (:func:`expected_clip_fractions`; default: the GSPO paper's two orders of magnitude). The ratio falls
-    as the drift grows (GRPO's token clip rises from zero, GSPO's saturates); found by bisection in log drift."""
+    """The drift of :func:`toy_batch` (with ``push``) at which GSPO's expected clip
+    fraction is ``ratio`` times GRPO's (:func:`expected_clip_fractions`; default: the
+    GSPO paper's two orders of magnitude). The ratio falls as the drift grows (GRPO's
+    token clip rises from zero, GSPO's saturates); found by bisection in log drift."""
     ratio = v.scalar(ratio, "ratio", positive=True)
 
     def excess(log_d):
@@ -110,11 +116,13 @@ def _shares(x):
 
 
 def gradient_directions(rows, reference: str = "GRPO") -> dict:
-    """For each row of :func:`~dpo_grpo.chapters.variants.run_grpo_variants`: ``cosine`` of its gradient (B, T) to
-    the ``reference`` row's, ``answer_share`` (B,): each answer's share of the summed absolute push
-    ``|sum_t d loss / d new|``, ``token_share`` (B, T): each token's share of the summed absolute gradient, and
-    ``answer_tv``, ``token_tv``: the total-variation distance of those shares to the reference's (0: the same
-    weighting, 1: disjoint). A zero gradient has no direction: its entries are ``nan``."""
+    """For each row of :func:`~dpo_grpo.chapters.variants.run_grpo_variants`: ``cosine``
+    of its gradient (B, T) to the ``reference`` row's, ``answer_share`` (B,): each
+    answer's share of the summed absolute push ``|sum_t d loss / d new|``,
+    ``token_share`` (B, T): each token's share of the summed absolute gradient, and
+    ``answer_tv``, ``token_tv``: the total-variation distance of those shares to the
+    reference's (0: the same weighting, 1: disjoint). A zero gradient has no direction:
+    its entries are ``nan``."""
     by_name = {r["name"]: r for r in rows}
     if reference not in by_name:
         raise ValueError(f"reference {reference!r} is not among the rows")
@@ -169,14 +177,15 @@ def adam_scale_demo(
     features: int = 6,
     vocab: int = 5,
 ) -> dict:
-    """A linear softmax policy ``pi(a | x) = softmax(x W)`` with seeded features ``x`` (one per token of
-    :func:`~dpo_grpo.chapters.variants.toy_batch`) and seeded sampled tokens, trained for ``steps`` updates on the
-    toy batch's rewards, all from one rollout (``old`` = the starting policy). Runs ``"grpo"`` (GRPO's row),
-    ``"scaled"`` (the same loss times ``scale``) and ``"dr_grpo"`` (Dr. GRPO's row), each with Adam (``lr``,
-    betas 0.9/0.999, ``eps``) and with SGD (step ``lr``).
+    """A linear softmax policy ``pi(a | x) = softmax(x W)`` with seeded features ``x``
+    (one per token of :func:`~dpo_grpo.chapters.variants.toy_batch`) and seeded sampled
+    tokens, trained for ``steps`` updates on the toy batch's rewards, all from one
+    rollout (``old`` = the starting policy). Runs ``"grpo"`` (GRPO's row), ``"scaled"``
+    (the same loss times ``scale``) and ``"dr_grpo"`` (Dr. GRPO's row), each with Adam
+    (``lr``, betas 0.9/0.999, ``eps``) and with SGD (step ``lr``).
 
-    Returns, per optimiser, the distance of the final weights to GRPO's relative to how far GRPO's moved:
-    ``{"adam": {"scaled": ..., "dr_grpo": ...}, "sgd": {...}}``."""
+    Returns, per optimiser, the distance of the final weights to GRPO's relative to how
+    far GRPO's moved: ``{"adam": {"scaled": ..., "dr_grpo": ...}, "sgd": {...}}``."""
     scale = v.scalar(scale, "scale", positive=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     b = toy_batch(0.0)

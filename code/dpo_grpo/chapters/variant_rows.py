@@ -28,9 +28,10 @@ __all__ = [
 
 
 class Variant(NamedTuple):
-    """One row of the variants table: ``name``, ``cite`` (bibliography key), ``changes`` (what it changes in the
-    objective), ``trainer`` (TRL class), ``config`` (keyword arguments of that config, copy-paste ready),
-    ``extra`` (what the config cannot express, or needs besides it; "" when nothing)."""
+    """One row of the variants table: ``name``, ``cite`` (bibliography key), ``changes``
+    (what it changes in the objective), ``trainer`` (TRL class), ``config`` (keyword
+    arguments of that config, copy-paste ready), ``extra`` (what the config cannot
+    express, or needs besides it; "" when nothing)."""
 
     name: str
     cite: str
@@ -73,8 +74,8 @@ GRPO_VARIANTS = (
         "DAPO",
         "yu2025dapo",
         N_(
-            "clip-higher against entropy collapse, token-level mean over the batch, no KL, "
-            "overlong shaping, dynamic sampling"
+            "clip-higher against entropy collapse, token-level mean over the batch, "
+            "no KL, overlong shaping, dynamic sampling"
         ),
         "GRPOConfig",
         dict(
@@ -89,11 +90,11 @@ GRPO_VARIANTS = (
             gradient_accumulation_steps=32,
             steps_per_generation=512,
         ),
-        "one process: 8192 answers (512 prompts x 16) per rollout, 512 per update, "
-        "16 updates per rollout; on N processes divide both step counts by N; "
+        "one process: 8192 answers (512 prompts x 16) per rollout, 512 per update, 16 "
+        "updates per rollout; on N processes divide both step counts by N; "
         "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, "
-        "soft_punish_cache=4096)]; dynamic sampling (refill the batch with non-zero-std "
-        "groups) is not a GRPOConfig option",
+        "soft_punish_cache=4096)]; dynamic sampling (refill the batch with "
+        "non-zero-std groups) is not a GRPOConfig option",
     ),
     Variant(
         "GSPO",
@@ -207,7 +208,8 @@ GRPO_VARIANTS = (
 
 
 def config_code(variant: Variant) -> str:
-    """The TRL 1.16.0 config of ``variant`` as Python source, e.g. ``GRPOConfig(loss_type="dapo", ...)``."""
+    """The TRL 1.16.0 config of ``variant`` as Python source, e.g.
+    ``GRPOConfig(loss_type="dapo", ...)``."""
     if not isinstance(variant, Variant):
         raise TypeError(f"variant must be a Variant, got {type(variant).__name__}")
     args = ", ".join(f"{k}={v!r}" for k, v in variant.config.items()).replace("'", '"')
@@ -257,8 +259,8 @@ DPO_VARIANTS = (
         "NCA",
         "chen2024nca",
         N_(
-            "noise-contrastive: absolute rewards of chosen and rejected, not only their "
-            "difference (keeps the chosen likelihood up)"
+            "noise-contrastive: absolute rewards of chosen and rejected, not only "
+            "their difference (keeps the chosen likelihood up)"
         ),
         "DPOConfig",
         dict(loss_type="nca_pair", beta=0.1),
@@ -318,7 +320,8 @@ DPO_VARIANTS = (
         "DPO + SFT (RPO-style)",
         "pang2024irpo",
         N_(
-            "adds an NLL on the chosen answers, averaged over all chosen tokens of the batch"
+            "adds an NLL on the chosen answers, averaged over all chosen tokens of "
+            "the batch"
         ),
         "DPOConfig",
         dict(loss_type=["sigmoid", "sft"], loss_weights=[1.0, 1.0], beta=0.1),

@@ -1,15 +1,20 @@
-"""Chapter 10: the GRPO variants and the DPO family under TRL 1.16.0's names, each run on one shared toy batch.
+"""Chapter 10: the GRPO variants and the DPO family under TRL 1.16.0's names, each run
+on one shared toy batch.
 
-- :func:`rloo_loss`: RLOO exactly as TRL's ``RLOOTrainer`` computes it (checked against ``trl_rloo.json``, made by
-  TRL's own trainer; a separate trainer, not a GRPO option): the
-  k1 KL summed over each sequence is subtracted from its reward (``beta`` 0.05), leave-one-out baseline, one
-  *sequence-level* ratio ``exp(sum_t (new - old))``, clipped, and a mean over sequences.
-- :data:`GRPO_VARIANTS` (defined with the other rows in :mod:`~dpo_grpo.chapters.variant_rows`, re-exported
-  here): each paper's change and the TRL config that reproduces its setting (copy-paste ready);
-  :func:`run_grpo_variants` runs every row on :func:`toy_batch` with :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (or
+- :func:`rloo_loss`: RLOO exactly as TRL's ``RLOOTrainer`` computes it (checked against
+  ``trl_rloo.json``, made by TRL's own trainer; a separate trainer, not a GRPO option):
+  the k1 KL summed over each sequence is subtracted from its reward (``beta`` 0.05),
+  leave-one-out baseline, one *sequence-level* ratio ``exp(sum_t (new - old))``,
+  clipped, and a mean over sequences.
+- :data:`GRPO_VARIANTS` (defined with the other rows in
+  :mod:`~dpo_grpo.chapters.variant_rows`, re-exported here): each paper's change and the
+  TRL config that reproduces its setting (copy-paste ready); :func:`run_grpo_variants`
+  runs every row on :func:`toy_batch` with :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (or
   :func:`rloo_loss`) and returns the loss, the gradient and the variant's own metric.
-- :data:`DPO_VARIANTS` and :func:`run_dpo_variants`: the ``DPOConfig.loss_type`` values on one toy batch of pairs.
-- :func:`rollout_geometry` and :func:`simpo_target_margin`: what TRL derives from a row's config.
+- :data:`DPO_VARIANTS` and :func:`run_dpo_variants`: the ``DPOConfig.loss_type`` values
+  on one toy batch of pairs.
+- :func:`rollout_geometry` and :func:`simpo_target_margin`: what TRL derives from a
+  row's config.
 """
 
 from __future__ import annotations
@@ -53,11 +58,13 @@ __all__ = [
 
 
 def toy_batch(drift: float = 1.0, seed: int = 0, push: float = 0.22) -> dict:
-    """Two prompts x four answers, ragged lengths (2 to 6 tokens), rewards ``[0.2, 0.8, 1.4, 0.6]`` and
-    ``[0, 0, 1, 0]``; ``old`` log-probs (sampling policy), ``new`` = ``old`` + ``drift`` x (``push`` in the direction
-    of each answer's advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1`` is a stale
-    batch (token ratios between about 0.7 and 1.5, so the clips and gates act); :func:`calibrated_drift` gives the
-    drift of one small step (:mod:`~dpo_grpo.chapters.variant_directions`)."""
+    """Two prompts x four answers, ragged lengths (2 to 6 tokens), rewards
+    ``[0.2, 0.8, 1.4, 0.6]`` and ``[0, 0, 1, 0]``; ``old`` log-probs (sampling policy),
+    ``new`` = ``old`` + ``drift`` x (``push`` in the direction of each answer's
+    advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1``
+    is a stale batch (token ratios between about 0.7 and 1.5, so the clips and gates
+    act); :func:`calibrated_drift` gives the drift of one small step
+    (:mod:`~dpo_grpo.chapters.variant_directions`)."""
     drift = v.scalar(drift, "drift", nonnegative=True)
     push = v.scalar(push, "push", nonnegative=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
@@ -88,7 +95,9 @@ class RLOOOutput(NamedTuple):
     advantages: np.ndarray  #: (B,) leave-one-out advantages of the KL-penalised rewards
     rewards: np.ndarray  #: (B,) rewards - beta * sum_t (old - ref)
     ratio: np.ndarray  #: (B,) sequence ratio exp(sum_t (new - old))
-    metrics: dict  #: TRL's clip_ratio/low_mean, clip_ratio/high_mean, clip_ratio/region_mean (per sequence)
+    #: TRL's clip_ratio/low_mean, clip_ratio/high_mean, clip_ratio/region_mean (per
+    #: sequence)
+    metrics: dict
 
 
 def rloo_loss(
@@ -104,10 +113,12 @@ def rloo_loss(
     epsilon_high=None,
     normalize_advantages=False,
 ) -> RLOOOutput:
-    """TRL 1.16.0 ``RLOOTrainer``: ``r_i - beta * sum_t (old_it - ref_it)`` (k1, from the sampling policy), baseline
-    the mean of the *other* answers of the group, optional batch normalisation (``normalize_advantages``), sequence
-    ratio ``rho_i = exp(sum_t (new_it - old_it))``, loss ``mean_i -min(rho_i A_i, clip(rho_i, 1-eps, 1+eps_high)
-    A_i)``. The gradient w.r.t. each token log-prob of answer ``i`` is the gradient w.r.t. ``log rho_i``."""
+    """TRL 1.16.0 ``RLOOTrainer``: ``r_i - beta * sum_t (old_it - ref_it)`` (k1, from
+    the sampling policy), baseline the mean of the *other* answers of the group,
+    optional batch normalisation (``normalize_advantages``), sequence ratio
+    ``rho_i = exp(sum_t (new_it - old_it))``, loss
+    ``mean_i -min(rho_i A_i, clip(rho_i, 1-eps, 1+eps_high) A_i)``. The gradient w.r.t.
+    each token log-prob of answer ``i`` is the gradient w.r.t. ``log rho_i``."""
     new = v.as_float_array(new_logps, "new_logps", ndim=2)
     old = v.as_float_array(old_logps, "old_logps", ndim=2)
     v.same_shape(new_logps=new, old_logps=old)
@@ -116,8 +127,8 @@ def rloo_loss(
     g = v.integer(num_generations, "num_generations", minimum=2)
     if r.size != new.shape[0] or r.size % g:
         raise ValueError(
-            f"rewards must hold one reward per row of new_logps ({new.shape[0]}), in groups of "
-            f"num_generations={g}"
+            f"rewards must hold one reward per row of new_logps ({new.shape[0]}), in "
+            f"groups of num_generations={g}"
         )
     beta = v.scalar(beta, "beta", nonnegative=True)
     eps_low = v.scalar(epsilon, "epsilon", positive=True)
@@ -248,8 +259,9 @@ def rollout_geometry(variant: Variant, num_processes: int = 1) -> Geometry:
 
 
 def variant_loss(var: Variant, batch: dict) -> dict:
-    """One row of :data:`GRPO_VARIANTS` on ``batch``: ``advantages`` (B,), ``loss``, ``grad`` (d loss / d new, (B, T))
-    and ``metric`` (TRL's name, value), through :func:`rloo_loss` or :func:`grpo_loss` with the row's config."""
+    """One row of :data:`GRPO_VARIANTS` on ``batch``: ``advantages`` (B,), ``loss``,
+    ``grad`` (d loss / d new, (B, T)) and ``metric`` (TRL's name, value), through
+    :func:`rloo_loss` or :func:`grpo_loss` with the row's config."""
     if not isinstance(var, Variant):
         raise TypeError(f"var must be a Variant, got {type(var).__name__}")
     b, g = batch, batch["num_generations"]
@@ -298,12 +310,14 @@ def variant_loss(var: Variant, batch: dict) -> dict:
 
 
 def run_grpo_variants(batch=None) -> list:
-    """Every row of :data:`GRPO_VARIANTS` on ``batch`` (default :func:`toy_batch`), one update on stale samples.
+    """Every row of :data:`GRPO_VARIANTS` on ``batch`` (default :func:`toy_batch`), one
+    update on stale samples.
 
-    One dict per variant: ``name``, ``config``, ``advantages`` (B,), ``loss``, ``grad`` (B, T), ``grad_norm``,
-    ``push`` (B,): ``-sum_t d loss / d new`` per answer (positive: a descent step raises the answer), and ``metric``
-    with its TRL name (``clip_ratio/region_mean``, ``cispo_clip_ratio``, ``vespo/phi_seq_mean`` or, for SAPO, the
-    mean soft-gate weight is not logged by TRL: ``None``).
+    One dict per variant: ``name``, ``config``, ``advantages`` (B,), ``loss``, ``grad``
+    (B, T), ``grad_norm``, ``push`` (B,): ``-sum_t d loss / d new`` per answer
+    (positive: a descent step raises the answer), and ``metric`` with its TRL name
+    (``clip_ratio/region_mean``, ``cispo_clip_ratio``, ``vespo/phi_seq_mean`` or, for
+    SAPO, the mean soft-gate weight is not logged by TRL: ``None``).
     """
     b = toy_batch() if batch is None else batch
     rows = []
@@ -322,8 +336,9 @@ def run_grpo_variants(batch=None) -> list:
 
 
 def dpo_toy_pairs() -> dict:
-    """Three pairs of sequence log-probs (policy after some training, reference) and their token counts: pair 0
-    ranked right, pair 1 ranked wrong, pair 2 right with a large margin and a long chosen answer."""
+    """Three pairs of sequence log-probs (policy after some training, reference) and
+    their token counts: pair 0 ranked right, pair 1 ranked wrong, pair 2 right with a
+    large margin and a long chosen answer."""
     return {
         "policy_chosen": np.array([-12.0, -20.0, -30.0]),
         "policy_rejected": np.array([-14.0, -18.5, -45.0]),
@@ -349,9 +364,9 @@ _LENGTHS = {"ipo": (True, True), "sigmoid_norm": (True, True), "sft": (True, Fal
 
 
 def run_dpo_variants(pairs=None) -> list:
-    """Every row of :data:`DPO_VARIANTS` on ``pairs`` (default :func:`dpo_toy_pairs`): ``name``, ``config``,
-    ``loss``, ``losses`` (per pair), ``grad_chosen``, ``grad_rejected`` (d loss / d policy log-probs) and TRL's
-    ``rewards/margins``."""
+    """Every row of :data:`DPO_VARIANTS` on ``pairs`` (default :func:`dpo_toy_pairs`):
+    ``name``, ``config``, ``loss``, ``losses`` (per pair), ``grad_chosen``,
+    ``grad_rejected`` (d loss / d policy log-probs) and TRL's ``rewards/margins``."""
     p = dpo_toy_pairs() if pairs is None else pairs
     rows = []
     for var in DPO_VARIANTS:
