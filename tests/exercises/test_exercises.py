@@ -1,5 +1,6 @@
-"""dpo_grpo.exercises: every reference solution passes its checker, known mistakes fail with their hint,
-feedback never contains the solution, and the student edition drops solution cells."""
+"""dpo_grpo.exercises: every reference solution passes its checker, known mistakes fail
+with their hint, feedback never contains the solution, and the student edition drops
+solution cells."""
 
 import json
 import re

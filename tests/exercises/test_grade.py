@@ -1,5 +1,6 @@
-"""The grader on a filled, an empty, a failing and a never-ending student notebook (each in its own sandbox), its
-tables, and the verdicts it computes itself from answer records (dpo_grpo.exercises.core.judge)."""
+"""The grader on a filled, an empty, a failing and a never-ending student notebook (each
+in its own sandbox), its tables, and the verdicts it computes itself from answer records
+(dpo_grpo.exercises.core.judge)."""
 
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from dpo_grpo.exercises.grade import (
     to_markdown,
 )
 
-#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
-#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+#: The tests that run grading sandboxes share one xdist worker: each checks that no
+#: sandbox process of its batch outlives grading, which a batch graded at the same time
+#: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
 NUMERIC = next(k for k, e in EXERCISES.items() if e.kind == "numeric")
@@ -99,7 +101,8 @@ def test_empty(grades):
 
 
 def test_failing(grades):
-    # the numeric answer is wrong; the choice check sits after a crashing cell and a deleted `check`
+    # the numeric answer is wrong; the choice check sits after a crashing cell and a
+    # deleted `check`
     assert grades["c_failing.ipynb"].verdicts == {
         NUMERIC: "incorrect",
         CHOICE: "not reached",

@@ -1,6 +1,7 @@
-"""The attacks of issue #31 on the grader, each checked against the defence that answers it: spoofing file names,
-a record that cannot be parsed, a batch with a notebook of another chapter, and a progress line that is not a
-terminal's. (The sandbox attacks, which run notebooks, are in tests/exercises/test_sandbox.py.)"""
+"""The attacks of issue #31 on the grader, each checked against the defence that answers
+it: spoofing file names, a record that cannot be parsed, a batch with a notebook of
+another chapter, and a progress line that is not a terminal's. (The sandbox attacks,
+which run notebooks, are in tests/exercises/test_sandbox.py.)"""
 
 import subprocess
 import sys
@@ -11,14 +12,16 @@ import pytest
 from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import chapter_of, grade_path, to_markdown
 
-#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
-#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+#: The tests that run grading sandboxes share one xdist worker: each checks that no
+#: sandbox process of its batch outlives grading, which a batch graded at the same time
+#: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
 VICTIM = "a_victim.ipynb"
 LOOKALIKE = "a_v\u0456ctim.ipynb"  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
 ESCAPE = "\x1b[2K\rz_victim.ipynb"  # erase the line, back to column 0
-RTL = "b_\u202ebynpi.mitciv_a.ipynb"  # right-to-left override: reads as another student's name
+# right-to-left override: reads as another student's name
+RTL = "b_\u202ebynpi.mitciv_a.ipynb"
 HIDDEN = "\x1b\r\u202e\u200b"
 
 
@@ -38,7 +41,8 @@ def _nb(*sources, path=None):
 
 @pytest.fixture(scope="module")
 def spoofed(tmp_path_factory):
-    """Four files that are not notebooks (no sandbox needed), named to pass for one another."""
+    """Four files that are not notebooks (no sandbox needed), named to pass for one
+    another."""
     folder = tmp_path_factory.mktemp("spoof")
     for name in (VICTIM, LOOKALIKE, ESCAPE, RTL):
         (folder / name).write_text("not a notebook")
@@ -88,7 +92,8 @@ def test_lookalike_names_are_flagged(spoofed):
 
 
 def test_one_bad_record_loses_only_itself(tmp_path):
-    """A 5,000-digit integer in the answers file (json raises ValueError on it): the other answers still count."""
+    """A 5,000-digit integer in the answers file (json raises ValueError on it): the
+    other answers still count."""
     big = '{"id": "04.1", "answer": {"kind": "float", "value": ' + "9" * 5000 + "}}"
     path = _nb(
         "from dpo_grpo.exercises import check\nimport os\ncheck('04.4', 'b')",

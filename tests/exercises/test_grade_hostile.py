@@ -1,8 +1,10 @@
-"""A class of hostile chapter-4 notebooks, graded in one batch: every attack of issue #15 gets the verdict an
-honest grader gives, nothing outside the sandbox changes, and the batch finishes with a table.
+"""A class of hostile chapter-4 notebooks, graded in one batch: every attack of issue
+#15 gets the verdict an honest grader gives, nothing outside the sandbox changes, and
+the batch finishes with a table.
 
-Most notebooks probe one attack and submit exercise 04.4's correct letter only if the attack worked, so a
-``correct`` verdict on 04.4 would mean the sandbox leaked; ``incorrect`` means it held."""
+Most notebooks probe one attack and submit exercise 04.4's correct letter only if the
+attack worked, so a ``correct`` verdict on 04.4 would mean the sandbox leaked;
+``incorrect`` means it held."""
 
 import hashlib
 import os
@@ -18,14 +20,16 @@ from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import grade_path
 from dpo_grpo.exercises.sandbox import MAX_CAPTURE_BYTES, detect_mode, drain
 
-#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
-#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+#: The tests that run grading sandboxes share one xdist worker: each checks that no
+#: sandbox process of its batch outlives grading, which a batch graded at the same time
+#: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
 PROBE = "04.4"  # choice; "b" is right
 IDS = chapter_exercises("04")
 HEAD = (
-    "from dpo_grpo.exercises import check\nimport os, sys, json, subprocess, time, socket, signal\n"
+    "from dpo_grpo.exercises import check\n"
+    "import os, sys, json, subprocess, time, socket, signal\n"
     "def probe(ok, ex_id='04' + '.4'):\n    return check(ex_id, 'b' if ok else 'a')\n"
 )
 PKG = Path(dpo_grpo.__file__).resolve().parent
@@ -69,75 +73,93 @@ def batch(tmp_path_factory):
     S = repr(str(sub))
     _nb(
         sub
-        / "key_reader.ipynb",  # read the answer key from the installed package, or its source
-        "try:\n    from dpo_grpo.exercises import EXERCISES\n    a = EXERCISES['04.1'].solution()\n"
-        "except Exception:\n    a = 0.0\ncheck('04.1', a)",
+        # read the answer key from the installed package, or its source
+        / "key_reader.ipynb",
+        "try:\n    from dpo_grpo.exercises import EXERCISES\n"
+        "    a = EXERCISES['04.1'].solution()\nexcept Exception:\n    a = 0.0\n"
+        "check('04.1', a)",
         f"src = {str(PKG / 'exercises' / 'ch04.py')!r}\nprobe(os.path.exists(src))",
     )
     _nb(
         sub
-        / "monkeypatcher.ipynb",  # patch the checkers and the registry the kernel can reach
+        # patch the checkers and the registry the kernel can reach
+        / "monkeypatcher.ipynb",
         "import dpo_grpo.exercises.core as c, dpo_grpo.exercises.selfcheck as s\n"
         "c.judge = lambda *a, **k: 'correct'\nc.close = lambda *a, **k: True\n"
-        "s.matches = lambda *a, **k: True\nfor e in c.EXERCISES.values():\n    e.reference = 0.0",
+        "s.matches = lambda *a, **k: True\nfor e in c.EXERCISES.values():\n"
+        "    e.reference = 0.0",
         "check('04.1', 0.0)",
         "check('04.2', [0.0, 0.0, 0.0, 0.0])",
     )
     _nb(
         sub
-        / "log_forger.ipynb",  # write verdicts and forged answers into the file the grader reads
+        # write verdicts and forged answers into the file the grader reads
+        / "log_forger.ipynb",
         "p = os.environ['DPO_GRPO_ANSWERS']\nwith open(p, 'a') as fh:\n"
-        "    for i in ['04.1', '04.2', '04.3']:\n        fh.write(json.dumps({'id': i, 'status': 'correct'}) + '\\n')\n"
-        "    fh.write(json.dumps({'id': '04.4', 'answer': {'kind': 'str', 'value': 'a'}, 'status': 'correct'})"
-        " + '\\n')\n    fh.write('{not json\\n')",
+        "    for i in ['04.1', '04.2', '04.3']:\n"
+        "        fh.write(json.dumps({'id': i, 'status': 'correct'}) + '\\n')\n"
+        "    fh.write(json.dumps({'id': '04.4', 'answer': {'kind': 'str', 'value': "
+        "'a'}, 'status': 'correct'}) + '\\n')\n    fh.write('{not json\\n')",
     )
     # deleted the hard exercises' check cells
     _nb(sub / "check_deleter.ipynb", "check('04.4', 'b')")
     _nb(
         sub
-        / "package_overwriter.ipynb",  # overwrite the grader's package (the editable source) and the copy
-        f"hit = 0\nfor d in [{str(PKG)!r}, os.path.dirname(__import__('dpo_grpo').__file__)]:\n"
-        "    for f in ['exercises/core.py', 'exercises/selfcheck.py', 'exercises/grade.py']:\n"
-        "        try:\n            open(os.path.join(d, f), 'a').write('\\nHACKED = 1\\n'); hit += 1\n"
-        "        except OSError:\n            pass\nprobe(hit > 0)",
+        # overwrite the grader's package (the editable source) and the copy
+        / "package_overwriter.ipynb",
+        f"hit = 0\nfor d in [{str(PKG)!r}, "
+        "os.path.dirname(__import__('dpo_grpo').__file__)]:\n"
+        "    for f in ['exercises/core.py', 'exercises/selfcheck.py', "
+        "'exercises/grade.py']:\n        try:\n"
+        "            open(os.path.join(d, f), 'a').write('\\nHACKED = 1\\n'); hit += "
+        "1\n        except OSError:\n            pass\nprobe(hit > 0)",
     )
     # graded after the overwriter
     _nb(sub / "zz_classmate_empty.ipynb", "check('04.1', None)")
     _nb(
         sub
-        / "escaper.ipynb",  # read HOME, list and overwrite classmates, write outside, use the network
-        f"found = []\ntry:\n    found.append(open({str(home / 'secret.txt')!r}).read())\nexcept OSError:\n    pass\n"
-        f"try:\n    found += os.listdir({S})\nexcept OSError:\n    pass\n"
-        f"try:\n    open(os.path.join({S}, 'a_victim.ipynb'), 'w').write('{{}}'); found.append('overwrote')\n"
-        "except OSError:\n    pass\n"
-        f"for target in [{str(base / 'outside.txt')!r}, '/tmp/dpo_grpo_outside.txt', '/etc/outside.txt']:\n"
-        "    try:\n        open(target, 'w').write('x')\n    except OSError:\n        continue\n"
-        "    if not target.startswith('/tmp/'):\n        found.append(target)\n"
-        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); found.append('network')\n"
-        "except OSError:\n    pass\n"
-        "cmdlines = []\nfor pid in os.listdir('/proc'):\n    try:\n"
-        "        cmdlines.append(open(f'/proc/{pid}/cmdline', 'rb').read())\n    except (OSError, ValueError):\n"
-        "        pass\nif any(b'pytest' in c for c in cmdlines):\n    found.append('grader cmdline')\n"
-        "probe(bool(found))",
+        # read HOME, list and overwrite classmates, write outside, use the network
+        / "escaper.ipynb",
+        "found = []\ntry:\n"
+        f"    found.append(open({str(home / 'secret.txt')!r}).read())\n"
+        f"except OSError:\n    pass\ntry:\n    found += os.listdir({S})\n"
+        "except OSError:\n    pass\ntry:\n"
+        f"    open(os.path.join({S}, 'a_victim.ipynb'), 'w').write('{{}}'); "
+        "found.append('overwrote')\nexcept OSError:\n    pass\n"
+        f"for target in [{str(base / 'outside.txt')!r}, '/tmp/dpo_grpo_outside.txt', "
+        "'/etc/outside.txt']:\n    try:\n        open(target, 'w').write('x')\n"
+        "    except OSError:\n        continue\n"
+        "    if not target.startswith('/tmp/'):\n        found.append(target)\ntry:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=2); "
+        "found.append('network')\nexcept OSError:\n    pass\ncmdlines = []\n"
+        "for pid in os.listdir('/proc'):\n    try:\n"
+        f"        cmdlines.append(open(f'/proc/{{pid}}/cmdline', 'rb').read())\n"
+        "    except (OSError, ValueError):\n        pass\n"
+        "if any(b'pytest' in c for c in cmdlines):\n"
+        "    found.append('grader cmdline')\nprobe(bool(found))",
     )
     _nb(sub / "a_victim.ipynb", "check('04.4', 'b')")
     daemon = (
-        f"import time\ntime.sleep(4)\nfor p in [{str(csv_path)!r}, {str(md_path)!r}]:\n"
-        f"    try:\n        open(p, 'w').write('hacked')\n    except OSError:\n        pass\n"
+        "import time\ntime.sleep(4)\n"
+        f"for p in [{str(csv_path)!r}, {str(md_path)!r}]:\n    try:\n"
+        "        open(p, 'w').write('hacked')\n    except OSError:\n        pass\n"
         f"open({str(marker)!r}, 'w').write('x')\n"
     )
     _nb(
         sub
-        / "daemon.ipynb",  # a detached process that rewrites the tables after the grader finished
-        f"subprocess.Popen([sys.executable, '-c', {daemon!r}], start_new_session=True, stdout=subprocess.DEVNULL,\n"
+        # a detached process that rewrites the tables after the grader finished
+        / "daemon.ipynb",
+        f"subprocess.Popen([sys.executable, '-c', {daemon!r}], "
+        "start_new_session=True, stdout=subprocess.DEVNULL,\n"
         "                 stderr=subprocess.DEVNULL)\ncheck('04.4', 'b')",
     )
     _nb(
         sub / "killer.ipynb",
         "check('04.4', 'b')",  # kill everything it can signal, the grader included
-        "for pid in os.listdir('/proc'):\n    if pid.isdigit() and int(pid) != os.getpid():\n"
-        "        try:\n            os.kill(int(pid), signal.SIGKILL)\n        except OSError:\n            pass\n"
-        "os.kill(-1, signal.SIGKILL)",
+        "for pid in os.listdir('/proc'):\n"
+        "    if pid.isdigit() and int(pid) != os.getpid():\n        try:\n"
+        "            os.kill(int(pid), signal.SIGKILL)\n        except OSError:\n"
+        "            pass\nos.kill(-1, signal.SIGKILL)",
     )
     _nb(
         sub / "flooder.ipynb",
@@ -146,7 +168,8 @@ def batch(tmp_path_factory):
     )
     _nb(
         sub / "memory_hog.ipynb",  # more memory than the limit allows
-        "try:\n    x = bytearray(12 << 30); ok = True\nexcept MemoryError:\n    ok = False\nprobe(ok)",
+        "try:\n    x = bytearray(12 << 30); ok = True\nexcept MemoryError:\n"
+        "    ok = False\nprobe(ok)",
     )
     (sub / "not_json.ipynb").write_text("this is {not json")
     (sub / "bad_schema.ipynb").write_text('{"cells": 3, "nbformat": 4}')

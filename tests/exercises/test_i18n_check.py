@@ -1,5 +1,5 @@
-"""``check`` in the Chinese edition (DPO_GRPO_LANG=zh): its fixed messages and each exercise's hints come out in
-Chinese; in English they are unchanged."""
+"""``check`` in the Chinese edition (DPO_GRPO_LANG=zh): its fixed messages and each
+exercise's hints come out in Chinese; in English they are unchanged."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_check_in_chinese(monkeypatch):
 
 
 def test_a_numeric_mistake_hint_in_chinese(monkeypatch):
-    """01.1's first registered mistake (decimal GB instead of GiB) gets its own hint, translated."""
+    """01.1's first registered mistake (decimal GB instead of GiB) gets its own hint,
+    translated."""
     from dpo_grpo.exercises.core import registry
 
     ex = registry()["01.1"]

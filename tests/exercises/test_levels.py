@@ -1,6 +1,6 @@
-"""Exercise levels (1 = recall/compute, 2 = apply, 3 = derive): every exercise of chapters 1-5 is levelled, each of
-those chapters has at least three exercises and two derivations, the derivations exist and check out, and ``level``
-is validated."""
+"""Exercise levels (1 = recall/compute, 2 = apply, 3 = derive): every exercise of
+chapters 1-5 is levelled, each of those chapters has at least three exercises and two
+derivations, the derivations exist and check out, and ``level`` is validated."""
 
 import numpy as np
 import pytest
@@ -60,7 +60,8 @@ def test_derivation_answers():
 
 
 def test_02_7_the_loss_is_unchanged_at_the_derived_floor():
-    """At the floor the DPO loss equals the loss before the update; below it the loss rises, above it falls."""
+    """At the floor the DPO loss equals the loss before the update; below it the loss
+    rises, above it falls."""
     from dpo_grpo import trl_exact
     from dpo_grpo.exercises.ch02 import EX7
 
@@ -78,7 +79,8 @@ def test_02_7_the_loss_is_unchanged_at_the_derived_floor():
 
 
 def test_04_6_is_the_jacobian_column_of_group_advantages():
-    """The derived column equals central finite differences of group_advantages at the exercise's inputs."""
+    """The derived column equals central finite differences of group_advantages at the
+    exercise's inputs."""
     from dpo_grpo.exercises.ch04 import EX6
     from dpo_grpo.reference.advantages import group_advantages
 
@@ -94,7 +96,8 @@ def test_04_6_is_the_jacobian_column_of_group_advantages():
 
 
 def test_the_03_9_formula_matches_enumeration_where_it_can_be_enumerated():
-    """The closed form the exercise asks for, (1 - 1/G) p * (r - p.r), is what enumerating every group gives."""
+    """The closed form the exercise asks for, (1 - 1/G) p * (r - p.r), is what
+    enumerating every group gives."""
     from dpo_grpo.exercises.ch03 import EX9
     from dpo_grpo.reference.baselines import enumerate_group_gradients, true_gradient
 

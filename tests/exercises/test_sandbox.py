@@ -1,9 +1,10 @@
-"""The sandbox attacks of issue #31, each a notebook graded for real: ptrace of the runner (and the escape it
-allowed, which hung the batch), a process that keeps the output pipe open, memory spread over several processes,
-disk bytes and file count, and two batches that shared sandbox uids.
+"""The sandbox attacks of issue #31, each a notebook graded for real: ptrace of the
+runner (and the escape it allowed, which hung the batch), a process that keeps the
+output pipe open, memory spread over several processes, disk bytes and file count, and
+two batches that shared sandbox uids.
 
-A probe notebook submits exercise 04.4's right letter ("b") only when its attack worked, so ``correct`` means the
-sandbox leaked."""
+A probe notebook submits exercise 04.4's right letter ("b") only when its attack worked,
+so ``correct`` means the sandbox leaked."""
 
 import os
 import platform
@@ -19,8 +20,9 @@ import pytest
 from dpo_grpo.exercises.grade import grade_path
 from dpo_grpo.exercises.sandbox import Limits, detect_mode, run_sandboxed
 
-#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
-#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+#: The tests that run grading sandboxes share one xdist worker: each checks that no
+#: sandbox process of its batch outlives grading, which a batch graded at the same time
+#: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
 MODE = detect_mode()
@@ -30,10 +32,12 @@ HEAD = (
 )
 LIBC = (
     "libc = ctypes.CDLL(None, use_errno=True)\nlibc.ptrace.restype = ctypes.c_long\n"
-    "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+    "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, "
+    "ctypes.c_void_p]\n"
 )
 X86_64 = sys.platform.startswith("linux") and platform.machine() == "x86_64"
-# The runner (the kernel's parent) is attached, made to call setpgid(0, 0) and left stopped: what `gdb -p 1` did.
+# The runner (the kernel's parent) is attached, made to call setpgid(0, 0) and left
+# stopped: what `gdb -p 1` did.
 ESCAPE = (
     LIBC
     + """class Regs(ctypes.Structure):
@@ -55,7 +59,7 @@ if attached:
 probe(attached)
 while True:
     time.sleep(1)
-"""
+"""  # noqa: E501
 )
 
 
@@ -88,8 +92,10 @@ def _processes_with(marker: bytes) -> list:
 def test_kernel_cannot_ptrace_its_runner(tmp_path):
     nb = _nb(
         tmp_path / "tracer.ipynb",
-        LIBC + "pid = os.getppid()\nok = libc.ptrace(16, pid, None, None) == 0\n"
-        "if ok:\n    os.waitpid(pid, 0x40000000)\n    libc.ptrace(17, pid, None, None)\nprobe(ok)",
+        LIBC
+        + "pid = os.getppid()\nok = libc.ptrace(16, pid, None, None) == 0\nif ok:\n"
+        "    os.waitpid(pid, 0x40000000)\n    libc.ptrace(17, pid, None, None)\n"
+        "probe(ok)",
     )
     (g,) = grade_path(nb, chapter="04", timeout=30)
     assert g.verdicts["04.4"] == "incorrect", g.note
@@ -99,7 +105,8 @@ def test_kernel_cannot_ptrace_its_runner(tmp_path):
     not X86_64, reason="the register-level attack is written for x86_64 Linux"
 )
 def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
-    """The escape of issue #31, then an honest classmate: the batch ends in time with both rows."""
+    """The escape of issue #31, then an honest classmate: the batch ends in time with
+    both rows."""
     sub = tmp_path / "sub"
     sub.mkdir()
     _nb(sub / "a_escape.ipynb", ESCAPE)
@@ -110,7 +117,9 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
         "    print(g.notebook, g.verdicts['04.4'], g.note)"
     )
     start = time.monotonic()
-    try:  # in a child process, so that a grader which hangs fails this test instead of hanging the suite
+    try:
+        # in a child process, so that a grader which hangs fails this test instead of
+        # hanging the suite
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=150
         )
@@ -127,15 +136,17 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
 
 
 def test_process_holding_the_output_pipe_cannot_hang_the_grader(tmp_path):
-    """Even with no PID namespace (``basic``), a detached process that keeps stdout open is not waited for."""
+    """Even with no PID namespace (``basic``), a detached process that keeps stdout open
+    is not waited for."""
     marker = f"holder{os.getpid()}"
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "import subprocess, sys\n"  # ipykernel keeps a copy of the runner's stdout: the pipe to the grader
+            # ipykernel keeps a copy of the runner's stdout: the pipe to the grader
+            "import subprocess, sys\n"
             "out = getattr(sys.stdout, '_original_stdstream_copy', None) or 1\n"
-            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(90)', {marker!r}], "
-            "start_new_session=True, stdout=out, stderr=out)"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(90)', "
+            f"{marker!r}], start_new_session=True, stdout=out, stderr=out)"
         )
     ]
     start = time.monotonic()
@@ -165,8 +176,9 @@ class TestTotalCaps:
     def test_memory_spread_over_processes_is_capped(self, tmp_path):
         nb = _nb(
             tmp_path / "spread.ipynb",
-            "kids = [subprocess.Popen([sys.executable, '-c', 'b = bytearray(600 << 20); import time; "
-            "time.sleep(30)']) for _ in range(3)]\ntime.sleep(5)\nprobe(all(k.poll() is None for k in kids))",
+            "kids = [subprocess.Popen([sys.executable, '-c', 'b = bytearray(600 << "
+            "20); import time; time.sleep(30)']) for _ in range(3)]\ntime.sleep(5)\n"
+            "probe(all(k.poll() is None for k in kids))",
         )
         (g,) = grade_path(nb, chapter="04", timeout=40, limits=Limits(memory_mb=1024))
         assert g.verdicts["04.4"] != "correct", g.note
@@ -174,8 +186,10 @@ class TestTotalCaps:
     def test_disk_bytes_are_capped(self, tmp_path):
         nb = _nb(
             tmp_path / "filler.ipynb",
-            "n = 0\ntry:\n    for i in range(11):\n        with open(f'big{i}', 'wb') as fh:\n"
-            "            fh.write(b'x' * (60 << 20))\n        n += 1\nexcept OSError:\n    pass\nprobe(n == 11)",
+            "n = 0\ntry:\n    for i in range(11):\n"
+            "        with open(f'big{i}', 'wb') as fh:\n"
+            "            fh.write(b'x' * (60 << 20))\n        n += 1\n"
+            "except OSError:\n    pass\nprobe(n == 11)",
         )
         (g,) = grade_path(nb, chapter="04", timeout=60)
         assert g.verdicts["04.4"] == "incorrect", g.note
@@ -183,8 +197,9 @@ class TestTotalCaps:
     def test_file_count_is_capped(self, tmp_path):
         nb = _nb(
             tmp_path / "many.ipynb",
-            "n = 0\ntry:\n    for i in range(30000):\n        open(f'f{i}', 'w').close()\n        n += 1\n"
-            "except OSError:\n    pass\nprobe(n == 30000)",
+            "n = 0\ntry:\n    for i in range(30000):\n"
+            "        open(f'f{i}', 'w').close()\n        n += 1\nexcept OSError:\n"
+            "    pass\nprobe(n == 30000)",
         )
         (g,) = grade_path(nb, chapter="04", timeout=60)
         assert g.verdicts["04.4"] == "incorrect", g.note

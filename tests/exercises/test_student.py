@@ -1,4 +1,5 @@
-"""The student edition (solution cells removed) of every chapter still executes from top to bottom."""
+"""The student edition (solution cells removed) of every chapter still executes from top
+to bottom."""
 
 import ast
 import json
@@ -10,8 +11,9 @@ import pytest
 
 from dpo_grpo.exercises.student import strip_solutions
 
-#: The tests that run grading sandboxes share one xdist worker: each checks that no sandbox process of
-#: its batch outlives grading, which a batch graded at the same time on another worker would confuse.
+#: The tests that run grading sandboxes share one xdist worker: each checks that no
+#: sandbox process of its batch outlives grading, which a batch graded at the same time
+#: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
@@ -26,7 +28,8 @@ WITH_EXERCISES = [
 
 
 def _bound_and_loaded(source: str) -> tuple[set[str], set[str]]:
-    """The names a cell binds at top level, and the names it reads before binding them itself."""
+    """The names a cell binds at top level, and the names it reads before binding them
+    itself."""
     tree = ast.parse(re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M))
     bound, loaded = set(), set()
     for node in ast.walk(tree):
@@ -40,10 +43,12 @@ def _bound_and_loaded(source: str) -> tuple[set[str], set[str]]:
 
 
 def needs_a_removed_solution(book_nb) -> list[str]:
-    """Kept cells of the student edition that read a name only a removed solution cell defined.
+    """Kept cells of the student edition that read a name only a removed solution cell
+    defined.
 
-    The book build executed every kept cell in the full notebook (tests/book/test_executed.py), so the student
-    edition runs top to bottom unless a kept cell depends on a solution cell it no longer has."""
+    The book build executed every kept cell in the full notebook
+    (tests/book/test_executed.py), so the student edition runs top to bottom unless a
+    kept cell depends on a solution cell it no longer has."""
     kept = strip_solutions(book_nb)
     kept_sources = [c.source for c in kept.cells if c.cell_type == "code"]
     book_sources = [c.source for c in book_nb.cells if c.cell_type == "code"]
@@ -85,7 +90,8 @@ def test_student_edition_runs_without_its_solutions(path):
 
 
 def test_check_loads_no_answer_key():
-    """The student-facing check path imports no chapter registry (they hold the reference answers)."""
+    """The student-facing check path imports no chapter registry (they hold the
+    reference answers)."""
     import subprocess
     import sys
 
@@ -108,7 +114,8 @@ def test_check_loads_no_answer_key():
 
 
 def test_hashed_key_matches_the_registry_and_holds_no_answer():
-    """Every exercise has a key entry; the key's text holds no reference value (solutions, letters' answers)."""
+    """Every exercise has a key entry; the key's text holds no reference value
+    (solutions, letters' answers)."""
     import numpy as np
 
     from dpo_grpo.exercises import EXERCISES
@@ -117,7 +124,8 @@ def test_hashed_key_matches_the_registry_and_holds_no_answer():
     assert sorted(KEY) == sorted(EXERCISES), (
         "run: python -m dpo_grpo.exercises selfcheck-key"
     )
-    # the public test inputs of code exercises ("cases") are not answers: scan everything else
+    # the public test inputs of code exercises ("cases") are not answers: scan
+    # everything else
     text = json.dumps(
         {
             k: {f: x for f, x in entry.items() if f != "cases"}
@@ -139,7 +147,8 @@ def test_hashed_key_matches_the_registry_and_holds_no_answer():
 
 
 def test_self_check_is_never_looser_than_the_grader():
-    """An answer the self-check accepts is within the grader's tolerance; one within an eighth of it passes."""
+    """An answer the self-check accepts is within the grader's tolerance; one within an
+    eighth of it passes."""
     import numpy as np
 
     from dpo_grpo.exercises import EXERCISES, check
@@ -161,8 +170,8 @@ def test_self_check_is_never_looser_than_the_grader():
 
 
 def test_graded_edition_has_no_answer_oracle(tmp_path):
-    """The graded edition's check consults no key: a right and a wrong answer get the same reply, and the
-    grader still marks the recorded answers."""
+    """The graded edition's check consults no key: a right and a wrong answer get the
+    same reply, and the grader still marks the recorded answers."""
     import subprocess
     import sys
 

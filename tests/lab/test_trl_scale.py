@@ -1,5 +1,6 @@
-"""Tests of dpo_grpo.lab.trl_scale: a CPU smoke run of TRL 1.16.0's GRPOTrainer and DPOTrainer on the tiny random
-Qwen2 model (no download), with TRL's logged GRPO metrics checked against this package's recomputation."""
+"""Tests of dpo_grpo.lab.trl_scale: a CPU smoke run of TRL 1.16.0's GRPOTrainer and
+DPOTrainer on the tiny random Qwen2 model (no download), with TRL's logged GRPO metrics
+checked against this package's recomputation."""
 
 import contextlib
 import io

@@ -46,11 +46,7 @@ WRAPPED = [
     "book/_ext/**/*.py",
     "tests/reference",
     "tests/trl_exact",
-    # code/dpo_grpo/lab but trl_scale.py and verl_mapping.py (not yet wrapped)
-    "code/dpo_grpo/lab/[!tv]*.py",
-    "code/dpo_grpo/lab/task.py",
-    "code/dpo_grpo/lab/timing.py",
-    "code/dpo_grpo/lab/trl_offline.py",
+    "code/dpo_grpo/lab",
     "code/dpo_grpo/i18n.py",
     "tests/conftest.py",
     "tests/testing_support.py",
@@ -73,11 +69,9 @@ WRAPPED = [
     "code/dpo_grpo/chapters/token_level.py",
     "code/dpo_grpo/chapters/token_loss.py",
     "tests/interactive",
-    # tests/lab but test_trl_scale.py and test_verl_mapping.py (not yet wrapped)
-    "tests/lab/conftest.py",
-    "tests/lab/test_[!tv]*.py",
-    "tests/lab/test_task.py",
-    "tests/lab/test_trl_offline.py",
+    "tests/lab",
+    "tests/exercises",
+    "tests/torch_ops",
 ]
 
 

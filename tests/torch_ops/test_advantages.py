@@ -1,5 +1,5 @@
-"""dpo_grpo.torch_ops.advantages: group and TRL reward advantages equal NumPy (float64) and the TRL 1.16.0
-fixtures; the same input validation as NumPy."""
+"""dpo_grpo.torch_ops.advantages: group and TRL reward advantages equal NumPy (float64)
+and the TRL 1.16.0 fixtures; the same input validation as NumPy."""
 
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ from dpo_grpo.reference import examples as ex  # noqa: E402
 from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss: float64 parity with NumPy on every option
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
+    """(new, old, ref, advantages, mask) of
+    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
@@ -44,7 +45,8 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
     np.testing.assert_allclose(
         out.loss.item(), dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss, **TIGHT
     )
-    # ref and advantages that require grad switch to the autograd path (gradients flow to them too)
+    # ref and advantages that require grad switch to the autograd path (gradients flow
+    # to them too)
     new_t, ref_t, adv_t = (tensor(x).requires_grad_() for x in (new, ref, adv))
     T.grpo_loss(new_t, tensor(old), ref_t, adv_t, tensor(mask)).loss.backward()
     np.testing.assert_allclose(
@@ -61,7 +63,8 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
         - dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss
     ) / h
     assert abs(adv_t.grad[1].item() - fd) < 1e-5
-    # d loss / d ref comes from the k3 term only; checked against finite differences of the NumPy loss
+    # d loss / d ref comes from the k3 term only; checked against finite differences of
+    # the NumPy loss
     fd_ref = dg.finite_difference(
         lambda x: dg.trl_exact.grpo_loss(new, old, x, adv, mask).loss, ref, h=1e-6
     )
@@ -69,9 +72,9 @@ def test_no_grad_and_autograd_to_ref_and_advantages():
     assert np.all(to_numpy(ref_t.grad)[mask == 0] == 0) and np.abs(fd_ref).max() > 1e-4
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Advantages
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("ddof", [0, 1])
@@ -208,9 +211,10 @@ def test_reward_advantages_invalid_like_numpy(kwargs, err):
         T.reward_advantages(tensor(rpf) if isinstance(rpf, np.ndarray) else rpf, **full)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see tests/trl_exact/test_trl_parity.py)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see
+# tests/trl_exact/test_trl_parity.py)
+# --------------------------------------------------------------------------------------
 
 
 def _fixture(name):

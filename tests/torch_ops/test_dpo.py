@@ -1,5 +1,5 @@
-"""dpo_grpo.torch_ops.dpo: every DPO loss type equals NumPy (float64) and the TRL 1.16.0 fixtures; the same input
-validation as NumPy."""
+"""dpo_grpo.torch_ops.dpo: every DPO loss type equals NumPy (float64) and the TRL 1.16.0
+fixtures; the same input validation as NumPy."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from dpo_grpo import torch_ops as T  # noqa: E402
 from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # DPO
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -79,9 +79,10 @@ def test_dpo_invalid_like_numpy():
             T.dpo_loss(*map(tensor, bad))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see tests/trl_exact/test_trl_parity.py)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see
+# tests/trl_exact/test_trl_parity.py)
+# --------------------------------------------------------------------------------------
 
 
 def _fixture(name):

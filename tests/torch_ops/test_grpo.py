@@ -1,7 +1,9 @@
-"""dpo_grpo.torch_ops.grpo (and grpo_kernel): parity with the NumPy reference (float64: 1e-12) for every GRPO option, advantage and DPO
-variant, on the fused and the autograd path; float32/bfloat16 within documented tolerances; padding garbage that
-cannot leak; the same input validation as NumPy; the TRL 1.16.0 fixtures; selective_log_softmax vs the naive
-log_softmax + gather (values, gradients, saved memory). CUDA tests are marked ``cuda`` and skipped without a GPU.
+"""dpo_grpo.torch_ops.grpo (and grpo_kernel): parity with the NumPy reference (float64:
+1e-12) for every GRPO option, advantage and DPO variant, on the fused and the autograd
+path; float32/bfloat16 within documented tolerances; padding garbage that cannot leak;
+the same input validation as NumPy; the TRL 1.16.0 fixtures; selective_log_softmax vs
+the naive log_softmax + gather (values, gradients, saved memory). CUDA tests are marked
+``cuda`` and skipped without a GPU.
 
 Documented tolerances (vs NumPy float64 on the same rounded inputs):
   float32 : loss rtol 1e-5; gradient rtol 1e-5 + atol 1e-5 * max|grad|
@@ -34,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 from torch_support import tensor, to_numpy, FIXTURES, F64, TIGHT, cuda, needs_cuda  # noqa: E402
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Import and device
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_dpo_grpo_imports_without_torch_and_torch_ops_explains_the_install():
@@ -64,13 +66,14 @@ def test_default_device():
     assert T.default_device() == torch.device(expected)
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss: float64 parity with NumPy on every option
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
+    """(new, old, ref, advantages, mask) of
+    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
     return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
@@ -167,7 +170,9 @@ def _check_against_numpy(
         "gradient must be exactly zero on padding"
     )
     _check_metrics(out, expected)
-    if not per_token:  # the training hot path: no per-token tensors, the same loss, gradient and metrics
+    if not per_token:
+        # the training hot path: no per-token tensors, the same loss, gradient and
+        # metrics
         assert (
             out.ratio is None
             and out.per_token_loss is None
@@ -253,7 +258,8 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
         num_items_in_batch=torch.tensor(40),
     )
     np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
-    # old = new (TRL's on-policy shortcut): old is fixed data, so the gradient is still the policy gradient
+    # old = new (TRL's on-policy shortcut): old is fixed data, so the gradient is still
+    # the policy gradient
     new_t = tensor(new).requires_grad_()
     out = T.grpo_loss(new_t, new_t, tensor(ref), tensor(adv), tensor(mask))
     out.loss.backward()
@@ -268,9 +274,9 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss: float32 / bfloat16, padding garbage
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -370,9 +376,9 @@ def test_bool_and_int_masks_and_array_likes():
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GRPO loss: validation (the NumPy reference's list; torch raises the same errors)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _ok():
@@ -451,14 +457,16 @@ def test_torch_specific_validation():
         T.grpo_loss(**ok, loss_type="dapo", num_items_in_batch=torch.tensor(0.0))
     with pytest.raises(TypeError, match="fused"):
         T.grpo_loss(**ok, fused="yes")
-    # validate=False skips the value checks (they are the only host-device synchronisation)
+    # validate=False skips the value checks (they are the only host-device
+    # synchronisation)
     bad = ok | dict(mask=torch.full((5, 6), 2.0, dtype=F64))
     T.grpo_loss(**bad, validate=False)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see tests/trl_exact/test_trl_parity.py)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# TRL 1.16.0 fixtures (produced by TRL's own trainer code; see
+# tests/trl_exact/test_trl_parity.py)
+# --------------------------------------------------------------------------------------
 
 
 def _fixture(name):
@@ -524,18 +532,18 @@ def test_grpo_matches_trl_fixtures(per_token):
             )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # selective_log_softmax
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _naive(logits, ids):
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[..., None])[..., 0]
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # CUDA (skipped without a GPU)
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @cuda
@@ -598,13 +606,14 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     )
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # torch.compile and overflow
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_traces_without_graph_breaks():
-    """fullgraph=True fails on any graph break; backend="eager" only traces (no code generation: fast)."""
+    """fullgraph=True fails on any graph break; backend="eager" only traces (no code
+    generation: fast)."""
     for opts, adv_2d, paths in (
         (dict(), False, (True, False)),
         (
@@ -675,9 +684,9 @@ def test_traces_without_graph_breaks():
     ids=_ids,
 )
 def test_compiled_loss_matches_numpy(opts):
-    """compile=True with inductor's real code generation (C++ on CPU): float64 parity with and without the
-    per-token outputs, on a second shape (dynamic, no recompile error), with (B, T) advantages, and the autograd
-    path."""
+    """compile=True with inductor's real code generation (C++ on CPU): float64 parity
+    with and without the per-token outputs, on a second shape (dynamic, no recompile
+    error), with (B, T) advantages, and the autograd path."""
     from torch._dynamo.utils import counters
 
     graphs = counters["stats"]["unique_graphs"]
@@ -695,9 +704,10 @@ def test_compiled_loss_matches_numpy(opts):
 
 
 def test_compiled_kernels_past_dynamos_default_limit_do_not_fail(monkeypatch):
-    """Each set of options, dtype and device is a kernel of its own; dynamo's default limit (8) made the
-    ninth a hard error under fullgraph=True (seen on a GPU: the loss on CUDA, then on the CPU). The global
-    limit is set to 1 here, so that two dtypes are already past it."""
+    """Each set of options, dtype and device is a kernel of its own; dynamo's default
+    limit (8) made the ninth a hard error under fullgraph=True (seen on a GPU: the loss
+    on CUDA, then on the CPU). The global limit is set to 1 here, so that two dtypes are
+    already past it."""
     from dpo_grpo.torch_ops import grpo_kernel
 
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
@@ -750,7 +760,8 @@ def test_per_token_and_compile_arguments():
         T.grpo_loss(new, old, ref, adv, mask, per_token=0)
     with pytest.raises(ValueError, match="per_token=False needs the fused path"):
         T.grpo_loss(new, old, ref, adv, mask, per_token=False, fused=False)
-    # without the per-token tensors an overflow still raises (it shows in the gradient: 0 * inf = NaN)
+    # without the per-token tensors an overflow still raises (it shows in the gradient:
+    # 0 * inf = NaN)
     args = [
         tensor([[1000.0]]).requires_grad_(),
         tensor([[0.0]]),
@@ -763,7 +774,8 @@ def test_per_token_and_compile_arguments():
 
 
 def test_bias_corrected_kl_overflow_raises():
-    # exp(new - old) and expm1(ref - new) are finite, their product is not: an error, never a silent inf
+    # exp(new - old) and expm1(ref - new) are finite, their product is not: an error,
+    # never a silent inf
     args = [
         tensor([[700.0]]),
         tensor([[0.0]]),
@@ -776,7 +788,8 @@ def test_bias_corrected_kl_overflow_raises():
 
 
 def test_the_torch_loss_takes_the_trl_exact_options_with_the_same_defaults():
-    """The two layers spell out the same TRL options (readable signatures); this keeps them one list."""
+    """The two layers spell out the same TRL options (readable signatures); this keeps
+    them one list."""
     import inspect
 
     trl = inspect.signature(dg.trl_exact.grpo_loss).parameters

@@ -1,5 +1,6 @@
-"""dpo_grpo.torch_ops.logprobs: selective_log_softmax vs the naive log-softmax (values, gradients, low precision,
-memory) and saved_tensor_bytes; CUDA checks when a GPU is present."""
+"""dpo_grpo.torch_ops.logprobs: selective_log_softmax vs the naive log-softmax (values,
+gradients, low precision, memory) and saved_tensor_bytes; CUDA checks when a GPU is
+present."""
 
 from __future__ import annotations
 
@@ -40,9 +41,9 @@ def _reward_tables():
     }
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # selective_log_softmax
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _naive(logits, ids):
@@ -65,7 +66,9 @@ def _compare_with_naive(
     (naive * weights.to(naive.dtype)).sum().backward()
     assert a.grad.dtype == logits.dtype
     np.testing.assert_allclose(to_numpy(a.grad), to_numpy(b.grad), **tol)
-    if inplace:  # the gradient was written into the logits' own storage: no new vocabulary-sized buffer
+    if inplace:
+        # the gradient was written into the logits' own storage: no new vocabulary-sized
+        # buffer
         assert a.grad.data_ptr() == a.data_ptr()
     return ours
 
@@ -82,9 +85,10 @@ def test_selective_log_softmax_matches_naive(chunk_size, inplace):
 
 @pytest.mark.parametrize("dtype", [F64, torch.bfloat16], ids=str)
 def test_selective_log_softmax_inplace_backward_through_lm_head(dtype):
-    """The intended use: logits = hidden @ W.T, consumed only by the log-probs. Gradients to the hidden states and
-    the weights equal the naive path's; a second consumer that saved the logits either ran its backward first
-    (then all is exact) or gets autograd's in-place error, never a silently wrong gradient."""
+    """The intended use: logits = hidden @ W.T, consumed only by the log-probs.
+    Gradients to the hidden states and the weights equal the naive path's; a second
+    consumer that saved the logits either ran its backward first (then all is exact) or
+    gets autograd's in-place error, never a silently wrong gradient."""
     g = torch.Generator().manual_seed(5)
     hidden = torch.randn(2, 6, 8, generator=g, dtype=F64)
     weight = torch.randn(40, 8, generator=g, dtype=F64)
@@ -166,20 +170,23 @@ def test_selective_log_softmax_low_precision(dtype):
 
 
 def test_selective_log_softmax_saves_no_vocabulary_sized_tensor():
-    """Autograd keeps only the logits themselves (the input) and O(B T) tensors, unlike log_softmax + gather."""
+    """Autograd keeps only the logits themselves (the input) and O(B T) tensors, unlike
+    log_softmax + gather."""
     logits = torch.randn(4, 16, 300, requires_grad=True)
     ids = torch.randint(0, 300, (4, 16))
     full, ids_bytes = (
         logits.numel() * logits.element_size(),
         ids.numel() * ids.element_size(),
     )
-    # naive: the log-softmax output, saved by log_softmax and again by gather (one storage), and the ids
+    # naive: the log-softmax output, saved by log_softmax and again by gather (one
+    # storage), and the ids
     assert T.saved_tensor_bytes(_naive, logits, ids, exclude=logits) == full + ids_bytes
     assert (
         T.saved_tensor_bytes(T.selective_log_softmax, logits, ids, exclude=logits)
         == ids_bytes
     )
-    # log_softmax keeps its output, not its input; selective_log_softmax keeps its input, the logits
+    # log_softmax keeps its output, not its input; selective_log_softmax keeps its
+    # input, the logits
     assert T.saved_tensor_bytes(_naive, logits, ids) == full + ids_bytes
     assert (
         T.saved_tensor_bytes(T.selective_log_softmax, logits, ids) == full + ids_bytes
@@ -269,8 +276,8 @@ def test_cuda_advantages_dpo_and_selective_log_softmax():
 @cuda
 @needs_cuda
 def test_cuda_selective_log_softmax_memory():
-    """Peak extra memory of forward + backward (beyond the logits and their gradient) is a small fraction of
-    log_softmax + gather's at V = 32000."""
+    """Peak extra memory of forward + backward (beyond the logits and their gradient) is
+    a small fraction of log_softmax + gather's at V = 32000."""
     dev = "cuda"
     logits = torch.randn(4, 512, 32000, device=dev, requires_grad=True)
     ids = torch.randint(0, 32000, (4, 512), device=dev)
@@ -290,7 +297,8 @@ def test_cuda_selective_log_softmax_memory():
 
     naive, ours = peak_extra(_naive), peak_extra(T.selective_log_softmax)
     assert ours <= naive / 8, (ours, naive)
-    # in place, the gradient is the logits' own storage: the whole peak (gradient included) is a chunk's
+    # in place, the gradient is the logits' own storage: the whole peak (gradient
+    # included) is a chunk's
     logits.grad = None
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()

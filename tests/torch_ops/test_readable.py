@@ -1,4 +1,5 @@
-"""dpo_grpo.torch_ops.readable: the dozen-line torch losses equal the NumPy reference and the fused TRL-exact path."""
+"""dpo_grpo.torch_ops.readable: the dozen-line torch losses equal the NumPy reference
+and the fused TRL-exact path."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""The lab's experiment with TRL 1.16.0's trainers: its hyper-parameters by their TRL names, its reward function
-and data in TRL's formats, a recorder that recomputes TRL's logged GRPO metrics with this package, and the
-``accelerate`` / DeepSpeed ZeRO configurations that take the run to several GPUs and nodes (needs ``trl``).
+"""The lab's experiment with TRL 1.16.0's trainers: its hyper-parameters by their TRL
+names, its reward function and data in TRL's formats, a recorder that recomputes TRL's
+logged GRPO metrics with this package, and the ``accelerate`` / DeepSpeed ZeRO
+configurations that take the run to several GPUs and nodes (needs ``trl``).
 
-TRL works with Hugging Face models, so the model side is :mod:`dpo_grpo.lab.hf` (a pretrained instruct model, or
-its tiny random twin offline); the task, the verifier, the prompts and the hyper-parameters are the lab's.
+TRL works with Hugging Face models, so the model side is :mod:`dpo_grpo.lab.hf` (a
+pretrained instruct model, or its tiny random twin offline); the task, the verifier, the
+prompts and the hyper-parameters are the lab's.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ DPO_NAMES = (
 
 
 def grpo_args(cfg, output_dir: str, **overrides) -> dict:
-    """Keyword arguments of ``trl.GRPOConfig`` that reproduce the lab's GRPO settings (one process; see
-    :data:`GRPO_NAMES`). ``overrides`` replace or add TRL fields (``use_vllm``, ``bf16``, ...)."""
+    """Keyword arguments of ``trl.GRPOConfig`` that reproduce the lab's GRPO settings
+    (one process; see :data:`GRPO_NAMES`). ``overrides`` replace or add TRL fields
+    (``use_vllm``, ``bf16``, ...)."""
     checked_config(cfg, GRPOTaskConfig)
     # fields only a LabConfig has (an HFLabConfig takes TRL's defaults of the lab)
     get = lambda name, default=None: getattr(cfg, name, default)  # noqa: E731
@@ -92,8 +95,8 @@ def grpo_args(cfg, output_dir: str, **overrides) -> dict:
 def dpo_args(
     cfg: LabConfig, output_dir: str, algorithm: str = "dpo+nll", **overrides
 ) -> dict:
-    """Keyword arguments of ``trl.DPOConfig`` for the lab's offline methods (``"dpo"`` or ``"dpo+nll"``; RFT is
-    TRL's ``SFTTrainer`` on the chosen completions)."""
+    """Keyword arguments of ``trl.DPOConfig`` for the lab's offline methods (``"dpo"``
+    or ``"dpo+nll"``; RFT is TRL's ``SFTTrainer`` on the chosen completions)."""
     if not isinstance(cfg, LabConfig):
         raise TypeError(f"cfg must be a LabConfig, got {type(cfg).__name__}")
     if algorithm not in ("dpo", "dpo+nll"):
@@ -131,8 +134,9 @@ def chat_messages(cfg, problem: str) -> list:
 
 
 def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
-    """A ``datasets.Dataset`` of ``n_prompts`` training prompts in the lab's stream order (seeded), conversational:
-    column ``prompt`` (system + user messages) and column ``problem`` (the sum, for the reward function)."""
+    """A ``datasets.Dataset`` of ``n_prompts`` training prompts in the lab's stream
+    order (seeded), conversational: column ``prompt`` (system + user messages) and
+    column ``problem`` (the sum, for the reward function)."""
     from datasets import Dataset
 
     checked_config(cfg, GRPOTaskConfig)
@@ -148,8 +152,8 @@ def prompt_dataset(cfg, n_prompts: int, seed: int = 0):
 
 
 def preference_dataset(cfg, pairs: dict):
-    """The lab's offline pairs (``LabRun.pairs``: ``prompts``, ``chosen``, ``rejected`` texts) as a
-    conversational preference ``datasets.Dataset`` for ``DPOTrainer``."""
+    """The lab's offline pairs (``LabRun.pairs``: ``prompts``, ``chosen``, ``rejected``
+    texts) as a conversational preference ``datasets.Dataset`` for ``DPOTrainer``."""
     from datasets import Dataset
 
     checked_config(cfg, GRPOTaskConfig)
@@ -157,11 +161,13 @@ def preference_dataset(cfg, pairs: dict):
         k in pairs for k in ("prompts", "chosen", "rejected")
     ):
         raise ValueError(
-            "pairs must be a dict with 'prompts', 'chosen' and 'rejected' (LabRun.pairs)"
+            "pairs must be a dict with 'prompts', 'chosen' and 'rejected' "
+            "(LabRun.pairs)"
         )
     if not len(pairs["prompts"]) == len(pairs["chosen"]) == len(pairs["rejected"]) > 0:
         raise ValueError(
-            "pairs must hold as many prompts as chosen and rejected completions, at least one"
+            "pairs must hold as many prompts as chosen and rejected completions, at "
+            "least one"
         )
     return Dataset.from_dict(
         {
@@ -175,8 +181,9 @@ def preference_dataset(cfg, pairs: dict):
 
 
 def verifier_reward(eos_token_id: int):
-    """The lab's verifier as a TRL reward function: 1.0 when the completion ended its turn (its ids contain
-    ``eos_token_id``) and its text, stripped, is exactly the sum in column ``problem``; else 0.0."""
+    """The lab's verifier as a TRL reward function: 1.0 when the completion ended its
+    turn (its ids contain ``eos_token_id``) and its text, stripped, is exactly the sum
+    in column ``problem``; else 0.0."""
     eos_token_id = v.integer(eos_token_id, "eos_token_id", minimum=0)
 
     def verifier(prompts, completions, completion_ids, problem, **kwargs):
@@ -367,9 +374,10 @@ class GRPORecorder:
 
 
 def deepspeed_config(zero_stage: int = 2) -> dict:
-    """A DeepSpeed config for the GRPO/DPO trainers: ZeRO stage 1 (optimizer states sharded), 2 (+ gradients) or
-    3 (+ parameters); ``"auto"`` values are filled in by the Trainer from its own arguments, so batch sizes and
-    learning rates stay defined in one place (the TRL config)."""
+    """A DeepSpeed config for the GRPO/DPO trainers: ZeRO stage 1 (optimizer states
+    sharded), 2 (+ gradients) or 3 (+ parameters); ``"auto"`` values are filled in by
+    the Trainer from its own arguments, so batch sizes and learning rates stay defined
+    in one place (the TRL config)."""
     if zero_stage not in (1, 2, 3):
         raise ValueError(f"zero_stage must be 1, 2 or 3, got {zero_stage!r}")
     zero = {"stage": zero_stage, "overlap_comm": True, "contiguous_gradients": True}
@@ -399,16 +407,19 @@ def accelerate_config(
     main_process_port: int = 29500,
     deepspeed_config_file: str = "ds_config.json",
 ) -> str:
-    """The ``accelerate launch --config_file`` YAML for ``num_machines`` x ``gpus_per_machine`` processes with
-    DeepSpeed (each machine runs the same file with its own ``--machine_rank``).
+    """The ``accelerate launch --config_file`` YAML for ``num_machines`` x
+    ``gpus_per_machine`` processes with DeepSpeed (each machine runs the same file with
+    its own ``--machine_rank``).
 
-    DeepSpeed's settings live in one place, the JSON file ``deepspeed_config_file`` (:func:`deepspeed_config`): the
-    YAML only names it, so it carries no ``zero_stage``, offload, clipping or top-level ``mixed_precision`` (which
-    accelerate 1.16 rejects next to a config file), and the training script passes no ``deepspeed=`` of its own.
-    ``zero_stage`` only sets ``zero3_init_flag`` (build a stage-3 model sharded from the start). Several machines
-    use ``deepspeed_multinode_launcher: standard``: ``accelerate launch`` then starts ``torchrun`` on each node with
-    that node's ``--machine_rank``; without it accelerate falls back to ``pdsh``, which logs into every node from
-    node 0 and needs a hostfile."""
+    DeepSpeed's settings live in one place, the JSON file ``deepspeed_config_file``
+    (:func:`deepspeed_config`): the YAML only names it, so it carries no ``zero_stage``,
+    offload, clipping or top-level ``mixed_precision`` (which accelerate 1.16 rejects
+    next to a config file), and the training script passes no ``deepspeed=`` of its own.
+    ``zero_stage`` only sets ``zero3_init_flag`` (build a stage-3 model sharded from the
+    start). Several machines use ``deepspeed_multinode_launcher: standard``:
+    ``accelerate launch`` then starts ``torchrun`` on each node with that node's
+    ``--machine_rank``; without it accelerate falls back to ``pdsh``, which logs into
+    every node from node 0 and needs a hostfile."""
     for name, value, low in (
         ("num_machines", num_machines, 1),
         ("gpus_per_machine", gpus_per_machine, 1),
@@ -447,15 +458,18 @@ def accelerate_config(
 
 
 def check_launch_files(directory, machine_rank: int | None = None) -> dict:
-    """Run accelerate 1.16's own start-up checks on the files :func:`write_launch_files` wrote into ``directory``,
-    as ``accelerate launch --config_file accelerate.yaml [--machine_rank k] train_grpo.py`` would on node ``k``:
-    its argument parser and ``_validate_launch_command`` on the YAML, ``prepare_deepspeed_cmd_env`` (the command
-    and the environment it exports), then, in that environment and in ``directory``, the ``DeepSpeedPlugin`` that
-    ``TrainingArguments`` builds for the script (from ``deepspeed=`` if the script passes one, else from the
-    exported config file), which raises where accelerate would refuse to start. Needs no GPU and no ``deepspeed``.
-    Returns ``launcher`` (``"torchrun"``, or the external command accelerate would run, e.g. ``"deepspeed
-    --launcher pdsh"``), ``nnodes``, ``nproc_per_node``, ``node_rank``, ``zero_stage``, ``mixed_precision``,
-    ``zero3_init_flag`` and ``env`` (the ``ACCELERATE_*`` variables it exports)."""
+    """Run accelerate 1.16's own start-up checks on the files :func:`write_launch_files`
+    wrote into ``directory``, as ``accelerate launch --config_file accelerate.yaml
+    [--machine_rank k] train_grpo.py`` would on node ``k``: its argument parser and
+    ``_validate_launch_command`` on the YAML, ``prepare_deepspeed_cmd_env`` (the command
+    and the environment it exports), then, in that environment and in ``directory``, the
+    ``DeepSpeedPlugin`` that ``TrainingArguments`` builds for the script (from
+    ``deepspeed=`` if the script passes one, else from the exported config file), which
+    raises where accelerate would refuse to start. Needs no GPU and no ``deepspeed``.
+    Returns ``launcher`` (``"torchrun"``, or the external command accelerate would run,
+    e.g. ``"deepspeed --launcher pdsh"``), ``nnodes``, ``nproc_per_node``,
+    ``node_rank``, ``zero_stage``, ``mixed_precision``, ``zero3_init_flag`` and ``env``
+    (the ``ACCELERATE_*`` variables it exports)."""
     import ast
     import contextlib
     import os
@@ -525,9 +539,11 @@ def check_launch_files(directory, machine_rank: int | None = None) -> dict:
 def scaled_grpo_args(
     cfg, output_dir: str, num_processes: int, vllm: str | None = None, **overrides
 ) -> dict:
-    """:func:`grpo_args` for ``num_processes`` GPUs, keeping the lab's global batch (prompts x generations per
-    optimiser step) fixed: each process holds ``1 / num_processes`` of it. ``vllm="colocate"`` samples with vLLM
-    inside each training process; ``vllm="server"`` sends generation to a separate ``trl vllm-serve`` process."""
+    """:func:`grpo_args` for ``num_processes`` GPUs, keeping the lab's global batch
+    (prompts x generations per optimiser step) fixed: each process holds
+    ``1 / num_processes`` of it. ``vllm="colocate"`` samples with vLLM inside each
+    training process; ``vllm="server"`` sends generation to a separate
+    ``trl vllm-serve`` process."""
     if (
         isinstance(num_processes, bool)
         or not isinstance(num_processes, int)
@@ -539,7 +555,8 @@ def scaled_grpo_args(
     global_batch = cfg.prompts_per_step * cfg.num_generations
     if global_batch % num_processes:
         raise ValueError(
-            f"num_processes ({num_processes}) must divide the global batch of {global_batch} completions"
+            f"num_processes ({num_processes}) must divide the global batch of "
+            f"{global_batch} completions"
         )
     if vllm not in (None, "colocate", "server"):
         raise ValueError(f"vllm must be None, 'colocate' or 'server', got {vllm!r}")
@@ -558,10 +575,12 @@ def scaled_grpo_args(
 
 
 def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> float:
-    """Bytes of model state per GPU under mixed-precision AdamW (ZeRO paper's accounting: 2 bytes of bf16 weights,
-    2 of bf16 gradients, 12 of fp32 master weights and Adam moments per parameter): stage 0 keeps all 16 on every
-    GPU; stage 1 shards the 12 optimizer bytes, stage 2 also the gradients, stage 3 also the weights. Activations,
-    the reference model and the generation engine's KV cache come on top."""
+    """Bytes of model state per GPU under mixed-precision AdamW (ZeRO paper's
+    accounting: 2 bytes of bf16 weights, 2 of bf16 gradients, 12 of fp32 master weights
+    and Adam moments per parameter): stage 0 keeps all 16 on every GPU; stage 1 shards
+    the 12 optimizer bytes, stage 2 also the gradients, stage 3 also the weights.
+    Activations, the reference model and the generation engine's KV cache come on
+    top."""
     for name, x, low in (("n_parameters", n_parameters, 1), ("num_gpus", num_gpus, 1)):
         if isinstance(x, bool) or not isinstance(x, int) or x < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
@@ -577,8 +596,10 @@ def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> fl
     return (w + g + o) * n_parameters
 
 
-TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL. On node K (K = 0, 1, ...):
-    accelerate launch --config_file accelerate.yaml --machine_rank K train_grpo.py"""
+TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL.
+
+On node K (K = 0, 1, ...):
+  accelerate launch --config_file accelerate.yaml --machine_rank K train_grpo.py"""
 from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
@@ -612,9 +633,11 @@ def write_launch_files(
     zero_stage: int = 2,
     vllm: str | None = "colocate",
 ) -> dict:
-    """Write ``accelerate.yaml``, ``ds_config.json`` and ``train_grpo.py`` for a multi-node GRPO run of the
-    ``qwen2.5-0.5b`` preset into ``directory``; return ``{name: path}``. Each node runs
-    ``accelerate launch --config_file accelerate.yaml train_grpo.py`` with its own ``machine_rank``."""
+    """Write ``accelerate.yaml``, ``ds_config.json`` and ``train_grpo.py`` for a
+    multi-node GRPO run of the ``qwen2.5-0.5b`` preset into ``directory``; return
+    ``{name: path}``. Each node runs
+    ``accelerate launch --config_file accelerate.yaml train_grpo.py`` with its own
+    ``machine_rank``."""
     import pathlib
 
     d = pathlib.Path(directory)
