@@ -1,13 +1,19 @@
-"""What readers are shown: the built site (``_build/html``) and the reader edition (``make notebooks``).
+"""What readers are shown: the built site (``_build/html``) and the reader edition
+(``make notebooks``).
 
-The sources can build with ``-W`` and still show a reader raw MyST, a stray return value or machinery. These tests
-read the artifacts themselves, from the one book build of the test run (the ``built_book`` fixture):
+The sources can build with ``-W`` and still show a reader raw MyST, a stray return value
+or machinery. These tests read the artifacts themselves, from the one book build of the
+test run (the ``built_book`` fixture):
 
-- no page's prose (its text outside code blocks) and no reader notebook's Markdown holds raw MyST: a role followed by a backtick, a ``{glue``
-  without its closing brace, a ``:::`` fence or a ```` ```{ ```` fence;
-- no visible code cell publishes (``glue(``), and none shows an ``execute_result`` a publishing call produced;
-- no page shows stderr output or the set-up cell, and no visible code line is wider than 88 characters;
-- the reader edition keeps the set-up cell as its first code cell and drops the publishing cells.
+- no page's prose (its text outside code blocks) and no reader notebook's Markdown holds
+  raw MyST: a role followed by a backtick, a ``{glue`` without its closing brace, a
+  ``:::`` fence or a ```` ```{ ```` fence;
+- no visible code cell publishes (``glue(``), and none shows an ``execute_result`` a
+  publishing call produced;
+- no page shows stderr output or the set-up cell, and no visible code line is wider than
+  88 characters;
+- the reader edition keeps the set-up cell as its first code cell and drops the
+  publishing cells.
 """
 
 from __future__ import annotations
@@ -52,7 +58,8 @@ def raw_myst(text: str) -> list[str]:
 
 
 def prose_text(article) -> str:
-    """The page's text outside code blocks (inline code included): where MyST would have been rendered."""
+    """The page's text outside code blocks (inline code included): where MyST would have
+    been rendered."""
     article = BeautifulSoup(str(article), "html.parser")
     for pre in article.select("pre"):
         pre.decompose()
@@ -70,7 +77,8 @@ def _soup(stem: str, html: Path) -> BeautifulSoup:
 
 
 def visible_code_blocks(article) -> list[str]:
-    """The code a reader sees: cell inputs, listings (``show_source``) and code blocks in the prose; not outputs."""
+    """The code a reader sees: cell inputs, listings (``show_source``) and code blocks
+    in the prose; not outputs."""
     blocks = []
     for div in article.select("div[class*='highlight-']"):
         classes = " ".join(div.get("class", []))
@@ -102,9 +110,10 @@ def _hidden_on_site(cell) -> bool:
     return bool({"remove-cell", "remove-output"} & set(cell.metadata.get("tags", [])))
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The checks themselves, tested on known defects (so that none of them can pass vacuously)
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# The checks themselves, tested on known defects (so that none of them can pass
+# vacuously)
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -144,9 +153,9 @@ def test_a_cell_ending_in_a_publishing_call_is_detected():
     assert not _last_statement_publishes('glue("k", 1)\nx')
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The built site
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("stem", PAGES)
@@ -205,9 +214,9 @@ def test_no_visible_cell_shows_a_published_value(built_book, stem):
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The reader edition
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)

@@ -1,23 +1,27 @@
 """Colab in CI: every reader notebook runs as a Colab reader would meet it.
 
-Once per session: build the wheel of this checkout (the ``package_wheel`` fixture), make fresh venvs with Colab's
-package versions (``tests/colab/requirements-colab.txt``) and a fake ``google.colab`` module imported by
-``sitecustomize`` (so the set-up branch and plotly's Colab renderer are taken), and build the reader edition
-(``scripts/reader_edition.py``; glue values from the test run's one book build, the ``built_book`` fixture).
-Then each reader notebook is copied alone into an empty folder and executed in a kernel of such a
-venv, with no repository on the path; its set-up cell installs the package from the wheel (``DPO_GRPO_SOURCE``).
-A notebook fails on any cell error, any MyST left in its Markdown, and any output saying "not found",
-"no results", "Set-up failed" or showing a traceback.
+Once per session: build the wheel of this checkout (the ``package_wheel`` fixture), make
+fresh venvs with Colab's package versions (``tests/colab/requirements-colab.txt``) and a
+fake ``google.colab`` module imported by ``sitecustomize`` (so the set-up branch and
+plotly's Colab renderer are taken), and build the reader edition
+(``scripts/reader_edition.py``; glue values from the test run's one book build, the
+``built_book`` fixture). Then each reader notebook is copied alone into an empty folder
+and executed in a kernel of such a venv, with no repository on the path; its set-up cell
+installs the package from the wheel (``DPO_GRPO_SOURCE``). A notebook fails on any cell
+error, any MyST left in its Markdown, and any output saying "not found", "no results",
+"Set-up failed" or showing a traceback.
 
-Two Pythons, as Colab has moved from 3.11 to 3.12: the chapters whose cells use torch run on Python 3.11 with the
-CPU build of the pinned torch (the only torch wheel on this machine's disk; Colab ships a CUDA build); the others
-run on Python 3.12 without torch, so their set-up cell must not ask for it (``python3.12`` from the machine; where
-it is missing they run on 3.11 and ``test_python_312_is_simulated`` is skipped with the reason). The wheel's
-dependencies must already be in the venv (``PIP_NO_INDEX``), except on the TRL scale-out page, whose own cell
-pip-installs transformers and TRL from PyPI as it does in Colab (``ONLINE``); it runs last.
+Two Pythons, as Colab has moved from 3.11 to 3.12: the chapters whose cells use torch
+run on Python 3.11 with the CPU build of the pinned torch (the only torch wheel on this
+machine's disk; Colab ships a CUDA build); the others run on Python 3.12 without torch,
+so their set-up cell must not ask for it (``python3.12`` from the machine; where it is
+missing they run on 3.11 and ``test_python_312_is_simulated`` is skipped with the
+reason). The wheel's dependencies must already be in the venv (``PIP_NO_INDEX``), except
+on the TRL scale-out page, whose own cell pip-installs transformers and TRL from PyPI as
+it does in Colab (``ONLINE``); it runs last.
 
-Marker ``colab``: the one place the reader edition is executed (the book build and ``--nbmake`` execute the
-originals); deselect with ``-m "not colab"``.
+Marker ``colab``: the one place the reader edition is executed (the book build and
+``--nbmake`` execute the originals); deselect with ``-m "not colab"``.
 """
 
 from __future__ import annotations
@@ -44,9 +48,12 @@ pytestmark = pytest.mark.colab
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "colab" / "requirements-colab.txt"
 PINS = read_pins(REQUIREMENTS)
-#: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their kernel may use the index.
+#: Pages whose Colab branch installs packages Colab does not ship, from PyPI: their
+#: kernel may use the index.
 ONLINE = {
-    "lab_trl_scale_out": "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"
+    "lab_trl_scale_out": (
+        "pip-installs transformers==5.24.0 and trl==1.16.0 (and their dependencies)"
+    )
 }
 STEMS = sorted(
     (p.stem for p in (ROOT / "book").glob("*.ipynb")), key=lambda s: (s in ONLINE, s)
@@ -54,7 +61,8 @@ STEMS = sorted(
 
 
 def _python_312() -> str | None:
-    """A working Python 3.12: on PATH, or one that pyenv installed (whose shim may not be active)."""
+    """A working Python 3.12: on PATH, or one that pyenv installed (whose shim may not
+    be active)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     for candidate in [
         shutil.which("python3.12"),
@@ -82,11 +90,12 @@ BAD_OUTPUT = re.compile(
 )
 
 FAKE_COLAB = '''"""Stands in for Colab's google.colab in tests/book/test_colab.py (only its presence matters)."""
-'''
+'''  # noqa: E501
 
 
 def _fake_google_colab(python: Path) -> None:
-    """Put a fake ``google.colab`` in the venv of ``python``, imported at start-up as Colab does."""
+    """Put a fake ``google.colab`` in the venv of ``python``, imported at start-up as
+    Colab does."""
     site = Path(
         run_checked(
             [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
@@ -99,12 +108,14 @@ def _fake_google_colab(python: Path) -> None:
     )
 
 
-#: Colab's packages that only the torch chapters use: the venv without torch leaves them out.
+#: Colab's packages that only the torch chapters use: the venv without torch leaves them
+#: out.
 WITH_TORCH = {"torch", "transformers", "tokenizers"}
 
 
 def _colab_venv(fresh_venv, python: str, *, torch: bool) -> Path:
-    """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a fake google.colab."""
+    """A venv of ``python`` with Colab's pins (without torch unless ``torch``) and a
+    fake google.colab."""
     pins = [
         f"{name}=={version}"
         for name, version in PINS.items()
@@ -151,7 +162,8 @@ def kernel_for(stem: str) -> str:
 
 @pytest.fixture(scope="session")
 def colab_pythons(fresh_venv):
-    """The Colab venvs by Python version (they need no book build: built early, on any xdist worker)."""
+    """The Colab venvs by Python version (they need no book build: built early, on any
+    xdist worker)."""
     pythons = {"3.11": _colab_venv(fresh_venv, sys.executable, torch=True)}
     if PYTHON_312:
         pythons["3.12"] = _colab_venv(fresh_venv, PYTHON_312, torch=False)
@@ -211,7 +223,8 @@ def test_the_colab_venvs_keep_colab_versions(colab_pythons):
 def test_python_312_is_simulated(colab_pythons):
     if PYTHON_312 is None:
         pytest.skip(
-            "python3.12 is not installed here: the NumPy chapters ran on Python 3.11 only"
+            "python3.12 is not installed here: the NumPy chapters ran on Python 3.11 "
+            "only"
         )
     assert {kernel_for(s) for s in STEMS} == {
         "colab-3.11",
@@ -254,7 +267,8 @@ def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
         for text in _texts(cell):
             m = BAD_OUTPUT.search(text)
             assert m is None, (
-                f"{stem}, cell {i}: {m.group(0)!r} in output: {text[max(0, m.start() - 200) : m.end() + 200]}"
+                f"{stem}, cell {i}: {m.group(0)!r} in output: "
+                f"{text[max(0, m.start() - 200) : m.end() + 200]}"
             )
     assert sorted(p.name for p in content.iterdir() if not p.name.startswith(".")) >= [
         f"{stem}.ipynb"

@@ -1,12 +1,16 @@
-"""Every chapter ran, once, in the book build, in both editions: the executed notebooks in ``_build/jupyter_execute``
-(the English site) and ``_build/zh/_build/jupyter_execute`` (the Chinese one, ``scripts/build_book.py --zh``; the
-``built_book`` fixture) hold every code cell the build runs, each with an execution count and no error. The Chinese
-notebooks have the English code cells (same ids; the set-up cell also sets ``DPO_GRPO_LANG=zh``), so both are
-compared with the English source.
+"""Every chapter ran, once, in the book build, in both editions: the executed notebooks
+in ``_build/jupyter_execute`` (the English site) and
+``_build/zh/_build/jupyter_execute`` (the Chinese one, ``scripts/build_book.py --zh``;
+the ``built_book`` fixture) hold every code cell the build runs, each with an execution
+count and no error. The Chinese notebooks have the English code cells (same ids; the
+set-up cell also sets ``DPO_GRPO_LANG=zh``), so both are compared with the English
+source.
 
-This is the check ``pytest --nbmake book`` made by executing every notebook a second time; the build already
-executes each chapter with ``allow_errors: false`` (``_config.yml``), and these tests read what it produced. The
-cells tagged ``skip-execution`` (the live widgets) run headless in tests/interactive/test_widgets_headless.py."""
+This is the check ``pytest --nbmake book`` made by executing every notebook a second
+time; the build already executes each chapter with ``allow_errors: false``
+(``_config.yml``), and these tests read what it produced. The cells tagged
+``skip-execution`` (the live widgets) run headless in
+tests/interactive/test_widgets_headless.py."""
 
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ EXECUTED = {
 
 
 def unexecuted_or_failed(source_nb, executed_nb) -> list[str]:
-    """The code cells of ``source_nb`` that ``executed_nb`` did not run, or ran into an error."""
+    """The code cells of ``source_nb`` that ``executed_nb`` did not run, or ran into an
+    error."""
     executed = {c.get("id"): c for c in executed_nb.cells if c.cell_type == "code"}
     problems = []
     for cell in source_nb.cells:

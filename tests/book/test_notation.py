@@ -1,15 +1,19 @@
-"""One symbol, one meaning: book/notation.md lists each reserved symbol once, and the chapters, figures, widgets and
-docstrings do not use a reserved symbol for something else (issue 18, defect 5).
+"""One symbol, one meaning: book/notation.md lists each reserved symbol once, and the
+chapters, figures, widgets and docstrings do not use a reserved symbol for something
+else (issue 18, defect 5).
 
 The reserved symbols and the misuses this test looks for:
 
-- epsilon: LaTeX ``\\epsilon`` (label ``ϵ``) guards a standard deviation; ``\\varepsilon`` (label ``ε``) is the clip
-  radius. A clip interval written with ``\\epsilon`` is a misuse.
-- ``\\delta`` is TRL's two-sided clip cap only: a cell that uses it must be about the cap.
-- ``s``: only PPO's state ``s_t``. The group's standard deviation is ``\\operatorname{std}``, a sampling
-  distribution ``\\mu``, the score of an answer ``g_i``.
-- ``u`` is DPO's margin (not ``m``); ``z`` is a vector of logits (not DPO's logit ``\\beta u``); the KL explorable's
-  mix is ``\\tau`` (``t`` is a token position).
+- epsilon: LaTeX ``\\epsilon`` (label ``ϵ``) guards a standard deviation;
+  ``\\varepsilon`` (label ``ε``) is the clip radius. A clip interval written with
+  ``\\epsilon`` is a misuse.
+- ``\\delta`` is TRL's two-sided clip cap only: a cell that uses it must be about the
+  cap.
+- ``s``: only PPO's state ``s_t``. The group's standard deviation is
+  ``\\operatorname{std}``, a sampling distribution ``\\mu``, the score of an answer
+  ``g_i``.
+- ``u`` is DPO's margin (not ``m``); ``z`` is a vector of logits (not DPO's logit
+  ``\\beta u``); the KL explorable's mix is ``\\tau`` (``t`` is a token position).
 """
 
 import json
@@ -59,7 +63,8 @@ MISUSES = [
     (r"slider \$t\$|\(1-t\)", "t as the KL explorable's mix (write \\tau)"),
 ]
 
-#: strings that must not appear in the interactive modules (figure and widget labels) or the KL docstrings
+#: strings that must not appear in the interactive modules (figure and widget labels) or
+#: the KL docstrings
 LABEL_MISUSES = [
     "sampling s",
     "margin m",
@@ -121,7 +126,8 @@ def test_pages_use_reserved_symbols_for_their_meaning_only(path):
         for pattern, what in MISUSES:
             for m in re.finditer(pattern, text):
                 problems.append(
-                    f"{cell_id}: {what}: ...{text[max(0, m.start() - 30) : m.end() + 20]!r}"
+                    f"{cell_id}: {what}: "
+                    f"...{text[max(0, m.start() - 30) : m.end() + 20]!r}"
                 )
         if r"\delta" in text and "cap" not in text:
             problems.append(f"{cell_id}: \\delta outside the two-sided clip cap")

@@ -1,4 +1,5 @@
-"""Book hygiene: the TOC, notebook metadata, and no hand-typed outputs in committed notebooks."""
+"""Book hygiene: the TOC, notebook metadata, and no hand-typed outputs in committed
+notebooks."""
 
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def test_notebook_metadata_and_no_committed_outputs(path):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.outputs, (
-                f"{path.name}: commit notebooks without outputs (the build executes them)"
+                f"{path.name}: commit notebooks without outputs (the build executes "
+                "them)"
             )
 
 

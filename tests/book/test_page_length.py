@@ -1,6 +1,8 @@
-"""Every page of the book can be read in one sitting: at most 5,000 words of prose (issues #28, #29).
+"""Every page of the book can be read in one sitting: at most 5,000 words of prose
+(issues #28, #29).
 
-Prose is the text of the markdown cells with fenced code blocks left out; code cells do not count."""
+Prose is the text of the markdown cells with fenced code blocks left out; code cells do
+not count."""
 
 import re
 from pathlib import Path

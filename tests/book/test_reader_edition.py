@@ -1,4 +1,5 @@
-"""The reader edition (scripts/reader_edition.py, `make notebooks`): no MyST left, values and links as the book's."""
+"""The reader edition (scripts/reader_edition.py, `make notebooks`): no MyST left,
+values and links as the book's."""
 
 import base64
 import re
@@ -74,10 +75,13 @@ def test_references_and_links_go_to_the_online_book_or_colab():
         ctx,
     )
     assert out == (
-        "See [section 3.5](https://some-fork.github.io/the-book/book/03b_grpo_derivations.html#ch03-grpo-ppo), "
-        "[ch. 4](https://colab.research.google.com/github/Some-Fork/the-book/blob/notebooks/04_code.ipynb), "
+        "See [section 3.5](https://some-fork.github.io/the-book/book/"
+        "03b_grpo_derivations.html#ch03-grpo-ppo), "
+        "[ch. 4](https://colab.research.google.com/github/Some-Fork/the-book/blob/"
+        "notebooks/04_code.ipynb), "
         "[sec](https://some-fork.github.io/the-book/book/04_code.html#x), "
-        "[about](https://some-fork.github.io/the-book/book/about.html) and [web](https://x.org/a.md)."
+        "[about](https://some-fork.github.io/the-book/book/about.html) and "
+        "[web](https://x.org/a.md)."
     )
 
 
@@ -93,15 +97,16 @@ def test_figures_numbered_and_referenced():
     assert out.startswith(f'<img src="data:image/png;base64,{PNG}"')
     assert "**Figure 1.** The caption." in out
     assert (
-        "As [Figure 1](https://some-fork.github.io/the-book/book/03b_grpo_derivations.html#fig-ch03-groups) shows."
-        in out
+        "As [Figure 1](https://some-fork.github.io/the-book/book/"
+        "03b_grpo_derivations.html#fig-ch03-groups) shows." in out
     )
 
 
 def test_directives_become_plain_markdown():
     src = (
         ":::{exercise} Two groups\n:label: ex-1\nCompute {glue:text}`a:.1f`.\n:::\n\n"
-        "::::{solution} ex-1\n:::{note}\nInner.\n:::\n::::\n\n(some-label)=\n## Heading\n\n$$x=1$$ (eq-one)"
+        "::::{solution} ex-1\n:::{note}\nInner.\n:::\n::::\n\n(some-label)=\n"
+        "## Heading\n\n$$x=1$$ (eq-one)"
     )
     out = re_.convert_markdown(src, _ctx({"a": {"text/plain": "2.0"}}))
     assert "**Exercise: Two groups.** Compute 2.0." in out
@@ -158,7 +163,8 @@ def test_solution_cells_collapse_in_colab_and_jupyterlab():
     "path", sorted((ROOT / "book").glob("*.ipynb")), ids=lambda p: p.stem
 )
 def test_every_chapter_converts_with_no_myst_left(path):
-    """Every construct the chapters use has a conversion (stand-in glue values; the Colab test uses real ones)."""
+    """Every construct the chapters use has a conversion (stand-in glue values; the
+    Colab test uses real ones)."""
 
     class AnyKey(defaultdict):
         def __contains__(self, key):

@@ -1,4 +1,5 @@
-"""The set-up cell (scripts/sync_colab_cells.py renders it into every chapter): what it runs and what it prints."""
+"""The set-up cell (scripts/sync_colab_cells.py renders it into every chapter): what it
+runs and what it prints."""
 
 import importlib.metadata
 import importlib.util
@@ -19,7 +20,8 @@ import sync_colab_cells as sync  # noqa: E402 (scripts/, put on sys.path by test
 def _run_cell(
     capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="04_code", env=None
 ):
-    """Execute the rendered cell with the installed version, pip's result and torch's presence faked."""
+    """Execute the rendered cell with the installed version, pip's result and torch's
+    presence faked."""
     calls = []
     state = {"version": installed}
 

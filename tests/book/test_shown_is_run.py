@@ -1,9 +1,11 @@
-"""What a chapter shows is what it runs: after ``show_source(f)``, every later call of a function named like ``f``
-calls ``f`` itself, unless the call names another module explicitly (``dg.trl_exact.grpo_loss``, ``torch_ops.
-grpo_loss``: the TRL-exact layer and the fused kernel are called by their layer's name). A bare name or the
-top-level package (``dg.grpo_loss``) must be the function the page printed.
+"""What a chapter shows is what it runs: after ``show_source(f)``, every later call of a
+function named like ``f`` calls ``f`` itself, unless the call names another module
+explicitly (``dg.trl_exact.grpo_loss``, ``torch_ops. grpo_loss``: the TRL-exact layer
+and the fused kernel are called by their layer's name). A bare name or the top-level
+package (``dg.grpo_loss``) must be the function the page printed.
 
-The calls are resolved statically, from the notebook's own imports, against the installed package."""
+The calls are resolved statically, from the notebook's own imports, against the
+installed package."""
 
 from __future__ import annotations
 
@@ -56,7 +58,8 @@ def _resolve(path: str):
 
 
 class Names:
-    """The notebook's import aliases: ``dg`` -> ``dpo_grpo``, ``dpo`` -> ``dpo_grpo.reference.dpo``, ..."""
+    """The notebook's import aliases: ``dg`` -> ``dpo_grpo``, ``dpo`` ->
+    ``dpo_grpo.reference.dpo``, ..."""
 
     def __init__(self):
         self.alias: dict[str, str] = {}
@@ -109,7 +112,8 @@ def violations(cells: list[str]) -> list[str]:
             qualifier = path.rsplit(".", 1)[0] if "." in dotted else None
             if qualifier is None or qualifier == PACKAGE:
                 found.append(
-                    f"cell {index}: {dotted}(...) is {path}, but the page shows {f_path}"
+                    f"cell {index}: {dotted}(...) is {path}, but the page shows "
+                    f"{f_path}"
                 )
     return found
 
@@ -121,12 +125,14 @@ def _code_cells(path: Path) -> list[str]:
 
 def test_a_top_level_alias_of_another_layer_is_caught():
     cells = [
-        "import dpo_grpo as dg\nfrom dpo_grpo.reference import dpo\nfrom dpo_grpo.notebook "
-        "import show_source",
+        "import dpo_grpo as dg\nfrom dpo_grpo.reference import dpo\n"
+        "from dpo_grpo.notebook import show_source",
         "show_source(dpo.dpo_loss)",
         "loss, logits = dpo.dpo_loss([0.], [0.], [0.], [0.])",
-        "import dpo_grpo.trl_exact\nout = dg.trl_exact.dpo_loss([0.], [0.], [0.], [0.])",
-        "from dpo_grpo.trl_exact import dpo_loss\nout = dpo_loss([0.], [0.], [0.], [0.])",
+        "import dpo_grpo.trl_exact\n"
+        "out = dg.trl_exact.dpo_loss([0.], [0.], [0.], [0.])",
+        "from dpo_grpo.trl_exact import dpo_loss\n"
+        "out = dpo_loss([0.], [0.], [0.], [0.])",
     ]
     found = violations(cells)
     assert len(found) == 1 and "cell 4: dpo_loss(...)" in found[0]

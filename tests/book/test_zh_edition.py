@@ -1,14 +1,18 @@
-"""The Chinese edition (issue #32; i18n/README.md): catalogs, generator, built site and reader edition.
+"""The Chinese edition (issue #32; i18n/README.md): catalogs, generator, built site and
+reader edition.
 
-- every English Markdown block of every page has a current translation in ``i18n/zh/<stem>.po`` (none missing,
-  fuzzy or stale), except on the pages listed in ``UNTRANSLATED``, a list that must shrink to empty;
-- every translation keeps the English block's markup verbatim (roles with their glue keys, labels and citation
-  keys, directives and their options, inline code, math, link targets) and follows the glossary;
-- the generated Chinese notebooks keep the English code cells, except that the set-up cell sets
-  ``DPO_GRPO_LANG=zh`` before any other code;
-- the built Chinese site (``_build/html/zh``, from the one ``make book`` of the test run): no raw MyST; the same
-  glued numbers as the English page; a language switch to the English page and back; Colab buttons that open the
-  Chinese reader edition, which has no MyST left either.
+- every English Markdown block of every page has a current translation in
+  ``i18n/zh/<stem>.po`` (none missing, fuzzy or stale), except on the pages listed in
+  ``UNTRANSLATED``, a list that must shrink to empty;
+- every translation keeps the English block's markup verbatim (roles with their glue
+  keys, labels and citation keys, directives and their options, inline code, math, link
+  targets) and follows the glossary;
+- the generated Chinese notebooks keep the English code cells, except that the set-up
+  cell sets ``DPO_GRPO_LANG=zh`` before any other code;
+- the built Chinese site (``_build/html/zh``, from the one ``make book`` of the test
+  run): no raw MyST; the same glued numbers as the English page; a language switch to
+  the English page and back; Colab buttons that open the Chinese reader edition, which
+  has no MyST left either.
 """
 
 from __future__ import annotations
@@ -35,14 +39,16 @@ PAGES = zh_catalog.toc_pages()
 STEMS = [p.stem for p in PAGES]
 NOTEBOOK_STEMS = [p.stem for p in PAGES if p.suffix == ".ipynb"]
 
-#: Pages not translated yet: their English blocks stay English on the Chinese site (with a note saying so).
-#: Translate a page (i18n/README.md), then remove it here; the list must end empty.
+#: Pages not translated yet: their English blocks stay English on the Chinese site (with
+#: a note saying so). Translate a page (i18n/README.md), then remove it here; the list
+#: must end empty.
 UNTRANSLATED: list[str] = []
 TRANSLATED = [s for s in STEMS if s not in UNTRANSLATED]
 
 
 def _built_pages_checks():
-    """The raw-MyST checks of tests/book/test_built_pages.py (one definition of raw MyST for both editions)."""
+    """The raw-MyST checks of tests/book/test_built_pages.py (one definition of raw MyST
+    for both editions)."""
     spec = importlib.util.spec_from_file_location(
         "built_pages_checks", Path(__file__).with_name("test_built_pages.py")
     )
@@ -54,9 +60,9 @@ def _built_pages_checks():
 CHECKS = _built_pages_checks()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Blocks and catalogs
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_blocks_split_and_join_every_page_exactly():
@@ -154,7 +160,8 @@ def test_update_keeps_a_changed_blocks_translation_as_fuzzy(tmp_path):
     assert "Gone." in cat.obsolete
     st = zh_catalog.status("p", ["The critic is very large.", NEW], cat)
     assert st.fuzzy == ["The critic is very large."] and st.missing == [NEW]
-    # and the generator leaves the changed block in English instead of printing the old translation
+    # and the generator leaves the changed block in English instead of printing the old
+    # translation
     text, english_blocks = zh_edition.translate_markdown(
         f"The critic is very large.\n\n{NEW}\n", cat
     )
@@ -165,8 +172,8 @@ def test_every_catalog_belongs_to_a_page():
     names = {p.stem for p in zh_catalog.CATALOGS.glob("*.po")}
     orphans = names - set(STEMS) - {zh_catalog.BOOK_CATALOG}
     assert not orphans, (
-        f"catalogs of pages no longer in _toc.yml: {sorted(orphans)} (renamed? move the .po "
-        "and run `python scripts/zh_edition.py update`)"
+        f"catalogs of pages no longer in _toc.yml: {sorted(orphans)} (renamed? move "
+        "the .po and run `python scripts/zh_edition.py update`)"
     )
 
 
@@ -218,7 +225,9 @@ def test_added_math_is_allowed_but_not_an_added_or_dropped_role(tmp_path):
 def test_a_copied_english_block_is_a_problem(tmp_path):
     cat = _catalog(
         {
-            "The critic is as large as the policy.": "The critic is as large as the policy.",
+            "The critic is as large as the policy.": (
+                "The critic is as large as the policy."
+            ),
             "`GRPOTrainer`": "`GRPOTrainer`",
         }
     )
@@ -268,7 +277,8 @@ def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code()
         )
         == []
     )
-    # the text between two roles is prose, not inline code: "check" there is the English verb
+    # the text between two roles is prose, not inline code: "check" there is the English
+    # verb
     english = "See {ref}`ch-a`, then check {ref}`ch-b`."
     assert (
         zh_glossary.violations(
@@ -285,9 +295,9 @@ def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code()
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The generated Chinese source
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +354,8 @@ def test_untranslated_pages_say_so_and_translated_ones_are_chinese(zh_source, st
     if stem not in UNTRANSLATED:
         han = len(re.findall(r"[\u4e00-\u9fff]", text))
         latin = len(re.findall(r"[A-Za-z]", zh_glossary.prose(text)))
-        # the glossary page keeps an English column: a third of the letters Chinese is a clear margin
+        # the glossary page keeps an English column: a third of the letters Chinese is a
+        # clear margin
         assert han > 0.3 * (han + latin), (
             f"{stem}: {han} Chinese characters, {latin} Latin letters"
         )
@@ -382,9 +393,9 @@ def test_language_switch_urls_are_relative_and_symmetric():
     assert not language_switch(buttons, "book/01_why", {})
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The built Chinese site and reader edition
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _page(html: Path, stem: str) -> BeautifulSoup:
@@ -401,13 +412,15 @@ def _article(soup: BeautifulSoup):
 
 
 def glued_values(soup: BeautifulSoup) -> Counter:
-    """The numbers glued into the page's prose (myst-nb's ``pasted-text`` spans), as a multiset."""
+    """The numbers glued into the page's prose (myst-nb's ``pasted-text`` spans), as a
+    multiset."""
     return Counter(span.get_text() for span in soup.select("span.pasted-text"))
 
 
 def test_glued_values_are_read_from_the_pasted_spans():
     soup = BeautifulSoup(
-        '<p>a <span class="pasted-text">112</span> b <span class="pasted-text">0.5</span></p>',
+        '<p>a <span class="pasted-text">112</span> b <span '
+        'class="pasted-text">0.5</span></p>',
         "html.parser",
     )
     assert glued_values(soup) == Counter({"112": 1, "0.5": 1})
@@ -420,19 +433,21 @@ def test_chinese_page_has_no_raw_myst(built_book, stem):
 
 
 def test_the_chinese_build_met_no_untranslated_string(built_book):
-    """Every string the package's tr() was asked for in the Chinese build's kernels had a translation
-    (dpo_grpo.i18n records the others in the file that scripts/build_book.py --zh empties and names)."""
+    """Every string the package's tr() was asked for in the Chinese build's kernels had
+    a translation (dpo_grpo.i18n records the others in the file that
+    scripts/build_book.py --zh empties and names)."""
     misses = built_book / "zh" / "i18n_misses.txt"
     assert misses.is_file(), f"{misses} missing: the Chinese build recorded no misses"
     text = misses.read_text(encoding="utf-8")
     assert text == "", (
-        f"{len(text.splitlines())} strings have no entry in dpo_grpo/data/i18n/zh.json:\n"
-        + text[:2000]
+        f"{len(text.splitlines())} strings have no entry in "
+        "dpo_grpo/data/i18n/zh.json:\n" + text[:2000]
     )
 
 
-#: Glued values measured on the building machine (wall times and their shares, tokens per second): any two runs
-#: differ, so the two editions' runs do too. Every other glued number must be equal.
+#: Glued values measured on the building machine (wall times and their shares, tokens
+#: per second): any two runs differ, so the two editions' runs do too. Every other glued
+#: number must be equal.
 MEASURED = {
     "lab_grpo_wall",
     "lab_dpo_wall",
@@ -445,8 +460,8 @@ MEASURED = {
 
 
 def glued_numbers(executed: Path, stem: str) -> dict[str, float]:
-    """The numbers a page glues (myst-nb's ``<stem>.glue.json`` of the executed build), by key; figures and
-    other non-numbers (whose text may be Chinese) left out."""
+    """The numbers a page glues (myst-nb's ``<stem>.glue.json`` of the executed build),
+    by key; figures and other non-numbers (whose text may be Chinese) left out."""
     path = executed / "book" / f"{stem}.glue.json"
     assert path.exists(), f"{path} was not built"
     numbers = {}
@@ -485,7 +500,8 @@ def test_chinese_page_shows_the_english_pages_numbers(built_book, stem):
         and not (english.get(k) != english.get(k) and chinese.get(k) != chinese.get(k))
     }
     assert differ == {}, f"{stem}: glued numbers (English, Chinese) differ: {differ}"
-    # and the prose shows them: as many pasted values, the same ones where nothing measured is glued
+    # and the prose shows them: as many pasted values, the same ones where nothing
+    # measured is glued
     en_page = glued_values(_page(built_book / "html", stem))
     zh_page = glued_values(_page(built_book / "html" / "zh", stem))
     assert sum(zh_page.values()) == sum(en_page.values()), stem
@@ -531,7 +547,8 @@ def test_chinese_launch_buttons_open_the_chinese_reader_edition(built_book, stem
 
 @pytest.fixture(scope="module")
 def zh_reader_notebooks(built_book, tmp_path_factory) -> Path:
-    """The Chinese reader edition (``make notebooks``), from the Chinese build's numbers."""
+    """The Chinese reader edition (``make notebooks``), from the Chinese build's
+    numbers."""
     out = tmp_path_factory.mktemp("zh-reader-edition")
     source = tmp_path_factory.mktemp("zh-source")
     zh_edition.generate(source)

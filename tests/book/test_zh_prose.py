@@ -1,12 +1,12 @@
 """The Chinese site reads in Chinese: no English sentence left in a page's prose.
 
 A translated catalog can still leave English on a Chinese page: a glued value that is a
-whole sentence built in a code cell, a package string shown in the prose, a block that fell
-back to English. This test reads the built Chinese pages (the one build of the test run,
-``built_book``) and fails on any run of ``MIN_WORDS`` or more English words in the prose.
-Not prose, and skipped: code (inline and blocks), math, cell outputs, bibliographies, and
-paper titles (italic text, and any run inside a title of ``book/references.bib``: titles
-stay in their language, as the English pages cite them).
+whole sentence built in a code cell, a package string shown in the prose, a block that
+fell back to English. This test reads the built Chinese pages (the one build of the test
+run, ``built_book``) and fails on any run of ``MIN_WORDS`` or more English words in the
+prose. Not prose, and skipped: code (inline and blocks), math, cell outputs,
+bibliographies, and paper titles (italic text, and any run inside a title of
+``book/references.bib``: titles stay in their language, as the English pages cite them).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ TITLES = [
 
 
 def english_runs(html: str) -> list[str]:
-    """The runs of ``MIN_WORDS``+ English words in the prose of a built page that are not
-    part of a cited paper's title."""
+    """The runs of ``MIN_WORDS``+ English words in the prose of a built page that are
+    not part of a cited paper's title."""
     soup = BeautifulSoup(html, "html.parser")
     article = soup.select_one("article.bd-article") or soup.body
     for tag in article.select(NOT_PROSE):

@@ -1,12 +1,16 @@
-"""Every explorable's figure fits its margins, so plotly draws it once, in headless Chromium.
+"""Every explorable's figure fits its margins, so plotly draws it once, in headless
+Chromium.
 
-Plotly's ``automargin`` (on for the axes of the book's template) and its legends, sliders and titles may ask for
-more room than ``layout.margin`` gives. Plotly then widens the margin and draws the whole figure a second time, on
-every ``newPlot``: each move of a live explorable shown in an ``Output`` (Colab, a kernel without anywidget), each
-page load. This test draws every :class:`~dpo_grpo.interactive.explorable.Explorable` of the package (found by scanning
-``dpo_grpo.interactive``, so a new one is checked too): the static figure with its sliders, and the live figure at
-the defaults and at both ends of every slider, in a page as wide as the book's column and as a wide notebook. It
-asserts that the margins plotly drew with are the figure's own (no widening).
+Plotly's ``automargin`` (on for the axes of the book's template) and its legends,
+sliders and titles may ask for more room than ``layout.margin`` gives. Plotly then
+widens the margin and draws the whole figure a second time, on every ``newPlot``: each
+move of a live explorable shown in an ``Output`` (Colab, a kernel without anywidget),
+each page load. This test draws every
+:class:`~dpo_grpo.interactive.explorable.Explorable` of the package (found by scanning
+``dpo_grpo.interactive``, so a new one is checked too): the static figure with its
+sliders, and the live figure at the defaults and at both ends of every slider, in a page
+as wide as the book's column and as a wide notebook. It asserts that the margins plotly
+drew with are the figure's own (no widening).
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ EXPLORABLES = _explorables()
 
 
 def _figures(spec: Explorable):
-    """(what, figure dict): the static figure with sliders, the live one at the defaults and at every slider's ends."""
+    """(what, figure dict): the static figure with sliders, the live one at the defaults
+    and at every slider's ends."""
     yield "static", json.loads(spec.figure().to_json())
     yield "defaults", spec.figure_dict()
     for param, values in spec.grid.items():
@@ -108,7 +113,8 @@ def test_the_figure_fits_its_margins_and_is_drawn_once(page, name):
             got = page.evaluate(DRAW, [figure, PLOTLY_CONFIG, width])
             if got["drawn"] != got["given"]:
                 widened.append(
-                    f"{what} at {width} px: margins (l, r, t, b) {got['given']} -> {got['drawn']}"
+                    f"{what} at {width} px: margins (l, r, t, b) {got['given']} -> "
+                    f"{got['drawn']}"
                 )
     assert widened == [], (
         f"{name}: plotly widened the margins and drew again:\n" + "\n".join(widened)

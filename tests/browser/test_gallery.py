@@ -1,9 +1,11 @@
-"""The built gallery page (book/explorables) in headless Chromium, served from 127.0.0.1 with every other host
-blocked: plotly sliders move the plotted data to the package's values, math and embedded widget state render, no
-request leaves the machine and the console stays free of errors. Screenshots go to artifacts/screenshots/.
+"""The built gallery page (book/explorables) in headless Chromium, served from 127.0.0.1
+with every other host blocked: plotly sliders move the plotted data to the package's
+values, math and embedded widget state render, no request leaves the machine and the
+console stays free of errors. Screenshots go to artifacts/screenshots/.
 
-Reads the one book build of the test run (the ``built_book`` fixture of conftest.py, which runs ``make book`` when
-``_build/html`` is missing or older than its sources). Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
+Reads the one book build of the test run (the ``built_book`` fixture of conftest.py,
+which runs ``make book`` when ``_build/html`` is missing or older than its sources).
+Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-# One worker drives one Chromium for the whole module (the page is opened once, by the module's fixture).
+# One worker drives one Chromium for the whole module (the page is opened once, by the
+# module's fixture).
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("gallery")]
 
 from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
@@ -33,15 +36,16 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 PAGE = "book/explorables.html"
 SHOTS = ROOT / "artifacts" / "screenshots"
-#: Console errors that may be ignored, each with its reason. None are needed at present: the stock theme's two
-#: errors are fixed at their source (see dpo_grpo_book and _config.yml).
+#: Console errors that may be ignored, each with its reason. None are needed at present:
+#: the stock theme's two errors are fixed at their source (see dpo_grpo_book and
+#: _config.yml).
 IGNORED_CONSOLE_ERRORS: dict[str, str] = {}
 PAGE_BUDGET = 1_500_000
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Build (if stale), serve, open
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +113,10 @@ def gallery(site):
 
         page = open_page(PAGE)
         page.wait_for_function(
-            f"() => [...document.querySelectorAll('.plotly-graph-div')].length === {N_FIGURES} && "
-            "[...document.querySelectorAll('.plotly-graph-div')].every(g => g._fullData)",
+            "() => [...document.querySelectorAll('.plotly-graph-div')].length === "
+            f"{N_FIGURES} && "
+            "[...document.querySelectorAll('.plotly-graph-div')].every(g => "
+            "g._fullData)",
             timeout=120_000,
         )
         page.wait_for_function(
@@ -123,9 +129,9 @@ def gallery(site):
         browser.close()
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Expected values from the package's functions
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _close(got, want, what, rel=2e-3):
@@ -317,7 +323,8 @@ def _check_clip_reuse(p, data, layout):
         _close(data[2 * j + 1]["y"], run["spread"], f"ratio spread row {j} at {p}")
 
 
-# The gallery's nine figures (the DPO-loss and memory-ledger figures moved out: chapters 3 and 1 keep them)
+# The gallery's nine figures (the DPO-loss and memory-ledger figures moved out: chapters
+# 3 and 1 keep them)
 CHECKS = {
     "clip_platform": _check_clip,
     "zero_std": _check_zero_std,
@@ -337,7 +344,7 @@ READ_GRAPH = """(gd) => ({
   data: gd._fullData.map(t => ({name: t.name, visible: t.visible,
                                 x: t.x ? Array.from(t.x) : null, y: t.y ? Array.from(t.y) : null})),
   layout: {shapes: (gd._fullLayout.shapes || []).map(s => ({x0: s.x0, x1: s.x1}))},
-})"""
+})"""  # noqa: E501
 
 
 def _state(graph):
@@ -356,7 +363,8 @@ def _params(state):
 
 
 def _move(page, graph, k, state):
-    """Click slider k's rail at its far end from the current step (first or last step); return the new state."""
+    """Click slider k's rail at its far end from the current step (first or last step);
+    return the new state."""
     rails = graph.query_selector_all(".slider-rail-touch-rect")
     box = rails[k].bounding_box()
     n = len(state["meta"]["sliders"][k]["values"])
@@ -372,9 +380,9 @@ def _move(page, graph, k, state):
     return _state(graph)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Tests
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_pages_load_plotly_once_and_stay_under_budget(site):
@@ -399,8 +407,8 @@ def test_math_is_typeset(gallery):
     page = gallery.page
     assert page.evaluate("document.querySelectorAll('mjx-container').length") > 20
     raw = page.evaluate(
-        "[...document.querySelectorAll('article p')].filter(p => /\\\\varepsilon|\\$/.test("
-        "p.textContent)).length"
+        "[...document.querySelectorAll('article p')].filter(p => "
+        "/\\\\varepsilon|\\$/.test(p.textContent)).length"
     )
     assert raw == 0, "some paragraphs still show raw TeX"
 
@@ -455,7 +463,8 @@ def test_every_slider_moves_the_data_to_the_package_values(gallery):
                 or state["layout"] != before["layout"]
             )
             assert changed, f"{name}: moving slider {k} changed nothing"
-            # all sliders now sit at some combination: the plot must equal the package's values there
+            # all sliders now sit at some combination: the plot must equal the package's
+            # values there
             check(_params(state), state["data"], state["layout"])
         graph.screenshot(path=str(SHOTS / f"gallery-{name}.png"))
     assert seen == set(CHECKS)
@@ -463,7 +472,8 @@ def test_every_slider_moves_the_data_to_the_package_values(gallery):
 
 
 def test_a_plain_page_has_a_clean_console_too(gallery):
-    """The stock theme's errors (THEBE_JS_URL declared twice, invalid theme mode) would show on every page."""
+    """The stock theme's errors (THEBE_JS_URL declared twice, invalid theme mode) would
+    show on every page."""
     page = gallery.open("book/intro.html")
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(500)
@@ -474,7 +484,8 @@ def test_a_plain_page_has_a_clean_console_too(gallery):
 
 
 def test_the_page_also_works_opened_from_disk(gallery):
-    """file:// (no server): plotly.js, MathJax (and its fonts) and the widget manager load from relative paths."""
+    """file:// (no server): plotly.js, MathJax (and its fonts) and the widget manager
+    load from relative paths."""
     errors, outside = [], []
     page = gallery.browser.new_page(viewport={"width": 1280, "height": 1000})
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -489,8 +500,8 @@ def test_the_page_also_works_opened_from_disk(gallery):
     )
     page.goto((HTML / PAGE).as_uri(), wait_until="load", timeout=120_000)
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.plotly-graph-div')].filter(g => g._fullData)"
-        f".length === {N_FIGURES}",
+        "() => [...document.querySelectorAll('.plotly-graph-div')].filter(g => "
+        f"g._fullData).length === {N_FIGURES}",
         timeout=120_000,
     )
     page.wait_for_function(

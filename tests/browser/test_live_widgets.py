@@ -1,25 +1,31 @@
 """The live explorables in real frontends, in headless Chromium, on 127.0.0.1 only.
 
-The reader edition of the explorables page (scripts/reader_edition.py) is opened in a fresh Jupyter server and every
-cell is run; then, for each live explorable (dpo_grpo.interactive.widgets), its first slider is dragged with the
-mouse, as a reader does. The test asserts that the widget's figure changes to the package's values for the slider's
-new value (computed here by the same widget class), that it is drawn after the websocket frame that carries the
-kernel's new figure (or the FigureWidget's update) and then settles, and that the browser shows no error beyond those the same frontend
-shows for a control notebook of plain Markdown with math and no code (its own, recorded first). Every request to
-another host is blocked.
+The reader edition of the explorables page (scripts/reader_edition.py) is opened in a
+fresh Jupyter server and every cell is run; then, for each live explorable
+(dpo_grpo.interactive.widgets), its first slider is dragged with the mouse, as a reader
+does. The test asserts that the widget's figure changes to the package's values for the
+slider's new value (computed here by the same widget class), that it is drawn after the
+websocket frame that carries the kernel's new figure (or the FigureWidget's update) and
+then settles, and that the browser shows no error beyond those the same frontend shows
+for a control notebook of plain Markdown with math and no code (its own, recorded
+first). Every request to another host is blocked.
 
-Four frontends (FRONTENDS): JupyterLab 4 and Notebook 7 with this environment's kernel (ipywidgets 8, plotly 7,
-anywidget: the figure is a FigureWidget updated in place), JupyterLab 4 again with the figure re-displayed in an
-Output (``lab4-output``: what a kernel without anywidget shows; side by side with ``lab4`` in one run), and
-JupyterLab 3.6 with Colab's kernel packages (ipywidgets 7.7.1, plotly 5.24: tests/colab/requirements-colab.txt; the
-Output, as in Colab), built in a fresh venv with the wheel of this checkout (widgets.live_figure_mode). Colab's own
-frontend is not available offline; JupyterLab 3.6 is the frontend released for ipywidgets 7 (JupyterLab 4's widget
-manager renders ipywidgets 8 only).
+Four frontends (FRONTENDS): JupyterLab 4 and Notebook 7 with this environment's kernel
+(ipywidgets 8, plotly 7, anywidget: the figure is a FigureWidget updated in place),
+JupyterLab 4 again with the figure re-displayed in an Output (``lab4-output``: what a
+kernel without anywidget shows; side by side with ``lab4`` in one run), and JupyterLab
+3.6 with Colab's kernel packages (ipywidgets 7.7.1, plotly 5.24:
+tests/colab/requirements-colab.txt; the Output, as in Colab), built in a fresh venv with
+the wheel of this checkout (widgets.live_figure_mode). Colab's own frontend is not
+available offline; JupyterLab 3.6 is the frontend released for ipywidgets 7 (JupyterLab
+4's widget manager renders ipywidgets 8 only).
 
-The time from the kernel's reply to the redrawn figure is a speed target (200 ms), and speed is measured by a
-benchmark, not asserted by a test on a shared machine: the test writes each redraw time to ``DRAW_MS_OUT``
-(default ``artifacts/live_widgets_draw_ms.json``); ``bench/bench_frontend_draw.py`` runs it repeatedly and writes the
-results the Explorables page shows. The test fails only on a redraw slower than MAX_DRAW_MS_EACH (a hang).
+The time from the kernel's reply to the redrawn figure is a speed target (200 ms), and
+speed is measured by a benchmark, not asserted by a test on a shared machine: the test
+writes each redraw time to ``DRAW_MS_OUT`` (default
+``artifacts/live_widgets_draw_ms.json``); ``bench/bench_frontend_draw.py`` runs it
+repeatedly and writes the results the Explorables page shows. The test fails only on a
+redraw slower than MAX_DRAW_MS_EACH (a hang).
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ import nbformat
 import numpy as np
 import pytest
 
-# one xdist worker runs each frontend's tests (a group per frontend, set on the server fixture's params: the
-# frontends run side by side on two workers): a server, a browser and a kernel, and the frontend's last test reads
-# the redraw times its slider tests recorded in that process
+# one xdist worker runs each frontend's tests (a group per frontend, set on the server
+# fixture's params: the frontends run side by side on two workers): a server, a browser
+# and a kernel, and the frontend's last test reads the redraw times its slider tests
+# recorded in that process
 pytestmark = [pytest.mark.browser]
 
 from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
@@ -60,16 +67,18 @@ from dpo_grpo.interactive import registry  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 WIDGETS7_REQUIREMENTS = Path(__file__).with_name("requirements-widgets7.txt")
 TOKEN = "dpo-grpo-browser-test"
-#: frontend -> (the Jupyter application, whose kernel: "this" environment or the "colab" packages' venv, its options).
-#: No news, no update check, no PyPI extension manager (JupyterLab 3.6 has no such option: its manager is off until
-#: a user enables it): nothing leaves the machine.
+#: frontend -> (the Jupyter application, whose kernel: "this" environment or the "colab"
+#: packages' venv, its options). No news, no update check, no PyPI extension manager
+#: (JupyterLab 3.6 has no such option: its manager is off until a user enables it):
+#: nothing leaves the machine.
 _LAB = [
     "--LabApp.news_url=None",
     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     "--LabApp.expose_app_in_browser=True",
 ]
-#: name: (app, kernel, server options, how the kernel shows the live figure: widgets.live_figure_mode chooses it by
-#: itself, except in lab4-output, where DPO_GRPO_LIVE_FIGURE forces it)
+#: name: (app, kernel, server options, how the kernel shows the live figure:
+#: widgets.live_figure_mode chooses it by itself, except in lab4-output, where
+#: DPO_GRPO_LIVE_FIGURE forces it)
 FRONTENDS = {
     "lab4": (
         "jupyterlab",
@@ -91,13 +100,15 @@ FRONTENDS = {
     ),
     "lab3-colab-kernel": ("jupyterlab", "colab", _LAB, "output"),
 }
-MAX_DRAW_MS_EACH = 2000  # a redraw that takes longer is a hang (a loaded 2-core machine measured 90-380 ms)
+# a redraw that takes longer is a hang (a loaded 2-core machine measured 90-380 ms)
+MAX_DRAW_MS_EACH = 2000
 DRAW_MS_OUT = Path(
     os.environ.get("DRAW_MS_OUT", ROOT / "artifacts" / "live_widgets_draw_ms.json")
 )
 DRAW_MS: dict[str, dict[str, float]] = {}
-#: The gallery's sections whose live widget is one of widgets.WIDGETS (the newer explorables have their own
-#: modules and kernel tests, tests/test_new_explorables.py; the DPO and memory-ledger widgets live in chapters 3, 1).
+#: The gallery's sections whose live widget is one of widgets.WIDGETS (the newer
+#: explorables have their own modules and kernel tests, tests/test_new_explorables.py;
+#: the DPO and memory-ledger widgets live in chapters 3, 1).
 TITLES = {
     "clip_platform": "Clip platforms",
     "zero_std": "Zero-std groups",
@@ -105,14 +116,17 @@ TITLES = {
     "kl_estimator": "KL estimators",
     "bandit": "The group bandit",
 }
-HANDLE = ".noUi-handle, .ui-slider-handle"  # ipywidgets 8 (noUiSlider), ipywidgets 7 (jQuery UI)
+# ipywidgets 8 (noUiSlider), ipywidgets 7 (jQuery UI)
+HANDLE = ".noUi-handle, .ui-slider-handle"
 TRACK = ".noUi-target, .ui-slider"
 
-# Records, in the page, when each websocket frame carrying a plotly figure (the Output way) or a FigureWidget's update
-# (the in-place way) first arrives (performance.now()). JupyterLab 3.6 opens several websockets to one kernel (one per
-# kernel connection, each with its own session id), and each kernel message arrives on all of them; the browser hands
-# the page a later copy only after the work the first one caused (drawing the figure), so timing from the last copy
-# would leave out the draw. Copies are told apart by msg_id.
+# Records, in the page, when each websocket frame carrying a plotly figure (the Output
+# way) or a FigureWidget's update (the in-place way) first arrives (performance.now()).
+# JupyterLab 3.6 opens several websockets to one kernel (one per kernel connection, each
+# with its own session id), and each kernel message arrives on all of them; the browser
+# hands the page a later copy only after the work the first one caused (drawing the
+# figure), so timing from the last copy would leave out the draw. Copies are told apart
+# by msg_id.
 INIT_SCRIPT = r"""
 window.__figureFrames = [];
 const seen = new Set();
@@ -135,11 +149,12 @@ window.WebSocket = function (...args) {
 };
 window.WebSocket.prototype = NativeWS.prototype;
 Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
-"""
+"""  # noqa: E501
 
-# The explorable's box: the VBox whose header (a direct HTML child) shows the title in bold; undefined until drawn.
+# The explorable's box: the VBox whose header (a direct HTML child) shows the title in
+# bold; undefined until drawn.
 FIND_BOX = """(title) => [...document.querySelectorAll('.widget-vbox')].find(
-    v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title))"""
+    v => [...v.querySelectorAll(':scope > .widget-html b')].some(b => b.textContent === title))"""  # noqa: E501
 
 FIND_PLOT = (
     """(title) => {
@@ -161,8 +176,9 @@ IN_OUTPUT = (
 }"""
 )
 
-# Waits for the figure to change after the slider moved and then to settle (no new figure frame and no redraw for a
-# second: a drag may send more than one value); returns the last redraw's time and data.
+# Waits for the figure to change after the slider moved and then to settle (no new
+# figure frame and no redraw for a second: a drag may send more than one value); returns
+# the last redraw's time and data.
 WAIT_SETTLED = (
     """async ([title, before, framesBefore]) => {
   const start = performance.now();
@@ -180,7 +196,7 @@ WAIT_SETTLED = (
     await new Promise(r => requestAnimationFrame(r));
   }
   return null;
-}"""
+}"""  # noqa: E501
 )
 
 
@@ -199,8 +215,8 @@ def _first_slider(ui):
 
 
 def _candidates(control, near):
-    """Every value the slider can take (the frontend snaps to min + k * step) but the current one, nearest to
-    ``near`` (the value its readout shows) first."""
+    """Every value the slider can take (the frontend snaps to min + k * step) but the
+    current one, nearest to ``near`` (the value its readout shows) first."""
     n = int(round((control.max - control.min) / control.step))
     grid = [control.min + k * control.step for k in range(n + 1)]
     if isinstance(control, W.FloatLogSlider):
@@ -224,7 +240,8 @@ def _numeric(values):
 
 
 def _mismatches(ys, figure) -> list[int]:
-    """Indices of the traces whose drawn numeric y differs from the package's figure (all, if the counts differ)."""
+    """Indices of the traces whose drawn numeric y differs from the package's figure
+    (all, if the counts differ)."""
     if len(ys) != len(figure["data"]):
         return list(range(max(len(ys), len(figure["data"]))))
     bad = []
@@ -232,8 +249,9 @@ def _mismatches(ys, figure) -> list[int]:
         want_y, got_y = _numeric(want.get("y", [])), _numeric(got)
         if want_y is None or got_y is None or not len(want_y):
             continue
-        # the figures round to 4 significant digits, and the frontend's slider value may differ from k*step in
-        # the last bit, so a value at a rounding boundary can flip one unit of the 4th digit
+        # the figures round to 4 significant digits, and the frontend's slider value may
+        # differ from k*step in the last bit, so a value at a rounding boundary can flip
+        # one unit of the 4th digit
         if got_y.shape != want_y.shape or not np.allclose(
             got_y, want_y, rtol=1e-3, atol=1e-9, equal_nan=True
         ):
@@ -244,16 +262,19 @@ def _mismatches(ys, figure) -> list[int]:
 @pytest.fixture(scope="module")
 def notebook_dir(tmp_path_factory, built_book):
     out = tmp_path_factory.mktemp("reader")
-    # the reader edition of the explorables page, its numbers from the test run's one book build
+    # the reader edition of the explorables page, its numbers from the test run's one
+    # book build
     reader_edition.build(
         out, built_book / "jupyter_execute", execute=False, stems=["explorables"]
     )
-    # the control: what the frontend itself logs for a notebook of the same kinds of Markdown (math included)
+    # the control: what the frontend itself logs for a notebook of the same kinds of
+    # Markdown (math included)
     control = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_markdown_cell(
-                "# A heading\n\nInline math $\\rho = \\pi_\\theta / \\pi_{old}$ and display math\n\n"
-                "$$\\mathbb{E}[\\min(\\rho A, \\operatorname{clip}(\\rho, 1-\\epsilon, 1+\\epsilon) A)]$$"
+                "# A heading\n\nInline math $\\rho = \\pi_\\theta / \\pi_{old}$ and "
+                "display math\n\n$$\\mathbb{E}[\\min(\\rho A, "
+                "\\operatorname{clip}(\\rho, 1-\\epsilon, 1+\\epsilon) A)]$$"
             )
         ]
     )
@@ -268,8 +289,9 @@ def notebook_dir(tmp_path_factory, built_book):
 
 @pytest.fixture(scope="session")
 def widgets7_python(fresh_venv):
-    """A venv with Colab's kernel packages and JupyterLab 3.6 (no torch: the explorables do not use it). It needs no
-    book build: the version test below builds it early, on any xdist worker."""
+    """A venv with Colab's kernel packages and JupyterLab 3.6 (no torch: the explorables
+    do not use it). It needs no book build: the version test below builds it early, on
+    any xdist worker."""
     return fresh_venv("widgets7", "-r", WIDGETS7_REQUIREMENTS)
 
 
@@ -363,25 +385,27 @@ def server(request, notebook_dir, tmp_path_factory):
 
 
 KERNEL_IDLE = (
-    "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-    " const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;"
-    " return !!k && k.status === 'idle'; }"
+    "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
+    "const k = w && w.sessionContext && w.sessionContext.session && "
+    "w.sessionContext.session.kernel; return !!k && k.status === 'idle'; }"
 )
 ALL_RAN = (
-    "() => { const w = window.jupyterapp.shell.currentWidget;"
-    " return w.content.widgets.filter(c => c.model.type === 'code').every(c => c.model.executionCount !== null)"
-    " && w.sessionContext.session.kernel.status === 'idle'; }"
+    "() => { const w = window.jupyterapp.shell.currentWidget; return "
+    "w.content.widgets.filter(c => c.model.type === 'code').every(c => "
+    "c.model.executionCount !== null) && w.sessionContext.session.kernel.status === "
+    "'idle'; }"
 )
 
 
-# What the widget managers write in an output they cannot render (ipywidgets 8 and 7), e.g. after a frontend's own
-# wait for the widget's model (2 s in ipywidgets 8) ran out
+# What the widget managers write in an output they cannot render (ipywidgets 8 and 7),
+# e.g. after a frontend's own wait for the widget's model (2 s in ipywidgets 8) ran out
 WIDGET_ERRORS = """() => [...document.querySelectorAll('.jp-OutputArea-output, .output_subarea')]
-  .map(n => n.textContent.trim()).filter(t => /^Error (displaying|creating) widget/.test(t))"""
+  .map(n => n.textContent.trim()).filter(t => /^Error (displaying|creating) widget/.test(t))"""  # noqa: E501
 
 
 def _server_events(log) -> list[str]:
-    """The lines of the Jupyter server's log that tell of a dropped websocket or a kernel that died or restarted."""
+    """The lines of the Jupyter server's log that tell of a dropped websocket or a
+    kernel that died or restarted."""
     keys = ("websocket", "restart", "died", "buffer", "disconnect", "error")
     return [
         line
@@ -391,8 +415,8 @@ def _server_events(log) -> list[str]:
 
 
 def _wait(pg, frontend, what, js, timeout_ms, log):
-    """Wait for ``js`` to be true; on a timeout fail with a screenshot (artifacts/browser/), the widget errors the
-    page shows and the server's log."""
+    """Wait for ``js`` to be true; on a timeout fail with a screenshot
+    (artifacts/browser/), the widget errors the page shows and the server's log."""
     try:
         pg.wait_for_function(js, timeout=timeout_ms)
     except sync_api.TimeoutError:
@@ -400,15 +424,16 @@ def _wait(pg, frontend, what, js, timeout_ms, log):
         shot.parent.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(shot))
         pytest.fail(
-            f"{frontend}: timed out waiting for {what} (screenshot {shot}); widget errors on the page: "
-            f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; server log:\n"
-            f"{log.read_text()[-2000:]}"
+            f"{frontend}: timed out waiting for {what} (screenshot {shot}); widget "
+            f"errors on the page: {pg.evaluate(WIDGET_ERRORS)}; server events: "
+            f"{_server_events(log)}; server log:\n{log.read_text()[-2000:]}"
         )
 
 
 @pytest.fixture(scope="module")
 def page(server):
-    """The explorables page with every cell run, and the console errors of the control notebook."""
+    """The explorables page with every cell run, and the console errors of the control
+    notebook."""
     frontend, base, log = server
     errors = {"control": [], "explorables": []}
     phase, offsite = ["control"], []
@@ -432,7 +457,9 @@ def page(server):
         pg.on("pageerror", lambda e: errors[phase[0]].append(str(e)))
         for name in ("control", "explorables"):
             phase[0] = (
-                name  # JupyterLab: a workspace per notebook, so that the second page does not reopen the first
+                # JupyterLab: a workspace per notebook, so that the second page does not
+                # reopen the first
+                name
             )
             path = (
                 f"lab/workspaces/{name}/tree"
@@ -452,8 +479,9 @@ def page(server):
 
 
 def _drag_first_slider(pg, box, control):
-    """Drag the slider's handle by about one step (right, or left from the maximum), as a reader does with the
-    mouse. (A keyboard move needs focus on the handle, which Notebook 7 moves to the cell on the first key.)"""
+    """Drag the slider's handle by about one step (right, or left from the maximum), as
+    a reader does with the mouse. (A keyboard move needs focus on the handle, which
+    Notebook 7 moves to the cell on the first key.)"""
     handle, track = box.locator(HANDLE).first, box.locator(TRACK).first
     handle.hover()  # scrolls it into view, clear of the frontend's fixed header
     hb, tb = handle.bounding_box(), track.bounding_box()
@@ -489,8 +517,9 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
         60_000,
         log,
     )
-    # look at it, as a reader does: JupyterLab 4 lets the browser skip the layout of cells off screen
-    # (content-visibility), and a figure there need not be drawn until it is scrolled to
+    # look at it, as a reader does: JupyterLab 4 lets the browser skip the layout of
+    # cells off screen (content-visibility), and a figure there need not be drawn until
+    # it is scrolled to
     box.scroll_into_view_if_needed()
     # a FigureWidget's view may plot before its traces arrive: wait for all of them
     _wait(
@@ -520,8 +549,8 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
         f"{name}: the figure did not change and settle after dragging {control_name}"
     )
 
-    # the package's figure at the value the frontend set: the readout's value on the slider's grid, and the
-    # nearest grid value that reproduces the drawn data
+    # the package's figure at the value the frontend set: the readout's value on the
+    # slider's grid, and the nearest grid value that reproduces the drawn data
     start, shown = control.value, _readout_value(box)
     found = None
     for value in _candidates(control, start if shown is None else shown)[:12]:
@@ -530,8 +559,8 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
             found = value
             break
     assert found is not None, (
-        f"{name}: the drawn figure is not the package's figure for any {control_name} near "
-        f"the readout {shown} (start {start})"
+        f"{name}: the drawn figure is not the package's figure for any {control_name} "
+        f"near the readout {shown} (start {start})"
     )
     if shown is not None:
         assert np.isclose(found, shown, rtol=0.02, atol=control.step / 2), (
@@ -550,19 +579,21 @@ def test_dragging_a_slider_redraws_the_package_values(page, name):
     new_errors = [e for e in errors["explorables"] if e not in control_errors]
     assert new_errors == [], (
         f"{frontend}: {len(new_errors)} console errors; widget errors on the page: "
-        f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; first errors: "
-        f"{new_errors[:3]}"
+        f"{pg.evaluate(WIDGET_ERRORS)}; server events: {_server_events(log)}; first "
+        f"errors: {new_errors[:3]}"
     )
     assert offsite == [], offsite
 
 
 def test_every_explorable_was_drawn_and_times_are_recorded(page):
-    """Runs after the slider tests of the same frontend (pytest groups tests by the module-scoped server)."""
+    """Runs after the slider tests of the same frontend (pytest groups tests by the
+    module-scoped server)."""
     frontend = page[0]
     times = DRAW_MS.get(frontend, {})
     assert sorted(times) == sorted(TITLES), f"run with the slider tests: {times}"
     DRAW_MS_OUT.parent.mkdir(parents=True, exist_ok=True)
-    # two workers may each finish a frontend at once: read, update and write under a lock
+    # two workers may each finish a frontend at once: read, update and write under a
+    # lock
     with open(f"{DRAW_MS_OUT}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         recorded = json.loads(DRAW_MS_OUT.read_text()) if DRAW_MS_OUT.exists() else {}

@@ -1,14 +1,17 @@
-"""Chinese text renders in the built Chinese site (issue #32), in headless Chromium, served from 127.0.0.1 with every
-other host blocked: the site's own web font, Noto Sans SC (``@fontsource/noto-sans-sc``, copied into
-``_static/vendor/noto-sans-sc/`` by ``book/_ext/dpo_grpo_book``), is loaded and covers every Han character of the
-page's text, and every plotly figure draws its text in that font. A system CJK font (or none) would pass unseen on
-one machine and show missing-glyph boxes on another; the served font is the same everywhere.
+"""Chinese text renders in the built Chinese site (issue #32), in headless Chromium,
+served from 127.0.0.1 with every other host blocked: the site's own web font, Noto Sans
+SC (``@fontsource/noto-sans-sc``, copied into ``_static/vendor/noto-sans-sc/`` by
+``book/_ext/dpo_grpo_book``), is loaded and covers every Han character of the page's
+text, and every plotly figure draws its text in that font. A system CJK font (or none)
+would pass unseen on one machine and show missing-glyph boxes on another; the served
+font is the same everywhere.
 
-Three pages: a chapter with a plotly figure, the explorables and the lab. Screenshots (the top of each page and its
-first figure: plotly, else a matplotlib image) go to ``artifacts/browser/zh-*.png``, to be looked at.
+Three pages: a chapter with a plotly figure, the explorables and the lab. Screenshots
+(the top of each page and its first figure: plotly, else a matplotlib image) go to
+``artifacts/browser/zh-*.png``, to be looked at.
 
-Reads the one book build of the test run (the ``built_book`` fixture of conftest.py). Skipped when
-``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
+Reads the one book build of the test run (the ``built_book`` fixture of conftest.py).
+Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ PAGES = {
     "lab": "zh/book/lab_tiny_grpo.html",
 }
 
-#: After the plotly figures are drawn and the page's fonts have loaded: the distinct Han characters of the page's
-#: rendered text (MathJax left out), the Noto Sans SC faces the page has and has loaded, which of the characters
-#: no face's unicode-range covers, and whether document.fonts.check says the font is ready for all of them.
+#: After the plotly figures are drawn and the page's fonts have loaded: the distinct Han
+#: characters of the page's rendered text (MathJax left out), the Noto Sans SC faces the
+#: page has and has loaded, which of the characters no face's unicode-range covers, and
+#: whether document.fonts.check says the font is ready for all of them.
 FONT_STATE = """async (family) => {
   await document.fonts.ready;
   const root = document.querySelector('main') || document.body;
@@ -66,9 +70,10 @@ FONT_STATE = """async (family) => {
     loaded: faces.filter((f) => f.status === 'loaded').length,
     check: document.fonts.check(`16px "${family}"`, han),
   };
-}"""
+}"""  # noqa: E501
 
-#: The font family of every text element of every plotly figure that holds Han characters.
+#: The font family of every text element of every plotly figure that holds Han
+#: characters.
 FIGURE_FONTS = """() => [...document.querySelectorAll('.plotly-graph-div')].map((g) =>
   [...g.querySelectorAll('text')].filter((t) => /[\\u3400-\\u9fff]/.test(t.textContent))
     .map((t) => ({text: t.textContent, font: getComputedStyle(t).fontFamily})))"""
@@ -104,7 +109,8 @@ def browser():
 
 @pytest.fixture(scope="module", params=sorted(PAGES))
 def opened(request, site, browser):
-    """(name, page, state): the page drawn, its font state (FONT_STATE) and the blocked requests."""
+    """(name, page, state): the page drawn, its font state (FONT_STATE) and the blocked
+    requests."""
     name, host, blocked = request.param, urlparse(site), []
 
     def route(r):
@@ -122,13 +128,15 @@ def opened(request, site, browser):
     page.route("**/*", route)
     page.goto(f"{site}/{PAGES[name]}", wait_until="load", timeout=120_000)
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.plotly-graph-div')].every(g => g._fullData)",
+        "() => [...document.querySelectorAll('.plotly-graph-div')].every(g => "
+        "g._fullData)",
         timeout=120_000,
     )
     state = page.evaluate(FONT_STATE, FAMILY)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"zh-{name}.png"))
-    # the first plotly figure, else the first image the page's code drew (matplotlib, its CJK font from the system)
+    # the first plotly figure, else the first image the page's code drew (matplotlib,
+    # its CJK font from the system)
     figure = page.query_selector(".plotly-graph-div") or page.query_selector(
         ".cell_output img"
     )

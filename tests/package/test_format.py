@@ -72,6 +72,8 @@ WRAPPED = [
     "tests/lab",
     "tests/exercises",
     "tests/torch_ops",
+    "tests/book",
+    "tests/browser",
 ]
 
 
