@@ -1,33 +1,39 @@
-"""What one training step costs under PPO, GRPO and DPO (chapter 6, sections 6.1, 6.2, 6.10 and 6.11).
+"""What one training step costs under PPO, GRPO and DPO (chapter 6, sections 6.1, 6.2,
+6.10 and 6.11).
 
-A step processes ``prompts`` prompts. PPO-RLHF samples ``ppo_samples`` answers per prompt and trains an actor and a
-critic; GRPO samples ``group_size`` answers per prompt and trains the policy only; DPO reads ``prompts`` offline
-preference pairs (a chosen and a rejected answer each) and samples nothing. For each algorithm :func:`step_cost`
-counts the five budget items of section 6.10:
+A step processes ``prompts`` prompts. PPO-RLHF samples ``ppo_samples`` answers per
+prompt and trains an actor and a critic; GRPO samples ``group_size`` answers per prompt
+and trains the policy only; DPO reads ``prompts`` offline preference pairs (a chosen and
+a rejected answer each) and samples nothing. For each algorithm :func:`step_cost` counts
+the five budget items of section 6.10:
 
-1. trainable state (weights, gradients, optimizer state) and frozen weights, per GPU, from :mod:`dpo_grpo.reference.memory`;
-2. forward passes of frozen models (reference, reward model) and no-gradient passes of trained models (the policy's
-   old log-probs, PPO's critic values);
+1. trainable state (weights, gradients, optimizer state) and frozen weights, per GPU,
+   from :mod:`dpo_grpo.reference.memory`;
+2. forward passes of frozen models (reference, reward model) and no-gradient passes of
+   trained models (the policy's old log-probs, PPO's critic values);
 3. generated tokens;
 4. reward evaluations (answers scored);
 5. communication volume (bytes moved between services or GPUs).
 
-Compute uses the standard dense-transformer approximation: a forward pass costs ``2 N`` FLOPs per token for a model
-of ``N`` parameters and a full backward pass ``4 N`` (attention's quadratic term ignored). With LoRA the backward
-still propagates activation gradients through the whole network (``2 N``) but forms weight gradients only for the
-adapter (``2 f N`` for a trainable fraction ``f``). :func:`attention_flops` gives the attention term that this rule
-leaves out, and ``step_time(..., attention=...)`` adds it. :func:`step_time` turns FLOPs and bytes into seconds under
-explicit throughput assumptions (:class:`~.throughput.Throughput`); it is an illustration, not a measurement
-(:class:`dpo_grpo.chapters.phase_timer.PhaseTimer` measures). Decoding
-time grows with the context through the KV-cache reads (:func:`generation_seconds`), which is assumed to fit
-(:func:`kv_cache_bytes` says how large it gets).
+Compute uses the standard dense-transformer approximation: a forward pass costs ``2 N``
+FLOPs per token for a model of ``N`` parameters and a full backward pass ``4 N``
+(attention's quadratic term ignored). With LoRA the backward still propagates activation
+gradients through the whole network (``2 N``) but forms weight gradients only for the
+adapter (``2 f N`` for a trainable fraction ``f``). :func:`attention_flops` gives the
+attention term that this rule leaves out, and ``step_time(..., attention=...)`` adds it.
+:func:`step_time` turns FLOPs and bytes into seconds under explicit throughput
+assumptions (:class:`~.throughput.Throughput`); it is an illustration, not a measurement
+(:class:`dpo_grpo.chapters.phase_timer.PhaseTimer` measures). Decoding time grows with
+the context through the KV-cache reads (:func:`generation_seconds`), which is assumed to
+fit (:func:`kv_cache_bytes` says how large it gets).
 
-The plotly figure and the ipywidgets UI of these estimates are in :mod:`dpo_grpo.interactive.cost_explorer`.
+The plotly figure and the ipywidgets UI of these estimates are in
+:mod:`dpo_grpo.interactive.cost_explorer`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +48,7 @@ from ..reference.memory import (
 )
 from ..tables import html_table, human_number
 from .throughput import Throughput, as_throughput
+from .workload import Workload
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
 LABELS = {"ppo": "PPO", "grpo": "GRPO", "dpo": "DPO"}
@@ -54,100 +61,26 @@ MASK_BYTES = 1
 GRAD_BYTES = 2  #: bf16 gradients (the memory ledger's default)
 WEIGHT_BYTES = 2  #: bf16 weights
 PHASES = ("generation", "scoring", "training", "waiting")
-#: token counts of the forward passes without a backward (see :attr:`StepCost.frozen_forward_tokens`)
+#: token counts of the forward passes without a backward (see
+#: :attr:`StepCost.frozen_forward_tokens`)
 NO_GRAD_PASSES = (
     "reference forward",
     "reward-model forward",
     "old-logprob forward",
     "critic value forward",
 )
-#: (layers, model width) of the grouped-query-attention 8B model behind ``Workload.kv_bytes_per_token``'s default
+#: (layers, model width) of the grouped-query-attention 8B model behind
+#: ``Workload.kv_bytes_per_token``'s default
 ATTENTION_SHAPE = (32, 4096)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One training step's workload, shared by the three algorithms (all counts per step).
-
-    ``critic_params=None`` means a critic of the policy's size; ``reward_params=None`` means a rule-based reward
-    (an answer checker or unit tests: no model, one call per answer). ``inner_epochs`` is the number of updates per
-    rollout; old log-probs need their own forward pass only when it exceeds 1 (with one update they equal the
-    current log-probs, as in TRL). ``trainable_fraction < 1`` models LoRA: a frozen bf16 base plus a trainable
-    adapter of that fraction of the parameters; the reference is then the base with the adapter disabled (no extra
-    weights). ``shard_states`` divides every model's state over ``n_gpus`` (ZeRO-3/FSDP). ``separate_generation``
-    means generation runs in its own engine (e.g. vLLM), so weights are synced to it and rollouts shipped back;
-    ``critic_remote`` and ``reward_remote`` place the critic or the reward scorer in a separate service.
-    ``kv_bytes_per_token`` is the KV cache of one token (default 131072 = 32 layers x 8 KV heads x 128 dims x K and
-    V x 2 bytes, a grouped-query-attention 8B model); it only enters the generation time.
-    """
-
-    n_params: int
-    prompts: int = 64
-    group_size: int = 8
-    ppo_samples: int = 1
-    prompt_len: int = 256
-    answer_len: int = 1024
-    critic_params: int | None = None
-    reward_params: int | None = None
-    inner_epochs: int = 1
-    precomputed_reference: bool = False
-    trainable_fraction: float = 1.0
-    n_gpus: int = 8
-    shard_states: bool = False
-    separate_generation: bool = True
-    critic_remote: bool = False
-    reward_remote: bool = False
-    kv_bytes_per_token: int = 131072
-
-    def __post_init__(self):
-        v.integer(self.n_params, "n_params", minimum=1)
-        v.integer(self.prompts, "prompts", minimum=1)
-        v.integer(self.group_size, "group_size", minimum=2)
-        v.integer(self.ppo_samples, "ppo_samples", minimum=1)
-        v.integer(self.prompt_len, "prompt_len", minimum=1)
-        v.integer(self.answer_len, "answer_len", minimum=1)
-        if self.critic_params is not None:
-            v.integer(self.critic_params, "critic_params", minimum=1)
-        if self.reward_params is not None:
-            v.integer(self.reward_params, "reward_params", minimum=1)
-        v.integer(self.inner_epochs, "inner_epochs", minimum=1)
-        f = v.scalar(self.trainable_fraction, "trainable_fraction", positive=True)
-        if f > 1:
-            raise ValueError(f"trainable_fraction must lie in (0, 1], got {f}")
-        v.integer(self.n_gpus, "n_gpus", minimum=1)
-        v.integer(self.kv_bytes_per_token, "kv_bytes_per_token", minimum=0)
-        for name in (
-            "precomputed_reference",
-            "shard_states",
-            "separate_generation",
-            "critic_remote",
-            "reward_remote",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(
-                    f"{name} must be True or False, got {type(getattr(self, name)).__name__}"
-                )
-
-    @property
-    def seq_len(self) -> int:
-        """Tokens of one prompt + answer sequence."""
-        return self.prompt_len + self.answer_len
-
-    @property
-    def lora(self) -> bool:
-        return self.trainable_fraction < 1.0
-
-    def with_(self, **changes) -> "Workload":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
 
 
 @dataclass
 class StepCost:
     """The cost of one step of ``algorithm`` on ``workload``.
 
-    ``memory``: bytes per GPU by component; ``tokens``: token counts by pass; ``flops``: FLOPs by pass;
-    ``reward_calls``: answers scored; ``communication``: bytes moved by channel.
+    ``memory``: bytes per GPU by component; ``tokens``: token counts by pass; ``flops``:
+    FLOPs by pass; ``reward_calls``: answers scored; ``communication``: bytes moved by
+    channel.
     """
 
     algorithm: str
@@ -177,8 +110,9 @@ class StepCost:
 
     @property
     def frozen_forward_tokens(self) -> int:
-        """Tokens through frozen models and no-grad passes of trained models (reference, reward model, old
-        log-probs, PPO's critic values): every forward pass without a backward."""
+        """Tokens through frozen models and no-grad passes of trained models (reference,
+        reward model, old log-probs, PPO's critic values): every forward pass without a
+        backward."""
         return sum(self.tokens.get(k, 0) for k in NO_GRAD_PASSES)
 
     @property
@@ -191,7 +125,8 @@ class StepCost:
 
 
 def _trainable_state(n: int, fraction: float) -> int:
-    """Logical state of one trained model: full fine-tuning, or a frozen bf16 base + a trainable adapter (LoRA)."""
+    """Logical state of one trained model: full fine-tuning, or a frozen bf16 base + a
+    trainable adapter (LoRA)."""
     if fraction >= 1.0:
         return training_state_ledger(n).total_bytes
     adapter = max(1, round(fraction * n))
@@ -199,7 +134,8 @@ def _trainable_state(n: int, fraction: float) -> int:
 
 
 def _backward_per_token(n: int, fraction: float) -> float:
-    """Backward FLOPs per token: activation gradients 2N plus weight gradients 2N x trainable fraction."""
+    """Backward FLOPs per token: activation gradients 2N plus weight gradients 2N x
+    trainable fraction."""
     return (BACKWARD_FLOPS / 2) * n * (1.0 + fraction)
 
 
@@ -219,7 +155,8 @@ def _memory(alg: str, w: Workload) -> dict:
         mem = {"policy (trainable)": _trainable_state(w.n_params, w.trainable_fraction)}
         if alg == "ppo":
             mem["critic (trainable)"] = _trainable_state(critic, w.trainable_fraction)
-        # the reference is the shared base with the adapter disabled: no second copy of the weights
+        # the reference is the shared base with the adapter disabled: no second copy of
+        # the weights
         if w.reward_params is not None and alg != "dpo":
             mem["reward model (frozen)"] = frozen_model_bytes(w.reward_params)
     div = w.n_gpus if w.shard_states else 1
@@ -227,11 +164,14 @@ def _memory(alg: str, w: Workload) -> dict:
 
 
 def step_cost(algorithm: str, workload: Workload) -> StepCost:
-    """Count the cost items of one step of ``algorithm`` in {"ppo", "grpo", "dpo"} on ``workload``.
+    """Count the cost items of one step of ``algorithm`` in {"ppo", "grpo", "dpo"} on
+    ``workload``.
 
-    Sequences per step: PPO ``prompts x ppo_samples``, GRPO ``prompts x group_size``, DPO ``2 x prompts`` (chosen
-    and rejected). Every trained sequence has ``prompt_len + answer_len`` tokens. Generation prefills each prompt
-    once (the samples of a prompt share its KV cache) and decodes ``answer_len`` tokens per sampled answer.
+    Sequences per step: PPO ``prompts x ppo_samples``, GRPO ``prompts x group_size``,
+    DPO ``2 x prompts`` (chosen and rejected). Every trained sequence has
+    ``prompt_len + answer_len`` tokens. Generation prefills each prompt once (the
+    samples of a prompt share its KV cache) and decodes ``answer_len`` tokens per
+    sampled answer.
     """
     v.choice(algorithm, "algorithm", ALGORITHMS)
     if not isinstance(workload, Workload):
@@ -297,7 +237,8 @@ def step_cost(algorithm: str, workload: Workload) -> StepCost:
             seq_tokens * TOKEN_ID_BYTES + tokens["generated"] * FLOAT_BYTES
         )
     if algorithm == "ppo" and w.critic_remote:
-        # token ids + mask out, one value per token back, one return per token out for the critic update
+        # token ids + mask out, one value per token back, one return per token out for
+        # the critic update
         comm["remote critic"] = seq_tokens * (
             TOKEN_ID_BYTES + MASK_BYTES + 2 * FLOAT_BYTES
         )
@@ -326,12 +267,15 @@ def compare(workload: Workload) -> dict:
 def generation_seconds(
     workload: Workload, sequences: int, throughput: Throughput | None = None
 ) -> float:
-    """Roofline estimate of the time to prefill and decode ``sequences`` answers spread over the GPUs.
+    """Roofline estimate of the time to prefill and decode ``sequences`` answers spread
+    over the GPUs.
 
-    Each GPU holds a full replica and ``b = sequences / n_gpus`` sequences; decode step ``t`` (context
-    ``c = prompt_len + t``) costs ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)``.
-    Prefill runs at ``train_mfu``. The KV cache is assumed to fit (:func:`kv_cache_bytes`): nothing models the
-    several waves, or the preemption, that an engine needs when it does not.
+    Each GPU holds a full replica and ``b = sequences / n_gpus`` sequences; decode step
+    ``t`` (context ``c = prompt_len + t``) costs
+    ``max(b 2N / (peak decode_efficiency), (2N + b c kv) / hbm_bandwidth)``. Prefill
+    runs at ``train_mfu``. The KV cache is assumed to fit (:func:`kv_cache_bytes`):
+    nothing models the several waves, or the preemption, that an engine needs when it
+    does not.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
@@ -357,10 +301,12 @@ def generation_seconds(
 
 
 def kv_cache_bytes(workload: Workload, sequences: int) -> float:
-    """KV-cache bytes per GPU at the last decode step, which :func:`generation_seconds` assumes fit.
+    """KV-cache bytes per GPU at the last decode step, which :func:`generation_seconds`
+    assumes fit.
 
-    ``sequences / n_gpus`` sequences of ``prompt_len + answer_len`` tokens at ``kv_bytes_per_token`` each: the same
-    per-sequence context that the roofline reads (shared prompt prefixes are not deduplicated).
+    ``sequences / n_gpus`` sequences of ``prompt_len + answer_len`` tokens at
+    ``kv_bytes_per_token`` each: the same per-sequence context that the roofline reads
+    (shared prompt prefixes are not deduplicated).
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
@@ -380,16 +326,19 @@ def _attention_shape(attention) -> tuple:
 
 
 def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
-    """The causal-attention FLOPs of the training passes of ``cost`` that the ``2N``/``4N`` rule leaves out.
+    """The causal-attention FLOPs of the training passes of ``cost`` that the
+    ``2N``/``4N`` rule leaves out.
 
-    ``attention = (n_layers, d_model)``. For a token at context ``c`` the score and value products (``QK^T`` and
-    ``AV``) cost ``4 d_model c`` FLOPs per layer; averaged over a causal sequence of ``T = seq_len`` tokens
-    (``c ≈ T/2``) that is ``2 n_layers d_model T`` per token forward. The backward costs twice the forward
-    (gradients with respect to both operands; no weights are involved, so LoRA does not shrink it). Returns extra
-    FLOPs under the keys of ``cost.flops``: ``"policy update"``, ``"reference forward"``, ``"old-logprob forward"``
-    and, for PPO, ``"critic"`` (value pass + update). Every model is given the same shape. Generation and the
-    reward model are left out: decoding's time comes from :func:`generation_seconds`, which already reads the KV
-    cache at every step.
+    ``attention = (n_layers, d_model)``. For a token at context ``c`` the score and
+    value products (``QK^T`` and ``AV``) cost ``4 d_model c`` FLOPs per layer; averaged
+    over a causal sequence of ``T = seq_len`` tokens (``c ≈ T/2``) that is
+    ``2 n_layers d_model T`` per token forward. The backward costs twice the forward
+    (gradients with respect to both operands; no weights are involved, so LoRA does not
+    shrink it). Returns extra FLOPs under the keys of ``cost.flops``:
+    ``"policy update"``, ``"reference forward"``, ``"old-logprob forward"`` and, for
+    PPO, ``"critic"`` (value pass + update). Every model is given the same shape.
+    Generation and the reward model are left out: decoding's time comes from
+    :func:`generation_seconds`, which already reads the KV cache at every step.
     """
     if not isinstance(cost, StepCost):
         raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
@@ -411,12 +360,14 @@ def attention_flops(cost: StepCost, attention=ATTENTION_SHAPE) -> dict:
 def step_time(
     cost: StepCost, throughput: Throughput | None = None, *, attention=None
 ) -> dict:
-    """Estimated seconds per step split into the four phases of section 6.11: generation, scoring, training, waiting.
+    """Estimated seconds per step split into the four phases of section 6.11:
+    generation, scoring, training, waiting.
 
-    ``generation`` uses :func:`generation_seconds`; ``training`` holds the policy update, the critic (value pass +
-    update) and the reference/old-log-prob forwards at ``train_mfu``; ``waiting`` is communication between services
-    at ``bandwidth``. Compute is spread over ``workload.n_gpus``. By default training ignores attention's quadratic
-    term; ``attention=(n_layers, d_model)`` adds it (:func:`attention_flops`).
+    ``generation`` uses :func:`generation_seconds`; ``training`` holds the policy
+    update, the critic (value pass + update) and the reference/old-log-prob forwards at
+    ``train_mfu``; ``waiting`` is communication between services at ``bandwidth``.
+    Compute is spread over ``workload.n_gpus``. By default training ignores attention's
+    quadratic term; ``attention=(n_layers, d_model)`` adds it (:func:`attention_flops`).
     """
     if not isinstance(cost, StepCost):
         raise TypeError(f"cost must be a StepCost, got {type(cost).__name__}")
@@ -455,10 +406,12 @@ def step_time(
 def critic_cost(
     workload: Workload, throughput: Throughput | None = None, *, attention=None
 ) -> dict:
-    """What the critic costs in one PPO step: its state per GPU (bytes), FLOPs, seconds (training phase).
+    """What the critic costs in one PPO step: its state per GPU (bytes), FLOPs, seconds
+    (training phase).
 
-    This is exactly what GRPO saves when it samples the same answers as PPO (``ppo_samples == group_size``).
-    ``attention=(n_layers, d_model)`` adds the critic's attention FLOPs (:func:`attention_flops`).
+    This is exactly what GRPO saves when it samples the same answers as PPO
+    (``ppo_samples == group_size``). ``attention=(n_layers, d_model)`` adds the critic's
+    attention FLOPs (:func:`attention_flops`).
     """
     c = step_cost("ppo", workload)
     t = as_throughput(throughput)
@@ -479,12 +432,15 @@ def critic_vs_rollout(
     *,
     attention=ATTENTION_SHAPE,
 ) -> list:
-    """PPO's critic against GRPO's rollout at the same rollout (``ppo_samples = group_size``), per answer length.
+    """PPO's critic against GRPO's rollout at the same rollout
+    (``ppo_samples = group_size``), per answer length.
 
-    One dict per length in ``answer_lens``: ``answer_len``; ``rollout``, GRPO's generation + scoring seconds;
-    ``critic`` and ``share``, the critic's seconds and its share of PPO's step time; ``critic_att`` and
-    ``share_att``, the same with ``attention=(n_layers, d_model)`` counted in every training pass
-    (:func:`attention_flops`); ``kv_gb``, the KV cache per GPU that generation assumes fits (:func:`kv_cache_bytes`).
+    One dict per length in ``answer_lens``: ``answer_len``; ``rollout``, GRPO's
+    generation + scoring seconds; ``critic`` and ``share``, the critic's seconds and its
+    share of PPO's step time; ``critic_att`` and ``share_att``, the same with
+    ``attention=(n_layers, d_model)`` counted in every training pass
+    (:func:`attention_flops`); ``kv_gb``, the KV cache per GPU that generation assumes
+    fits (:func:`kv_cache_bytes`).
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
@@ -510,9 +466,10 @@ def critic_vs_rollout(
 
 
 def rollout_crossover(rows, critic_key: str = "critic"):
-    """``(shorter, longer)``: in rows of :func:`critic_vs_rollout` (increasing lengths), the length before and the
-    first length at which GRPO's rollout costs more than the critic (``critic_key``: ``"critic"`` or
-    ``"critic_att"``). ``shorter`` is None when the first row already does; the result is None when no row does."""
+    """``(shorter, longer)``: in rows of :func:`critic_vs_rollout` (increasing lengths),
+    the length before and the first length at which GRPO's rollout costs more than the
+    critic (``critic_key``: ``"critic"`` or ``"critic_att"``). ``shorter`` is None when
+    the first row already does; the result is None when no row does."""
     v.choice(critic_key, "critic_key", ("critic", "critic_att"))
     rows = v.sequence(rows, "rows")
     for r in rows:
@@ -520,8 +477,8 @@ def rollout_crossover(rows, critic_key: str = "critic"):
             r
         ):
             raise ValueError(
-                f"rows must be the dicts returned by critic_vs_rollout (with 'answer_len', 'rollout' and "
-                f"{critic_key!r}), got {r!r}"
+                "rows must be the dicts returned by critic_vs_rollout (with "
+                f"'answer_len', 'rollout' and {critic_key!r}), got {r!r}"
             )
     for i, r in enumerate(rows):
         if r["rollout"] > r[critic_key]:
@@ -530,7 +487,8 @@ def rollout_crossover(rows, critic_key: str = "critic"):
 
 
 def budget_rows(workload: Workload, throughput: Throughput | None = None) -> list:
-    """The budget of section 6.10 as rows ``(item, unit, {algorithm: value})`` for PPO, GRPO and DPO."""
+    """The budget of section 6.10 as rows ``(item, unit, {algorithm: value})`` for PPO,
+    GRPO and DPO."""
     costs = compare(workload)
     times = {a: step_time(c, throughput) for a, c in costs.items()}
     items = (
@@ -566,8 +524,9 @@ def budget_rows(workload: Workload, throughput: Throughput | None = None) -> lis
 
 
 def format_rows(rows) -> str:
-    """:func:`budget_rows` (or rows of the same ``(item, unit, {algorithm: value})`` form) as an HTML table, its
-    words in the reader's language (:func:`dpo_grpo.i18n.tr`)."""
+    """:func:`budget_rows` (or rows of the same ``(item, unit, {algorithm: value})``
+    form) as an HTML table, its words in the reader's language
+    (:func:`dpo_grpo.i18n.tr`)."""
     rows = v.sequence(rows, "rows")
     if not rows:
         raise ValueError("rows must not be empty")
@@ -590,7 +549,8 @@ def format_rows(rows) -> str:
 
 
 def memory_saving(workload: Workload) -> dict:
-    """Bytes per GPU that removing the critic saves (PPO minus GRPO memory) and its share of PPO's memory."""
+    """Bytes per GPU that removing the critic saves (PPO minus GRPO memory) and its
+    share of PPO's memory."""
     ppo, grpo = step_cost("ppo", workload), step_cost("grpo", workload)
     saved = ppo.memory_bytes - grpo.memory_bytes
     return {
@@ -601,8 +561,9 @@ def memory_saving(workload: Workload) -> dict:
     }
 
 
-#: The assumptions :func:`sensitivity` varies: decode efficiency (fraction of peak FLOP/s a decode step reaches
-#: when compute-bound), training MFU and HBM bandwidth, each from a pessimistic to an optimistic value.
+#: The assumptions :func:`sensitivity` varies: decode efficiency (fraction of peak
+#: FLOP/s a decode step reaches when compute-bound), training MFU and HBM bandwidth,
+#: each from a pessimistic to an optimistic value.
 SENSITIVITY_GRID = {
     "decode_efficiency": (0.2, 0.35, 0.5, 0.75, 1.0),
     "train_mfu": (0.25, 0.4, 0.55),
@@ -613,15 +574,18 @@ SENSITIVITY_GRID = {
 def sensitivity(
     workload: Workload, answer_lens=(256, 1024, 4096, 16384), grid=None
 ) -> dict:
-    """The chapter-6 estimates over every combination of the assumptions in ``grid`` (default
-    :data:`SENSITIVITY_GRID`), as ranges ``(min, max)`` instead of single numbers from guessed constants.
+    """The chapter-6 estimates over every combination of the assumptions in ``grid``
+    (default :data:`SENSITIVITY_GRID`), as ranges ``(min, max)`` instead of single
+    numbers from guessed constants.
 
-    At the same rollout (``ppo_samples = group_size``): ``share_short`` and ``share_long`` (the critic's share of
-    PPO's step at the first and last of ``answer_lens``), ``time_ratio`` (PPO / GRPO step time at
-    ``workload.answer_len``), ``crossovers`` (the set of ``(shorter, longer)`` answer lengths between which GRPO's
-    rollout overtakes the critic, None when it never does in ``answer_lens``) and ``t_grpo`` (seconds of GRPO's step
-    at ``workload.answer_len``). ``n_assumptions`` is the number of combinations. The KV cache is assumed to fit in
-    every combination (:func:`kv_cache_bytes`), which long answers violate on real hardware.
+    At the same rollout (``ppo_samples = group_size``): ``share_short`` and
+    ``share_long`` (the critic's share of PPO's step at the first and last of
+    ``answer_lens``), ``time_ratio`` (PPO / GRPO step time at ``workload.answer_len``),
+    ``crossovers`` (the set of ``(shorter, longer)`` answer lengths between which GRPO's
+    rollout overtakes the critic, None when it never does in ``answer_lens``) and
+    ``t_grpo`` (seconds of GRPO's step at ``workload.answer_len``). ``n_assumptions`` is
+    the number of combinations. The KV cache is assumed to fit in every combination
+    (:func:`kv_cache_bytes`), which long answers violate on real hardware.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")

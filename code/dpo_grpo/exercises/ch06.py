@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..chapters.costs import Workload, memory_saving
+from ..chapters.costs import memory_saving
+from ..chapters.workload import Workload
 from ..reference.zero_std import zero_std_probability
 from .core import choice, code, numeric
 

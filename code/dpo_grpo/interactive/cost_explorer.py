@@ -12,7 +12,6 @@ from ..chapters.costs import (
     ALGORITHMS,
     GB,
     LABELS,
-    Workload,
     budget_rows,
     compare,
     critic_cost,
@@ -21,6 +20,7 @@ from ..chapters.costs import (
     step_time,
 )
 from ..chapters.throughput import Throughput, as_throughput
+from ..chapters.workload import Workload
 
 DEFAULT_MODEL_SIZES = (1.5e9, 7e9, 32e9)
 DEFAULT_ANSWER_LENS = (256, 1024, 4096, 16384)
