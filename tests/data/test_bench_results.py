@@ -9,7 +9,7 @@ import pytest
 from dpo_grpo import tables
 
 from dpo_grpo.data import bench_results as br
-from dpo_grpo.chapters import parity as pa
+from dpo_grpo.chapters import benchmarks
 
 
 def _widget_result(times_ms, target=50.0):
@@ -58,7 +58,7 @@ def test_load_results_filters_by_content_and_skips_bad_json(tmp_path):
     found = br.load_results(br.is_widget_benchmark, tmp_path)
     assert [p.name for p, _ in found] == ["widgets-a.json", "widgets-b.json"]
     # the torch tables use the same finder
-    assert [p.name for p, _ in pa.load_benchmarks(tmp_path)] == ["cpu.json"]
+    assert [p.name for p, _ in benchmarks.load_benchmarks(tmp_path)] == ["cpu.json"]
 
 
 def test_the_repository_ships_a_widget_result_that_meets_the_target():

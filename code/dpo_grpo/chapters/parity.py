@@ -1,14 +1,19 @@
-"""The evidence that this package matches TRL 1.16.0: rerun every fixture case and tabulate the differences.
+"""The evidence that this package matches TRL 1.16.0: rerun every fixture case and
+tabulate the differences.
 
-The fixtures (``dpo_grpo/data/trl_fixtures/trl_*.json``, :data:`dpo_grpo.data.TRL_FIXTURES`) were written by ``scripts/make_trl_fixtures.py`` from real TRL 1.16.0
-trainer objects (``GRPOTrainer._compute_loss``, ``GRPOTrainer._generate_and_score_completions``,
-``DPOTrainer._compute_loss``). :func:`parity_report` feeds each case's inputs to :func:`dpo_grpo.grpo_loss`,
-:func:`dpo_grpo.reward_advantages` or :func:`dpo_grpo.dpo_loss` and returns one row per case with the maximum
-absolute differences (loss, gradient, metrics). Tolerances are those of the package's TRL parity tests.
+The fixtures (``dpo_grpo/data/trl_fixtures/trl_*.json``,
+:data:`dpo_grpo.data.TRL_FIXTURES`) were written by ``scripts/make_trl_fixtures.py``
+from real TRL 1.16.0 trainer objects (``GRPOTrainer._compute_loss``,
+``GRPOTrainer._generate_and_score_completions``, ``DPOTrainer._compute_loss``).
+:func:`parity_report` feeds each case's inputs to :func:`dpo_grpo.grpo_loss`,
+:func:`dpo_grpo.reward_advantages` or :func:`dpo_grpo.dpo_loss` and returns one row per
+case with the maximum absolute differences (loss, gradient, metrics). Tolerances are
+those of the package's TRL parity tests.
 
-Also here: TRL 1.16.0's GRPO defaults next to the paper's (:data:`TRL_GRPO_DEFAULTS`, :data:`PAPER_GRPO`), and
-the tables of the torch benchmark results in ``dpo_grpo/data/bench_results/*.json`` (:func:`load_benchmarks`, through
-:func:`dpo_grpo.data.bench_results.load_results`).
+Also here: TRL 1.16.0's GRPO defaults next to the paper's (:data:`TRL_GRPO_DEFAULTS`,
+:data:`PAPER_GRPO`). The tables of the torch benchmark results are in
+:mod:`dpo_grpo.chapters.benchmarks`; the benchmarks appendix reaches them through this
+module (``parity.load_benchmarks``, ...), which imports them.
 """
 
 from __future__ import annotations
@@ -21,16 +26,26 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validation as v
-from ..i18n import N_, tr
 from ..trl_exact.advantages import reward_advantages
 from ..data import TRL_FIXTURES
-from ..data.bench_results import load_results
 from ..trl_exact.dpo import (
     LABEL_SMOOTHING_LOSS_TYPES,
     LENGTH_NORMALISED_LOSS_TYPES,
     dpo_loss,
 )
 from ..trl_exact.grpo import CLIP_METRICS, grpo_loss
+from .benchmarks import (  # noqa: F401 (the benchmarks appendix uses parity.<name>)
+    BENCH_RESULTS_HEADERS,
+    TORCH_VARIANTS,
+    benchmark_hardware,
+    benchmark_matrix,
+    benchmark_pivot,
+    benchmark_rows,
+    benchmark_sections,
+    load_benchmarks,
+    logprob_rows,
+    target_summary,
+)
 
 TRL_VERSION = "1.16.0"
 FIXTURE_FILES = {
@@ -40,8 +55,9 @@ FIXTURE_FILES = {
     "grpo_loss_types": "trl_grpo_loss_types.json",
     "dpo_loss_family": "trl_dpo_loss_family.json",
 }
-#: (rtol, atol) as in tests/trl_exact/test_trl_parity.py and tests/trl_exact/test_loss_types.py ("float32_log": exo_pair, whose
-#: log(eps) and log1p(-eps) are float32 in TRL and may differ from ours by one float32 ulp)
+#: (rtol, atol) as in tests/trl_exact/test_trl_parity.py and
+#: tests/trl_exact/test_loss_types.py ("float32_log": exo_pair, whose log(eps) and
+#: log1p(-eps) are float32 in TRL and may differ from ours by one float32 ulp)
 TOLERANCES = {
     "float64": (0.0, 1e-10),
     "float32_ratio": (0.0, 1e-7),
@@ -60,9 +76,10 @@ NEW_GRPO_OPTIONS = (
     "vespo_lambda_neg",
 )
 
-#: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to) DeepSeekMath's GRPO, and the
-#: ``max_completion_length`` that decides how a ragged batch is averaged (``dr_grpo``). The one copy of TRL's
-#: defaults in the package; ``std_ddof`` is not an option (TRL's ``torch.std`` divides by G - 1).
+#: ``GRPOConfig`` defaults of TRL 1.16.0 that differ from (or matter next to)
+#: DeepSeekMath's GRPO, and the ``max_completion_length`` that decides how a ragged
+#: batch is averaged (``dr_grpo``). The one copy of TRL's defaults in the package;
+#: ``std_ddof`` is not an option (TRL's ``torch.std`` divides by G - 1).
 TRL_GRPO_DEFAULTS = {
     "beta": 0.0,
     "loss_type": "dapo",
@@ -76,7 +93,8 @@ TRL_GRPO_DEFAULTS = {
     "std_ddof": 1,
     "max_completion_length": 512,
 }
-#: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting; the std is unspecified).
+#: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting;
+#: the std is unspecified).
 PAPER_GRPO = {
     "beta": 0.04,
     "loss_type": "grpo",
@@ -91,17 +109,18 @@ PAPER_GRPO = {
 }
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Locating and loading the fixtures
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def find_fixtures(directory=None) -> Path:
-    """The folder holding ``trl_*.json``: ``directory`` if given, else the copy shipped inside the package
-    (:data:`dpo_grpo.data.TRL_FIXTURES`)."""
+    """The folder holding ``trl_*.json``: ``directory`` if given, else the copy shipped
+    inside the package (:data:`dpo_grpo.data.TRL_FIXTURES`)."""
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise TypeError(
-            f"directory must be a path (str or os.PathLike) or None, got {type(directory).__name__}"
+            "directory must be a path (str or os.PathLike) or None, got "
+            f"{type(directory).__name__}"
         )
     folder = TRL_FIXTURES if directory is None else Path(directory)
     missing = [f for f in FIXTURE_FILES.values() if not (folder / f).is_file()]
@@ -113,11 +132,12 @@ def find_fixtures(directory=None) -> Path:
 
 
 def load_fixtures(directory=None, expected_version=TRL_VERSION) -> dict:
-    """``{"grpo": ..., "advantages": ..., "dpo": ..., "grpo_loss_types": ..., "dpo_loss_family": ...}``: the
-    fixture files as parsed JSON.
+    """``{"grpo": ..., "advantages": ..., "dpo": ..., "grpo_loss_types": ...,
+    "dpo_loss_family": ...}``: the fixture files as parsed JSON.
 
-    Raises ``ValueError`` if a file was produced by another TRL than ``expected_version`` (None accepts any: use it to
-    compare the package with fixtures regenerated under another TRL release).
+    Raises ``ValueError`` if a file was produced by another TRL than
+    ``expected_version`` (None accepts any: use it to compare the package with fixtures
+    regenerated under another TRL release).
     """
     root = find_fixtures(directory)
     out = {}
@@ -126,7 +146,8 @@ def load_fixtures(directory=None, expected_version=TRL_VERSION) -> dict:
             data = json.load(fh)
         if expected_version is not None and data.get("trl_version") != expected_version:
             raise ValueError(
-                f"{name} was produced by TRL {data.get('trl_version')!r}, expected {expected_version}"
+                f"{name} was produced by TRL {data.get('trl_version')!r}, expected "
+                f"{expected_version}"
             )
         out[key] = data
     return out
@@ -146,17 +167,19 @@ def _maxdiff(a, b) -> float:
 
 
 def _within(diff, kind):
-    """``diff <= atol`` of ``kind`` (the float64 and float32-ratio tolerances have rtol 0)."""
+    """``diff <= atol`` of ``kind`` (the float64 and float32-ratio tolerances have rtol
+    0)."""
     return diff <= TOLERANCES[kind][1]
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # One row per case
-# ------------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _case(case, keys):
-    """A fixture case: a dict holding ``keys`` (a ``ValueError`` names the first missing one)."""
+    """A fixture case: a dict holding ``keys`` (a ``ValueError`` names the first missing
+    one)."""
     if not isinstance(case, dict):
         raise TypeError(
             f"case must be a dict from the fixture file, got {type(case).__name__}"
@@ -168,8 +191,8 @@ def _case(case, keys):
 
 
 def grpo_case_row(case) -> dict:
-    """Rerun one ``trl_grpo_loss.json`` (or ``trl_grpo_loss_types.json``) case with :func:`dpo_grpo.grpo_loss`;
-    differences to TRL's results."""
+    """Rerun one ``trl_grpo_loss.json`` (or ``trl_grpo_loss_types.json``) case with
+    :func:`dpo_grpo.grpo_loss`; differences to TRL's results."""
     _case(case, ("name", "options", "inputs", "loss", "grad_new_logps", "metrics"))
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
@@ -232,7 +255,8 @@ def grpo_case_row(case) -> dict:
 
 
 def advantage_case_row(case) -> dict:
-    """Rerun one ``trl_advantages.json`` case with :func:`dpo_grpo.reward_advantages`."""
+    """Rerun one ``trl_advantages.json`` case with
+    :func:`dpo_grpo.reward_advantages`."""
     _case(case, ("name", "options", "inputs", "advantages", "metrics"))
     o = case["options"]
     rpf = _nan_rows(case["inputs"]["rewards_per_func"])
@@ -267,12 +291,15 @@ def advantage_case_row(case) -> dict:
 
 
 def dpo_case_row(case) -> dict:
-    """Rerun one ``trl_dpo_loss.json`` (or ``trl_dpo_loss_family.json``) case with :func:`dpo_grpo.dpo_loss`.
+    """Rerun one ``trl_dpo_loss.json`` (or ``trl_dpo_loss_family.json``) case with
+    :func:`dpo_grpo.dpo_loss`.
 
-    TRL 1.16.0 ignores ``label_smoothing`` for the loss types that do not read it (e.g. ``sigmoid``, ``hinge``); our
-    function refuses it there, so those cases are rerun with ``label_smoothing=0`` (column ``ls_ignored_by_trl``).
-    In the loss-family file ``loss_type`` is a list (combined with ``loss_weights``) and the token counts are
-    given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is compared at the ``float32_log`` tolerance.
+    TRL 1.16.0 ignores ``label_smoothing`` for the loss types that do not read it (e.g.
+    ``sigmoid``, ``hinge``); our function refuses it there, so those cases are rerun
+    with ``label_smoothing=0`` (column ``ls_ignored_by_trl``). In the loss-family file
+    ``loss_type`` is a list (combined with ``loss_weights``) and the token counts are
+    given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is compared at the
+    ``float32_log`` tolerance.
     """
     _case(
         case,
@@ -346,8 +373,9 @@ def dpo_case_row(case) -> dict:
 
 
 def parity_report(fixtures=None) -> dict:
-    """``{"grpo": rows, "advantages": rows, "dpo": rows, "grpo_loss_types": rows, "dpo_loss_family": rows}`` for
-    every fixture case (``fixtures`` from :func:`load_fixtures`; loaded when None)."""
+    """``{"grpo": rows, "advantages": rows, "dpo": rows, "grpo_loss_types": rows,
+    "dpo_loss_family": rows}`` for every fixture case (``fixtures`` from
+    :func:`load_fixtures`; loaded when None)."""
     fx = load_fixtures() if fixtures is None else fixtures
     return {
         "grpo": [grpo_case_row(c) for c in fx["grpo"]["cases"]],
@@ -382,7 +410,8 @@ def _require(rows, keys):
 
 
 def summarize(rows, diff_columns) -> dict:
-    """``{"cases": n, "all_ok": bool, <column>: max over rows}`` for the given difference columns."""
+    """``{"cases": n, "all_ok": bool, <column>: max over rows}`` for the given
+    difference columns."""
     rows = _rows(rows)
     if not rows:
         raise ValueError("rows must not be empty")
@@ -395,7 +424,8 @@ def summarize(rows, diff_columns) -> dict:
 
 
 def group_rows(rows, by, diff_columns) -> list:
-    """Collapse rows sharing the values of ``by`` (a tuple of column names) into one row: count, max diffs."""
+    """Collapse rows sharing the values of ``by`` (a tuple of column names) into one
+    row: count, max diffs."""
     rows = _rows(rows)
     by = _columns(by, "by")
     _require(rows, by)
@@ -408,263 +438,3 @@ def group_rows(rows, by, diff_columns) -> list:
         row.update(summarize(rs, diff_columns))
         out.append(row)
     return out
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Benchmark results written by bench/ (torch loss vs TRL's _compute_loss; selective_log_softmax memory)
-# ------------------------------------------------------------------------------------------------------------------
-#
-# Layout of dpo_grpo/data/bench_results/<host-kind>.json (bench/bench_grpo_loss.py): {"host": {...}, "run_info": {section: ...},
-# <section>: {"shapes": {"<config>/<B>x<T>": {"timing": {variant: {"median_s", "q1_s", "q3_s", ...}},
-# "speedup_vs_trl": {variant: x}, "agreement_vs_torch_eager": {variant: {"loss_abs_diff", "grad_max_abs_diff"}},
-# "peak_extra_bytes": {variant: bytes}, ...}}, ...}}. Files without such a section (other benchmarks) are ignored.
-
-
-def _benchmark_sections(data) -> list:
-    if not isinstance(data, dict):
-        return []
-    return [
-        k
-        for k, v in data.items()
-        if isinstance(v, dict)
-        and (isinstance(v.get("shapes"), dict) or isinstance(v.get("dtypes"), dict))
-    ]
-
-
-def load_benchmarks(directory=None) -> list:
-    """Every ``dpo_grpo/data/bench_results/*.json`` holding a per-shape (``grpo_loss``) or per-dtype (``logprobs``) section, as
-    ``(path, data)`` pairs sorted by file name; ``[]`` when no result exists yet (the chapters then say so)."""
-    return load_results(lambda data: bool(_benchmark_sections(data)), directory)
-
-
-def benchmark_sections(data) -> list:
-    """The names of the result sections of one file (e.g. ``["grpo_loss", "logprobs"]``)."""
-    return _benchmark_sections(data)
-
-
-def _numel(shape):
-    try:
-        b, t = shape.lower().split("x")
-        return int(b) * int(t)
-    except ValueError:
-        return 0
-
-
-def benchmark_rows(data, section="grpo_loss") -> list:
-    """One row per (shape, variant) of a per-shape section: ``config``, ``shape``, ``variant``, ``median_ms``,
-    ``iqr_ms``, ``speedup_vs_trl``, ``x_probe`` (time over the fused bandwidth probe's), ``loss_diff``/``grad_diff``
-    (vs the torch eager variant), ``peak_extra_mb``.
-
-    Rows are ordered by config, then by B x T; missing fields are None; a skipped shape gives one row with
-    ``variant="(skipped)"``. Probe variants (bandwidth references, not losses) are left out.
-    """
-    if section not in _benchmark_sections(data) or not isinstance(
-        data[section].get("shapes"), dict
-    ):
-        raise ValueError(
-            f"no per-shape section {section!r}; the file has {_benchmark_sections(data)}"
-        )
-    rows = []
-    keys = sorted(
-        data[section]["shapes"],
-        key=lambda k: (k.rpartition("/")[0], _numel(k.rpartition("/")[2])),
-    )
-    for key in keys:
-        entry = data[section]["shapes"][key]
-        config, _, shape = key.rpartition("/")
-        if not isinstance(entry, dict) or "skipped" in entry:
-            rows.append(
-                {
-                    "config": config,
-                    "shape": shape,
-                    "variant": "(skipped)",
-                    "median_ms": None,
-                }
-            )
-            continue
-        timing = entry.get("timing", {})
-        variants = [v for v in timing if not v.startswith("probe")] or list(
-            entry.get("peak_extra_bytes", {})
-        )
-        for var in variants:
-            t = timing.get(var, {})
-            agree = entry.get("agreement_vs_torch_eager", {}).get(var, {})
-            peak = entry.get("peak_extra_bytes", {}).get(var)
-            rows.append(
-                {
-                    "config": config,
-                    "shape": shape,
-                    "variant": var,
-                    "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
-                    "iqr_ms": None
-                    if "q1_s" not in t or "q3_s" not in t
-                    else 1e3 * (t["q3_s"] - t["q1_s"]),
-                    "speedup_vs_trl": entry.get("speedup_vs_trl", {}).get(var),
-                    "x_probe": entry.get("multiple_of_probe_compiled", {}).get(var),
-                    "loss_diff": agree.get("loss_abs_diff"),
-                    "grad_diff": agree.get("grad_max_abs_diff"),
-                    "peak_extra_mb": None if peak is None else peak / 1e6,
-                }
-            )
-    return rows
-
-
-def benchmark_pivot(
-    rows, variants=("trl", "torch_eager", "torch_compile", "numpy")
-) -> list:
-    """One row per (config, shape) from :func:`benchmark_rows`: ``<variant> ms`` and ``<variant> x TRL`` for the
-    given variants (those present), ``peak MB <variant>``, and the largest loss/gradient difference of any variant
-    against torch eager."""
-    out = {}
-    for r in rows:
-        if r.get("median_ms") is None:
-            continue
-        row = out.setdefault(
-            (r["config"], r["shape"]),
-            {
-                "config": r["config"],
-                "shape": r["shape"],
-                "max loss diff": 0.0,
-                "max grad diff": 0.0,
-            },
-        )
-        if r["variant"] in variants:
-            row[f"{r['variant']} ms"] = r["median_ms"]
-            if r["variant"] != "trl" and r.get("speedup_vs_trl") is not None:
-                row[f"{r['variant']} x TRL"] = r["speedup_vs_trl"]
-            if r.get("peak_extra_mb") is not None:
-                row[f"peak MB {r['variant']}"] = r["peak_extra_mb"]
-        for src, dst in (
-            ("loss_diff", "max loss diff"),
-            ("grad_diff", "max grad diff"),
-        ):
-            if r.get(src) is not None:
-                row[dst] = max(row[dst], r[src])
-    return list(out.values())
-
-
-#: The headers of the tables :mod:`dpo_grpo.data.bench_results` builds (widget latency, browser redraws), marked
-#: here for the Chinese catalog because the data layer speaks no language; :mod:`dpo_grpo.tables` shows them
-#: translated. The target columns name the shipped targets (50 ms, 200 ms); a new target is a recorded miss.
-BENCH_RESULTS_HEADERS = (
-    N_("explorable"),
-    N_("moves"),
-    N_("median ms"),
-    N_("max ms"),
-    N_("p95 + serialise ms"),
-    N_("slowest move"),
-    N_("frontend"),
-    N_("redraws"),
-    N_("meets < 50 ms"),
-    N_("meets < 200 ms"),
-)
-
-#: The torch variants the chapters tabulate: eager and compiled, with and without the per-token outputs.
-TORCH_VARIANTS = (
-    "torch_eager",
-    "torch_eager_lean",
-    "torch_compile",
-    "torch_compile_lean",
-)
-
-
-def benchmark_matrix(rows, value="speedup_vs_trl", variants=TORCH_VARIANTS) -> list:
-    """One row per (config, shape) from :func:`benchmark_rows` with one column per variant (those present) holding
-    ``value`` (a key of the rows: ``speedup_vs_trl``, ``x_probe``, ``median_ms``, ...)."""
-    out = {}
-    for r in rows:
-        if r.get("median_ms") is None:
-            continue
-        row = out.setdefault(
-            (r["config"], r["shape"]), {"config": r["config"], "shape": r["shape"]}
-        )
-        if r["variant"] in variants and r.get(value) is not None:
-            row[r["variant"]] = r[value]
-    return list(out.values())
-
-
-def target_summary(
-    rows, variants=TORCH_VARIANTS, min_speedup=2.0, max_probe=4.0
-) -> list:
-    """Per variant: the smallest speed-up over TRL and the largest multiple of the probe over all shapes and
-    configs, and whether each meets its target (``>= min_speedup``, ``<= max_probe``; None without data)."""
-    out = []
-    for var in variants:
-        mine = [
-            r for r in rows if r["variant"] == var and r.get("median_ms") is not None
-        ]
-        if not mine:
-            continue
-        speed = [
-            r["speedup_vs_trl"] for r in mine if r.get("speedup_vs_trl") is not None
-        ]
-        probe = [r["x_probe"] for r in mine if r.get("x_probe") is not None]
-        out.append(
-            {
-                N_("variant"): var,
-                N_("shapes"): len(mine),
-                N_("min x TRL"): min(speed) if speed else None,
-                N_("max x probe"): max(probe) if probe else None,
-                # the targets' headers hold a number, so they are translated here
-                tr("meets x TRL >= {target}", target=f"{min_speedup:g}"): None
-                if not speed
-                else min(speed) >= min_speedup,
-                tr("meets x probe <= {target}", target=f"{max_probe:g}"): None
-                if not probe
-                else max(probe) <= max_probe,
-            }
-        )
-    return out
-
-
-def logprob_rows(data, section="logprobs") -> list:
-    """One row per (dtype, variant) of a per-dtype section (``bench/bench_logprobs.py``): ``dtype``, ``variant``,
-    ``median_ms``, ``peak_extra_mb``, ``beyond_grad_mb`` (peak minus the logits' gradient every method must
-    allocate), ``saved_mb`` (saved for backward) and ``max_abs_err`` (vs float64)."""
-    if section not in _benchmark_sections(data) or not isinstance(
-        data[section].get("dtypes"), dict
-    ):
-        raise ValueError(
-            f"no per-dtype section {section!r}; the file has {_benchmark_sections(data)}"
-        )
-    rows = []
-    for dtype, entry in data[section]["dtypes"].items():
-        timing, memory = entry.get("timing", {}), entry.get("memory", {})
-        err = entry.get("max_abs_err_vs_float64", {})
-        for var in dict.fromkeys([*memory, *timing]):
-            t, m = timing.get(var, {}), memory.get(var, {})
-            mb = lambda k: None if m.get(k) is None else m[k] / 1e6  # noqa: E731
-            rows.append(
-                {
-                    "dtype": dtype,
-                    "variant": var,
-                    "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
-                    "peak_extra_mb": mb("peak_extra_bytes"),
-                    "beyond_grad_mb": mb("peak_extra_beyond_grad_bytes"),
-                    "saved_mb": mb("saved_for_backward_bytes"),
-                    "max_abs_err": err.get(var),
-                }
-            )
-    return rows
-
-
-def benchmark_hardware(data) -> str:
-    """One line naming the machine a results file was measured on (its ``host`` block)."""
-    host = data.get("host") if isinstance(data, dict) else None
-    if not isinstance(host, dict) or not host:
-        return tr("unknown hardware")
-    parts = []
-    if host.get("gpu_name"):
-        mem = host.get("gpu_memory_bytes")
-        parts.append(host["gpu_name"] + (f" ({mem / 2**30:.0f} GiB)" if mem else ""))
-    if host.get("cpu_model"):
-        n = host.get("cpu_count")
-        parts.append(host["cpu_model"] + (tr(", {n} CPU cores", n=n) if n else ""))
-    for key, label in (
-        ("torch_version", "torch"),
-        ("cuda_version", "CUDA"),
-        ("device", tr("device")),
-    ):
-        if host.get(key):
-            parts.append(f"{label} {host[key]}")
-    return "; ".join(parts) or tr("unknown hardware")

@@ -4,7 +4,7 @@
 The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON
 file per kind of machine. :func:`load_results` finds the files a chapter needs (by a
 predicate on their content); the torch-loss tables are built by
-:mod:`dpo_grpo.chapters.parity`, the live-widget latency table
+:mod:`dpo_grpo.chapters.benchmarks`, the live-widget latency table
 (``bench/bench_widgets.py``) here, by :func:`widget_latency_rows`, and the browser
 redraw table (``bench/bench_frontend_draw.py``) by :func:`frontend_draw_rows`.
 """
