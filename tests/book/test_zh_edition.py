@@ -456,6 +456,8 @@ MEASURED = {
     "lab_hack_rollout_share",
     "lab_tok_s",
     "lab_page_seconds",
+    "lab_sweep_r_short",
+    "lab_sweep_r_long",
 }
 
 

@@ -35,7 +35,7 @@ def wheel(package_wheel):
 
 def test_wheel_ships_the_data_the_chapters_read(wheel):
     names, _ = wheel
-    for folder in ("trl_fixtures", "bench_results", "i18n"):
+    for folder in ("trl_fixtures", "bench_results", "i18n", "verl_fixtures"):
         shipped = {
             n
             for n in names
