@@ -2,9 +2,14 @@
 tests/conftest.py puts tests/ on ``sys.path`` (pytest runs in importlib mode, so test
 files may share a basename across the layer folders)."""
 
+import contextlib
+import functools
+import http.server
 import os
 import subprocess
+import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -32,6 +37,44 @@ def skip_without_chromium():
             allow_module_level=True,
         )
     return pytest.importorskip("playwright.sync_api")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve_directory(directory):
+    """Serve ``directory`` on 127.0.0.1 (a free port) for the block; yields its base
+    URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def local_only_route(site: str, blocked: list):
+    """A Playwright route handler that lets through requests to ``site`` (and
+    data:/blob: URLs) and aborts every other, recording its URL in ``blocked``."""
+    host = urlparse(site)
+
+    def route(r):
+        url = urlparse(r.request.url)
+        if url.scheme in ("data", "blob") or (url.hostname, url.port) == (
+            host.hostname,
+            host.port,
+        ):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    return route
 
 
 def run_checked(cmd, **kw) -> subprocess.CompletedProcess:

@@ -10,10 +10,7 @@ Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,7 +21,13 @@ import pytest
 # module's fixture).
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("gallery")]
 
-from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium  # noqa: E402
+from testing_support import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    local_only_route,
+    serve_directory,
+    skip_without_chromium,
+)
 
 sync_api = skip_without_chromium()
 
@@ -50,19 +53,8 @@ PAGE_BUDGET = 1_500_000
 
 @pytest.fixture(scope="module")
 def site(built_book):
-    html = built_book / "html"
-    handler = functools.partial(_QuietHandler, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serve_directory(built_book / "html") as url:
+        yield url
 
 
 class Gallery:
@@ -78,19 +70,8 @@ class Gallery:
 
 @pytest.fixture(scope="module")
 def gallery(site):
-    host = urlparse(site)
     console, blocked = [], []
-
-    def route(r):
-        url = urlparse(r.request.url)
-        if url.scheme in ("data", "blob") or (url.hostname, url.port) == (
-            host.hostname,
-            host.port,
-        ):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
+    route = local_only_route(site, blocked)
 
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(

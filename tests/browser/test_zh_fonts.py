@@ -16,17 +16,19 @@ Skipped when ``/usr/bin/chromium`` is missing (``.ci/run`` installs it).
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("zh_fonts")]
 
-from testing_support import CHROMIUM, CHROMIUM_FLAGS, skip_without_chromium
+from testing_support import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    local_only_route,
+    serve_directory,
+    skip_without_chromium,
+)
 
 sync_api = skip_without_chromium()
 
@@ -84,17 +86,8 @@ def site(built_book):
     html = built_book / "html"
     missing = [page for page in PAGES.values() if not (html / page).is_file()]
     assert not missing, f"the Chinese site lacks {missing}: run make book"
-    handler = functools.partial(_QuietHandler, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serve_directory(html) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -111,18 +104,8 @@ def browser():
 def opened(request, site, browser):
     """(name, page, state): the page drawn, its font state (FONT_STATE) and the blocked
     requests."""
-    name, host, blocked = request.param, urlparse(site), []
-
-    def route(r):
-        url = urlparse(r.request.url)
-        if url.scheme in ("data", "blob") or (url.hostname, url.port) == (
-            host.hostname,
-            host.port,
-        ):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
+    name, blocked = request.param, []
+    route = local_only_route(site, blocked)
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.route("**/*", route)
