@@ -110,6 +110,33 @@ def sync_reference(ref, policy, alpha: float):
         pr.mul_(1 - alpha).add_(pp.detach(), alpha=alpha)
 
 
+def finish_update(run) -> float:
+    """After a rollout's update: step the policy's learning-rate scheduler and, every
+    ``ref_sync_steps`` rollouts, pull the reference toward the policy. Returns the
+    learning rate the update used."""
+    cfg = run.cfg
+    lr = run.opt.param_groups[0]["lr"]
+    run.sched.step()
+    if (
+        cfg.ref_sync_steps is not None
+        and (run.step_count + 1) % cfg.ref_sync_steps == 0
+    ):
+        sync_reference(run.ref, run.policy, cfg.ref_mixup_alpha)
+        run.ref_version += 1
+    return lr
+
+
+def count_rollout(run, rec: dict) -> dict:
+    """Add one rollout (its record ``rec``) to ``run``'s budget counters: tokens
+    generated, ``num_iterations`` optimiser steps, ``prompts_per_step *
+    num_generations`` completions. Returns ``rec``."""
+    cfg = run.cfg
+    run.tokens_generated += rec["tokens"]
+    run.optimizer_steps += cfg.num_iterations
+    run.completions_sampled += cfg.prompts_per_step * cfg.num_generations
+    return rec
+
+
 class GRPO(Algorithm):
     """GRPO on the tiny transformer: every step samples ``num_generations``
     completions for each of ``prompts_per_step`` prompts from the current policy,
@@ -140,11 +167,7 @@ class GRPO(Algorithm):
 
     @staticmethod
     def step(run) -> dict:
-        rec = GRPO.iteration(run)
-        run.tokens_generated += rec["tokens"]
-        run.optimizer_steps += run.cfg.num_iterations
-        run.completions_sampled += run.cfg.prompts_per_step * run.cfg.num_generations
-        return rec
+        return count_rollout(run, GRPO.iteration(run))
 
     @staticmethod
     def iteration(run) -> dict:
@@ -187,14 +210,7 @@ class GRPO(Algorithm):
             adv,
             cfg,
         )
-        lr = run.opt.param_groups[0]["lr"]
-        run.sched.step()
-        if (
-            cfg.ref_sync_steps is not None
-            and (run.step_count + 1) % cfg.ref_sync_steps == 0
-        ):
-            sync_reference(run.ref, run.policy, cfg.ref_mixup_alpha)
-            run.ref_version += 1
+        lr = finish_update(run)
         synchronize(dev)
         t4 = time.perf_counter()
         correct = rpf[:, 0]

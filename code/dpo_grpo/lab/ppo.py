@@ -36,7 +36,7 @@ from torch import nn
 
 from .. import torch_ops
 from .algorithm import Algorithm
-from .grpo import GRPO, reference_logps, sync_reference
+from .grpo import GRPO, count_rollout, finish_update, reference_logps
 from .model import count_parameters
 from .runtime import derived_seed, synchronize
 from .task import policy_logps, reward_weights, sample_groups, score
@@ -193,12 +193,7 @@ class PPO(Algorithm):
 
     @staticmethod
     def step(run) -> dict:
-        rec = PPO.iteration(run)
-        cfg = run.cfg
-        run.tokens_generated += rec["tokens"]
-        run.optimizer_steps += cfg.num_iterations
-        run.completions_sampled += cfg.prompts_per_step * cfg.num_generations
-        return rec
+        return count_rollout(run, PPO.iteration(run))
 
     @staticmethod
     def iteration(run) -> dict:
@@ -243,15 +238,8 @@ class PPO(Algorithm):
             old_values,
             returns,
         )
-        lr = run.opt.param_groups[0]["lr"]
-        run.sched.step()
+        lr = finish_update(run)
         run.critic_sched.step()
-        if (
-            cfg.ref_sync_steps is not None
-            and (run.step_count + 1) % cfg.ref_sync_steps == 0
-        ):
-            sync_reference(run.ref, run.policy, cfg.ref_mixup_alpha)
-            run.ref_version += 1
         synchronize(dev)
         t4 = time.perf_counter()
         correct = rpf[:, 0]
