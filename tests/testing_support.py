@@ -135,3 +135,15 @@ def toc_files(node):
     elif isinstance(node, list):
         for item in node:
             yield from toc_files(item)
+
+
+def record_chinese_misses(monkeypatch, tmp_path) -> Path:
+    """Switch to Chinese (``DPO_GRPO_LANG=zh``) with ``tr()``'s record of untranslated
+    strings on and empty; returns the record's path (absent while nothing is missed)."""
+    from dpo_grpo import i18n
+
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setattr(i18n, "_RECORDED", set())
+    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    return misses

@@ -13,7 +13,7 @@ import yaml
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
-from dpo_grpo import i18n  # noqa: E402
+from testing_support import record_chinese_misses  # noqa: E402
 from dpo_grpo.lab import LabConfig, hf, trl_scale  # noqa: E402
 
 
@@ -350,10 +350,7 @@ def test_grpo_names_text_in_chinese_keeps_the_names_and_values(monkeypatch, tmp_
     mapped = trl_scale.grpo_args(LabConfig.preset("cpu"), "out")
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     en = trl_scale.grpo_names_text(mapped).splitlines()
-    misses = tmp_path / "misses.txt"
-    monkeypatch.setattr(i18n, "_RECORDED", set())
-    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
-    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    misses = record_chinese_misses(monkeypatch, tmp_path)
     zh = trl_scale.grpo_names_text(mapped).splitlines()
     assert not misses.exists(), misses.read_text(encoding="utf-8")
     assert len(zh) == len(en) == len(trl_scale.GRPO_NAMES) + 1

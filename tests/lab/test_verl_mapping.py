@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dpo_grpo import i18n
+from testing_support import record_chinese_misses
 from dpo_grpo.data import __file__ as data_init
 from dpo_grpo.lab import (
     PPO_FIELDS,
@@ -215,10 +215,7 @@ def test_mapping_text_in_chinese_keeps_the_keys_and_values(monkeypatch, tmp_path
     over = vm.verl_overrides(LabConfig.preset("cpu"))
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     en = vm.mapping_text(over).splitlines()
-    misses = tmp_path / "misses.txt"
-    monkeypatch.setattr(i18n, "_RECORDED", set())
-    monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
-    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    misses = record_chinese_misses(monkeypatch, tmp_path)
     zh = vm.mapping_text(over).splitlines()
     assert not misses.exists(), misses.read_text(encoding="utf-8")
     assert len(zh) == len(en)
