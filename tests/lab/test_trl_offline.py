@@ -29,15 +29,6 @@ CFG = LabConfig.preset(
 RUN = {"use_cpu": True, "bf16": False, "disable_tqdm": True, "seed": 0}
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny-qwen2")
-    model, tok = hf.tiny_random_model(0)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path, tok
-
-
 def _close(rows, rel=1e-5):
     for i, row in enumerate(rows):
         for name, (theirs, ours) in row.items():

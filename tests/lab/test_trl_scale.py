@@ -68,15 +68,6 @@ def test_grpo_and_dpo_args_map_the_lab_config_onto_trl_names(tmp_path):
         trl_scale.dpo_args(cfg, tmp_path, "rft")
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny-qwen2")
-    model, tok = hf.tiny_random_model(0)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path, tok
-
-
 def test_grpo_trainer_logs_the_metrics_this_package_recomputes(checkpoint, tmp_path):
     from transformers import AutoModelForCausalLM
 
