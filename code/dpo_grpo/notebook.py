@@ -3,6 +3,7 @@ show a function's source."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import numbers
 from pathlib import Path
@@ -22,23 +23,32 @@ def _plain(value):
     return value
 
 
+#: the mimetype prefix of a value glued without being displayed (myst-nb's
+#: ``GLUE_PREFIX``, papermill's record format)
+GLUE_PREFIX = "application/papermill.record/"
+
+
 def glue(name: str, value, display: bool = False):
     """Store ``value`` under ``name`` for ``{glue:text}`name:.4f``` in the page, and
     return it.
 
-    Outside a myst-nb build (plain Jupyter, Colab) this only returns the value, so
-    notebooks run anywhere.
+    The display bundle is myst-nb's ``glue`` format (``tests/package/test_notebook.py``
+    checks it equal): importing ``myst_nb.ext.glue`` imports Sphinx, 2 s per kernel.
+    Where myst-nb is not installed (Colab, a reader's Jupyter) this only returns the
+    value, so notebooks run anywhere.
     """
     if not isinstance(name, str) or not name:
         raise TypeError("name must be a non-empty string")
     value = _plain(value)
-    try:
-        from myst_nb import glue as _glue
-    except (
-        ImportError
-    ):  # pragma: no cover - myst-nb is installed with the book's requirements
+    if importlib.util.find_spec("myst_nb") is None:
         return value
-    _glue(name, value, display=display)
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as ipy_display
+
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
     return value
 
 

@@ -43,6 +43,28 @@ def test_glue_returns_plain_values_outside_a_build():
         glue("", 1)
 
 
+@pytest.mark.parametrize("display", [False, True])
+@pytest.mark.parametrize("value", [1.5, 7, "GRPO", [0.1, 0.2]])
+def test_glue_publishes_myst_nbs_bundle(value, display, monkeypatch):
+    """The bundle glue() displays is the one myst-nb's own glue displays (the build's
+    {glue} roles read it), without importing Sphinx into every kernel."""
+    import dpo_grpo.notebook
+    import IPython.display
+
+    myst_glue = pytest.importorskip("myst_nb.ext.glue")
+    shown = []
+
+    def record(*args, **kwargs):
+        shown.append((args, kwargs))
+
+    monkeypatch.setattr(myst_glue, "ipy_display", record)
+    monkeypatch.setattr(IPython.display, "display", record)
+    myst_glue.glue("k", value, display)
+    assert glue("k", value, display) == value
+    assert len(shown) == 2 and shown[0] == shown[1]
+    assert dpo_grpo.notebook.GLUE_PREFIX == myst_glue.GLUE_PREFIX
+
+
 def _listings():
     """(notebook, expression, the other code cells) for every ``show_source(...)`` cell
     of the book."""
