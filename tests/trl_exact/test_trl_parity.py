@@ -512,7 +512,9 @@ def _assert_same(ours, theirs, path="$", rel_tol=1e-12, abs_tol=1e-13):
         assert ours == theirs, f"{path}: {ours!r} != {theirs!r}"
 
 
+# one xdist worker runs the script (29 s) for all the files, not one run per worker
 @pytest.mark.trl
+@pytest.mark.xdist_group("trl-regenerate")
 @pytest.mark.parametrize("name", FILES + NEW_FILES)
 def test_regenerated_fixtures_match_committed(regenerated, name):
     new = json.loads((regenerated / name).read_text(encoding="utf-8"))
