@@ -29,12 +29,11 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
-# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py);
-# then the Chinese edition (book/ with the translations of i18n/zh/*.po, scripts/zh_edition.py) into _build/html/zh/,
-# even when the English build reported warnings (the exit status is the English one's, else the Chinese one's).
+# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py),
+# and beside it the Chinese edition (book/ with the translations of i18n/zh/*.po, scripts/zh_edition.py) into
+# _build/html/zh/ (the exit status is the English build's, else the Chinese one's).
 book: $(STAMP) $(NODE_STAMP)
-	$(PY) scripts/build_book.py . --all -W -n --keep-going; en=$$?; \
-	$(PY) scripts/build_book.py --zh --all -W -n --keep-going && exit $$en
+	$(PY) scripts/build_book.py --both
 
 # The Chinese edition alone (after `make book` has built the English one it links to)
 book-zh: $(STAMP) $(NODE_STAMP)

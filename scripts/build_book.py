@@ -11,7 +11,13 @@ fresh kernel, as in a serial build.
     python scripts/build_book.py --zh [--pages STEM,...] [options,
         default: --all -W -n --keep-going]
 
-``--zh`` builds the Chinese edition (``make book`` runs both): ``scripts/zh_edition.py``
+``--both`` (``make book``) builds the two editions side by side: the Chinese one in a
+second process, its log in ``_build/zh/build.log``, printed when it ends. Each edition
+alone leaves a core idle while its longest chapter (the lab) runs last; side by side
+they fill each other's gaps. The exit status is the English build's, else the Chinese
+one's.
+
+``--zh`` builds the Chinese edition: ``scripts/zh_edition.py``
 writes its source into ``_build/zh_src/``, jupyter-book builds it into ``_build/zh/``
 with ``DPO_GRPO_LANG=zh`` in the kernels' environment (figures, widgets and ``check`` in
 Chinese; strings without a translation are recorded in ``_build/zh/i18n_misses.txt``,
@@ -26,6 +32,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -82,7 +89,25 @@ def build_zh(args: list[str], pages: list[str] | None = None) -> int:
     return rc
 
 
+def build_both() -> int:
+    """Both editions at once, each with its default arguments (see the module
+    docstring)."""
+    log_path = BUILD / "zh" / "build.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log:
+        chinese = subprocess.Popen(
+            [sys.executable, __file__, "--zh"], stdout=log, stderr=subprocess.STDOUT
+        )
+        english = build(DEFAULT_ARGS)
+        chinese_rc = chinese.wait()
+    print("\nThe Chinese edition's build (" + str(log_path) + "):")
+    print(log_path.read_text(encoding="utf-8"))
+    return english or chinese_rc
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--both"]:
+        return build_both()
     if argv[:1] == ["--zh"]:
         argv, pages = argv[1:], None
         if argv[:1] == ["--pages"]:
