@@ -47,7 +47,7 @@ def glue(name: str, value, display: bool = False):
 
     bundle, metadata = format_display_data(value)
     prefix = "" if display else GLUE_PREFIX
-    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
     ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
     return value
 

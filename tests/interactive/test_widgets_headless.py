@@ -17,10 +17,10 @@ nbclient with the widget mimicry on (the code path that stalls). Only these cell
 because the stall is per cell and needs widget output; the rest of each chapter is
 executed by the book build. One kernel per mode runs every chapter's cells in turn, its
 namespace emptied (``%reset -f``) before each chapter, so each chapter's cells still
-run on their own; a kernel per chapter cost 26 kernel starts. A stalled cell is detected by
-its lag: the time from the kernel's ``execute_reply`` (kernel clock, same machine) to
-nbclient returning the cell. A healthy lag is milliseconds; a stall is the whole
-timeout. The short ``TIMEOUT`` bounds the cost of a failure.
+run on their own (a kernel per chapter cost 26 kernel starts). A stalled cell is
+detected by its lag: the time from the kernel's ``execute_reply`` (kernel clock, same
+machine) to nbclient returning the cell. A healthy lag is milliseconds; a stall is the
+whole timeout. The short ``TIMEOUT`` bounds the cost of a failure.
 """
 
 from __future__ import annotations
