@@ -5,13 +5,6 @@ import numpy as np
 import pytest
 
 from dpo_grpo.chapters import trl_log_line as q
-from dpo_grpo.chapters import trl_questions
-
-
-def test_the_run_page_reaches_the_log_line_through_trl_questions():
-    """book/trl_reading_a_run.ipynb calls tq.log_line and reads tq.LOG_LINE_MEANINGS."""
-    assert trl_questions.log_line is q.log_line
-    assert trl_questions.LOG_LINE_MEANINGS is q.LOG_LINE_MEANINGS
 
 
 def test_log_line_every_metric_has_a_meaning_and_agrees_with_its_second_computation():

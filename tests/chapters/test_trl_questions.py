@@ -211,12 +211,13 @@ def test_meanings_and_ln2_cases_in_english_and_chinese(monkeypatch):
     import re
 
     from dpo_grpo import tables
+    from dpo_grpo.chapters.trl_log_line import LOG_LINE_MEANINGS
 
     def cells(rows):
         return re.findall(r"<td[^>]*>(.*?)</td>", tables.html_table(rows, ["x"]))
 
     han = re.compile(r"[\u4e00-\u9fff]")
-    meanings = [[m] for m in q.LOG_LINE_MEANINGS.values()]
+    meanings = [[m] for m in LOG_LINE_MEANINGS.values()]
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     assert cells(meanings) == [html.escape(m) for [m] in meanings]
     assert [r["case"] for r in q.dpo_stuck_at_ln2(0.1)] == [

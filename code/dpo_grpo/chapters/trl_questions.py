@@ -26,9 +26,9 @@ returns what a trainer would log, under TRL's metric names.
   (likelihood displacement), and the loss goes to 0 with ``rewards/accuracies`` 1.
 - :func:`dpo_stuck_at_ln2`: the causes of a DPO loss that stays at ln 2 and what
   ``grad_norm`` says about each.
-- :func:`log_line` and :data:`LOG_LINE_MEANINGS` (from
-  :mod:`dpo_grpo.chapters.trl_log_line`): one GRPO step's log line, every metric
-  recomputed from its definition and given its meaning.
+
+One GRPO step's log line, every metric recomputed and given its meaning, is
+:mod:`dpo_grpo.chapters.trl_log_line`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import numpy as np
 from .. import _validation as v
 from ..i18n import tr
 from .displacement import dpo_displacement
-from .trl_log_line import LOG_LINE_MEANINGS, log_line
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss
@@ -57,8 +56,6 @@ __all__ = [
     "dpo_stuck_at_ln2",
     "ZERO_STD_SETTINGS",
     "TRL_ISSUES",
-    "LOG_LINE_MEANINGS",
-    "log_line",
 ]
 
 #: TRL GitHub issues and pull requests whose questions the book answers by computation
