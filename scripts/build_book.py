@@ -10,6 +10,7 @@ fresh kernel, as in a serial build.
         default: . --all -W -n --keep-going]
     python scripts/build_book.py --zh [--pages STEM,...] [options,
         default: --all -W -n --keep-going]
+    python scripts/build_book.py --both
 
 ``--both`` (``make book``) builds the two editions side by side: the Chinese one in a
 second process, its log in ``_build/zh/build.log``, printed when it ends. Each edition
@@ -17,8 +18,8 @@ alone leaves a core idle while its longest chapter (the lab) runs last; side by 
 they fill each other's gaps. The exit status is the English build's, else the Chinese
 one's.
 
-``--zh`` builds the Chinese edition: ``scripts/zh_edition.py``
-writes its source into ``_build/zh_src/``, jupyter-book builds it into ``_build/zh/``
+``--zh`` builds the Chinese edition: ``scripts/zh_edition.py`` writes its source into
+``_build/zh_src/``, jupyter-book builds it into ``_build/zh/``
 with ``DPO_GRPO_LANG=zh`` in the kernels' environment (figures, widgets and ``check`` in
 Chinese; strings without a translation are recorded in ``_build/zh/i18n_misses.txt``,
 emptied at the start), and its HTML is copied to ``_build/html/zh/``, so that the two
