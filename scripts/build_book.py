@@ -58,6 +58,12 @@ def jobs() -> int:
 
 
 def build(args: list[str]) -> int:
+    # One thread per kernel (torch, MKL, OpenBLAS read it): the kernels of both editions
+    # run side by side, and a multi-threaded reduction's last bits change with the
+    # machine's load (the lab's float64 log-prob check gave 0, 4.4e-16 or 8.9e-16 for
+    # the same inputs on a loaded machine), so a second execution would not give the
+    # same numbers. These models are too small for a second thread to help.
+    os.environ["OMP_NUM_THREADS"] = "1"
     # the CLI imports build_sphinx from jupyter_book.sphinx when it runs: give it the
     # jobs there
     sphinx.build_sphinx = functools.partial(sphinx.build_sphinx, jobs=jobs())
