@@ -49,12 +49,11 @@ wheel: $(STAMP)
 	rm -rf build
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(WHEEL_SITE) _build/wheel/dpo_grpo-*.whl
 
-# One pytest worker per CPU (pytest-xdist). The book build starts with the session, beside the unit tests
-# (DPO_GRPO_BUILD_BOOK_EARLY, tests/conftest.py); the tests that read it run last, after it (a file lock). The 25
-# slowest tests are listed.
+# One pytest worker per CPU (pytest-xdist). The tests that read the book build run last; the first worker to reach
+# them builds the book (a file lock, tests/conftest.py) and both then read it. The 25 slowest tests are listed.
 TEST_WORKERS ?= auto
 test: $(STAMP) $(NODE_STAMP) wheel
-	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 DPO_GRPO_BUILD_BOOK_EARLY=1 $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
 # executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the

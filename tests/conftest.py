@@ -11,10 +11,8 @@ import fcntl
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -163,59 +161,6 @@ def book_is_stale(page: str = "book/explorables.html") -> bool:
     )
 
 
-#: ``make test`` sets it to 1: the book build starts with the session (below)
-EARLY_BUILD_ENV = "DPO_GRPO_BUILD_BOOK_EARLY"
-#: the early build's output and, when it ends, its exit status
-EARLY_LOG, EARLY_STATUS = BUILD / "book-build.log", BUILD / "book-build.status"
-_early_build: dict = {}
-
-
-def _reuse_build() -> bool:
-    return bool(os.environ.get("DPO_GRPO_REUSE_BUILD")) and (BUILD / "html").exists()
-
-
-def pytest_sessionstart(session):
-    """With ``DPO_GRPO_BUILD_BOOK_EARLY=1`` (``make test``) and a stale book, ``make
-    book`` starts now, in the background of the controlling process (not of an xdist
-    worker), holding the lock that ``built_book`` waits on. It runs beside the venv
-    installs and unit tests, on cores they leave idle, instead of after them; the tests
-    that read the build still run last (``pytest_collection_modifyitems``)."""
-    if hasattr(session.config, "workerinput") or os.environ.get(EARLY_BUILD_ENV) != "1":
-        return
-    BUILD.mkdir(exist_ok=True)
-    EARLY_STATUS.unlink(missing_ok=True)
-    if _reuse_build() or not book_is_stale():
-        return
-    lock = open(BUILD / ".book-build.lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)  # taken before any worker starts
-    log = open(EARLY_LOG, "w")
-    proc = subprocess.Popen(
-        ["make", "book"],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-    def wait():
-        rc = proc.wait()
-        log.close()
-        EARLY_STATUS.write_text(str(rc))
-        lock.close()  # releases the lock
-
-    _early_build.update(proc=proc, thread=threading.Thread(target=wait, daemon=True))
-    _early_build["thread"].start()
-
-
-def pytest_sessionfinish(session):
-    """An early build still running when the session ends (it stopped before the tests
-    that read the build) is stopped with it."""
-    proc = _early_build.get("proc")
-    if proc is not None and proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        _early_build["thread"].join(timeout=30)
-
-
 @pytest.fixture(scope="session")
 def built_book() -> Path:
     """``_build/`` after ``make book`` (run here when the build is missing or stale;
@@ -229,7 +174,8 @@ def built_book() -> Path:
     BUILD.mkdir(exist_ok=True)
     with open(BUILD / ".book-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if book_is_stale() and not _reuse_build():
+        reuse = os.environ.get("DPO_GRPO_REUSE_BUILD") and (BUILD / "html").exists()
+        if book_is_stale() and not reuse:
             run = subprocess.run(
                 ["make", "book"], cwd=ROOT, capture_output=True, text=True
             )
@@ -242,11 +188,6 @@ def built_book() -> Path:
                     "make book reported errors (the pages were written):\n"
                     + (run.stdout + run.stderr)[-1500:]
                 )
-        elif EARLY_STATUS.exists() and EARLY_STATUS.read_text() != "0":
-            warnings.warn(
-                "make book (started with the session) reported errors (the pages "
-                "were written):\n" + EARLY_LOG.read_text(errors="replace")[-1500:]
-            )
     return BUILD
 
 
