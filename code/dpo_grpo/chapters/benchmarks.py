@@ -28,6 +28,18 @@ def _benchmark_sections(data) -> list:
     ]
 
 
+def _section_entries(data, section, key, kind) -> dict:
+    """``data[section][key]`` (``key``: "shapes" or "dtypes"), or ValueError naming the
+    sections the file has."""
+    if section not in _benchmark_sections(data) or not isinstance(
+        data[section].get(key), dict
+    ):
+        raise ValueError(
+            f"no {kind} section {section!r}; the file has {_benchmark_sections(data)}"
+        )
+    return data[section][key]
+
+
 def load_benchmarks(directory=None) -> list:
     """Every ``dpo_grpo/data/bench_results/*.json`` holding a per-shape (``grpo_loss``)
     or per-dtype (``logprobs``) section, as ``(path, data)`` pairs sorted by file name;
@@ -59,20 +71,14 @@ def benchmark_rows(data, section="grpo_loss") -> list:
     gives one row with ``variant="(skipped)"``. Probe variants (bandwidth references,
     not losses) are left out.
     """
-    if section not in _benchmark_sections(data) or not isinstance(
-        data[section].get("shapes"), dict
-    ):
-        raise ValueError(
-            f"no per-shape section {section!r}; the file has "
-            f"{_benchmark_sections(data)}"
-        )
+    shapes = _section_entries(data, section, "shapes", "per-shape")
     rows = []
     keys = sorted(
-        data[section]["shapes"],
+        shapes,
         key=lambda k: (k.rpartition("/")[0], _numel(k.rpartition("/")[2])),
     )
     for key in keys:
-        entry = data[section]["shapes"][key]
+        entry = shapes[key]
         config, _, shape = key.rpartition("/")
         if not isinstance(entry, dict) or "skipped" in entry:
             rows.append(
@@ -229,15 +235,8 @@ def logprob_rows(data, section="logprobs") -> list:
     ``peak_extra_mb``, ``beyond_grad_mb`` (peak minus the logits' gradient every method
     must allocate), ``saved_mb`` (saved for backward) and ``max_abs_err`` (vs
     float64)."""
-    if section not in _benchmark_sections(data) or not isinstance(
-        data[section].get("dtypes"), dict
-    ):
-        raise ValueError(
-            f"no per-dtype section {section!r}; the file has "
-            f"{_benchmark_sections(data)}"
-        )
     rows = []
-    for dtype, entry in data[section]["dtypes"].items():
+    for dtype, entry in _section_entries(data, section, "dtypes", "per-dtype").items():
         timing, memory = entry.get("timing", {}), entry.get("memory", {})
         err = entry.get("max_abs_err_vs_float64", {})
         for var in dict.fromkeys([*memory, *timing]):
