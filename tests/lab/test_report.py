@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from dpo_grpo import tables
 from dpo_grpo.lab import report, sweep
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -185,3 +186,13 @@ def test_the_sentences_name_bad_arguments():
         report.margin_rise_phrase([0.1])
     with pytest.raises(TypeError, match="ratios"):
         report.ratio_trend_phrase(None)
+
+
+def test_chinese_headers_sit_over_their_columns(monkeypatch):
+    """The text tables pad by columns of a monospaced font: a Chinese header takes two
+    columns a character, and its line ends where the number rows end."""
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    lines = report.error_profile_table({"SFT": (0.5, 0.25), "GRPO": (0.75, 0.5)})
+    lines = lines.splitlines()
+    assert HAN.search(lines[0])
+    assert [tables.display_width(line) for line in lines] == [len(lines[1])] * 3

@@ -12,6 +12,7 @@ import itertools
 
 from .. import _validation as v
 from ..i18n import N_, language, tr
+from ..tables import pad
 
 __all__ = [
     "answer_note",
@@ -127,7 +128,8 @@ def error_profile_table(table: dict) -> str:
     share)`` (the first two fields of :func:`~dpo_grpo.lab.evaluation.error_profile`).
     """
     table = _dict(table, "table")
-    lines = [f"{'':<10} {tr('greedy'):>7} {tr('no-carry share of errors'):>25}"]
+    heads = pad(tr("greedy"), 7, ">"), pad(tr("no-carry share of errors"), 25, ">")
+    lines = [f"{'':<10} {heads[0]} {heads[1]}"]
     for name, (greedy, nocarry) in table.items():
         lines.append(f"{name:<10} {greedy:7.3f} {nocarry:25.0%}")
     return "\n".join(lines)
@@ -160,7 +162,8 @@ def seed_summary_text(results: dict, methods: dict) -> str:
             ("start_sampled", N_("sampled")),
         )
     ]
-    lines.append(f"{'':<10} {tr('final'):>22} {tr('gain over the start'):>30}")
+    heads = pad(tr("final"), 22, ">"), pad(tr("gain over the start"), 30, ">")
+    lines.append(f"{'':<10} {heads[0]} {heads[1]}")
     for metric in METRIC_NAMES:
         lines.append(_metric(metric))
         for name, algorithm in methods.items():
@@ -198,7 +201,7 @@ def robustness_text(rob: dict, a: str = "grpo", b: str = "rft") -> str:
         )
         for r in rows:
             lines.append(
-                f"  {tr(r['label']):<36} {r[a]:.3f} {r[b]:.3f} {r['mean']:+.3f} "
+                f"  {pad(tr(r['label']), 36)} {r[a]:.3f} {r[b]:.3f} {r['mean']:+.3f} "
                 f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] {r['ahead']:>2}/{r['n']} "
                 f"p={r['sign_p']:.3f} {tr(r['direction'])}"
             )
@@ -214,7 +217,7 @@ def ppo_vs_grpo_cost_table(cost: dict) -> str:
     lines = [f"{'':<26} {'GRPO':>12} {'PPO':>12} {'PPO/GRPO':>9}"]
     for label, key, unit in COST_ROWS:
         g, p = cost["grpo"][key] / unit, cost["ppo"][key] / unit
-        lines.append(f"{tr(label):<26} {g:>12,.2f} {p:>12,.2f} {p / g:>9.2f}")
+        lines.append(f"{pad(tr(label), 26)} {g:>12,.2f} {p:>12,.2f} {p / g:>9.2f}")
     return "\n".join(lines)
 
 

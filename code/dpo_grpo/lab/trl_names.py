@@ -12,6 +12,7 @@ names and values with Chinese words.
 from __future__ import annotations
 
 from ..i18n import N_, tr
+from ..tables import pad
 
 __all__ = ["GRPO_NAMES", "grpo_names_text", "trl_defaults_text"]
 
@@ -80,8 +81,8 @@ def grpo_names_text(args: dict) -> str:
     if not isinstance(args, dict):
         raise TypeError(f"args must be a dict, got {type(args).__name__}")
     lines = [
-        f"{tr('lab field'):<26} {'TRL 1.16.0 GRPOConfig':<38} {tr('value'):>9}  "
-        f"{tr('how')}"
+        f"{pad(tr('lab field'), 26)} {'TRL 1.16.0 GRPOConfig':<38} "
+        f"{pad(tr('value'), 9, '>')}  {tr('how')}"
     ]
     for ours, theirs, how in GRPO_NAMES:
         value = args.get(theirs.split(",")[0], "")
