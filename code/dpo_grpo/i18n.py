@@ -21,7 +21,8 @@ Strings defined before the language is known (module-level labels) are marked wi
 :func:`N_` where they are written and translated with :func:`tr` where they are shown.
 
 :func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese
-glyphs when the language is ``"zh"``.
+glyphs when the language is ``"zh"``; :func:`pad` lines up text tables whose cells hold
+Chinese (two columns a character).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import functools
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 __all__ = [
@@ -39,8 +41,10 @@ __all__ = [
     "MISSES_ENV",
     "N_",
     "catalog",
+    "display_width",
     "language",
     "needs_translation",
+    "pad",
     "plotly_font",
     "tr",
     "use_cjk_matplotlib_font",
@@ -141,6 +145,28 @@ def tr(text: str, /, **fields) -> str:
         if out is text:
             raise
         return text.format(**fields)
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a monospaced font: two for a wide character (a
+    Chinese one: East Asian width W or F), one for any other."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` columns of a monospaced font, aligned
+    left (``"<"``), right (``">"``) or centred (``"^"``). ``f"{text:<10}"`` counts
+    characters, so a Chinese header would sit off its column; this counts columns
+    (:func:`display_width`). A text wider than ``width`` comes back as it is."""
+    if isinstance(width, bool) or not isinstance(width, int) or width < 0:
+        raise ValueError(f"width must be an int >= 0, got {width!r}")
+    if align not in ("<", ">", "^"):
+        raise ValueError(f"align must be '<', '>' or '^', got {align!r}")
+    gap = max(0, width - display_width(text))
+    left = {"<": 0, ">": gap, "^": gap // 2}[align]
+    return " " * left + text + " " * (gap - left)
 
 
 def _record_miss(text: str) -> None:

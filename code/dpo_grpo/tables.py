@@ -18,7 +18,6 @@ from __future__ import annotations
 import html
 import numbers
 import re
-import unicodedata
 
 import numpy as np
 
@@ -162,28 +161,6 @@ def human_number(x) -> str:
     if abs(x) >= 0.01:
         return f"{x:.2f}"
     return f"{x:.2e}"
-
-
-def display_width(text: str) -> int:
-    """The columns ``text`` takes in a monospaced font: two for a wide character (a
-    Chinese one: East Asian width W or F), one for any other."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def pad(text: str, width: int, align: str = "<") -> str:
-    """``text`` padded with spaces to ``width`` columns of a monospaced font, aligned
-    left (``"<"``), right (``">"``) or centred (``"^"``). ``f"{text:<10}"`` counts
-    characters, so a Chinese header would sit off its column; this counts columns
-    (:func:`display_width`). A text wider than ``width`` comes back as it is."""
-    if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width < 0:
-        raise ValueError(f"width must be an int >= 0, got {width!r}")
-    if align not in ("<", ">", "^"):
-        raise ValueError(f"align must be '<', '>' or '^', got {align!r}")
-    gap = max(0, width - display_width(text))
-    left = {"<": 0, ">": gap, "^": gap // 2}[align]
-    return " " * left + text + " " * (gap - left)
 
 
 # --- helpers --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from dpo_grpo import tables
+from dpo_grpo import i18n
 from dpo_grpo.lab import report, sweep
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -195,4 +195,4 @@ def test_chinese_headers_sit_over_their_columns(monkeypatch):
     lines = report.error_profile_table({"SFT": (0.5, 0.25), "GRPO": (0.75, 0.5)})
     lines = lines.splitlines()
     assert HAN.search(lines[0])
-    assert [tables.display_width(line) for line in lines] == [len(lines[1])] * 3
+    assert [i18n.display_width(line) for line in lines] == [len(lines[1])] * 3

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
 from testing_support import record_chinese_misses  # noqa: E402
-from dpo_grpo import tables  # noqa: E402
+from dpo_grpo import i18n  # noqa: E402
 from dpo_grpo.lab import LabConfig, hf, trl_scale  # noqa: E402
 
 
@@ -349,7 +349,7 @@ def test_grpo_names_text_in_chinese_keeps_the_names_and_values(monkeypatch, tmp_
     assert HAN.search(zh[0]) and "TRL 1.16.0 GRPOConfig" in zh[0]
     # the header's columns start where the rows' do (a Chinese character is two wide)
     head = zh[0][: zh[0].index("TRL 1.16.0")]
-    assert tables.display_width(head) == 26 + 1, zh[0]
+    assert i18n.display_width(head) == 26 + 1, zh[0]
     for e, z in zip(en[1:], zh[1:]):
         columns = e[: 26 + 1 + 38 + 1 + 9 + 2]
         assert z.startswith(columns), (e, z)

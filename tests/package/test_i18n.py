@@ -368,3 +368,27 @@ def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
 def test_the_catalog_is_read_from_the_package():
     assert CATALOG.is_file()
     assert i18n.catalog("zh") == json.loads(CATALOG.read_text(encoding="utf-8"))
+
+
+def test_pad_counts_the_columns_of_a_monospaced_font():
+    """A Chinese character takes two columns, so ``f"{text:<6}"`` would leave a Chinese
+    header two columns short per character."""
+    assert i18n.display_width("GRPO 优势") == 9
+    assert i18n.pad("优势", 6) == "优势  " and i18n.pad("优势", 6, ">") == "  优势"
+    assert i18n.pad("ab", 5, "^") == " ab  " and i18n.pad("ab", 5) == f"{'ab':<5}"
+    assert i18n.pad("超过宽度", 3) == "超过宽度"
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: i18n.pad("x", -1), ValueError, "width must be an int >= 0"),
+        (lambda: i18n.pad("x", 2.0), ValueError, "width"),
+        (lambda: i18n.pad("x", True), ValueError, "width"),
+        (lambda: i18n.pad("x", 2, "left"), ValueError, "align must be"),
+        (lambda: i18n.display_width(3), TypeError, "text must be a str"),
+    ],
+)
+def test_pad_names_a_bad_argument(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -86,10 +86,6 @@ def test_html_escapes_aligns_and_marks_code_columns():
             "column 'a'",
         ),
         (lambda: tables.html_table(None), TypeError, "rows"),
-        (lambda: tables.pad("x", -1), ValueError, "width must be an int >= 0"),
-        (lambda: tables.pad("x", 2.0), ValueError, "width"),
-        (lambda: tables.pad("x", 2, "left"), ValueError, "align must be"),
-        (lambda: tables.display_width(3), TypeError, "text must be a str"),
     ],
 )
 def test_bad_input_names_the_argument(call, error, message):
@@ -101,12 +97,3 @@ def test_human_number():
     assert [
         tables.human_number(x) for x in (12_345, 2.0e10, 0, 250.4, 3.14159, 0.00123)
     ] == ["12,345", "20,000,000,000", "0", "250", "3.14", "1.23e-03"]
-
-
-def test_pad_counts_the_columns_of_a_monospaced_font():
-    """A Chinese character takes two columns, so ``f"{text:<6}"`` would leave a Chinese
-    header two columns short per character."""
-    assert tables.display_width("GRPO 优势") == 9
-    assert tables.pad("优势", 6) == "优势  " and tables.pad("优势", 6, ">") == "  优势"
-    assert tables.pad("ab", 5, "^") == " ab  " and tables.pad("ab", 5) == f"{'ab':<5}"
-    assert tables.pad("超过宽度", 3) == "超过宽度"

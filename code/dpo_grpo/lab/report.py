@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 
 from .. import _validation as v
-from ..i18n import N_, language, tr
-from ..tables import pad
+from ..i18n import N_, language, pad, tr
 
 __all__ = [
     "answer_note",

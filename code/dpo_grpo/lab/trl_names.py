@@ -11,8 +11,7 @@ names and values with Chinese words.
 
 from __future__ import annotations
 
-from ..i18n import N_, tr
-from ..tables import pad
+from ..i18n import N_, pad, tr
 
 __all__ = ["GRPO_NAMES", "grpo_names_text", "trl_defaults_text"]
 
