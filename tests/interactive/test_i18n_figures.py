@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import re
 
-from dpo_grpo.i18n import CJK_FONT_FAMILY
-from dpo_grpo.interactive import clip_platform, cost_explorer, zero_std
+import pytest
+from dpo_grpo.i18n import CJK_FONT_FAMILY, needs_translation
+from dpo_grpo.interactive import (
+    clip_platform,
+    cost_explorer,
+    kl_variance,
+    registry,
+    token_level,
+    zero_std,
+)
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
@@ -73,3 +81,46 @@ def test_widget_labels_in_chinese(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "en")
     w = clip_platform.clip_platform_widget()
     assert "clip radius ε_low" in [c.description for c in w.controls.values()]
+
+
+#: math in a label, not English: subscripted or primed symbols (π_ref, y_w, log₁₀) and
+#: the operators and superscripts written as words (log, exp, ref, old)
+MATH = re.compile(r"\w*[_₀-₉]\w*|\b(?:log|exp|ref|old)\b")
+
+
+def _labels(widget) -> list[str]:
+    """The text a reader sees on a widget and everything inside it: descriptions,
+    tooltips, button texts and a menu's labels (not the options of a menu whose
+    labels are its values: dtype names, loss types, the code's own names)."""
+    texts = []
+    for key in ("description", "tooltip", "placeholder"):
+        value = getattr(widget, key, None)
+        if isinstance(value, str):
+            texts.append(value)
+    if any(isinstance(o, tuple) for o in getattr(widget, "options", ())):
+        texts += list(widget._options_labels)
+    for child in getattr(widget, "children", ()):
+        texts += _labels(child)
+    return texts
+
+
+LIVE = {
+    **{f"registry.{name}": make for name, make in registry.WIDGETS.items()},
+    "cost_explorer": cost_explorer.cost_explorer,
+    "kl_variance": kl_variance.kl_variance_widget,
+    "token_level": token_level.token_level_widget,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIVE))
+def test_every_live_widget_label_is_chinese(monkeypatch, name):
+    """No English word a Chinese reader would have to read on a live widget's controls
+    (symbols, acronyms and TRL's option names stay: dpo_grpo.i18n.needs_translation)."""
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    ui = LIVE[name]()
+    controls = list(getattr(ui, "controls", {}).values())
+    labels = [text for w in controls for text in _labels(w)]
+    assert labels, f"{name}: no controls found"
+    english = [text for text in labels if needs_translation(MATH.sub(" ", text))]
+    assert english == [], name

@@ -360,11 +360,10 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             layout=lay,
         ),
         "reward": W.Dropdown(
-            options=[
-                ("rule checker (no model)", 0.0),
-                ("reward model, 1.5B", 1.5e9),
-                ("reward model, 7B", 7e9),
-                ("reward model, 70B", 70e9),
+            options=[(tr("rule checker (no model)"), 0.0)]
+            + [
+                (tr("reward model, {size}", size=size), n_params)
+                for size, n_params in (("1.5B", 1.5e9), ("7B", 7e9), ("70B", 70e9))
             ],
             value=0.0,
             description=tr("reward"),

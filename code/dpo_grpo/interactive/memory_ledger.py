@@ -262,9 +262,9 @@ def memory_ledger_widget(
             description=tr("unit"),
             style=CONTROL_STYLE,
         ),
-        "weight_dtype": drop("weights", dtypes, weight_dtype),
-        "grad_dtype": drop("gradients", dtypes, grad_dtype),
-        "optimizer": drop("optimizer", ["adamw", "sgd_momentum", "sgd"], optimizer),
+        "weight_dtype": drop(tr("weights"), dtypes, weight_dtype),
+        "grad_dtype": drop(tr("gradients"), dtypes, grad_dtype),
+        "optimizer": drop(tr("optimizer"), ["adamw", "sgd_momentum", "sgd"], optimizer),
         "master_weights": W.Checkbox(
             value=master_weights,
             description=tr("fp32 master weights"),
