@@ -36,8 +36,8 @@ __all__ = [
     "beta_under_optimisers",
 ]
 
-#: Margins of four pairs at the start, from barely separated (the pair of section 3.7)
-#: to well separated.
+#: Margins of four pairs at the start, from barely separated (the pair of the article's
+#: section 3.7) to well separated.
 MARGINS = (0.2, 2.0, 5.0, 20.0)
 
 #: How each pair's margin depends on the two shared parameters (rows: pairs). The

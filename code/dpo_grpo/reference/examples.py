@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Section 3.7: two preference pairs (sequence log-probs); beta = 0.1.
+#: The article's section 3.7: two preference pairs (sequence log-probs); beta = 0.1.
 DPO_PAIRS = {
     "policy_chosen": np.array([-2.2, -1.7]),
     "policy_rejected": np.array([-2.8, -2.1]),
@@ -68,8 +68,8 @@ BANDIT_CONFIGS = {
 
 
 def grpo_token_example():
-    """Section 3.7 / 04: four completions of three tokens; every token of completion i
-    has the same ratio.
+    """The article's section 3.7 (the book's chapter 4): four completions of three
+    tokens; every token of completion i has the same ratio.
 
     Returns keyword arguments for :func:`dpo_grpo.grpo_loss` (advantages: the first
     reward group, standardised).
