@@ -84,8 +84,8 @@ def test_widget_labels_in_chinese(monkeypatch):
 
 
 #: math in a label, not English: subscripted or primed symbols (π_ref, y_w, log₁₀) and
-#: the operators and superscripts written as words (log, exp, ref, old)
-MATH = re.compile(r"\w*[_₀-₉]\w*|\b(?:log|exp|ref|old)\b")
+#: the operators and superscripts written as words (log, exp, ref, old, min, max, clip)
+MATH = re.compile(r"\w*[_₀-₉]\w*|\b(?:log|exp|ref|old|min|max|clip)\b")
 
 
 def _labels(widget) -> list[str]:
@@ -123,4 +123,40 @@ def test_every_live_widget_label_is_chinese(monkeypatch, name):
     labels = [text for w in controls for text in _labels(w)]
     assert labels, f"{name}: no controls found"
     english = [text for text in labels if needs_translation(MATH.sub(" ", text))]
+    assert english == [], name
+
+
+#: what a figure shows that is code, not English: TRL's loss types and metric names
+#: (``rewards/chosen``), option settings (``scale_rewards="group"``)
+CODE = re.compile(r"\b(?:grpo|bnpo|dapo|cispo|sapo|luspo|vespo)\b|\S+/\S+|\S+=\S+")
+
+
+def _shown_text(fig) -> list[str]:
+    """The text a reader sees on a plotly figure: titles, axis titles, annotations,
+    legend entries, menu buttons, slider labels and the slider's value prefix."""
+    layout = fig.to_plotly_json()["layout"]
+    texts = [
+        t["name"] for t in fig.to_plotly_json()["data"] if t.get("showlegend", True)
+    ]
+    texts.append((layout.get("title") or {}).get("text"))
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")):
+            texts.append((axis.get("title") or {}).get("text"))
+    texts += [a.get("text") for a in layout.get("annotations", ())]
+    for menu in layout.get("updatemenus", ()):
+        texts += [b.get("label") for b in menu.get("buttons", ())]
+    for slider in layout.get("sliders", ()):
+        texts.append((slider.get("currentvalue") or {}).get("prefix"))
+        texts += [s.get("label") for s in slider.get("steps", ())]
+    return [t for t in texts if isinstance(t, str)]
+
+
+@pytest.mark.parametrize("name", sorted(registry.FIGURES))
+def test_every_explorable_figure_shows_chinese(monkeypatch, name):
+    """No English word a Chinese reader would have to read on a static explorable: its
+    titles, legends, menus and slider labels all pass through tr."""
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    texts = _shown_text(registry.FIGURES[name]())
+    assert texts, f"{name}: no text found"
+    english = [t for t in texts if needs_translation(MATH.sub(" ", CODE.sub(" ", t)))]
     assert english == [], name

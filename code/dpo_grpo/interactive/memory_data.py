@@ -37,12 +37,12 @@ MEMORY_RECIPES = {
     ),
 }
 
-#: Short names of the recipes (slider labels).
+#: Short names of the recipes (slider labels, shown through tr).
 MEMORY_RECIPE_SHORT = {
-    "bf16 + fp32 master + AdamW": "mixed AdamW",
-    "fp32 + AdamW": "fp32 AdamW",
-    "bf16 + AdamW, no master": "bf16 AdamW",
-    "bf16 + fp32 master + SGD-momentum": "mixed SGD-m",
+    "bf16 + fp32 master + AdamW": N_("mixed AdamW"),
+    "fp32 + AdamW": N_("fp32 AdamW"),
+    "bf16 + AdamW, no master": N_("bf16 AdamW"),
+    "bf16 + fp32 master + SGD-momentum": N_("mixed SGD-m"),
 }
 
 ALGORITHMS = ("ppo", "grpo", "dpo")

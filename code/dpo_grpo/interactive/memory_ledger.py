@@ -163,7 +163,7 @@ MEMORY = Explorable(
     },
     formats={
         "n_billion": lambda v: f"{v:g}B",
-        "recipe": lambda v: MEMORY_RECIPE_SHORT[v],
+        "recipe": lambda v: tr(MEMORY_RECIPE_SHORT[v]),
     },
     data=_memory_data,
     traces=_memory_traces,
