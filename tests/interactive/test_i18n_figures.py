@@ -97,8 +97,9 @@ def _labels(widget) -> list[str]:
         value = getattr(widget, key, None)
         if isinstance(value, str):
             texts.append(value)
-    if any(isinstance(o, tuple) for o in getattr(widget, "options", ())):
-        texts += list(widget._options_labels)
+    options = getattr(widget, "options", ())
+    if any(isinstance(o, tuple) for o in options):
+        texts += [label for label, _ in options]
     for child in getattr(widget, "children", ()):
         texts += _labels(child)
     return texts
@@ -134,10 +135,9 @@ CODE = re.compile(r"\b(?:grpo|bnpo|dapo|cispo|sapo|luspo|vespo)\b|\S+/\S+|\S+=\S
 def _shown_text(fig) -> list[str]:
     """The text a reader sees on a plotly figure: titles, axis titles, annotations,
     legend entries, menu buttons, slider labels and the slider's value prefix."""
-    layout = fig.to_plotly_json()["layout"]
-    texts = [
-        t["name"] for t in fig.to_plotly_json()["data"] if t.get("showlegend", True)
-    ]
+    spec = fig.to_plotly_json()
+    layout = spec["layout"]
+    texts = [t.get("name") for t in spec["data"] if t.get("showlegend", True)]
     texts.append((layout.get("title") or {}).get("text"))
     for key, axis in layout.items():
         if key.startswith(("xaxis", "yaxis")):
