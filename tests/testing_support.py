@@ -2,10 +2,13 @@
 tests/conftest.py puts tests/ on ``sys.path`` (pytest runs in importlib mode, so test
 files may share a basename across the layer folders)."""
 
+import ast
 import contextlib
 import functools
 import http.server
+import importlib
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -147,3 +150,62 @@ def record_chinese_misses(monkeypatch, tmp_path) -> Path:
     monkeypatch.setenv("DPO_GRPO_I18N_MISSES", str(misses))
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     return misses
+
+
+# --------------------------------------------------------------------------------------
+# A notebook's code read statically: its imports and the package names they bind
+# (tests/book/test_shown_is_run.py, tests/book/test_prose_names.py)
+# --------------------------------------------------------------------------------------
+
+
+def parse_cell(source: str):
+    """The syntax tree of a code cell, its IPython magics and shell lines read as
+    ``pass``; None for a cell that is not Python."""
+    try:
+        return ast.parse(re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M))
+    except SyntaxError:
+        return None
+
+
+def resolve_dotted(path: str):
+    """The object at a dotted path (``dpo_grpo.reference.dpo.dpo_loss``), or None."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+class ImportAliases:
+    """A notebook's import aliases, learnt cell by cell: ``dg`` -> ``dpo_grpo``,
+    ``dpo`` -> ``dpo_grpo.reference.dpo``, ..."""
+
+    def __init__(self):
+        self.alias: dict[str, str] = {}
+
+    def learn(self, tree) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.alias[a.asname or a.name.split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0]
+                    )
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def path(self, dotted: str) -> str | None:
+        """The full dotted path of ``dotted`` (``dpo.dpo_loss``), or None when its head
+        is no alias."""
+        head, _, rest = dotted.partition(".")
+        if head not in self.alias:
+            return None
+        return self.alias[head] + (f".{rest}" if rest else "")

@@ -11,14 +11,12 @@ otherwise leaves the prose pointing at nothing, while the page still builds and 
 
 from __future__ import annotations
 
-import ast
-import importlib
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
-from IPython.core.inputtransformer2 import TransformerManager
+from testing_support import ImportAliases, parse_cell, resolve_dotted
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -37,58 +35,27 @@ REPO_PATH = re.compile(
 )
 
 
-def package_names(code: str) -> dict[str, str]:
-    """The names ``code`` binds to the package's modules and objects: name -> dotted
-    path (``costs`` -> ``dpo_grpo.chapters.costs``)."""
-    names = {}
-    code = TransformerManager().transform_cell(code)  # magics to Python
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-            "dpo_grpo"
-        ):
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("dpo_grpo"):
-                    names[alias.asname or alias.name.split(".")[0]] = (
-                        alias.name if alias.asname else alias.name.split(".")[0]
-                    )
-    return names
-
-
-def resolves(dotted: str) -> bool:
-    """Whether ``dotted`` (``dpo_grpo.chapters.costs.cost_explorer``) names a module or
-    an attribute of one."""
-    parts = dotted.split(".")
-    obj = importlib.import_module(parts[0])
-    for i, part in enumerate(parts[1:], start=2):
-        if hasattr(obj, part):
-            obj = getattr(obj, part)
-            continue
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            return False
-    return True
-
-
 def unresolved_names(nb) -> list[str]:
-    """The code spans of ``nb``'s Markdown whose head is a package name the page
-    imports and whose attribute does not exist."""
-    names = dict(ALWAYS)
+    """The code spans of ``nb``'s Markdown whose head is a name the page binds to the
+    package (or ``dg``) and whose attribute does not exist."""
+    names = ImportAliases()
+    names.alias |= ALWAYS
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            names |= package_names(cell.source)
+        tree = parse_cell(cell.source) if cell.cell_type == "code" else None
+        if tree is not None:
+            names.learn(tree)
     bad = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
         for span in SPAN.findall(cell.source):
             m = DOTTED.fullmatch(span.strip())
-            if m and m.group(1) in names and not FILE_NAME.fullmatch(span.strip()):
-                if not resolves(names[m.group(1)] + m.group(2)):
-                    bad.append(span)
+            if not m or FILE_NAME.fullmatch(span.strip()):
+                continue
+            path = names.path(m.group(1) + m.group(2))
+            in_package = path is not None and path.split(".")[0] == "dpo_grpo"
+            if in_package and resolve_dotted(path) is None:
+                bad.append(span)
     return bad
 
 

@@ -10,24 +10,16 @@ installed package."""
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
-import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from testing_support import ImportAliases, parse_cell, resolve_dotted
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 PACKAGE = "dpo_grpo"
-
-
-def _parse(source: str):
-    try:
-        return ast.parse(re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M))
-    except SyntaxError:
-        return None
 
 
 def _dotted(node) -> str | None:
@@ -40,54 +32,12 @@ def _dotted(node) -> str | None:
     return None
 
 
-def _resolve(path: str):
-    """The object at a dotted path (``dpo_grpo.reference.dpo.dpo_loss``), or None."""
-    parts = path.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
-
-
-class Names:
-    """The notebook's import aliases: ``dg`` -> ``dpo_grpo``, ``dpo`` ->
-    ``dpo_grpo.reference.dpo``, ..."""
-
-    def __init__(self):
-        self.alias: dict[str, str] = {}
-
-    def learn(self, tree) -> None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.alias[a.asname or a.name.split(".")[0]] = (
-                        a.name if a.asname else a.name.split(".")[0]
-                    )
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
-
-    def path(self, dotted: str) -> str | None:
-        head, _, rest = dotted.partition(".")
-        if head not in self.alias:
-            return None
-        return self.alias[head] + (f".{rest}" if rest else "")
-
-
 def violations(cells: list[str]) -> list[str]:
     """Calls, after a ``show_source(f)``, of a function named like f that is not f and
     whose qualifier is the bare name or the top-level package."""
-    names, shown, found = Names(), {}, []
+    names, shown, found = ImportAliases(), {}, []
     for index, source in enumerate(cells):
-        tree = _parse(source)
+        tree = parse_cell(source)
         if tree is None:
             continue
         names.learn(tree)
@@ -97,7 +47,7 @@ def violations(cells: list[str]) -> list[str]:
             dotted = _dotted(node.func)
             if dotted == "show_source" and node.args and _dotted(node.args[0]):
                 target = names.path(_dotted(node.args[0]))
-                obj = _resolve(target) if target else None
+                obj = resolve_dotted(target) if target else None
                 if obj is not None:
                     shown[getattr(obj, "__name__", "")] = (inspect.unwrap(obj), target)
                 continue
@@ -105,7 +55,7 @@ def violations(cells: list[str]) -> list[str]:
             if name not in shown:
                 continue
             path = names.path(dotted)
-            called = _resolve(path) if path else None
+            called = resolve_dotted(path) if path else None
             f, f_path = shown[name]
             if called is None or inspect.unwrap(called) is f:
                 continue
