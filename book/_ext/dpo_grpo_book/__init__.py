@@ -69,9 +69,23 @@ EXTENSION = "dpo_grpo_book"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 VENDOR = "vendor"  # below _static/ in the output
 PLOTLY_JS = f"{VENDOR}/plotly/plotly.min.js"
-#: Loaded before RequireJS (myst-nb adds the widget scripts at the default priority
-#: 500).
-PLOTLY_JS_PRIORITY = 400
+#: plotly.js with only the cartesian trace types (scatter, bar, heatmap, ...: every
+#: figure of the book), from npm at the version plotly.py bundles: 1.5 MB against the
+#: full bundle's 4.8 MB. book.js loads it after the text is drawn.
+PLOTLY_PACKAGE = "plotly.js-cartesian-dist-min"
+PLOTLY_BUNDLE = "plotly-cartesian.min.js"
+#: The book's own style sheet and script (``static/``), on every page.
+STATIC = Path(__file__).resolve().parent / "static"
+BOOK_CSS, BOOK_JS = "book.css", "book.js"
+#: pydata-sphinx-theme's script that swaps icons for SVG (1.5 MB): its style sheet
+#: already draws the same icons from Font Awesome's web fonts, so the script is dropped
+#: from every page (:func:`drop_icon_script`).
+ICON_SCRIPT = "_static/scripts/fontawesome.js"
+#: The header's download button serves the reader edition of the page's notebook
+#: (numbers filled in, no MyST: ``scripts/reader_edition.py``), which
+#: ``scripts/build_book.py`` writes into this folder of the site.
+READER_FOLDER = "_notebooks"
+DOWNLOAD_NOTEBOOK = {"en": "Download the notebook", "zh": "下载笔记本"}
 
 #: (package folder in node_modules, files or folders to copy, destination below
 #: _static/vendor/)
@@ -172,9 +186,6 @@ class PlotlyMimeRenderer:
         slug = "".join(ch if ch.isalnum() else "-" for ch in env.docname)
         div_id = f"plotly-{slug}-{data.cell_index}-{data.output_index}"
         html = plotly_fragment(content, div_id=div_id)
-        renderer.add_js_file(
-            "dpo_grpo_plotly", PLOTLY_JS, {"priority": PLOTLY_JS_PRIORITY}
-        )
         return [
             nodes.raw(
                 text=html,
@@ -211,11 +222,24 @@ def vendor_assets(outdir, node_modules) -> Path:
     from sphinx.errors import ExtensionError
 
     import plotly
+    import plotly.offline
 
     target = Path(outdir) / "_static" / VENDOR
     node_modules = Path(node_modules)
-    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    _copy(plotly_js, target / "plotly" / "plotly.min.js")
+    bundle = node_modules / PLOTLY_PACKAGE
+    want = plotly.offline.get_plotlyjs_version()
+    try:
+        got = json.loads((bundle / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        got = None
+    if got != want:
+        raise ExtensionError(
+            f"{bundle}: plotly.js {got or 'is missing'}, but plotly {plotly.__version__} "
+            f"writes figures for plotly.js {want}. Pin {PLOTLY_PACKAGE}@{want} in "
+            "package.json and run `npm install` (then `npm ci`; `make book` does it)."
+        )
+    _copy(bundle / PLOTLY_BUNDLE, target / "plotly" / "plotly.min.js")
+    _copy(bundle / "LICENSE", target / "plotly" / "LICENSE")
     for package, members, dest in NODE_ASSETS:
         root = node_modules / package
         if not root.is_dir():
@@ -462,6 +486,67 @@ def _language_switch(app, pagename, templatename, context, doctree):
     )
 
 
+def reader_download(header_buttons, url: str, text: str) -> bool:
+    """Point the header's ``.ipynb`` download at ``url`` (the page's reader notebook);
+    False if the page has none (a Markdown page)."""
+    for group in header_buttons or []:
+        if group.get("label") != "download-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if button.get("label") == "download-source-button" and str(
+                button.get("url", "")
+            ).endswith(".ipynb"):
+                button["url"], button["tooltip"] = url, text
+                return True
+    return False
+
+
+def _reader_download(app, pagename, templatename, context, doctree):
+    name = pagename.rsplit("/", 1)[-1]
+    language = "zh" if str(app.config.language or "").startswith("zh") else "en"
+    reader_download(
+        context.get("header_buttons"),
+        context["pathto"](f"{READER_FOLDER}/{name}.ipynb", 1),
+        DOWNLOAD_NOTEBOOK[language],
+    )
+
+
+def _configure(app, config):
+    """Before the theme reads them: no pydata navbar (sphinx-book-theme draws its own
+    article header; the navbar's hidden copy of the sidebar toggle is the one
+    pydata-sphinx-theme 0.17 binds, leaving the visible one dead on phones), and the
+    book's style sheet and script."""
+    options = config.html_theme_options
+    for key in ("navbar_start", "navbar_center", "navbar_end", "navbar_persistent"):
+        options[key] = []
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
+    # without an icon every browser asks for /favicon.ico, a 404 in the console
+    if not config.html_favicon:
+        config.html_favicon = str(STATIC / "favicon.svg")
+
+
+def drop_icon_script(html: str) -> str:
+    """``html`` without the ``<script>`` that loads :data:`ICON_SCRIPT`."""
+    import re
+
+    return re.sub(
+        r'[ \t]*<script[^>]*src="[^"]*' + re.escape(ICON_SCRIPT) + r'[^"]*"[^>]*>'
+        r"</script>\n?",
+        "",
+        html,
+    )
+
+
+def _finish_pages(app, exception):
+    if exception is not None or getattr(app.builder, "format", None) != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lean = drop_icon_script(text)
+        if lean != text:
+            page.write_text(lean, encoding="utf-8")
+
+
 #: Jupyter Book's own extensions that do not declare parallel reading safe, though they
 #: are: multitoc numbering patches a method of Sphinx's toctree collector when the
 #: builder starts (before the reading processes fork) and numbers sections in the main
@@ -485,10 +570,15 @@ def setup(app):
     app.add_config_value("book_language_switch", {}, "html", types=[dict])
     app.add_config_value("book_reader_prefix", "", "html", types=[str])
     app.add_config_value("book_cjk_web_font", False, "html", types=[bool])
+    app.connect("config-inited", _configure)
     app.connect("builder-inited", _declare_parallel_safe)
     app.connect("builder-inited", _on_builder_inited)
+    app.connect("build-finished", _finish_pages)
+    app.add_css_file(BOOK_CSS)
+    app.add_js_file(BOOK_JS, defer="defer")
     app.connect("html-page-context", page_scripts, priority=900)
     # after sphinx-book-theme's (501)
     app.connect("html-page-context", _launch_buttons, priority=600)
     app.connect("html-page-context", _language_switch, priority=600)
+    app.connect("html-page-context", _reader_download, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -33,9 +33,10 @@ drawn as two traces, left of rho = 1 owned by eps_low and right of it by delta);
 slider positions shows exactly ``data`` at those parameters. A slider's step updates
 only the traces and layout keys it owns.
 
-In the book build the figures reach the HTML through
-:class:`dpo_grpo.book_assets.PlotlyMimeRenderer` (plotly.js is loaded once per page from
-``_static/vendor/``); ``import dpo_grpo`` does not import plotly.
+In the book build the figures reach the HTML through the book's MIME renderer
+(``book/_ext/dpo_grpo_book``) as :func:`plotly_fragment` writes them: the figure's JSON,
+drawn by the book's script once plotly.js has loaded after the text (once per page,
+from ``_static/vendor/``); ``import dpo_grpo`` does not import plotly.
 """
 
 from __future__ import annotations
@@ -499,28 +500,37 @@ PLOTLY_CONFIG = {
 
 
 def plotly_fragment(figure, div_id: str | None = None) -> str:
-    """HTML for one figure (dict, JSON string or ``go.Figure``) without plotly.js:
-    ``<div>`` + ``Plotly.newPlot``."""
-    import plotly.io as pio
-
+    """HTML for one figure (dict, JSON string or ``go.Figure``) as the built book embeds
+    it: an empty ``div.plotly-graph-div`` as tall as the figure, and the figure's JSON
+    in a ``<script type="application/json">`` beside it, inside ``div.book-plotly``. The
+    book's script (``book/_ext/dpo_grpo_book/static/book.js``) loads plotly.js after the
+    text is drawn and draws the figure when it nears the screen, laid out for the
+    width it gets; no plotly.js, no inline ``Plotly.newPlot``, no CDN."""
     import hashlib
 
-    if isinstance(figure, (str, bytes)):
-        figure = json.loads(figure)
-    if hasattr(figure, "to_plotly_json"):
-        figure = figure.to_plotly_json()
+    import plotly.io as pio
+
+    if not isinstance(figure, (str, bytes)):
+        figure = pio.to_json(figure, validate=False)  # numpy arrays included
+    figure = json.loads(figure)
     if div_id is None:
         digest = hashlib.sha1(
             json.dumps(figure, sort_keys=True, default=str).encode()
         ).hexdigest()
         div_id = f"plotly-{digest[:12]}"
-    config = {**PLOTLY_CONFIG, **(figure.get("config") or {})}
-    return pio.to_html(
-        figure,
-        config=config,
-        include_plotlyjs=False,
-        include_mathjax=False,
-        full_html=False,
-        validate=False,
-        div_id=div_id,
+    layout = figure.get("layout") or {}
+    height = int(layout.get("height") or 450)
+    spec = {
+        "data": figure.get("data") or [],
+        "layout": layout,
+        "config": {**PLOTLY_CONFIG, **(figure.get("config") or {})},
+    }
+    # "</" would end the script element early
+    payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        f'<div class="book-plotly" style="min-height:{height}px">'
+        f'<div id="{div_id}" class="plotly-graph-div" '
+        f'style="height:{height}px;width:100%"></div>'
+        f'<script type="application/json" class="book-plotly-json">{payload}</script>'
+        "</div>"
     )
