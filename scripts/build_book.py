@@ -16,7 +16,13 @@ fresh kernel, as in a serial build.
 second process, its log in ``_build/zh/build.log``, printed when it ends. Each edition
 alone leaves a core idle while its longest chapter (the lab) runs last; side by side
 they fill each other's gaps. The exit status is the English build's, else the Chinese
-one's.
+one's. Then the two sites become one: the Chinese pages load the English site's
+``_static/`` files wherever theirs are the same bytes (:func:`share_static`; only the
+Chinese edition's own files stay in ``zh/_static/``).
+
+After each edition, its reader notebooks (``scripts/reader_edition.py``: numbers filled
+in, no MyST) go into the site's ``_notebooks/`` folder, which the download button of
+every page serves.
 
 ``--zh`` builds the Chinese edition: ``scripts/zh_edition.py`` writes its source into
 ``_build/zh_src/``, jupyter-book builds it into ``_build/zh/``
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,7 +77,73 @@ def build(args: list[str]) -> int:
     return cli.main(["build", *args], standalone_mode=False) or 0
 
 
-def build_zh(args: list[str], pages: list[str] | None = None) -> int:
+#: The folder of the site that holds each page's reader notebook (the download button
+#: of book/_ext/dpo_grpo_book serves it).
+READER_FOLDER = "_notebooks"
+
+
+def write_reader_notebooks(lang: str) -> list[Path]:
+    """The reader edition of ``lang``'s executed build into its site's
+    :data:`READER_FOLDER` (no execution: the numbers come from the build)."""
+    import reader_edition
+
+    if lang == "zh":
+        site = BUILD / "html" / "zh"
+        return reader_edition.build(
+            site / READER_FOLDER,
+            reader_edition.ZH_DEFAULTS["executed"],
+            execute=False,
+            book=reader_edition.ZH_DEFAULTS["book"],
+            lang="zh",
+        )
+    return reader_edition.build(
+        BUILD / "html" / READER_FOLDER, BUILD / "jupyter_execute", execute=False
+    )
+
+
+_STATIC_LINK = re.compile(r'((?:href|src)=")((?:\.\./)*)_static/([^"?#]+)')
+
+
+def share_static(site: Path, prefix: str = "zh/") -> int:
+    """Make the edition in ``site / prefix`` load the files of ``site / "_static"``
+    that its own ``_static`` holds byte for byte: delete its copies and point its pages
+    one folder up. Returns the number of files removed."""
+    import filecmp
+
+    own, shared = site / prefix / "_static", site / "_static"
+    removed = 0
+    for path in sorted(own.rglob("*")):
+        twin = shared / path.relative_to(own)
+        if path.is_file() and twin.is_file() and filecmp.cmp(path, twin, shallow=False):
+            path.unlink()
+            removed += 1
+    for folder in sorted(own.rglob("*"), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+    for page in (site / prefix).rglob("*.html"):
+        depth = len(page.relative_to(site / prefix).parts) - 1
+
+        def relink(m: re.Match) -> str:
+            attribute, ups, rest = m.groups()
+            if (
+                ups.count("../") != depth  # not this edition's _static (or shared)
+                or (own / rest).exists()
+                or not (shared / rest).exists()
+            ):
+                return m.group(0)
+            return f"{attribute}{ups}../_static/{rest}"
+
+        text = page.read_text(encoding="utf-8")
+        linked = _STATIC_LINK.sub(relink, text)
+        if linked != text:
+            page.write_text(linked, encoding="utf-8")
+    return removed
+
+
+def build_zh(
+    args: list[str], pages: list[str] | None = None, share: bool = True
+) -> int:
     """The Chinese edition (see the module docstring)."""
     import zh_edition
 
@@ -93,6 +166,10 @@ def build_zh(args: list[str], pages: list[str] | None = None) -> int:
     if site.is_dir():
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(site, target)
+        if pages is None:
+            write_reader_notebooks("zh")
+            if share and (BUILD / "html" / "_static").is_dir():
+                share_static(BUILD / "html")  # `make book-zh` after `make book`
     return rc
 
 
@@ -103,12 +180,19 @@ def build_both() -> int:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as log:
         chinese = subprocess.Popen(
-            [sys.executable, __file__, "--zh"], stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, __file__, "--zh", "--no-share"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         english = build(DEFAULT_ARGS)
+        if (BUILD / "html" / "book").is_dir():
+            write_reader_notebooks("en")
         chinese_rc = chinese.wait()
     print("\nThe Chinese edition's build (" + str(log_path) + "):")
     print(log_path.read_text(encoding="utf-8"))
+    if (BUILD / "html" / "zh" / "_static").is_dir():
+        removed = share_static(BUILD / "html")
+        print(f"The Chinese site loads {removed} files from the English _static/.")
     return english or chinese_rc
 
 
@@ -116,10 +200,12 @@ def main(argv: list[str]) -> int:
     if argv == ["--both"]:
         return build_both()
     if argv[:1] == ["--zh"]:
-        argv, pages = argv[1:], None
+        argv, pages, share = argv[1:], None, True
+        if argv[:1] == ["--no-share"]:  # --both shares once both editions are built
+            argv, share = argv[1:], False
         if argv[:1] == ["--pages"]:
             pages, argv = argv[1].split(","), argv[2:]
-        return build_zh(argv or ZH_DEFAULT_ARGS, pages)
+        return build_zh(argv or ZH_DEFAULT_ARGS, pages, share)
     return build(argv or DEFAULT_ARGS)
 
 

@@ -698,10 +698,10 @@ def convert_notebook(nb, ctx: Context):
 
 BINDER_REQUIREMENTS = (
     "# repo2docker (Binder) environment of the reader edition (written by "
-    "scripts/reader_edition.py)\n"
+    "scripts/reader_edition.py); zh: the CJK font of the Chinese notebooks' figures\n"
     """--extra-index-url https://download.pytorch.org/whl/cpu
 torch=={torch}
-dpo-grpo[jupyter] @ git+{url}@{branch}
+dpo-grpo[jupyter,zh] @ git+{url}@{branch}
 """
 )
 

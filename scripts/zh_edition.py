@@ -14,12 +14,13 @@ Jupyter Book project into ``_build/zh_src/`` (generated, never committed): every
 ``_toc.yml`` with each Markdown block replaced by its current translation from
 ``i18n/zh/<stem>.po`` (``zh_catalog``), code cells unchanged except the set-up cell (tag
 ``colab-setup``), which first sets ``DPO_GRPO_LANG=zh`` so that figures, widgets and
-``check`` speak Chinese in the build and in the Chinese reader edition. A block with no
-current translation (missing or fuzzy) stays English, and the page then opens with a
-note saying how many blocks are still English. Its ``_config.yml`` is the English one
-with the Chinese title, ``language: zh_CN``, the language switch pointing back to the
-English site and the launch buttons pointing at the Chinese reader edition; its
-``_toc.yml`` has the captions translated.
+``check`` speak Chinese in the build and in the Chinese reader edition, and which
+installs the package with its ``zh`` extra too (mplfonts: the CJK font of the matplotlib
+figures). A block with no current translation (missing or fuzzy) stays English, and the
+page then opens with a note saying how many blocks are still English. Its
+``_config.yml`` is the English one with the Chinese title, ``language: zh_CN``, the
+language switch pointing back to the English site and the launch buttons pointing at the
+Chinese reader edition; its ``_toc.yml`` has the captions translated.
 """
 
 from __future__ import annotations
@@ -46,13 +47,28 @@ LANG_LINES = (
     "import os\n\n"
     'os.environ["DPO_GRPO_LANG"] = "zh"  # 中文版：图、控件和 check 的反馈用中文\n'
 )
+#: What the English set-up cell installs (scripts/sync_colab_cells.py), and the Chinese
+#: one: also the ``zh`` extra (pyproject.toml).
+EXTRAS_LINES = (
+    'extras = "notebooks,torch" if wants_torch else "notebooks"',
+    'extras = "notebooks,zh,torch" if wants_torch else "notebooks,zh"',
+)
+#: jieba's dictionary for the Chinese site's search index, beside its ``_config.yml``
+SEARCH_WORDS = "search_words.txt"
+HAN = re.compile(r"[\u4e00-\u9fff]")
 FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英文原文。\n:::"
 
 
 def setup_cell_zh(source: str) -> str:
     """The set-up cell of the Chinese edition: the English one with ``DPO_GRPO_LANG=zh``
-    set before any code."""
-    lines = source.split("\n")
+    set before any code, installing the ``zh`` extra too."""
+    en, zh = EXTRAS_LINES
+    if source.count(en) != 1:
+        raise ValueError(
+            f"the set-up cell must have the line {en!r} once (run "
+            "scripts/sync_colab_cells.py)"
+        )
+    lines = source.replace(en, zh).split("\n")
     k = 0
     while k < len(lines) and lines[k].startswith("#"):
         k += 1
@@ -107,8 +123,19 @@ def translate_page(page: Path, cat) -> tuple[str | nbformat.NotebookNode, int]:
     return nb, english
 
 
-def config_zh(config: dict, title: str) -> dict:
-    """The Chinese ``_config.yml`` from the English one."""
+def search_words(glossary: zh_glossary.Glossary | None = None) -> str:
+    """jieba's user dictionary for the Chinese site's search: the glossary's Chinese
+    terms (with a Han character, without a space), one a line. Sphinx indexes Chinese
+    words as jieba cuts them (价值网络 into 价值 and 网络, without this), and the
+    search page does not cut a query: with these words a term typed whole is found."""
+    glossary = glossary or zh_glossary.load()
+    words = {w for t in glossary.terms for w in t.zh if HAN.search(w) and " " not in w}
+    return "".join(f"{w}\n" for w in sorted(words))
+
+
+def config_zh(config: dict, title: str, search_dict: Path | None = None) -> dict:
+    """The Chinese ``_config.yml`` from the English one; ``search_dict``: the file of
+    :func:`search_words`."""
     cfg = yaml.safe_load(yaml.safe_dump(config))
     cfg["title"] = title
     sphinx_config = cfg.setdefault("sphinx", {}).setdefault("config", {})
@@ -118,6 +145,8 @@ def config_zh(config: dict, title: str) -> dict:
     sphinx_config["book_reader_prefix"] = SITE_PREFIX
     # the Chinese site serves its CJK web font, Noto Sans SC (book/_ext/dpo_grpo_book)
     sphinx_config["book_cjk_web_font"] = True
+    if search_dict is not None:  # sphinx.search.zh loads it into jieba
+        sphinx_config["html_search_options"] = {"dict": str(search_dict.resolve())}
     return cfg
 
 
@@ -192,8 +221,13 @@ def generate(
     )
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     title = zh_catalog.translation(book_cat, config["title"]) or config["title"]
+    (out / SEARCH_WORDS).write_text(search_words(), encoding="utf-8")
     (out / "_config.yml").write_text(
-        yaml.safe_dump(config_zh(config, title), allow_unicode=True, sort_keys=False),
+        yaml.safe_dump(
+            config_zh(config, title, out / SEARCH_WORDS),
+            allow_unicode=True,
+            sort_keys=False,
+        ),
         encoding="utf-8",
     )
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))

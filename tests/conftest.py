@@ -141,6 +141,8 @@ def _book_sources():
         "code/dpo_grpo/**/*.py",
         "i18n/**/*",
         "scripts/zh_edition.py",
+        "scripts/build_book.py",
+        "scripts/reader_edition.py",
     ):
         yield from (
             p

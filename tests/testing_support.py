@@ -152,6 +152,38 @@ def record_chinese_misses(monkeypatch, tmp_path) -> Path:
     return misses
 
 
+def drawn_as_boxes(fig) -> list[str]:
+    """What matplotlib says it drew as a box when ``fig`` is drawn on a new renderer
+    (matplotlib warns when it first measures a text on a renderer): its "Glyph …
+    missing from font(s)" warnings and mathtext's "does not have a glyph" log lines
+    (checked apart from ``dpo_grpo.i18n.check_glyphs``, which the figures call)."""
+    import logging
+    import warnings
+
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.mathtext import MathTextParser
+
+    class Lines(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.WARNING)
+            self.lines = []
+
+        def emit(self, record):
+            self.lines.append(record.getMessage())
+
+    MathTextParser._parse_cached.cache_clear()  # a cached parse logs nothing
+    log, lines = logging.getLogger("matplotlib.mathtext"), Lines()
+    log.addHandler(lines)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.draw(RendererAgg(*(round(x) for x in fig.bbox.size), fig.dpi))
+    finally:
+        log.removeHandler(lines)
+    said = [str(w.message) for w in caught] + lines.lines
+    return [s for s in said if "missing from font" in s or "not have a glyph" in s]
+
+
 # --------------------------------------------------------------------------------------
 # A notebook's code read statically: its imports and the package names they bind
 # (tests/book/test_shown_is_run.py, tests/book/test_prose_names.py)

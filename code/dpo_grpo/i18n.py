@@ -21,17 +21,22 @@ Strings defined before the language is known (module-level labels) are marked wi
 :func:`N_` where they are written and translated with :func:`tr` where they are shown.
 
 :func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese
-glyphs when the language is ``"zh"``; :func:`pad` lines up text tables whose cells hold
-Chinese (two columns a character).
+glyphs when the language is ``"zh"`` (matplotlib's: Noto Sans CJK SC from the mplfonts
+package, the ``zh`` extra); :func:`check_glyphs` fails a matplotlib figure that would
+draw a character as a box; :func:`pad` lines up text tables whose cells hold Chinese
+(two columns a character).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import unicodedata
+import warnings
+from importlib import resources
 from pathlib import Path
 
 __all__ = [
@@ -41,6 +46,8 @@ __all__ = [
     "MISSES_ENV",
     "N_",
     "catalog",
+    "check_glyphs",
+    "cjk_font_file",
     "display_width",
     "language",
     "needs_translation",
@@ -63,16 +70,10 @@ CJK_FONT_FAMILY = (
     "Noto Sans SC, Noto Sans CJK SC, Microsoft YaHei, PingFang SC, "
     "WenQuanYi Micro Hei, sans-serif"
 )
-#: The CJK font files matplotlib can read (Debian's fonts-noto-cjk, then other common
-#: places); the first that exists is used.
-CJK_FONT_FILES = (
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/google-noto-cjk/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
-    "/System/Library/Fonts/PingFang.ttc",
-    "C:/Windows/Fonts/msyh.ttc",
-)
+#: The CJK font of matplotlib figures: a file of the mplfonts package (PyPI), installed
+#: with the book's ``zh`` extra, so that every machine has it (Colab included).
+CJK_FONT_PACKAGE = "mplfonts"
+CJK_FONT_RESOURCE = ("fonts", "NotoSansCJKsc-Regular.otf")
 _CATALOG_DIR = Path(__file__).resolve().parent / "data" / "i18n"
 _ENGLISH_WORD = re.compile(r"[a-z]{3,}")
 _IDENTIFIER = re.compile(r"[A-Za-z]\w*_\w*")
@@ -186,31 +187,100 @@ def plotly_font() -> dict:
     return {"family": CJK_FONT_FAMILY} if language() == "zh" else {}
 
 
+def cjk_font_file() -> str:
+    """The path of the CJK font of matplotlib figures, Noto Sans CJK SC, inside the
+    mplfonts package (never a font of the OS). Raises ImportError, saying what to
+    install, when the package or its font is missing."""
+    hint = (
+        f"the Chinese edition's figures need the {CJK_FONT_PACKAGE} package (its font "
+        f"Noto Sans CJK SC): pip install {CJK_FONT_PACKAGE}, or pip install "
+        '"dpo-grpo[zh]"'
+    )
+    try:
+        path = resources.files(CJK_FONT_PACKAGE).joinpath(*CJK_FONT_RESOURCE)
+    except ImportError as err:
+        raise ImportError(hint) from err
+    if not path.is_file():
+        raise ImportError(f"{hint} ({'/'.join(CJK_FONT_RESOURCE)} is missing)")
+    return str(path)
+
+
 def use_cjk_matplotlib_font() -> str | None:
-    """In Chinese, register the first CJK font file found (:data:`CJK_FONT_FILES`) with
-    matplotlib and put its family first in ``font.sans-serif``; returns the family name,
-    or ``None`` in English or when no file exists (matplotlib then warns about missing
-    glyphs)."""
+    """In Chinese, register the CJK font (:func:`cjk_font_file`) with matplotlib and put
+    its family first in ``font.sans-serif``; returns the family name (``None`` in
+    English). Raises ImportError when the mplfonts package is missing."""
     if language() != "zh":
         return None
-    path = next((p for p in CJK_FONT_FILES if os.path.exists(p)), None)
-    if path is None:
-        return None
-    from matplotlib import rcParams
+    from matplotlib import font_manager, rcParams
 
-    family = _register_font(path)
-    if family not in rcParams["font.sans-serif"]:
-        rcParams["font.sans-serif"] = [family, *rcParams["font.sans-serif"]]
+    path = cjk_font_file()
+    if not any(f.fname == path for f in font_manager.fontManager.ttflist):
+        font_manager.fontManager.addfont(path)
+    family = font_manager.FontProperties(fname=path).get_name()
+    if rcParams["font.sans-serif"][:1] != [family]:
+        rcParams["font.sans-serif"] = [
+            family,
+            *(f for f in rcParams["font.sans-serif"] if f != family),
+        ]
     return family
 
 
-@functools.lru_cache(maxsize=None)
-def _register_font(path: str) -> str:
-    from matplotlib import font_manager
+#: matplotlib's word for a character it draws as a box: a warning for text, a log line
+#: (logger ``matplotlib.mathtext``) for text with ``$math$``
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font\(s\) (.*)\.$")
+_MATHTEXT_MISSING = "does not have a glyph"
 
-    font_manager.fontManager.addfont(path)
-    # a collection (.ttc) holds several faces: prefer the Simplified Chinese one
-    names = [f.name for f in font_manager.fontManager.ttflist if f.fname == path]
-    return next((n for n in names if n.endswith(" SC")), None) or (
-        names[0] if names else font_manager.FontProperties(fname=path).get_name()
+
+class _MissingGlyphs(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.found: list[tuple[str, str]] = []  # (character, fonts)
+
+    def emit(self, record):
+        if _MATHTEXT_MISSING in str(record.msg) and len(record.args or ()) == 3:
+            font, _, codepoint = record.args
+            self.found.append((chr(codepoint), f"mathtext's {font!r} font"))
+
+
+def check_glyphs(fig):
+    """Draw the matplotlib figure ``fig`` (on a new Agg renderer, discarded) and return
+    it; raise ValueError, naming the character and the text it is in, if a character
+    would be drawn as a box (matplotlib's "Glyph … missing from font(s)" warning, or
+    mathtext's "does not have a glyph")."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.figure import Figure
+    from matplotlib.mathtext import MathTextParser
+    from matplotlib.text import Text
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    # matplotlib warns when it measures a text, and keeps the measures per renderer;
+    # mathtext logs when it parses, and caches its parses
+    getattr(MathTextParser._parse_cached, "cache_clear", lambda: None)()
+    width, height = (max(1, round(x)) for x in fig.bbox.size)
+    mathtext, found = logging.getLogger("matplotlib.mathtext"), _MissingGlyphs()
+    mathtext.addHandler(found)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            # also when given before (the figure may have been drawn already)
+            warnings.filterwarnings("always", message=_MISSING_GLYPH.pattern)
+            fig.draw(RendererAgg(width, height, fig.dpi))
+    finally:
+        mathtext.removeHandler(found)
+    for w in caught:
+        match = _MISSING_GLYPH.match(str(w.message))
+        if match:
+            found.found.append((chr(int(match[1])), match[2]))
+        else:  # not ours: given as it would have been
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not found.found:
+        return fig
+    char, fonts = found.found[0]
+    texts = [t.get_text() for t in fig.findobj(Text) if char in t.get_text()]
+    if fonts.startswith("mathtext"):  # a text with $math$ first
+        texts.sort(key=lambda t: "$" not in t)
+    where = f"the text {texts[0]!r}" if texts else "the figure"
+    raise ValueError(
+        f"{char!r} (U+{ord(char):04X}) in {where} would be drawn as a box: no glyph "
+        f"in {fonts}"
     )

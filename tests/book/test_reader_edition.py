@@ -229,6 +229,9 @@ def test_launch_buttons_point_at_the_reader_edition():
 
 def test_binder_environment_installs_the_package_from_the_configured_repository():
     text = re_.binder_requirements(URLS)
-    assert "dpo-grpo[jupyter] @ git+https://github.com/Some-Fork/the-book@main" in text
+    # zh: the Chinese notebooks' figures need the CJK font (mplfonts)
+    assert (
+        "dpo-grpo[jupyter,zh] @ git+https://github.com/Some-Fork/the-book@main" in text
+    )
     assert "torch==2.13.0" in text and "whl/cpu" in text
     assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text()

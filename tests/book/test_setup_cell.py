@@ -3,6 +3,7 @@ runs and what it prints."""
 
 import importlib.metadata
 import importlib.util
+import re
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,13 +16,22 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 import sync_colab_cells as sync  # noqa: E402 (scripts/, put on sys.path by tests/conftest.py)
+import zh_edition
 
 
 def _run_cell(
-    capsys, *, installed, pip_rc=0, pip_log="", has_torch=True, stem="04_code", env=None
+    capsys,
+    *,
+    installed,
+    pip_rc=0,
+    pip_log="",
+    has_torch=True,
+    stem="04_code",
+    env=None,
+    zh=False,
 ):
-    """Execute the rendered cell with the installed version, pip's result and torch's
-    presence faked."""
+    """Execute the rendered cell (the Chinese edition's with ``zh``) with the installed
+    version, pip's result and torch's presence faked."""
     calls = []
     state = {"version": installed}
 
@@ -50,7 +60,10 @@ def _run_cell(
         mock.patch.object(importlib.util, "find_spec", find_spec),
         mock.patch.dict("os.environ", env or {}),
     ):
-        exec(compile(sync.setup_cell_source(stem), "<set-up>", "exec"), {})
+        source = sync.setup_cell_source(stem)
+        if zh:
+            source = zh_edition.setup_cell_zh(source)
+        exec(compile(source, "<set-up>", "exec"), {})
     return calls, capsys.readouterr().out
 
 
@@ -82,6 +95,19 @@ def test_missing_package_is_installed_with_the_right_extras_and_source(capsys):
     calls, _ = _run_cell(capsys, installed=None, has_torch=False, stem="04_code")
     # a NumPy chapter does not pull in torch
     assert calls[0][-1] == f"dpo-grpo[notebooks] @ git+{url}"
+
+
+def test_the_chinese_cell_installs_the_zh_extra_too(capsys):
+    url = sync.repository_url()
+    calls, _ = _run_cell(capsys, installed=None, has_torch=True, zh=True)
+    assert calls[0][-1] == f"dpo-grpo[notebooks,zh] @ git+{url}"
+    calls, _ = _run_cell(
+        capsys, installed=None, has_torch=False, stem="lab_tiny_grpo", zh=True
+    )
+    assert calls[0][-1] == f"dpo-grpo[notebooks,zh,torch] @ git+{url}"
+    # the extra brings the CJK font of the Chinese figures
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^zh = \[.*"mplfonts>=', pyproject, re.MULTILINE)
 
 
 def test_the_chapters_that_use_torch_are_found_from_their_cells():

@@ -100,7 +100,9 @@ FIGURES = """() => {
     if (!gd._fullLayout) { report.push(`${name}: not drawn`); return; }
     for (const [id, plot] of Object.entries(gd._fullLayout._plots || {})) {
       const w = plot.xaxis._length;
-      if (w < %(min)d) report.push(`${name}: subplot ${id} is ${Math.round(w)} px wide`);
+      if (w < %(min)d) {
+        report.push(`${name}: subplot ${id} is ${Math.round(w)} px wide`);
+      }
     }
     const fig = boxes(gd.querySelector('.main-svg'));
     const texts = [...gd.querySelectorAll('svg text')].filter(t => {
@@ -147,7 +149,8 @@ RAW_TEX = """() => {
   const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
   const out = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (n.parentElement.closest('pre, code, script, mjx-container, .highlight')) continue;
+    const skip = 'pre, code, script, mjx-container, .highlight';
+    if (n.parentElement.closest(skip)) continue;
     const m = n.textContent.match(/(\\$\\$|\\\\\\(|\\\\\\[|\\\\frac|\\\\mathrm)/);
     if (m) out.push(n.textContent.trim().slice(0, 80));
   }
@@ -182,16 +185,20 @@ class Tab:
         self.errors, self.blocked = [], []
         self.page.on(
             "console",
-            lambda m: self.errors.append(f"{m.text} ({m.location.get('url', '')})")
-            if m.type == "error"
-            else None,
+            lambda m: (
+                self.errors.append(f"{m.text} ({m.location.get('url', '')})")
+                if m.type == "error"
+                else None
+            ),
         )
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         self.page.on(
             "response",
-            lambda r: self.errors.append(f"HTTP {r.status}: {r.url}")
-            if r.status >= 400
-            else None,
+            lambda r: (
+                self.errors.append(f"HTTP {r.status}: {r.url}")
+                if r.status >= 400
+                else None
+            ),
         )
         self.page.route("**/*", local_only_route(site, self.blocked))
         self.site = site
@@ -285,12 +292,16 @@ def test_the_language_switch_keeps_the_tab_and_the_section(browser, site, editio
     page = tab.open(f"{EDITIONS[edition]}book/04_code.html")
     sections = page.locator("article.bd-article section[id]")
     index = min(3, sections.count() - 1)
-    sections.nth(index).scroll_into_view_if_needed()
-    page.evaluate(f"() => document.querySelectorAll('article.bd-article "
-                  f"section[id]')[{index}].scrollIntoView()")
+    page.evaluate(
+        "i => document.querySelectorAll('article.bd-article section[id]')[i]"
+        ".scrollIntoView()",
+        index,
+    )
     pages_before = len(tab.context.pages)
+    # a tap where the button is (Playwright's own click scrolls the page first)
+    box = page.locator("a.btn-language-switch").bounding_box()
     with page.expect_navigation():
-        page.locator("a.btn-language-switch").click()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.evaluate(SETTLE)
     other = "zh/" if edition == "en" else ""
     assert len(tab.context.pages) == pages_before, "the switch opened a new tab"

@@ -1,10 +1,10 @@
 """Chinese text renders in the built Chinese site (issue #32), in headless Chromium,
-served from 127.0.0.1 with every other host blocked: the site's own web font, Noto Sans
-SC (``@fontsource/noto-sans-sc``, copied into ``_static/vendor/noto-sans-sc/`` by
-``book/_ext/dpo_grpo_book``), is loaded and covers every Han character of the page's
-text, and every plotly figure draws its text in that font. A system CJK font (or none)
-would pass unseen on one machine and show missing-glyph boxes on another; the served
-font is the same everywhere.
+served from 127.0.0.1 with every other host blocked: the site's own web font, "Noto
+Sans SC" (mplfonts' Noto Sans CJK SC cut down to the site's characters by
+``book/_ext/dpo_grpo_book.write_cjk_subset``, in ``_static/vendor/cjk/``), is loaded and
+covers every Han character of the page's text, and every plotly figure draws its text in
+that font. A system CJK font (or none) would pass unseen on one machine and show
+missing-glyph boxes on another; the served font is the same everywhere.
 
 Three pages: a chapter with a plotly figure, the explorables and the lab. Screenshots
 (the top of each page and its first figure: plotly, else a matplotlib image) go to
@@ -110,16 +110,13 @@ def opened(request, site, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.route("**/*", route)
     page.goto(f"{site}/{PAGES[name]}", wait_until="load", timeout=120_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.plotly-graph-div')].every(g => "
-        "g._fullData)",
-        timeout=120_000,
-    )
+    # book.js draws a figure as it nears the screen: draw them all
+    page.evaluate("() => window.bookDrawAllFigures()")
     state = page.evaluate(FONT_STATE, FAMILY)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"zh-{name}.png"))
     # the first plotly figure, else the first image the page's code drew (matplotlib,
-    # its CJK font from the system)
+    # its CJK font from the mplfonts package)
     figure = page.query_selector(".plotly-graph-div") or page.query_selector(
         ".cell_output img"
     )

@@ -1,9 +1,11 @@
 """dpo_grpo.chapters.benchmarks: the benchmark-results reader and its tables."""
 
+import importlib.util
 import json
+import sys
+from pathlib import Path
 
 import pytest
-
 from dpo_grpo import tables
 from dpo_grpo.chapters import benchmarks as bm
 from dpo_grpo.chapters import parity
@@ -228,3 +230,265 @@ def test_logprob_rows_and_shape_order(tmp_path):
         json.dumps({"host": {}, "logprobs": data["logprobs"]})
     )
     assert len(bm.load_benchmarks(tmp_path)) == 1
+
+
+# --- page weight (bench/bench_pages.py) -----------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _page(edition, stem, compressed, fcp_samples):
+    return {
+        "edition": edition,
+        "page": stem,
+        "path": f"{'zh/' if edition == 'zh' else ''}book/{stem}.html",
+        "transfer": {
+            "compressed_bytes": compressed,
+            "raw_bytes": 3 * compressed,
+            "resources": 30,
+            "largest": [],
+        },
+        "timing": {
+            "fcp_s": {
+                "median": None
+                if not fcp_samples
+                else sorted(fcp_samples)[len(fcp_samples) // 2],
+                "samples": fcp_samples,
+            }
+        },
+    }
+
+
+def _page_weight_file():
+    pages = {
+        "en/01_why": _page("en", "01_why", 830_388, [1.0, 1.2, 1.1]),
+        "en/explorables": _page("en", "explorables", 1_500_000, [2.6, 2.4, 2.5]),
+        "zh/01_why": _page("zh", "01_why", 1_703_545, [2.0, 1.9, 2.1]),
+        "zh/explorables": _page("zh", "explorables", 2_246_000, [2.6, 2.7, 2.8]),
+    }
+    for entry in pages.values():
+        entry["meets"] = bm.page_targets_met(entry)
+    return {
+        "benchmark": "page_weight",
+        "host": {"cpu_model": "Toy CPU", "cpu_count": 2},
+        "run_info": {"date": "2026-12-05T01:00:00+0000", "chromium_version": "156"},
+        "targets": dict(bm.PAGE_WEIGHT_TARGETS),
+        "pages": pages,
+        "summary": bm.page_weight_summary(pages),
+    }
+
+
+def test_page_targets_met_at_and_over_the_limits():
+    limit = bm.PAGE_WEIGHT_TARGETS["transfer_compressed_bytes_max"]
+    assert limit == 1_500_000 and bm.PAGE_WEIGHT_TARGETS["fcp_s_max"] == 2.5
+    assert bm.page_targets_met(_page("en", "a", limit, [2.5])) == {
+        "transfer": True,
+        "fcp": True,
+    }
+    assert bm.page_targets_met(_page("en", "a", limit + 1, [2.51])) == {
+        "transfer": False,
+        "fcp": False,
+    }
+    # the median over the visits is judged, not the slowest visit
+    assert bm.page_targets_met(_page("en", "a", 1, [1.0, 9.0, 2.0]))["fcp"] is True
+    # no measurement: no verdict
+    assert bm.page_targets_met({"edition": "en"}) == {"transfer": None, "fcp": None}
+    assert bm.page_targets_met(_page("en", "a", 1, []))["fcp"] is None
+    strict = {"transfer_compressed_bytes_max": 100, "fcp_s_max": 0.5}
+    assert bm.page_targets_met(_page("en", "a", 101, [0.5]), strict) == {
+        "transfer": False,
+        "fcp": True,
+    }
+    with pytest.raises(TypeError, match="entry"):
+        bm.page_targets_met(None)
+
+
+def test_page_weight_summary_per_edition():
+    summary = bm.page_weight_summary(_page_weight_file()["pages"])
+    assert list(summary) == ["en", "zh", "all"]
+    assert summary["en"] == {
+        "pages": 2,
+        "meet_transfer": 2,
+        "meet_fcp": 2,
+        "meet_both": 2,
+        "heaviest": {"page": "en/explorables", "compressed_bytes": 1_500_000},
+        "slowest": {"page": "en/explorables", "fcp_s": 2.5},
+    }
+    assert summary["zh"]["meet_transfer"] == 0 and summary["zh"]["meet_fcp"] == 1
+    assert summary["all"]["pages"] == 4 and summary["all"]["meet_both"] == 2
+    assert summary["all"]["heaviest"]["page"] == "zh/explorables"
+    assert bm.page_weight_summary({}) == {
+        "all": {
+            "pages": 0,
+            "meet_transfer": 0,
+            "meet_fcp": 0,
+            "meet_both": 0,
+            "heaviest": None,
+            "slowest": None,
+        }
+    }
+    with pytest.raises(TypeError, match="pages"):
+        bm.page_weight_summary([])
+
+
+def test_page_weight_table_from_a_result_file(tmp_path):
+    path = tmp_path / "page-weight.json"
+    path.write_text(json.dumps(_page_weight_file()))
+    data = bm.load_page_weight(path)
+    rows = bm.page_weight_rows(data)
+    assert [(r["edition"], r["page"]) for r in rows] == [
+        ("en", "01_why"),
+        ("en", "explorables"),
+        ("zh", "01_why"),
+        ("zh", "explorables"),
+    ]
+    assert rows[0] == {
+        "edition": "en",
+        "page": "01_why",
+        "compressed KB": pytest.approx(830.388),
+        "FCP s": 1.1,
+        "meets <= 1.5 MB": True,
+        "meets FCP <= 2.5 s at 4x CPU": True,
+    }
+    assert [r["page"] for r in bm.page_weight_rows(data, "zh")] == [
+        "01_why",
+        "explorables",
+    ]
+    md = bm.page_weight_table(data).splitlines()
+    assert md[0] == (
+        "| edition | page | compressed KB | FCP s | meets <= 1.5 MB | "
+        "meets FCP <= 2.5 s at 4x CPU |"
+    )
+    assert "| en | 01_why | 830 | 1.10 | yes | yes |" in md
+    assert "| zh | explorables | 2,246 | 2.70 | **no** | **no** |" in md
+    # the verdicts are judged again from the numbers and the file's targets
+    data["targets"]["fcp_s_max"] = 1.0
+    assert not bm.page_weight_rows(data)[0]["meets FCP <= 1 s at 4x CPU"]
+    summary = bm.page_weight_summary_rows(_page_weight_file())
+    assert summary[0] == {
+        "edition": "en",
+        "pages": 2,
+        "meet the transfer target": 2,
+        "meet the FCP target": 2,
+        "heaviest page": "en/explorables (1,500 KB)",
+        "slowest page": "en/explorables (2.50 s)",
+    }
+    assert [r["edition"] for r in summary] == ["en", "zh", "all"]
+    with pytest.raises(ValueError, match="edition 'fr'"):
+        bm.page_weight_table(data, "fr")
+
+
+def test_page_weight_tables_in_chinese(monkeypatch):
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    data = _page_weight_file()
+    head = bm.page_weight_table(data).splitlines()[0]
+    assert head == (
+        "| 版本 | 页面 | 压缩后 KB | FCP s | 达到 <= 1.5 MB | 达到 FCP <= 2.5 s（CPU "
+        "减速 4x） |"
+    )
+    rows = bm.page_weight_summary_rows(data)
+    head = tables.markdown_table(rows, list(rows[0])).splitlines()[0]
+    assert head == (
+        "| 版本 | 页数 | 达到传输量目标的页数 | 达到 FCP 目标的页数 | 最重的页面 | "
+        "最慢的页面 |"
+    )
+
+
+def test_the_page_weight_loader_fails_clearly(tmp_path):
+    missing = tmp_path / "page-weight.json"
+    with pytest.raises(FileNotFoundError, match=r"bench/bench_pages\.py --out"):
+        bm.load_page_weight(missing)
+    missing.write_text(json.dumps({"benchmark": "frontend_draw", "frontends": {}}))
+    with pytest.raises(ValueError, match="bench_pages"):
+        bm.load_page_weight(missing)
+    with pytest.raises(ValueError, match="bench_pages"):
+        bm.page_weight_rows({"pages": {}})
+    with pytest.raises(TypeError, match="path"):
+        bm.load_page_weight(3)
+    # the other readers of bench_results/ leave a page-weight file alone
+    missing.write_text(json.dumps(_page_weight_file()))
+    assert bm.load_benchmarks(tmp_path) == []
+    assert bm.is_page_weight(_page_weight_file())
+
+
+def _bench_pages(monkeypatch):
+    """bench/bench_pages.py as a module (it puts code/ on sys.path: undone after the
+    test)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec = importlib.util.spec_from_file_location(
+        "bench_pages", ROOT / "bench" / "bench_pages.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_pages_writes_to_the_working_directory_by_default(monkeypatch, tmp_path):
+    """Rerunning the benchmark never overwrites the book's shipped result: the default
+    output is ./page-weight.json; the package's copy only with an explicit --out."""
+    script = _bench_pages(monkeypatch)
+    data_dir = (ROOT / "code" / "dpo_grpo" / "data").resolve()
+    monkeypatch.chdir(tmp_path)
+    args = script.parse_args([])
+    assert args.out == tmp_path.resolve() / "page-weight.json"
+    monkeypatch.chdir(ROOT)
+    args = script.parse_args([])
+    assert args.out == ROOT.resolve() / "page-weight.json"
+    assert not args.out.is_relative_to(data_dir)
+    assert args.site == Path("_build/html") and args.repeats == 3
+    assert args.editions == ["en", "zh"] and args.pages is None
+    shipped = "code/dpo_grpo/data/bench_results/page-weight.json"
+    args = script.parse_args(
+        ["site", "--out", shipped, "--pages", "01_why,04_code.html", "--editions", "zh"]
+    )
+    assert args.out == ROOT.resolve() / shipped
+    assert args.pages == ["01_why", "04_code"] and args.editions == ["zh"]
+    for bad in (["--repeats", "0"], ["--editions", "fr"], ["--viewport", "wide"]):
+        with pytest.raises(SystemExit):
+            script.parse_args(bad)
+
+
+def test_bench_pages_helpers(monkeypatch, tmp_path):
+    script = _bench_pages(monkeypatch)
+    assert script.compression_of("/_static/x.min.js") == "gzip"
+    assert script.compression_of("/_static/f.woff2") == "raw"
+    assert script.compression_of("/_images/a.png", "image/png") == "raw"
+    assert script.compression_of("/book/", "text/html; charset=utf-8") == "gzip"
+    assert script.compression_of("/blob.bin", "application/octet-stream") == "raw"
+    assert script.kind_of("/a/b.css") == "css" and script.kind_of("/x.svg") == "image"
+    squeeze = script.Compressor()
+    text = b"page weight " * 1000
+    assert squeeze.size(text, "gzip") < len(text) // 10
+    assert squeeze.size(text, "raw") == len(text)
+    resources = [
+        {
+            "path": f"/{n}.js",
+            "kind": "js",
+            "encoding": "gzip-6",
+            "raw_bytes": 3 * n,
+            "compressed_bytes": n,
+        }
+        for n in range(1, 13)
+    ]
+    summary = script.transfer_summary(resources)
+    assert summary["compressed_bytes"] == 78 and summary["raw_bytes"] == 234
+    assert summary["resources"] == 12 and len(summary["largest"]) == 10
+    assert summary["largest"][0]["path"] == "/12.js"
+    assert summary["by_kind"] == {
+        "js": {"resources": 12, "compressed_bytes": 78, "raw_bytes": 234}
+    }
+    for folder in ("book", "zh/book"):
+        (tmp_path / folder).mkdir(parents=True)
+        for stem in ("01_why", "intro"):
+            (tmp_path / folder / f"{stem}.html").write_text("<p>x</p>")
+    (tmp_path / "book" / "only_en.html").write_text("<p>x</p>")
+    assert script.page_list(tmp_path, ["en", "zh"], ["intro", "only_en"]) == [
+        ("en/intro", "book/intro.html"),
+        ("en/only_en", "book/only_en.html"),
+        ("zh/intro", "zh/book/intro.html"),
+    ]
+    assert len(script.page_list(tmp_path, ["en"])) == 3
+    with pytest.raises(SystemExit, match="no such page"):
+        script.page_list(tmp_path, ["en", "zh"], ["nope"])
+    with pytest.raises(SystemExit, match="zh/book"):
+        script.page_list(tmp_path / "book", ["zh"])

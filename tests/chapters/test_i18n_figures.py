@@ -15,7 +15,8 @@ from matplotlib import rcParams  # noqa: E402
 
 from dpo_grpo.chapters import papers as pp  # noqa: E402
 from dpo_grpo.chapters import pipeline  # noqa: E402
-from dpo_grpo.i18n import use_cjk_matplotlib_font  # noqa: E402
+
+from testing_support import drawn_as_boxes  # noqa: E402
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
@@ -88,13 +89,13 @@ def test_data_flow_in_english_and_chinese(monkeypatch):
     assert len(zh) == len(en)
 
 
-def test_chinese_figures_use_a_cjk_font(monkeypatch):
+def test_chinese_figures_draw_every_glyph(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
-    family = use_cjk_matplotlib_font()
-    if family is None:
-        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
-    rcParams["font.sans-serif"] = [
-        f for f in rcParams["font.sans-serif"] if f != family
-    ]
-    pp.results_figure()
-    assert rcParams["font.sans-serif"][0] == family
+    _, ax = plt.subplots(figsize=(12, 5))
+    for fig in (
+        pp.timeline_figure(),
+        pp.results_figure(),
+        pipeline.plot_data_flow(ax).figure,
+    ):
+        assert drawn_as_boxes(fig) == []
+    assert rcParams["font.sans-serif"][0] == "Noto Sans CJK SC"

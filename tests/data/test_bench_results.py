@@ -3,13 +3,12 @@ browser redraw tables."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
-
 from dpo_grpo import tables
-
-from dpo_grpo.data import bench_results as br
 from dpo_grpo.chapters import benchmarks
+from dpo_grpo.data import bench_results as br
 
 
 def _widget_result(times_ms, target=50.0):
@@ -164,3 +163,27 @@ def test_widget_benchmark_host_in_english_and_chinese(monkeypatch):
     zh = br.widget_benchmark_host(data)
     assert "box" in zh and "figurewidget" in zh and "Python" in zh
     assert not re.search(r"\bhost\b|CPUs|figure shown|load average", zh), zh
+
+
+def test_a_shipped_page_weight_result_covers_every_page_of_both_editions():
+    """bench/bench_pages.py writes code/dpo_grpo/data/bench_results/page-weight.json
+    only when asked (--out); once shipped, it measures every page of the book in both
+    editions and its recorded verdicts and summary agree with its numbers."""
+    from dpo_grpo.data import BENCH_RESULTS
+
+    path = BENCH_RESULTS / benchmarks.PAGE_WEIGHT_FILE
+    if not path.exists():
+        pytest.skip(f"no {path.name} shipped yet (bench/bench_pages.py --out ...)")
+    data = benchmarks.load_page_weight(path)
+    book = Path(__file__).resolve().parents[2] / "book"
+    stems = {p.stem for p in book.iterdir() if p.suffix in (".ipynb", ".md")}
+    for edition in ("en", "zh"):
+        measured = {k.partition("/")[2] for k in data["pages"] if k.startswith(edition)}
+        assert measured == stems, (edition, sorted(measured ^ stems))
+    targets = data["targets"]
+    for key, entry in data["pages"].items():
+        assert entry["transfer"]["compressed_bytes"] > 0, key
+        assert entry["timing"]["fcp_s"]["median"] is not None, key
+        assert entry["meets"] == benchmarks.page_targets_met(entry, targets), key
+    assert data["summary"] == benchmarks.page_weight_summary(data["pages"], targets)
+    assert data["method"]["scrolled"] is False

@@ -3,6 +3,8 @@ chapters 1-5: sliders, size, exactness of every slider combination, the decoupli
 check, offline HTML and the book's MIME renderer."""
 
 import copy
+import json
+import re
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from dpo_grpo.interactive.explorable import (  # noqa: E402
     set_layout_path,
 )
 from dpo_grpo_book import (  # noqa: E402
+    PLOTLY_CONFIG,
     PLOTLY_MIME,
     PlotlyMimeRenderer,
     dedupe_scripts,
@@ -138,12 +141,22 @@ def test_decoupling_is_enforced():
 
 def test_figure_html_is_offline_and_deterministic(built):
     html = plotly_fragment(built["dpo"], div_id="x")
-    assert (
-        "Plotly.newPlot" in html
-        and "<script src" not in html
-        and "cdn" not in html.lower()
-    )
+    assert "<script src" not in html and "cdn" not in html.lower()
+    assert "Plotly.newPlot" not in html  # drawn by book.js, after the text
+    payload = re.search(
+        r'<script type="application/json" class="book-plotly-json">(.*)</script>', html
+    ).group(1)
+    spec = json.loads(payload)
+    want = json.loads(built["dpo"].to_json())
+    assert spec["data"] == want["data"] and spec["layout"] == want["layout"]
+    assert spec["config"] == PLOTLY_CONFIG
+    assert 'id="x" class="plotly-graph-div"' in html
     assert plotly_fragment(built["dpo"]) == plotly_fragment(dpo_margin.dpo_figure())
+
+
+def test_figure_json_cannot_end_its_script_early():
+    html = plotly_fragment({"data": [], "layout": {"title": {"text": "a</script>b"}}})
+    assert html.count("</script>") == 1 and "a<\\/script>b" in html
 
 
 def test_mime_renderer_registration_and_script_dedupe():

@@ -21,6 +21,7 @@ from dpo_grpo.lab import (
 )
 from dpo_grpo.lab import figures as lf
 from matplotlib import rcParams
+from testing_support import drawn_as_boxes
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 NUMBER = re.compile(r"[+-]?\d+\.\d+")
@@ -149,18 +150,11 @@ def test_figures_in_chinese(monkeypatch):
     assert figs["learning_curves"]._suptitle.get_text().startswith("随机种子 0")
 
 
-def test_figures_in_chinese_use_a_cjk_font(monkeypatch):
+def test_figures_in_chinese_draw_every_glyph(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
-    from dpo_grpo.i18n import use_cjk_matplotlib_font
-
-    family = use_cjk_matplotlib_font()
-    if family is None:
-        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
-    rcParams["font.sans-serif"] = [
-        f for f in rcParams["font.sans-serif"] if f != family
-    ]
-    lf.training_dashboard(RUNS["GRPO"])
-    assert rcParams["font.sans-serif"][0] == family
+    for name, fig in draw_all().items():
+        assert drawn_as_boxes(fig) == [], name
+    assert rcParams["font.sans-serif"][0] == "Noto Sans CJK SC"
 
 
 def test_figures_name_bad_arguments():

@@ -47,19 +47,25 @@ disk or a local server):
    link to the same page in the other edition (the Chinese site is built into
    ``_build/html/zh/``; ``scripts/zh_edition.py``).
 6. **A CJK web font for the Chinese edition.** ``book_cjk_web_font: true`` (set by
-   ``scripts/zh_edition.py`` for the Chinese site only) copies fontsource's Noto Sans SC
-   (``@fontsource/noto-sans-sc``, OFL-1.1; regular and bold, ``400.css``/``700.css`` and
-   their woff2/woff files) into ``_static/vendor/noto-sans-sc/`` and loads it on every
-   page, with a style sheet that puts it after the Latin system fonts for the text and
-   headings. The plotly figures name it first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so
-   the pages and the figures draw Chinese with the same served font whatever fonts the
-   reader's system has.
+   ``scripts/zh_edition.py`` for the Chinese site only) serves Noto Sans CJK SC, the
+   font the matplotlib figures use (:func:`dpo_grpo.i18n.cjk_font_file`, from the
+   mplfonts package), cut down to the characters the site's pages hold: when the pages
+   are written, :func:`write_cjk_subset` collects every CJK character of them (figure
+   text included) and writes one WOFF2 file with only those glyphs (about 300 KB for
+   1,100 characters, against several MB for the whole font), declared as
+   ``Noto Sans SC`` with exactly their ``unicode-range`` and ``font-display: swap`` (the
+   text is drawn at once, in the fallback font, until it loads). A style sheet puts it
+   after the Latin system fonts for the text and headings. The plotly figures name it
+   first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so the pages and the figures draw Chinese
+   with the same served font whatever fonts the reader's system has; bold is
+   synthesised by the browser.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -123,11 +129,15 @@ NODE_ASSETS = (
     ),
 )
 
-#: The Chinese edition's web font (``book_cjk_web_font``): package, weights, destination
-#: below _static/vendor/
-CJK_FONT_PACKAGE = "@fontsource/noto-sans-sc"
-CJK_FONT_WEIGHTS = (400, 700)
-CJK_FONT_DIR = f"{VENDOR}/noto-sans-sc"
+#: The Chinese edition's web font (``book_cjk_web_font``): its family name, file and
+#: style sheet below _static/
+CJK_WEB_FAMILY = "Noto Sans SC"
+CJK_FONT_DIR = f"{VENDOR}/cjk"
+CJK_FONT_FILE = f"{CJK_FONT_DIR}/book-cjk.woff2"
+CJK_FONT_SHEET = f"{CJK_FONT_DIR}/book-cjk.css"
+#: The characters the subset keeps: Han, CJK punctuation and full-width forms (Latin
+#: text keeps the system's fonts).
+CJK_CHARACTERS = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 #: Latin text keeps the system's fonts; Han characters fall through to the served font,
 #: before the generic family (which a browser may map to any CJK font of the system).
 #: Text, headings, code and widget labels.
@@ -234,8 +244,9 @@ def vendor_assets(outdir, node_modules) -> Path:
         got = None
     if got != want:
         raise ExtensionError(
-            f"{bundle}: plotly.js {got or 'is missing'}, but plotly {plotly.__version__} "
-            f"writes figures for plotly.js {want}. Pin {PLOTLY_PACKAGE}@{want} in "
+            f"{bundle}: plotly.js {got or 'is missing'}, but plotly "
+            f"{plotly.__version__} writes figures for plotly.js {want}. Pin "
+            f"{PLOTLY_PACKAGE}@{want} in "
             "package.json and run `npm install` (then `npm ci`; `make book` does it)."
         )
     _copy(bundle / PLOTLY_BUNDLE, target / "plotly" / "plotly.min.js")
@@ -265,29 +276,66 @@ def vendor_assets(outdir, node_modules) -> Path:
     return target
 
 
-def vendor_cjk_font(outdir, node_modules) -> list[str]:
-    """Copy the Chinese edition's web font into ``outdir/_static/vendor/noto-sans-sc``;
-    return the style sheets to load (paths below ``_static/``)."""
-    from sphinx.errors import ExtensionError
+def unicode_ranges(codepoints) -> str:
+    """CSS ``unicode-range`` of a set of code points: ``U+4E00-4E02, U+4E8C``."""
+    points, ranges = sorted(set(codepoints)), []
+    for cp in points:
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return ", ".join(f"U+{a:X}" if a == b else f"U+{a:X}-{b:X}" for a, b in ranges)
 
-    root = Path(node_modules) / CJK_FONT_PACKAGE
-    target = Path(outdir) / "_static" / CJK_FONT_DIR
-    sheets = []
-    for weight in CJK_FONT_WEIGHTS:
-        css = root / f"{weight}.css"
-        files = sorted((root / "files").glob(f"*-{weight}-normal.woff*"))
-        if not css.is_file() or not files:
-            raise ExtensionError(
-                f"{root}: {weight}.css or its font files are missing. The Chinese "
-                "edition serves its CJK font locally: run `npm ci` in the repository "
-                "root (`make book` does it)."
+
+def site_cjk_characters(outdir) -> set[str]:
+    """Every CJK character (:data:`CJK_CHARACTERS`) of the site's pages and of its
+    translated theme strings."""
+    found = set()
+    outdir = Path(outdir)
+    for path in [*outdir.rglob("*.html"), outdir / "_static" / "translations.js"]:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            # JSON in the page (widget state) may spell a character as \uXXXX
+            text += "".join(
+                chr(int(h, 16)) for h in re.findall(r"\\u([0-9a-fA-F]{4})", text)
             )
-        _copy(css, target / css.name)
-        for src in files:
-            _copy(src, target / "files" / src.name)
-        sheets.append(f"{CJK_FONT_DIR}/{css.name}")
-    (target / "book-font.css").write_text(CJK_FONT_CSS, encoding="utf-8")
-    return sheets + [f"{CJK_FONT_DIR}/book-font.css"]
+            found |= set(CJK_CHARACTERS.findall(text))
+    return found
+
+
+def write_cjk_subset(outdir) -> tuple[int, int]:
+    """Write :data:`CJK_FONT_FILE` (the CJK font cut down to the site's characters) and
+    its style sheet :data:`CJK_FONT_SHEET`; return (characters, bytes of the font)."""
+    from fontTools import subset
+
+    from dpo_grpo.i18n import cjk_font_file
+
+    characters = site_cjk_characters(outdir)
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.hinting = False
+    options.layout_features = ["*"]
+    font = subset.load_font(cjk_font_file(), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=[ord(c) for c in characters])
+    subsetter.subset(font)
+    target = Path(outdir) / "_static" / CJK_FONT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subset.save_font(font, str(target), options)
+    face = (
+        "@font-face {\n"
+        f'  font-family: "{CJK_WEB_FAMILY}";\n'
+        "  font-style: normal;\n"
+        "  font-weight: 400;\n"
+        "  font-display: swap;\n"
+        f'  src: url("{Path(CJK_FONT_FILE).name}") format("woff2");\n'
+        f"  unicode-range: {unicode_ranges(ord(c) for c in characters) or 'U+4E00'};\n"
+        "}\n"
+    )
+    (Path(outdir) / "_static" / CJK_FONT_SHEET).write_text(
+        face + CJK_FONT_CSS, encoding="utf-8"
+    )
+    return len(characters), target.stat().st_size
 
 
 def _check_local(app, url, what):
@@ -330,30 +378,11 @@ def _on_builder_inited(app):
     )
     vendor_assets(app.outdir, node_modules)
     if app.config.book_cjk_web_font:
-        for sheet in vendor_cjk_font(app.outdir, node_modules):
-            app.add_css_file(sheet)
+        # written when the pages are (write_cjk_subset); declared on every page now
+        app.add_css_file(CJK_FONT_SHEET)
     _check_local(app, app.config.mathjax_path, "mathjax_path")
     for url in getattr(app.config, "nb_ipywidgets_js", {}) or {}:
         _check_local(app, url, "nb_ipywidgets_js")
-
-
-WIDGET_MANAGER = f"{VENDOR}/html-manager/embed-amd.js"
-#: The widget manager's ``typeset`` calls MathJax 2's ``MathJax.Hub.Queue``; the book
-#: serves MathJax 3. This shim (installed through MathJax 3's ``startup.ready`` hook,
-#: before any widget is drawn) forwards it to ``MathJax.typesetPromise``, instead of an
-#: uncaught TypeError for every widget label.
-MATHJAX2_HUB_SHIM = """window.MathJax = window.MathJax || {};
-(function (mj) {
-  var startup = mj.startup = mj.startup || {};
-  var ready = startup.ready;
-  startup.ready = function () {
-    if (ready) { ready(); } else { MathJax.startup.defaultReady(); }
-    MathJax.Hub = MathJax.Hub || {Queue: function (cmd) {
-      var el = cmd && cmd[2];
-      if (el && MathJax.typesetPromise) { MathJax.typesetPromise([el]).catch(function () {}); }
-    }};
-  };
-})(window.MathJax);"""  # noqa: E501 (JavaScript served as written)
 
 
 def _script_key(js):
@@ -365,29 +394,36 @@ def _script_key(js):
     )
 
 
+#: The tag that tells book.js a page embeds widget state, and where third-party widget
+#: modules would be looked up (the manager's ``data-jupyter-widgets-cdn``).
+WIDGETS_META = '<meta name="book-widgets" content="{cdn}">'
+
+
 def page_scripts(app, pagename, templatename, context, doctree):
-    """Per page, after every other extension: local paths for the widget manager, then
-    drop duplicate scripts."""
+    """Per page, after every other extension: the widget manager (RequireJS and
+    ``embed-amd.js``, 3.6 MB) leaves the page's scripts and book.js loads it when a
+    widget nears the screen (a ``<meta name="book-widgets">`` marks the page); then
+    duplicate scripts are dropped."""
+    import html
+
     files = context.get("script_files")
     if not isinstance(files, list):
         return
-    names = [getattr(js, "filename", None) or "" for js in files]
-    if any(name.endswith(WIDGET_MANAGER) for name in names):
-        # RequireJS names the manager's module below the page
-        # ("./@jupyter-widgets/html-manager/dist/..."), and the manager loads its fonts
-        # next to that name: map it to the vendored folder (read by require.js at load).
-        folder = context["pathto"](f"_static/{VENDOR}/html-manager", 1)
-        app.builder.add_js_file(
-            None,
-            priority=499,
-            body=(
-                "var require = {paths: {'@jupyter-widgets/html-manager/dist': "
-                + json.dumps(folder)
-                + "}};"
-            ),
+    widget_files = set(getattr(app.config, "nb_ipywidgets_js", {}) or {})
+    widgets = [
+        js
+        for js in files
+        if any((getattr(js, "filename", None) or "").endswith(f) for f in widget_files)
+    ]
+    if widgets:
+        attributes = {}
+        for js in widgets:
+            attributes.update(getattr(js, "attributes", {}) or {})
+        files[:] = [js for js in files if js not in widgets]
+        cdn = attributes.get("data-jupyter-widgets-cdn", "")
+        context["metatags"] = context.get("metatags", "") + WIDGETS_META.format(
+            cdn=html.escape(cdn, quote=True)
         )
-        if any(name.endswith(app.config.mathjax_path) for name in names):
-            app.builder.add_js_file(None, priority=501, body=MATHJAX2_HUB_SHIM)
     dedupe_scripts(files)
 
 
@@ -545,6 +581,13 @@ def _finish_pages(app, exception):
         lean = drop_icon_script(text)
         if lean != text:
             page.write_text(lean, encoding="utf-8")
+    if app.config.book_cjk_web_font:
+        from sphinx.util import logging
+
+        n, size = write_cjk_subset(app.outdir)
+        logging.getLogger(__name__).info(
+            f"CJK web font: {n} characters, {size / 1024:.0f} KB"
+        )
 
 
 #: Jupyter Book's own extensions that do not declare parallel reading safe, though they

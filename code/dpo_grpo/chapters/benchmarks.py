@@ -2,10 +2,18 @@
 ``grpo_loss`` sections (torch loss vs TRL's ``_compute_loss``) and the per-dtype
 ``logprobs`` sections (``selective_log_softmax`` memory) written by ``bench/`` into
 ``dpo_grpo/data/bench_results/*.json``, found through
-:func:`dpo_grpo.data.bench_results.load_results`."""
+:func:`dpo_grpo.data.bench_results.load_results`; and the page weight of the built site
+(``bench/bench_pages.py``: compressed bytes and first contentful paint per page of both
+editions, ``page-weight.json``), read by :func:`load_page_weight` and tabulated by
+:func:`page_weight_table`."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
+from .. import tables
 from ..data.bench_results import load_results
 from ..i18n import N_, tr
 
@@ -241,7 +249,10 @@ def logprob_rows(data, section="logprobs") -> list:
         err = entry.get("max_abs_err_vs_float64", {})
         for var in dict.fromkeys([*memory, *timing]):
             t, m = timing.get(var, {}), memory.get(var, {})
-            mb = lambda k: None if m.get(k) is None else m[k] / 1e6  # noqa: E731
+
+            def mb(k, m=m):
+                return None if m.get(k) is None else m[k] / 1e6
+
             rows.append(
                 {
                     "dtype": dtype,
@@ -277,3 +288,236 @@ def benchmark_hardware(data) -> str:
         if host.get(key):
             parts.append(f"{label} {host[key]}")
     return "; ".join(parts) or tr("unknown hardware")
+
+
+# --- page weight (bench/bench_pages.py) -----------------------------------------------
+#
+# Layout of dpo_grpo/data/bench_results/page-weight.json: {"benchmark": "page_weight",
+# "host": {...}, "run_info": {...}, "method": {...}, "targets":
+# {"transfer_compressed_bytes_max": bytes, "fcp_s_max": s, "cpu_throttling_rate": x},
+# "pages": {"<edition>/<stem>": {"edition", "page", "path", "transfer":
+# {"compressed_bytes", "raw_bytes", "resources", "largest": [...]}, "timing": {"fcp_s":
+# {"median", "samples"}, "dom_content_loaded_s": {...}, "load_s": {...}}, "meets":
+# {"transfer": bool, "fcp": bool}}}, "summary": {"<edition>": {...}}}
+
+#: The name of the shipped page-weight result in ``dpo_grpo/data/bench_results/``.
+PAGE_WEIGHT_FILE = "page-weight.json"
+
+#: The page-weight targets of issue #38: what a first visit to one page of the book may
+#: transfer (compressed, as a static host serves it) and how soon its first content may
+#: appear with the CPU slowed 4x (network time not included).
+PAGE_WEIGHT_TARGETS = {
+    "transfer_compressed_bytes_max": 1_500_000,
+    "fcp_s_max": 2.5,
+    "cpu_throttling_rate": 4,
+}
+
+#: The headers of the page-weight tables without a number in them (those with one are
+#: translated where they are built).
+PAGE_WEIGHT_HEADERS = (
+    N_("edition"),
+    N_("page"),
+    N_("compressed KB"),
+    N_("pages"),
+    N_("meet the transfer target"),
+    N_("meet the FCP target"),
+    N_("heaviest page"),
+    N_("slowest page"),
+)
+
+
+def is_page_weight(data) -> bool:
+    """True for a file written by ``bench/bench_pages.py`` (per-page transfer and first
+    contentful paint)."""
+    return (
+        isinstance(data, dict)
+        and data.get("benchmark") == "page_weight"
+        and isinstance(data.get("pages"), dict)
+        and isinstance(data.get("targets"), dict)
+    )
+
+
+def _require_page_weight(data):
+    if not is_page_weight(data):
+        raise ValueError(
+            "data must be the JSON written by bench/bench_pages.py (benchmark "
+            "'page_weight', with 'pages' and 'targets')"
+        )
+
+
+def load_page_weight(path=None) -> dict:
+    """The page-weight result: ``path`` if given, else the copy shipped in the package
+    (``dpo_grpo/data/bench_results/page-weight.json``). A missing file raises
+    FileNotFoundError saying how to produce it; a file that is not a page-weight result
+    raises ValueError."""
+    if path is None:
+        from ..data import BENCH_RESULTS
+
+        path = BENCH_RESULTS / PAGE_WEIGHT_FILE
+    elif not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"path must be a path (str or os.PathLike) or None, got "
+            f"{type(path).__name__}"
+        )
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no page-weight result at {path}: build the site (make book), then run "
+            "`.venv/bin/python bench/bench_pages.py --out "
+            f"code/dpo_grpo/data/bench_results/{PAGE_WEIGHT_FILE}` to ship one"
+        )
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    try:
+        _require_page_weight(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return data
+
+
+def page_targets_met(entry, targets=None) -> dict:
+    """Whether one page's measurements meet the targets: ``{"transfer": bool, "fcp":
+    bool}``, each None when the page has no such measurement. ``entry`` is one value of
+    the result's ``pages``; ``targets`` defaults to :data:`PAGE_WEIGHT_TARGETS`. The
+    first contentful paint is judged by its median over the repeated visits; a limit
+    is met when the value is at most the limit."""
+    targets = PAGE_WEIGHT_TARGETS if targets is None else targets
+    if not isinstance(entry, dict):
+        raise TypeError(
+            f"entry must be one page of the result's 'pages' (a dict), got "
+            f"{type(entry).__name__}"
+        )
+    size = (entry.get("transfer") or {}).get("compressed_bytes")
+    fcp = ((entry.get("timing") or {}).get("fcp_s") or {}).get("median")
+    return {
+        "transfer": None
+        if size is None
+        else size <= targets["transfer_compressed_bytes_max"],
+        "fcp": None if fcp is None else fcp <= targets["fcp_s_max"],
+    }
+
+
+def page_weight_summary(pages, targets=None) -> dict:
+    """Per edition (and ``"all"``): ``pages`` measured, how many meet the transfer
+    target, the FCP target and both, the heaviest page (largest compressed transfer)
+    and the slowest (largest median FCP). ``pages`` is the result's ``pages`` block."""
+    if not isinstance(pages, dict):
+        raise TypeError(
+            f"pages must be the result's 'pages' (a dict), got {type(pages).__name__}"
+        )
+    groups: dict = {}
+    for key, entry in pages.items():
+        if not isinstance(entry, dict):
+            raise TypeError(
+                f"pages[{key!r}] must be one page's measurements (a dict), got "
+                f"{type(entry).__name__}"
+            )
+        edition = entry.get("edition") or key.partition("/")[0]
+        groups.setdefault(edition, []).append((key, entry))
+    groups["all"] = list(pages.items())
+    out = {}
+    for edition, items in groups.items():
+        met = [page_targets_met(e, targets) for _, e in items]
+        sizes = [
+            (e["transfer"]["compressed_bytes"], k)
+            for k, e in items
+            if (e.get("transfer") or {}).get("compressed_bytes") is not None
+        ]
+        fcps = [
+            (e["timing"]["fcp_s"]["median"], k)
+            for k, e in items
+            if ((e.get("timing") or {}).get("fcp_s") or {}).get("median") is not None
+        ]
+        heavy, slow = max(sizes, default=None), max(fcps, default=None)
+        out[edition] = {
+            "pages": len(items),
+            "meet_transfer": sum(m["transfer"] is True for m in met),
+            "meet_fcp": sum(m["fcp"] is True for m in met),
+            "meet_both": sum(m["transfer"] is True and m["fcp"] is True for m in met),
+            "heaviest": None
+            if heavy is None
+            else {"page": heavy[1], "compressed_bytes": heavy[0]},
+            "slowest": None if slow is None else {"page": slow[1], "fcp_s": slow[0]},
+        }
+    return out
+
+
+def _target_headers(targets) -> tuple:
+    return (
+        tr(
+            "meets <= {target} MB",
+            target=f"{targets['transfer_compressed_bytes_max'] / 1e6:g}",
+        ),
+        tr(
+            "meets FCP <= {target} s at {rate}x CPU",
+            target=f"{targets['fcp_s_max']:g}",
+            rate=f"{targets.get('cpu_throttling_rate', 4):g}",
+        ),
+    )
+
+
+def page_weight_rows(data, edition=None) -> list:
+    """One row per page of the result (of one ``edition`` if given, ``"en"`` or
+    ``"zh"``), in the file's order: edition, page, compressed KB (1 KB = 1000 bytes),
+    median FCP in seconds, and whether each target is met (judged again from the
+    numbers and the file's ``targets``)."""
+    _require_page_weight(data)
+    targets = {**PAGE_WEIGHT_TARGETS, **data["targets"]}
+    size_head, fcp_head = _target_headers(targets)
+    rows = []
+    for key, entry in data["pages"].items():
+        ed, _, stem = key.partition("/")
+        ed, stem = entry.get("edition", ed), entry.get("page", stem)
+        if edition is not None and ed != edition:
+            continue
+        size = (entry.get("transfer") or {}).get("compressed_bytes")
+        met = page_targets_met(entry, targets)
+        rows.append(
+            {
+                "edition": ed,
+                "page": stem,
+                "compressed KB": None if size is None else size / 1e3,
+                "FCP s": ((entry.get("timing") or {}).get("fcp_s") or {}).get("median"),
+                size_head: met["transfer"],
+                fcp_head: met["fcp"],
+            }
+        )
+    return rows
+
+
+def page_weight_table(data=None, edition=None) -> str:
+    """The page-weight table as Markdown (for ``IPython.display.Markdown``): page,
+    compressed KB, median FCP at the throttled CPU, targets met; ``data`` defaults to
+    the shipped result (:func:`load_page_weight`)."""
+    data = load_page_weight() if data is None else data
+    rows = page_weight_rows(data, edition)
+    if not rows:
+        raise ValueError(f"the result has no page of edition {edition!r}")
+    return tables.markdown_table(
+        rows, list(rows[0]), {"compressed KB": ",.0f", "FCP s": ".2f"}
+    )
+
+
+def page_weight_summary_rows(data) -> list:
+    """One row per edition: pages measured, how many meet each target, the heaviest
+    page (compressed KB) and the slowest (median FCP), judged from the numbers."""
+    _require_page_weight(data)
+    targets = {**PAGE_WEIGHT_TARGETS, **data["targets"]}
+    rows = []
+    for ed, s in page_weight_summary(data["pages"], targets).items():
+        heavy, slow = s["heaviest"], s["slowest"]
+        rows.append(
+            {
+                "edition": ed,
+                "pages": s["pages"],
+                "meet the transfer target": s["meet_transfer"],
+                "meet the FCP target": s["meet_fcp"],
+                "heaviest page": None
+                if heavy is None
+                else f"{heavy['page']} ({heavy['compressed_bytes'] / 1e3:,.0f} KB)",
+                "slowest page": None
+                if slow is None
+                else f"{slow['page']} ({slow['fcp_s']:.2f} s)",
+            }
+        )
+    return rows

@@ -16,7 +16,7 @@ import textwrap
 from typing import NamedTuple
 
 from .. import _validation as v
-from ..i18n import N_, language, tr, use_cjk_matplotlib_font
+from ..i18n import N_, check_glyphs, language, tr, use_cjk_matplotlib_font
 
 
 class Paper(NamedTuple):
@@ -388,7 +388,7 @@ def timeline_figure(ax=None):
         fontsize=11,
     )
     fig.tight_layout()
-    return fig
+    return check_glyphs(fig) if language() == "zh" else fig
 
 
 def results_figure(ax=None):
@@ -450,7 +450,7 @@ def results_figure(ax=None):
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(tr("DeepSeekMath, as quoted: Table 5 and the abstract"), fontsize=10)
     fig.tight_layout()
-    return fig
+    return check_glyphs(fig) if language() == "zh" else fig
 
 
 def _wrap(text: str, width: int) -> str:

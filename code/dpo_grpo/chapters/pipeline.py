@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validation as v
-from ..i18n import N_, language, tr, use_cjk_matplotlib_font
+from ..i18n import N_, check_glyphs, language, tr, use_cjk_matplotlib_font
 from .rollout import PassRateTracker, logits_gradient, sample_rollout, token_logps
 from .scoring import group_statistics, score
 from .token_loss import loss_and_grad
@@ -481,4 +481,6 @@ def plot_data_flow(ax=None):
         fontsize=8.5,
         color="#33415c",
     )
+    if language() == "zh":
+        check_glyphs(ax.figure)
     return ax

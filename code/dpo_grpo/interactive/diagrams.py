@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Patch
 
 from .. import _validation as v
-from ..i18n import N_, language, tr, use_cjk_matplotlib_font
+from ..i18n import N_, check_glyphs, language, tr, use_cjk_matplotlib_font
 
 #: rows of the grid, top to bottom, with the label shown at the left
 ROLES = {
@@ -361,7 +361,7 @@ def draw_pipelines(
             gid=f"note/{k}",
         )
         y -= 0.034 * n_lines + 0.012
-    return fig
+    return check_glyphs(fig) if zh else fig
 
 
 def figure_texts(fig) -> list:

@@ -269,7 +269,8 @@ def book_subplots(rows, cols, titles, height, **kw):
         font={"size": 12},
         legend={"font": {"size": 11}},
     )
-    fig.update_annotations(font_size=13)
+    # subplot titles a few pixels above their plot, clear of its top tick label
+    fig.update_annotations(font_size=13, yshift=6)
     return fig
 
 
@@ -526,7 +527,9 @@ def plotly_fragment(figure, div_id: str | None = None) -> str:
         "config": {**PLOTLY_CONFIG, **(figure.get("config") or {})},
     }
     # "</" would end the script element early
-    payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+    payload = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).replace(
+        "</", "<\\/"
+    )
     return (
         f'<div class="book-plotly" style="min-height:{height}px">'
         f'<div id="{div_id}" class="plotly-graph-div" '

@@ -46,7 +46,8 @@ MEMORY_RECIPE_SHORT = {
 }
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
-ALGORITHM_LABELS = {"ppo": N_("PPO (actor + critic)"), "grpo": "GRPO", "dpo": "DPO"}
+# two lines: the category must fit under its bar on a phone
+ALGORITHM_LABELS = {"ppo": N_("PPO<br>(actor + critic)"), "grpo": "GRPO", "dpo": "DPO"}
 #: Stacked components, bottom to top.
 MEMORY_COMPONENTS = (
     "policy weights",

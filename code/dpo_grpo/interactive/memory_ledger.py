@@ -89,7 +89,8 @@ def _memory_traces_for(d, visible=True, unit="GB"):
             "y": round_sig(tot / scale, 5),
             "visible": visible,
             "text": [
-                f"{x / scale:.4g} {unit}<br>= {x / other_scale:.4g} {other}" for x in tot
+                f"{x / scale:.4g} {unit}<br>= {x / other_scale:.4g} {other}"
+                for x in tot
             ],
             "textposition": "top center",
             "showlegend": False,

@@ -59,7 +59,7 @@ def _traces(d):
     b, t = ex.mask.shape
     xs = [f"t={k + 1}" for k in range(t)]
     ys = [
-        f"y{i + 1} (|y|={int(ex.lengths[i])}, Â={ex.advantages[i]:+.3f})"
+        f"y{i + 1}<br>|y|={int(ex.lengths[i])}, Â={ex.advantages[i]:+.3f}"
         for i in range(b)
     ]
     ratio_text = [
@@ -159,14 +159,18 @@ def _layout():
         xref="paper",
         yref="paper",
         x=0.5,
-        y=-0.16,
+        y=-0.2,
+        yanchor="top",
         showarrow=False,
         font={"size": 13},
     )
     fig.update_yaxes(autorange="reversed")
+    # the rows are the same answers in both panels: their labels once, at the left,
+    # so that the first panel's colour bar has the gap between the panels to itself
+    fig.update_yaxes(showticklabels=False, row=1, col=2)
     fig.update_layout(
         legend={"orientation": "h", "x": 0.55, "y": 1.12, "yanchor": "bottom"},
-        margin={"t": 100, "l": 170, "b": 150, "r": 115},
+        margin={"t": 100, "l": 120, "b": 150, "r": 115},
     )
     return fig.layout.to_plotly_json()
 

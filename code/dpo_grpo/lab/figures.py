@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
-from ..i18n import N_, tr, use_cjk_matplotlib_font
+from ..i18n import N_, check_glyphs, language, tr, use_cjk_matplotlib_font
 
 __all__ = [
     "METHOD_COLORS",
@@ -51,6 +51,13 @@ def _subplots(*args, **kwargs):
 
     use_cjk_matplotlib_font()
     return plt.subplots(*args, **kwargs)
+
+
+def _laid_out(fig):
+    """``fig`` after ``tight_layout``; in Chinese also drawn once, to fail on a
+    character the fonts have no glyph for (:func:`~dpo_grpo.i18n.check_glyphs`)."""
+    fig.tight_layout()
+    return check_glyphs(fig) if language() == "zh" else fig
 
 
 def _histories(runs, name: str = "runs") -> dict:
@@ -105,8 +112,7 @@ def learning_curves(runs: dict, *, temperature: float, seed: int):
             seed=seed,
         )
     )
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
 
 
 def pair_margins(runs: dict, names=("DPO + NLL", "DPO")):
@@ -153,8 +159,7 @@ def pair_margins(runs: dict, names=("DPO + NLL", "DPO")):
         ax.axhline(0, color="grey", lw=0.8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
 
 
 def seed_results(results: dict, methods: dict):
@@ -193,8 +198,7 @@ def seed_results(results: dict, methods: dict):
         ax.set(xticks=range(len(methods)), xticklabels=list(methods), title=tr(title))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
 
 
 def critic_by_position(explained_variance, by_position: dict):
@@ -234,8 +238,7 @@ def critic_by_position(explained_variance, by_position: dict):
     axes[1].legend(fontsize=8)
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
 
 
 def training_dashboard(history):
@@ -283,8 +286,7 @@ def training_dashboard(history):
     for ax in axes.flat:
         ax.set(xlabel=tr("GRPO step"))
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
 
 
 def reward_hacking_figure(history, max_completion_length: int):
@@ -334,5 +336,4 @@ def reward_hacking_figure(history, max_completion_length: int):
     for ax in axes:
         ax.set(xlabel=tr("GRPO step"))
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return _laid_out(fig)
