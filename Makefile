@@ -63,8 +63,15 @@ notebooks: $(STAMP)
 	$(PY) scripts/zh_edition.py generate
 	$(PY) scripts/reader_edition.py --lang zh
 
-student: $(STAMP)
-	$(PY) -m dpo_grpo.exercises student book _build/student
+# The student edition, both languages: the reader edition (make notebooks: numbers filled in, no MyST) with its
+# solution cells removed, notebooks only, into _build/student/ and _build/student/zh/. `make notebooks` is the costly
+# part (after `make book` it only converts, seconds; alone, it executes every chapter of both editions first); the
+# last step needs only the package: `pip install dpo-grpo` and the same command on a copy of the reader edition (the
+# `notebooks` branch) make the handouts without this environment. The graded edition: add --graded (README).
+student: notebooks
+	rm -rf _build/student
+	$(PY) -m dpo_grpo.exercises student _build/notebooks _build/student
+	$(PY) -m dpo_grpo.exercises student _build/notebooks/zh _build/student/zh
 
 clean:
 	rm -rf _build

@@ -20,11 +20,17 @@ with no MyST left.
 - ``:::{exercise}``/``:::{solution}``, admonitions and ``(label)=`` targets become plain
   Markdown; code cells tagged ``solution``/``hide-cell``/``hide-input`` are collapsed
   (Colab: ``#@title`` + ``cellView: form``; JupyterLab/Notebook 7:
-  ``jupyter.source_hidden``); the live-widget cells lose ``skip-execution``; the cells
+  ``jupyter.source_hidden``); a solution cell runs silently (``%%capture`` first, which
+  IPython requires of a cell magic; its title says to delete that line to see the
+  output), so that "Run all" prints no answer while later cells still get its names;
+  the live-widget cells lose ``skip-execution``; the cells
   tagged ``publish`` (``glue`` calls the site runs unseen) are dropped, their numbers
   being filled in already. The set-up cell (tagged ``colab-setup``, hidden on the site)
   stays the first code cell.
-- Outputs are cleared; a header cell links the online chapter and the Colab button.
+- Outputs are cleared; a header cell links the online chapter and the Colab button; the
+  notebook's metadata ``dpo_grpo`` says ``{"edition": "reader", "lang": ...}`` (the
+  student and graded editions, ``python -m dpo_grpo.exercises student``, are made from
+  this edition alone).
 
 ``--lang zh`` writes the Chinese reader edition (``make notebooks`` writes both) from
 the Chinese edition's source (``_build/zh_src/book``, ``scripts/zh_edition.py``) and its
@@ -83,6 +89,8 @@ ADMONITIONS = {
 #: Cells that only publish numbers for the site (myst-nb ``glue``), hidden there by
 #: ``remove-cell``: dropped here.
 PUBLISH_TAG = "publish"
+#: The first line of a solution cell in the reader edition: it runs without printing.
+SILENT = "%%capture\n"
 COLLAPSED_TAGS = {
     "solution": "Solution",
     "hide-cell": "Hidden code",
@@ -98,6 +106,10 @@ WORDS = {
         "Code": "Code",
         "click to show": " (click to show)",
         "double-click": " (double-click to show the code)",
+        "runs silently": (
+            " (double-click to show the code; it runs silently: delete its first "
+            "line, %%capture, to see its output)"
+        ),
         "header": (
             "Reader edition of *{title}*, generated from [the online book]({page}) "
             "with its computed numbers filled in ([open in Colab]({colab})). Run the "
@@ -112,6 +124,9 @@ WORDS = {
         "Code": "代码",
         "click to show": "（点击展开）",
         "double-click": "（双击显示代码）",
+        "runs silently": (
+            "（双击显示代码；它静默运行：删去第一行 %%capture 即可看到输出）"
+        ),
         "header": (
             "*{title}* 的读者版：由[在线版]({page})生成，计算出的数字已经填入（[在 "
             "Colab 中打开]({colab})）。请先运行第一个代码单元。"
@@ -616,12 +631,21 @@ def leftover_myst(text: str) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
-def collapse(cell, title: str, lang: str = "en") -> None:
+def collapse(cell, title: str, lang: str = "en", *, silent: bool = False) -> None:
     """Collapse a code cell in Colab (form) and JupyterLab/Notebook 7 (source_hidden);
-    it still runs."""
+    it still runs. ``silent``: it runs without showing any output (a solution: what it
+    prints is the answer), its title saying how to see the output."""
     src = cell.source
-    if not src.startswith("#@title"):
-        cell.source = f"#@title {title}{word(lang, 'double-click')}\n" + src
+    if not src.startswith(("#@title", SILENT)):
+        hint = word(lang, "runs silently" if silent else "double-click")
+        cell.source = f"#@title {title}{hint}\n" + src
+    if silent and not cell.source.startswith(SILENT):
+        if src.lstrip().startswith("%%"):
+            raise ReaderEditionError(
+                f"a solution cell cannot start with a magic of its own: {src[:80]!r}"
+            )
+        # IPython runs a cell magic only from a cell's first line: the title follows
+        cell.source = SILENT + cell.source
     cell.metadata["cellView"] = "form"
     cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
 
@@ -642,7 +666,12 @@ def convert_notebook(nb, ctx: Context):
             cell.outputs, cell.execution_count = [], None
             for tag, title in COLLAPSED_TAGS.items():
                 if tag in tags:
-                    collapse(cell, word(ctx.lang, title), ctx.lang)
+                    collapse(
+                        cell,
+                        word(ctx.lang, title),
+                        ctx.lang,
+                        silent=tag == "solution",
+                    )
                     break
             if "hide-output" in tags:
                 cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
@@ -683,6 +712,8 @@ def convert_notebook(nb, ctx: Context):
     nb.cells = [header] + cells
     nb.metadata.pop("widgets", None)
     nb.metadata["colab"] = {"provenance": [], "name": f"{ctx.stem}.ipynb"}
+    # python -m dpo_grpo.exercises student makes the handouts from this edition only
+    nb.metadata["dpo_grpo"] = {"edition": "reader", "lang": ctx.lang}
     problems = [
         f"{ctx.stem}: {x!r}"
         for c in nb.cells

@@ -1,9 +1,17 @@
-"""Write the standard first cell ("set-up for Colab") into every chapter notebook.
+"""Write the standard first cell ("set-up for Colab") into every chapter notebook, and
+label the toggle of every solution cell.
 
 The repository URL lives in one place, ``_config.yml`` (``repository.url``); this script
 renders it into each notebook's first cell, and ``tests/book/test_notebooks.py`` fails
-if a notebook's first cell differs from the rendering. Run after adding a chapter or
-changing the URL:  ``.venv/bin/python scripts/sync_colab_cells.py``.
+if a notebook's first cell differs from the rendering. Run after adding a chapter, an
+exercise or changing the URL:  ``.venv/bin/python scripts/sync_colab_cells.py``.
+
+On the site a solution cell (tag ``solution``, hidden by ``hide-cell``) sits behind a
+toggle whose label myst-nb takes from the cell's metadata (``mystnb``:
+``code_prompt_show``/``code_prompt_hide``; without it, "Show code cell content"): this
+script sets "Show the solution"/"Hide the solution" there (the Chinese edition
+translates them, ``scripts/zh_edition.py``), and the test fails on a solution cell
+without them.
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ OLD_MARKERS = (
 # it as its first cell, the site does not show it (a reader of the site needs no
 # install).
 TAGS = ["colab-setup", "remove-cell"]
+#: The label of a solution cell's toggle on the site (myst-nb's cell-level settings)
+SOLUTION_TAG = "solution"
+SOLUTION_PROMPTS = {
+    "code_prompt_show": "Show the solution",
+    "code_prompt_hide": "Hide the solution",
+}
 # Chapters whose torch cells run noticeably faster on a GPU: their set-up cell says how
 # to get one.
 GPU_CHAPTERS = {"05_production", "lab_tiny_grpo"}
@@ -131,17 +145,32 @@ def setup_cell_source(stem: str) -> str:
     )
 
 
+def label_solutions(nb) -> bool:
+    """Give every solution cell of ``nb`` its toggle's label (:data:`SOLUTION_PROMPTS`);
+    return True if a cell changed."""
+    changed = False
+    for cell in nb.cells:
+        if SOLUTION_TAG in cell.metadata.get("tags", []):
+            mystnb = cell.metadata.setdefault("mystnb", {})
+            if any(mystnb.get(k) != v for k, v in SOLUTION_PROMPTS.items()):
+                mystnb.update(SOLUTION_PROMPTS)
+                changed = True
+    return changed
+
+
 def sync(path: Path) -> bool:
-    """Make the first cell of ``path`` the set-up cell; return True if the file
-    changed."""
+    """Make the first cell of ``path`` the set-up cell and label its solution cells'
+    toggles; return True if the file changed."""
     nb = nbformat.read(path, as_version=4)
     source = setup_cell_source(path.stem)
+    labelled = label_solutions(nb)
     first_code = next(
         (i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None
     )
     if first_code is not None and nb.cells[first_code].source.startswith(OLD_MARKERS):
         cell = nb.cells[first_code]
-        if cell.source == source and cell.metadata.get("tags") == TAGS:
+        unchanged = cell.source == source and cell.metadata.get("tags") == TAGS
+        if unchanged and not labelled:
             return False
         cell.source = source
         cell.metadata["tags"] = list(TAGS)

@@ -16,8 +16,10 @@ Jupyter Book project into ``_build/zh_src/`` (generated, never committed): every
 ``colab-setup``), which first sets ``DPO_GRPO_LANG=zh`` so that figures, widgets and
 ``check`` speak Chinese in the build and in the Chinese reader edition, and which
 installs the package with its ``zh`` extra too (mplfonts: the CJK font of the matplotlib
-figures). A block with no current translation (missing or fuzzy) stays English, and the
-page then opens with a note saying how many blocks are still English. Its
+figures), and the label of a solution's toggle on the site (the cell metadata
+``mystnb``, ``scripts/sync_colab_cells.py``), which is translated. A block with no
+current translation (missing or fuzzy) stays English, and the page then opens with a
+note saying how many blocks are still English. Its
 ``_config.yml`` is the English one with the Chinese title, ``language: zh_CN``, the
 language switch pointing back to the English site and the launch buttons pointing at the
 Chinese reader edition; its ``_toc.yml`` has the captions translated.
@@ -56,6 +58,9 @@ EXTRAS_LINES = (
 #: jieba's dictionary for the Chinese site's search index, beside its ``_config.yml``
 SEARCH_WORDS = "search_words.txt"
 HAN = re.compile(r"[\u4e00-\u9fff]")
+#: The site's labels of a cell's toggle (myst-nb's ``code_prompt_show``/``_hide`` in the
+#: cell metadata ``mystnb``, set by scripts/sync_colab_cells.py), in Chinese
+PROMPTS_ZH = {"Show the solution": "显示解答", "Hide the solution": "隐藏解答"}
 FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英文原文。\n:::"
 
 
@@ -74,6 +79,19 @@ def setup_cell_zh(source: str) -> str:
         k += 1
     head = "\n".join(lines[:k])
     return (head + "\n" if head else "") + LANG_LINES + "\n".join(lines[k:])
+
+
+def prompts_zh(mystnb: dict) -> dict:
+    """A cell's myst-nb settings with the labels of its toggle in Chinese."""
+    out = dict(mystnb)
+    for key in ("code_prompt_show", "code_prompt_hide"):
+        if key in out:
+            if out[key] not in PROMPTS_ZH:
+                raise ValueError(
+                    f"{key}: no Chinese for {out[key]!r} (add it to PROMPTS_ZH)"
+                )
+            out[key] = PROMPTS_ZH[out[key]]
+    return out
 
 
 def translate_markdown(text: str, cat) -> tuple[str, int]:
@@ -118,6 +136,8 @@ def translate_page(page: Path, cat) -> tuple[str | nbformat.NotebookNode, int]:
             first_md = first_md or cell
         elif cell.cell_type == "code" and SETUP_TAG in cell.metadata.get("tags", []):
             cell.source = setup_cell_zh(cell.source)
+        if cell.cell_type == "code" and "mystnb" in cell.metadata:
+            cell.metadata["mystnb"] = prompts_zh(cell.metadata["mystnb"])
     if english and first_md is not None:
         first_md.source = _with_note(first_md.source, english)
     return nb, english

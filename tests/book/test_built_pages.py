@@ -401,6 +401,31 @@ def test_no_visible_cell_shows_a_published_value(built_book, edition, stem):
     )
 
 
+#: What the toggle of a solution cell says, collapsed and expanded, per edition (the
+#: cells' ``mystnb`` metadata: scripts/sync_colab_cells.py, scripts/zh_edition.py).
+SOLUTION_TOGGLE = {
+    "en": ("Show the solution", "Hide the solution"),
+    "zh": ("显示解答", "隐藏解答"),
+}
+
+
+@pytest.mark.parametrize(
+    ("edition", "stem"), [(e, s) for e in EDITIONS for s in NOTEBOOKS]
+)
+def test_a_solution_toggle_says_it_is_a_solution(built_book, edition, stem):
+    book = nbformat.read(ROOT / "book" / f"{stem}.ipynb", as_version=4)
+    n = sum("solution" in c.metadata.get("tags", []) for c in book.cells)
+    toggles = [
+        tuple(
+            summary.select_one(f".{state}").get_text(strip=True)
+            for state in ("collapsed", "expanded")
+        )
+        for cell in _page(built_book, edition, stem).select("div.cell.tag_solution")
+        if (summary := cell.select_one("details > summary")) is not None
+    ]
+    assert toggles == [SOLUTION_TOGGLE[edition]] * n, f"{edition}: {stem}"
+
+
 # --------------------------------------------------------------------------------------
 # The reader edition
 # --------------------------------------------------------------------------------------

@@ -263,6 +263,13 @@ def test_reader_notebook_runs_alone_in_colab(colab, stem, tmp_path):
     setup_text = "".join(_texts(setup))
     python_version = kernel_for(stem).split("-")[1]  # colab-<version>[-online]
     assert f"dpo_grpo on Python {python_version}" in setup_text, setup_text
+    # 'Run all' runs the solution cells silently: their output is the answers
+    shown = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if "solution" in cell.metadata.get("tags", []) and cell.outputs
+    ]
+    assert shown == [], f"{stem}: the solution cells {shown} show their output"
     for i, cell in enumerate(nb.cells):
         for text in _texts(cell):
             m = BAD_OUTPUT.search(text)

@@ -50,3 +50,41 @@ def test_first_code_cell_is_the_colab_setup_rendered_from_config():
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
         assert first.source == expected, f"{path.name}: run scripts/sync_colab_cells.py"
+
+
+#: What a solution cell's toggle says on the site (myst-nb's cell-level settings, under
+#: the cell metadata key ``mystnb``; its default says "Show code cell content").
+SOLUTION_PROMPTS = {
+    "code_prompt_show": "Show the solution",
+    "code_prompt_hide": "Hide the solution",
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_solution_toggle_says_it_is_a_solution(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if "solution" in cell.metadata.get("tags", []):
+            assert cell.metadata.get("mystnb") == SOLUTION_PROMPTS, (
+                f"{path.name}: run scripts/sync_colab_cells.py"
+            )
+
+
+def test_sync_labels_the_solution_toggles(tmp_path):
+    import sync_colab_cells as sync
+
+    nb = nbformat.read(ROOT / "book" / "04_code.ipynb", as_version=4)
+    for cell in nb.cells:
+        cell.metadata.pop("mystnb", None)
+    nbformat.write(nb, tmp_path / "04_code.ipynb")
+    assert sync.sync(tmp_path / "04_code.ipynb")
+    synced = nbformat.read(tmp_path / "04_code.ipynb", as_version=4)
+    prompts = [
+        c.metadata.get("mystnb")
+        for c in synced.cells
+        if "solution" in c.metadata.get("tags", [])
+    ]
+    assert prompts and all(p == SOLUTION_PROMPTS for p in prompts)
+    others = [c for c in synced.cells if "solution" not in c.metadata.get("tags", [])]
+    assert not [c.source[:80] for c in others if "mystnb" in c.metadata]
+    assert not sync.sync(tmp_path / "04_code.ipynb")

@@ -151,12 +151,50 @@ def test_solution_cells_collapse_in_colab_and_jupyterlab():
     out = re_.convert_notebook(nb, _ctx(stem="t"))
     header, title, sol, live = out.cells  # the publishing cell is dropped
     assert URLS.colab("t") in header.source and URLS.page("t") in header.source
-    assert sol.source.startswith("#@title Solution") and sol.source.endswith("\nx = 1")
+    # a solution runs silently (%%capture, which must be the first line) under its title
+    assert sol.source.startswith("%%capture\n#@title Solution")
+    assert sol.source.endswith("\nx = 1")
     assert (
         sol.metadata["cellView"] == "form"
         and sol.metadata["jupyter"]["source_hidden"] is True
     )
     assert "tags" not in live.metadata  # the live widget runs in the reader edition
+
+
+def test_run_all_prints_no_solution():
+    """'Run all' in the reader edition runs each solution cell without printing what it
+    prints (the answer the exercise asks for), and later cells still get its names; the
+    title of the cell says how to see its output, in each edition's words."""
+    import nbclient
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# T"),
+        nbformat.v4.new_code_cell("answer = None\nprint('your answer:', answer)"),
+        nbformat.v4.new_code_cell(
+            "from IPython.display import display\n\nsolution = 0.4727\n"
+            "print('the answer:', solution)\ndisplay(solution)\nsolution",
+            metadata={"tags": ["solution", "hide-cell"]},
+        ),
+        nbformat.v4.new_code_cell("print(solution > 0)"),
+    ]
+    out = re_.convert_notebook(nb, _ctx(stem="t"))
+    nbclient.NotebookClient(out, timeout=120, kernel_name="python3").execute()
+    exercise, solution, later = (c for c in out.cells if c.cell_type == "code")
+    assert exercise.outputs[0]["text"] == "your answer: None\n"
+    assert solution.outputs == []
+    assert later.outputs[0]["text"] == "True\n"
+    for lang in re_.LANGUAGES:
+        ctx = _ctx(stem="t")
+        ctx.lang = lang
+        title = re_.convert_notebook(nb, ctx).cells[3].source.split("\n")[1]
+        assert title.startswith(f"#@title {re_.word(lang, 'Solution')}")
+        assert "%%capture" in title, title
 
 
 @pytest.mark.parametrize(
@@ -187,10 +225,14 @@ def test_every_chapter_converts_with_no_myst_left(path):
             assert not cell.outputs and "skip-execution" not in cell.metadata.get(
                 "tags", []
             )
-            if {"solution", "hide-cell"} & set(
-                source_cells[cell.id].metadata.get("tags", [])
-            ):
+            tags = set(source_cells[cell.id].metadata.get("tags", []))
+            if {"solution", "hide-cell"} & tags:
                 assert cell.metadata.get("cellView") == "form"
+            if "solution" in tags:
+                # %%capture comes first: a solution that starts with a magic of its
+                # own would break
+                assert not source_cells[cell.id].source.startswith("%%")
+                assert cell.source.startswith("%%capture\n#@title "), cell.source[:80]
     dropped = [c.source for c in nb.cells if "publish" in c.metadata.get("tags", [])]
     assert not [c for c in out.cells if c.cell_type == "code" and c.source in dropped]
 

@@ -336,7 +336,16 @@ def test_chinese_notebook_keeps_the_code_and_sets_the_language(zh_source, stem):
     chinese = nbformat.read(zh_source / "book" / f"{stem}.ipynb", as_version=4)
     assert [c.cell_type for c in chinese.cells] == [c.cell_type for c in english.cells]
     for en, zh in zip(english.cells, chinese.cells):
-        assert zh.get("id") == en.get("id") and zh.metadata == en.metadata
+        assert zh.get("id") == en.get("id")
+        # the site's label of a solution's toggle is Chinese; the rest is the same
+        if "solution" in en.metadata.get("tags", []):
+            assert zh.metadata.get("mystnb") == {
+                "code_prompt_show": "显示解答",
+                "code_prompt_hide": "隐藏解答",
+            }, stem
+        assert {k: v for k, v in zh.metadata.items() if k != "mystnb"} == {
+            k: v for k, v in en.metadata.items() if k != "mystnb"
+        }
         if en.cell_type != "code":
             continue
         if zh_edition.SETUP_TAG in en.metadata.get("tags", []):
@@ -577,3 +586,23 @@ def test_chinese_reader_edition_has_no_myst_and_sets_the_language(
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert _sets_lang_first(first_code.source)
     assert "/notebooks/zh/" in nb.cells[0].source and "读者版" in nb.cells[0].source
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["student", "graded"])
+def test_chinese_handouts_are_made_from_the_chinese_reader_edition(
+    zh_reader_notebooks, tmp_path, graded
+):
+    """``make student`` also writes the Chinese handouts (``_build/student/zh``): no
+    MyST, no solution, their header in Chinese, the language still set first."""
+    from dpo_grpo.exercises.student import write_student_edition
+
+    written = write_student_edition(zh_reader_notebooks, tmp_path, graded=graded)
+    assert {p.stem for p in written} == set(NOTEBOOK_STEMS)
+    for path in written:
+        nb = nbformat.read(path, as_version=4)
+        markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        assert [x for md in markdown for x in CHECKS.raw_myst(md)] == [], path.stem
+        assert ("评分版" if graded else "学生版") in markdown[0], path.stem
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert _sets_lang_first(code[0].source), path.stem
+        assert not [c for c in code if "solution" in c.metadata.get("tags", [])]

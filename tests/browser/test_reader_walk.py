@@ -7,11 +7,15 @@ On each page:
 - the navigation opens and closes: on a phone the hamburger opens the chapter list (the
   theme's dialog, with links on screen) and the contents button opens the page's
   contents; on a desktop the hamburger collapses the sidebar and brings it back;
-- nothing is wider than the screen (the document does not scroll sideways);
+- nothing is wider than the screen (the document does not scroll sideways), and nothing
+  in the article is cut off by a box that hides what does not fit (a wide equation or
+  table scrolls in its own box instead), and on a desktop every display equation fits
+  its column;
 - every plotly figure is drawn with each plotting area at least 150 px wide, its
   text inside the figure and no two texts on top of each other, and every image loaded;
-- no TeX is left untypeset and the console stays free of errors (failed requests
-  included).
+- no TeX is left untypeset, every Chinese character (the Chinese pages, the English
+  pages' 中文 switch) has a glyph in the site's own CJK font, and the console stays free
+  of errors (failed requests included).
 
 The language switch is checked on one page per edition: it opens the other edition's
 page in the same tab, at the section the reader was reading.
@@ -58,9 +62,11 @@ SHOT_STEMS = (
     "explorables",
 )
 
-#: In the page: every figure drawn, MathJax done.
+#: In the page: every figure drawn, the widget manager loaded (where the page has
+#: widgets), MathJax done.
 SETTLE = """async () => {
   if (window.bookDrawAllFigures) { await window.bookDrawAllFigures(); }
+  if (window.bookLoadWidgets) { await window.bookLoadWidgets(); }
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
@@ -87,7 +93,28 @@ OVERFLOW = """() => {
       if (out.length > 4) break;
     }
   }
-  return {scrollWidth: document.documentElement.scrollWidth, vw, out};
+  // cut: content of the article wider than a box that hides the rest (a box that
+  // scrolls shows it)
+  const cut = [];
+  for (const box of document.querySelectorAll('article.bd-article *')) {
+    const s = getComputedStyle(box);
+    if (!['hidden', 'clip'].includes(s.overflowX) || !box.clientWidth) continue;
+    // inline boxes, and MathJax's copy for screen readers (hidden on purpose)
+    if (s.display.startsWith('inline') || box.closest('mjx-assistive-mml')) continue;
+    if (box.scrollWidth > box.clientWidth + 2) {
+      cut.push(`${box.tagName.toLowerCase()}.${[...box.classList].join('.')}: ` +
+               `${box.scrollWidth} px of content in ${box.clientWidth} px, ` +
+               `"${box.textContent.trim().slice(0, 40)}"`);
+      if (cut.length > 4) break;
+    }
+  }
+  // a display equation wider than its column (it scrolls in its box: fine on a phone,
+  // not on a desktop)
+  const math = [...document.querySelectorAll('mjx-container[display="true"]')]
+    .filter(m => m.scrollWidth > m.clientWidth + 2)
+    .map(m => `${m.scrollWidth} px in ${m.clientWidth} px: ` +
+              `"${m.textContent.slice(0, 40)}"`);
+  return {scrollWidth: document.documentElement.scrollWidth, vw, out, cut, math};
 }"""
 
 #: Each drawn figure: the widths of its plotting areas, texts outside the figure's box,
@@ -153,6 +180,51 @@ RAW_TEX = """() => {
     if (n.parentElement.closest(skip)) continue;
     const m = n.textContent.match(/(\\$\\$|\\\\\\(|\\\\\\[|\\\\frac|\\\\mathrm)/);
     if (m) out.push(n.textContent.trim().slice(0, 80));
+  }
+  return out;
+}"""
+
+
+#: Chinese characters a reader would see as boxes: every Han character of the page's
+#: text must be covered by a loaded face of the site's own CJK font (a machine with no
+#: CJK font, such as this one, shows boxes otherwise).
+CJK_GLYPHS = """async () => {
+  await document.fonts.ready;
+  const han = [...new Set(document.body.innerText.match(/[\\u3400-\\u9fff]/g) || [])];
+  if (!han.length) return [];
+  // the text asks for it: a font whose load has not started yet is waited for too
+  await document.fonts.load('16px "Noto Sans SC"', han.join(''));
+  const faces = [...document.fonts].filter(
+    f => f.family.replace(/["']/g, '') === 'Noto Sans SC');
+  const ranges = faces.flatMap(f => f.unicodeRange.split(',')).map(r => {
+    const [a, b] = r.trim().replace(/^U\\+/i, '').split('-');
+    return [parseInt(a, 16), parseInt(b || a, 16)];
+  });
+  const uncovered = han.filter(c => !ranges.some(
+    ([a, b]) => a <= c.codePointAt(0) && c.codePointAt(0) <= b));
+  const out = [];
+  if (uncovered.length) out.push(`no served glyph for ${uncovered.join('')}`);
+  if (!faces.some(f => f.status === 'loaded')) out.push('the CJK font did not load');
+  // drawn in it: a Han character is about as wide as the font size, a box about half
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let measured = 0;
+  for (let n = walker.nextNode(); n && measured < 40; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || !el.getClientRects().length || el.closest('svg, mjx-container')) continue;
+    const m = /[\\u4e00-\\u9fff]{2,}/.exec(n.data);
+    if (!m) continue;
+    const range = document.createRange();
+    range.setStart(n, m.index);
+    range.setEnd(n, m.index + m[0].length);
+    // summed over the line boxes: a run may wrap
+    const width = [...range.getClientRects()].reduce((w, r) => w + r.width, 0);
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    measured += 1;
+    if (width && width < 0.8 * size * m[0].length) {
+      out.push(`"${m[0].slice(0, 12)}" is drawn ${Math.round(width)} px wide at ` +
+               `${size} px: boxes, not the CJK font`);
+      break;
+    }
   }
   return out;
 }"""
@@ -268,8 +340,12 @@ def test_every_page_reads_at_this_size(browser, site, edition, viewport):
                 f"the page is {wide['scrollWidth']} px wide on a {wide['vw']} px "
                 f"screen: {wide['out']}"
             )
+        problems += [f"cut off: {c}" for c in wide["cut"]]
+        if not phone:
+            problems += [f"equation wider than the column: {m}" for m in wide["math"]]
         problems += page.evaluate(FIGURES)
         problems += [f"raw TeX: {t}" for t in page.evaluate(RAW_TEX)]
+        problems += [f"Chinese as boxes: {t}" for t in page.evaluate(CJK_GLYPHS)]
         if os.environ.get("DPO_GRPO_SCREENSHOTS") and stem in SHOT_STEMS:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(

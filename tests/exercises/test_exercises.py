@@ -116,8 +116,10 @@ def test_student_edition_has_no_solutions(path):
     )
 
 
-def test_write_student_edition(tmp_path):
-    written = write_student_edition(BOOK, tmp_path)
-    assert {p.name for p in written} == {p.name for p in _notebooks()}
-    with pytest.raises(ValueError, match="book_dir"):
+def test_the_student_edition_is_made_from_the_reader_edition_only(tmp_path):
+    """book/ holds MyST a student would read as raw text: refused, saying what to run
+    (tests/exercises/test_student.py makes the editions from the reader edition)."""
+    with pytest.raises(ValueError, match="make notebooks"):
+        write_student_edition(BOOK, tmp_path)
+    with pytest.raises(ValueError, match="reader_dir"):
         write_student_edition(tmp_path / "missing", tmp_path)

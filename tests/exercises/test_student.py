@@ -1,22 +1,30 @@
-"""The student edition (solution cells removed) of every chapter still executes from top
-to bottom."""
+"""The handouts: the student and graded editions, made from the reader edition (no
+MyST, numbers filled in) with the solution cells removed, only notebooks in their
+folder, by the package's light install alone; and every chapter's student edition still
+executes from top to bottom."""
 
 import ast
+import importlib.util
 import json
 import re
+import subprocess
+from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 import pytest
+import reader_edition  # scripts/ (tests/conftest.py puts it on sys.path)
 
-from dpo_grpo.exercises.student import strip_solutions
+from dpo_grpo.exercises.student import strip_solutions, write_student_edition
+from testing_support import run_checked
 
 #: The tests that run grading sandboxes share one xdist worker: each checks that no
 #: sandbox process of its batch outlives grading, which a batch graded at the same time
 #: on another worker would confuse.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
-BOOK = Path(__file__).resolve().parents[2] / "book"
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "book"
 WITH_EXERCISES = [
     p
     for p in sorted(BOOK.glob("*.ipynb"))
@@ -169,20 +177,16 @@ def test_self_check_is_never_looser_than_the_grader():
                     assert passed, (ex_id, scale)
 
 
-def test_graded_edition_has_no_answer_oracle(tmp_path):
+def test_graded_edition_has_no_answer_oracle(standin_reader_edition, tmp_path):
     """The graded edition's check consults no key: a right and a wrong answer get the
     same reply, and the grader still marks the recorded answers."""
-    import subprocess
     import sys
 
     from dpo_grpo.exercises.grade import grade_path
-    from dpo_grpo.exercises.student import write_student_edition
 
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "04_code.ipynb").write_bytes(
-        (BOOK / "04_code.ipynb").read_bytes()
+    (out,) = write_student_edition(
+        standin_reader_edition, tmp_path / "graded", graded=True
     )
-    (out,) = write_student_edition(tmp_path / "book", tmp_path / "graded", graded=True)
     sources = [
         c.source
         for c in nbformat.read(out, as_version=4).cells
@@ -221,3 +225,162 @@ def test_graded_edition_has_no_answer_oracle(tmp_path):
     nbformat.write(graded, tmp_path / "filled.ipynb")
     (g,) = grade_path(tmp_path / "filled.ipynb", chapter="04", timeout=60)
     assert g.verdicts["04.4"] == "correct", g.note
+
+
+# --------------------------------------------------------------------------------------
+# The handouts are made from the reader edition
+# --------------------------------------------------------------------------------------
+
+
+def _built_pages_checks():
+    """tests/book/test_built_pages.py (its raw-MyST check: one definition of raw MyST
+    for the site, the reader edition and the handouts)."""
+    spec = importlib.util.spec_from_file_location(
+        "built_pages_checks", ROOT / "tests" / "book" / "test_built_pages.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RAW_MYST = _built_pages_checks().raw_myst
+
+
+@pytest.fixture(scope="module")
+def standin_reader_edition(tmp_path_factory) -> Path:
+    """The reader edition of chapter 4 without a book build: its glued values are
+    stand-ins (the tests that use it are about code cells, which are the real ones)."""
+
+    class AnyKey(defaultdict):
+        def __contains__(self, key):
+            return True
+
+    out = tmp_path_factory.mktemp("standin-reader")
+    ctx = reader_edition.Context(
+        "04_code",
+        AnyKey(lambda: {"text/plain": "1.5", "text/markdown": "md"}),
+        reader_edition.parse_bib((BOOK / "references.bib").read_text("utf-8")),
+        reader_edition.collect_labels(),
+        reader_edition.Urls.from_config(),
+        notebooks={p.stem for p in BOOK.glob("*.ipynb")},
+    )
+    nb = reader_edition.convert_notebook(
+        nbformat.read(BOOK / "04_code.ipynb", as_version=4), ctx
+    )
+    (out / "04_code.ipynb").write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    return out
+
+
+def _cells(path: Path, kind: str) -> list[dict]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [c for c in nb["cells"] if c["cell_type"] == kind]
+
+
+def _text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["student", "graded"])
+def test_handouts_have_no_myst_and_no_solution(
+    reader_notebooks, built_book, tmp_path, graded
+):
+    """From the reader edition: the numbers filled in (exercise 04.4 asks about the
+    ratio itself), no MyST, no solution cell, no output; the graded edition imports the
+    recording check, never the self-check's key; the folder holds notebooks only."""
+    out = tmp_path / "handout"
+    written = write_student_edition(reader_notebooks, out, graded=graded)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written)
+    assert {p.name for p in written} == {p.name for p in BOOK.glob("*.ipynb")}
+    for path in written:
+        markdown = "\n".join(_text(c) for c in _cells(path, "markdown"))
+        assert RAW_MYST(markdown) == [], path.name
+        assert markdown.startswith(
+            "Graded edition of" if graded else "Student edition of"
+        ), path.name
+        code = _cells(path, "code")
+        assert not [
+            _text(c)[:80]
+            for c in code
+            if "solution" in c["metadata"].get("tags", [])
+            or _text(c).startswith("%%capture")
+        ], path.name
+        assert not [c for c in code if c["outputs"] or c["execution_count"]]
+        imports = "\n".join(_text(c) for c in code)
+        if graded:
+            assert "from dpo_grpo.exercises import check" not in imports, path.name
+        if path.stem == "04_code":
+            assert "from dpo_grpo.exercises.record import check" in imports or (
+                not graded and "from dpo_grpo.exercises import check" in imports
+            )
+            glue = reader_edition.load_glue(
+                "04_code", built_book / "jupyter_execute", execute=False
+            )
+            ratio = reader_edition.glue_text(glue["ch04_ratio0"], ".4f")
+            question = next(
+                _text(c) for c in _cells(path, "markdown") if "04.4" in _text(c)
+            )
+            assert ratio in question, question[:400]
+
+
+def test_a_folder_of_book_sources_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="run `make notebooks` first"):
+        write_student_edition(BOOK, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_make_student_starts_from_the_reader_edition():
+    """``make student`` writes the reader edition first (``make notebooks``) and removes
+    the solutions from it, for both editions."""
+    dry = subprocess.run(
+        ["make", "-n", "student"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    handouts = [line for line in dry if "-m dpo_grpo.exercises student" in line]
+    assert [line.split("student", 1)[1].split()[:2] for line in handouts] == [
+        ["_build/notebooks", "_build/student"],
+        ["_build/notebooks/zh", "_build/student/zh"],
+    ], dry
+    readers = [i for i, line in enumerate(dry) if "scripts/reader_edition.py" in line]
+    assert len(readers) == 2 and max(readers) < dry.index(handouts[0]), dry
+
+
+def test_handouts_need_only_the_light_install(
+    fresh_venv, package_wheel, standin_reader_edition, tmp_path
+):
+    """``pip install dpo-grpo`` (numpy only) is enough to make both handouts; the
+    command refuses the book's MyST sources and says what to run."""
+    python = fresh_venv("light", package_wheel)
+    installed = run_checked([python, "-m", "pip", "list", "--format=freeze"]).stdout
+    packages = {line.split("==")[0].lower() for line in installed.split()}
+    assert packages - {"pip", "setuptools"} == {"dpo-grpo", "numpy"}
+    for flag, folder in (([], "student"), (["--graded"], "graded")):
+        run_checked(
+            [
+                python,
+                "-m",
+                "dpo_grpo.exercises",
+                "student",
+                standin_reader_edition,
+                tmp_path / folder,
+                *flag,
+            ],
+            cwd=tmp_path,
+        )
+        assert [p.name for p in (tmp_path / folder).iterdir()] == ["04_code.ipynb"]
+    imports = "\n".join(
+        _text(c) for c in _cells(tmp_path / "graded" / "04_code.ipynb", "code")
+    )
+    assert "from dpo_grpo.exercises.record import check" in imports
+    refused = subprocess.run(
+        [python, "-m", "dpo_grpo.exercises", "student", BOOK, tmp_path / "from-book"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert refused.returncode != 0
+    assert "run `make notebooks` first" in refused.stderr, refused.stderr[-2000:]

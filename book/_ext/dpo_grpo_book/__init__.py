@@ -46,13 +46,14 @@ disk or a local server):
 5. **Language switch.** ``book_language_switch: {label: 中文, root: zh/}`` puts a header
    link to the same page in the other edition (the Chinese site is built into
    ``_build/html/zh/``; ``scripts/zh_edition.py``).
-6. **A CJK web font for the Chinese edition.** ``book_cjk_web_font: true`` (set by
-   ``scripts/zh_edition.py`` for the Chinese site only) serves Noto Sans CJK SC, the
+6. **A CJK web font.** ``book_cjk_web_font: true`` (``_config.yml``; the Chinese
+   edition's copy of it, ``scripts/zh_edition.py``, keeps it) serves Noto Sans CJK SC, the
    font the matplotlib figures use (:func:`dpo_grpo.i18n.cjk_font_file`, from the
    mplfonts package), cut down to the characters the site's pages hold: when the pages
    are written, :func:`write_cjk_subset` collects every CJK character of them (figure
    text included) and writes one WOFF2 file with only those glyphs (about 300 KB for
-   1,100 characters, against several MB for the whole font), declared as
+   1,100 characters of the Chinese site; a few KB for the English site's 中文
+   switch; against several MB for the whole font), declared as
    ``Noto Sans SC`` with exactly their ``unicode-range`` and ``font-display: swap`` (the
    text is drawn at once, in the fallback font, until it loads). A style sheet puts it
    after the Latin system fonts for the text and headings. The plotly figures name it
@@ -129,8 +130,8 @@ NODE_ASSETS = (
     ),
 )
 
-#: The Chinese edition's web font (``book_cjk_web_font``): its family name, file and
-#: style sheet below _static/
+#: The site's CJK web font (``book_cjk_web_font``): its family name, file and style sheet
+#: below _static/
 CJK_WEB_FAMILY = "Noto Sans SC"
 CJK_FONT_DIR = f"{VENDOR}/cjk"
 CJK_FONT_FILE = f"{CJK_FONT_DIR}/book-cjk.woff2"
@@ -138,16 +139,17 @@ CJK_FONT_SHEET = f"{CJK_FONT_DIR}/book-cjk.css"
 #: The characters the subset keeps: Han, CJK punctuation and full-width forms (Latin
 #: text keeps the system's fonts).
 CJK_CHARACTERS = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
-#: Latin text keeps the system's fonts; Han characters fall through to the served font,
-#: before the generic family (which a browser may map to any CJK font of the system).
-#: Text, headings, code and widget labels.
+#: The served CJK font first: its unicode-range holds only the site's CJK characters, so
+#: Latin text still takes the system's fonts after it. (After them, Chromium on Linux
+#: draws a CJK character in Arial's stand-in, Liberation Sans, as a box.) Text,
+#: headings, code and widget labels.
 CJK_FONT_STACK = (
-    '-apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", Arial, '
-    '"Noto Sans SC", sans-serif'
+    '"Noto Sans SC", -apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", '
+    "Arial, sans-serif"
 )
 CJK_MONO_STACK = (
-    'ui-monospace, "Cascadia Code", "Source Code Pro", Menlo, Consolas, '
-    '"DejaVu Sans Mono", "Noto Sans SC", monospace'
+    '"Noto Sans SC", ui-monospace, "Cascadia Code", "Source Code Pro", Menlo, '
+    'Consolas, "DejaVu Sans Mono", monospace'
 )
 CJK_FONT_CSS = (
     ":root {\n"
@@ -292,7 +294,12 @@ def site_cjk_characters(outdir) -> set[str]:
     translated theme strings."""
     found = set()
     outdir = Path(outdir)
-    for path in [*outdir.rglob("*.html"), outdir / "_static" / "translations.js"]:
+    # another edition built inside this one (the Chinese site in zh/) is not this site
+    nested = {d.parent for d in outdir.glob("*/**/_static") if d.is_dir()}
+    pages = [
+        p for p in outdir.rglob("*.html") if not any(n in p.parents for n in nested)
+    ]
+    for path in [*pages, outdir / "_static" / "translations.js"]:
         if path.is_file():
             text = path.read_text(encoding="utf-8")
             # JSON in the page (widget state) may spell a character as \uXXXX
@@ -336,6 +343,72 @@ def write_cjk_subset(outdir) -> tuple[int, int]:
         face + CJK_FONT_CSS, encoding="utf-8"
     )
     return len(characters), target.stat().st_size
+
+
+#: Font Awesome's web fonts, as pydata-sphinx-theme's style sheet loads them (below
+#: _static/); :func:`subset_icon_fonts` cuts them down to the icons the site shows.
+ICON_FONTS = tuple(
+    f"vendor/fontawesome/webfonts/fa-{name}.woff2"
+    for name in ("solid-900", "regular-400", "brands-400")
+)
+_ICON_RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")
+_ICON_CLASS_SELECTOR = re.compile(r"(?:\s*\.(fa-[a-z0-9-]+):before\s*,?)+")
+_ICON_CONTENT = re.compile(r'content:\s*"\\([0-9a-fA-F]{2,5})\s*"')
+_PRIVATE_USE = re.compile(r"[\ue000-\uf8ff]")
+_ICON_NAME = re.compile(r"\bfa-[a-z0-9-]+")
+
+
+def icon_codepoints(outdir) -> set[int]:
+    """The icon code points the site can show: those of every ``fa-*`` class named in
+    its pages and scripts (mapped through the ``.fa-NAME:before`` rules of its style
+    sheets), and every icon the style sheets draw themselves (admonitions, links,
+    toggles)."""
+    outdir = Path(outdir)
+    by_class, always = {}, set()
+    for sheet in (outdir / "_static").rglob("*.css"):
+        for selector, body in _ICON_RULE.findall(sheet.read_text(encoding="utf-8")):
+            content = _ICON_CONTENT.search(body)
+            if _ICON_CLASS_SELECTOR.fullmatch(selector):
+                if content:
+                    for name in re.findall(r"\.(fa-[a-z0-9-]+):before", selector):
+                        by_class[name] = int(content.group(1), 16)
+                continue
+            if content:
+                always.add(int(content.group(1), 16))
+            always |= {ord(c) for c in _PRIVATE_USE.findall(body)}
+    named = set()
+    # the themes' scripts; not the icon script (never loaded: drop_icon_script) nor the
+    # vendored libraries (the widget manager bundles Font Awesome 4's names and font)
+    scripts = [
+        js
+        for js in (outdir / "_static").rglob("*.js")
+        if js != outdir / ICON_SCRIPT and VENDOR not in js.relative_to(outdir).parts
+    ]
+    for path in [*outdir.rglob("*.html"), *scripts]:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        named |= set(_ICON_NAME.findall(text))
+    return always | {by_class[n] for n in named if n in by_class}
+
+
+def subset_icon_fonts(outdir) -> int:
+    """Cut Font Awesome's web fonts (:data:`ICON_FONTS`, 300 KB on every page) down to
+    :func:`icon_codepoints`, in place; return their new total size in bytes."""
+    from fontTools import subset
+
+    codepoints, total = icon_codepoints(outdir), 0
+    options = subset.Options()
+    options.flavor = "woff2"
+    for name in ICON_FONTS:
+        path = Path(outdir) / "_static" / name
+        if not path.is_file():
+            continue
+        font = subset.load_font(str(path), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(codepoints))
+        subsetter.subset(font)
+        subset.save_font(font, str(path), options)
+        total += path.stat().st_size
+    return total
 
 
 def _check_local(app, url, what):
@@ -581,9 +654,11 @@ def _finish_pages(app, exception):
         lean = drop_icon_script(text)
         if lean != text:
             page.write_text(lean, encoding="utf-8")
-    if app.config.book_cjk_web_font:
-        from sphinx.util import logging
+    from sphinx.util import logging
 
+    size = subset_icon_fonts(app.outdir)
+    logging.getLogger(__name__).info(f"icon fonts: {size / 1024:.0f} KB")
+    if app.config.book_cjk_web_font:
         n, size = write_cjk_subset(app.outdir)
         logging.getLogger(__name__).info(
             f"CJK web font: {n} characters, {size / 1024:.0f} KB"

@@ -5,8 +5,9 @@ revealing the solution.
 answer. The registry with the full key (``EXERCISES``, built from the chapter modules
 ``chNN.py``) is loaded on first access, for instructors and tests.
 ``python -m dpo_grpo.exercises grade NOTEBOOK_OR_FOLDER`` grades student notebooks and
-``python -m dpo_grpo.exercises student BOOK_DIR OUT_DIR`` writes the student edition
-(solution cells removed).
+``python -m dpo_grpo.exercises student READER_DIR OUT_DIR [--graded]`` writes the
+student (or graded) edition: the reader edition (``make notebooks``) with its solution
+cells removed (:mod:`.student`).
 """
 
 from .core import Exercise, Feedback, choice, code, numeric

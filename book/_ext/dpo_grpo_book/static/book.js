@@ -377,7 +377,7 @@
 
   // Long titles, subplot titles and axis titles wrapped to the phone's width; the
   // figure's title gets the room its extra lines take.
-  function wrapLabels(out, width) {
+  function wrapLabels(out, width, height) {
     var base = (out.font && out.font.size) || 12;
     var plotWidth = width - out.margin.l - out.margin.r;
     var extra = 0;
@@ -389,8 +389,18 @@
       var wrapped = wrapText(title.text, size, room - 8);
       title.text = wrapped.text;
       out.title = title;
-      extra = (wrapped.lines - 1) * Math.round(size * 1.3);
-      out.margin.t += extra;
+      if (wrapped.lines > 1) {
+        // the title hangs from the top; the plot (and its subplot titles, 30 px)
+        // starts below its last line
+        var lineHeight = Math.round(size * 1.3);
+        title.yref = "container";
+        title.y = 1;
+        title.yanchor = "top";
+        title.pad = { t: 8 + size }; // plotly measures from the first baseline
+        var top = Math.max(out.margin.t, 8 + size + wrapped.lines * lineHeight + 24);
+        extra = top - out.margin.t;
+        out.margin.t = top;
+      }
     }
     var below = 0;
     (out.annotations || []).forEach(function (a) {
@@ -416,14 +426,18 @@
         below = Math.max(below, (wrapped.lines - 1) * Math.round(size * 1.3));
       }
     });
+    var plotHeight = height - out.margin.t - out.margin.b;
     Object.keys(out).forEach(function (key) {
-      if (!/^xaxis\d*$/.test(key) || !titleText(out[key].title)) {
+      if (!/^[xy]axis\d*$/.test(key) || !titleText(out[key].title)) {
         return;
       }
       var axis = out[key];
       var t = typeof axis.title === "object" ? axis.title : { text: axis.title };
       var size = (t.font && t.font.size) || base + 1;
-      t.text = wrapText(t.text, size, plotWidth).text;
+      // a y title runs along its subplot's height
+      var domain = axis.domain || [0, 1];
+      var room = key[0] === "x" ? plotWidth : (domain[1] - domain[0]) * plotHeight;
+      t.text = wrapText(t.text, size, room).text;
       axis.title = t;
     });
     return { top: extra, below: below };
@@ -441,7 +455,7 @@
     var height = out.height || 450;
     var plotHeight = height - (margin.t === undefined ? 60 : margin.t) - (margin.b === undefined ? 60 : margin.b);
     height += oneColumn(out, data, plotHeight) - plotHeight;
-    var labels = wrapLabels(out, width);
+    var labels = wrapLabels(out, width, height);
     height += labels.top;
     placeColorbars(data, out);
     var belowLast = out._bookBelowLast || 0;
@@ -612,8 +626,19 @@
       return widgetsLoading;
     }
     var vendor = new URL("vendor/", scriptUrl).href;
-    // RequireJS reads this before it loads; the manager finds its fonts next to it
-    window.require = { paths: { "@jupyter-widgets/html-manager/dist": vendor + "html-manager" } };
+    // RequireJS reads this before it loads. The manager's modules live in its own
+    // file, but each finds its style sheets' fonts next to its RequireJS name: name
+    // them all in the vendored folder, where the fonts are.
+    var manager = vendor + "html-manager/";
+    window.require = {
+      paths: {
+        "@jupyter-widgets/html-manager/dist": manager.slice(0, -1),
+        "@jupyter-widgets/html-manager": manager + "html-manager",
+        "@jupyter-widgets/base": manager + "base",
+        "@jupyter-widgets/controls": manager + "controls",
+        "@jupyter-widgets/output": manager + "output",
+      },
+    };
     var mathjax = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
     widgetsLoading = Promise.resolve(mathjax)
       .then(mathjax2Hub)
