@@ -210,7 +210,8 @@ CJK_GLYPHS = """async () => {
   let measured = 0;
   for (let n = walker.nextNode(); n && measured < 40; n = walker.nextNode()) {
     const el = n.parentElement;
-    if (!el || !el.getClientRects().length || el.closest('svg, mjx-container')) continue;
+    if (!el || !el.getClientRects().length) continue;
+    if (el.closest('svg, mjx-container')) continue;
     const m = /[\\u4e00-\\u9fff]{2,}/.exec(n.data);
     if (!m) continue;
     const range = document.createRange();

@@ -1,14 +1,16 @@
 """The grader on a filled, an empty, a failing and a never-ending student notebook (each
 in its own sandbox), its tables, and the verdicts it computes itself from answer records
-(dpo_grpo.exercises.core.judge)."""
+(dpo_grpo.exercises.core.judge); a class that hands in chapter 3 as the two notebooks it
+ships as, graded into one gradebook row per student."""
 
+import csv
+import json
 import subprocess
 import sys
 
 import nbformat
 import numpy as np
 import pytest
-
 from dpo_grpo.exercises import EXERCISES
 from dpo_grpo.exercises.core import chapter_exercises, grading_cases, judge
 from dpo_grpo.exercises.grade import (
@@ -126,6 +128,7 @@ def test_tables(grades):
 
 
 def test_cli_appends_rows(folder, tmp_path):
+    reports = ["gradebook.csv", "gradebook.md", "summary.csv", "summary.md"]
     out = subprocess.run(
         [
             sys.executable,
@@ -139,7 +142,16 @@ def test_cli_appends_rows(folder, tmp_path):
             str(tmp_path / "g.csv"),
             "--markdown",
             str(tmp_path / "g.md"),
+            "--gradebook",
+            str(tmp_path / reports[0]),
+            "--gradebook",
+            str(tmp_path / reports[1]),
+            "--summary",
+            str(tmp_path / reports[2]),
+            "--summary",
+            str(tmp_path / reports[3]),
         ],
+        check=False,
         capture_output=True,
         text=True,
         timeout=120,
@@ -152,6 +164,20 @@ def test_cli_appends_rows(folder, tmp_path):
     )
     assert (tmp_path / "g.csv").read_text().count(",correct,") == 2
     assert (tmp_path / "g.md").read_text().count("| correct |") == 2
+    (row,) = csv.DictReader((tmp_path / "gradebook.csv").open())
+    assert row["score"] == f"2/{len(ALL)}" and float(row["seconds"]) > 0
+    assert row[NUMERIC] == row[CHOICE] == "correct"
+    assert f"| {NUMERIC} | 1/1 |" in (tmp_path / "summary.md").read_text()
+    assert "| student | score | seconds |" in out.stdout  # the gradebook, printed
+    bad = subprocess.run(
+        [sys.executable, "-m", "dpo_grpo.exercises", "grade", str(folder)]
+        + ["--gradebook", str(tmp_path / "g.txt")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "--gradebook" in bad.stderr
 
 
 def test_bad_path(tmp_path):
@@ -225,3 +251,77 @@ def test_every_code_exercise_draws_fresh_inputs():
             for args in drawn:
                 # the reference digests what the grader draws
                 np.asarray(ex.reference(*args), dtype=float)
+
+
+# --- chapter 3, handed in as the two notebooks it ships as ----------------------------
+
+CH03 = chapter_exercises("03")
+PART_A = ["03.1", "03.8"]  # 03_derivations
+PART_B = [i for i in CH03 if i not in PART_A]  # 03b_grpo_derivations
+GRADED = "from dpo_grpo.exercises.record import check"
+
+
+@pytest.fixture(scope="module")
+def chapter3(tmp_path_factory):
+    """alice: the first notebook in the self-check edition, saved without ``outputs``
+    keys, 03.1 answered then its cell run again with None; the second in the graded
+    edition, 03.4 answered, the rest untouched. bob: the second notebook untouched, in
+    a folder of his own."""
+    d = tmp_path_factory.mktemp("chapter3")
+    right = repr(np.asarray(EXERCISES["03.1"].solution()).tolist())
+    first = nbformat.v4.new_notebook()
+    first.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    first.cells = [
+        nbformat.v4.new_code_cell(s)
+        for s in (
+            "from dpo_grpo.exercises import check",
+            f"check('03.1', {right})",
+            "check('03.1', None)",
+            "check('03.8', None)",
+        )
+    ]
+    raw = json.loads(nbformat.writes(first))
+    for cell in raw["cells"]:
+        del cell["outputs"]
+    (d / "alice_03_derivations.ipynb").write_text(json.dumps(raw))
+    untouched = [f"check({i!r}, None)" for i in PART_B if i != "03.4"]
+    _nb(
+        d / "alice_03b_grpo_derivations.ipynb", GRADED, "check('03.4', 'b')", *untouched
+    )
+    (d / "bob").mkdir()
+    _nb(
+        d / "bob" / "03b_grpo_derivations.ipynb",
+        GRADED,
+        "check('03.4', None)",
+        *untouched,
+    )
+    return {g.notebook: g for g in grade_path(d, timeout=60, jobs=2)}
+
+
+def test_each_notebook_of_a_split_chapter_is_graded_on_its_own_exercises(chapter3):
+    assert sorted(chapter3) == [
+        "alice_03_derivations.ipynb",
+        "alice_03b_grpo_derivations.ipynb",
+        "bob/03b_grpo_derivations.ipynb",
+    ]
+    first = chapter3["alice_03_derivations.ipynb"]
+    # no outputs keys, and a re-run with None: the answer stands
+    assert first.verdicts == {"03.1": "correct", "03.8": "not attempted"}, first.note
+    second = chapter3["alice_03b_grpo_derivations.ipynb"]
+    assert list(second.verdicts) == PART_B and second.correct == 1
+    untouched = chapter3["bob/03b_grpo_derivations.ipynb"]
+    # the graded edition's untouched answers are not attempted, not "not reached"
+    assert set(untouched.verdicts.values()) == {"not attempted"}, untouched.note
+    assert all(g.seconds > 0 for g in chapter3.values())
+
+
+def test_a_students_notebooks_make_one_gradebook_row(chapter3):
+    from dpo_grpo.exercises.report import gradebook
+
+    alice, bob = gradebook(chapter3.values())
+    assert (alice.student, alice.correct, len(alice.verdicts)) == ("alice", 2, 11)
+    assert (bob.student, bob.correct, list(bob.verdicts)) == ("bob", 0, CH03)

@@ -47,7 +47,8 @@ disk or a local server):
    link to the same page in the other edition (the Chinese site is built into
    ``_build/html/zh/``; ``scripts/zh_edition.py``).
 6. **A CJK web font.** ``book_cjk_web_font: true`` (``_config.yml``; the Chinese
-   edition's copy of it, ``scripts/zh_edition.py``, keeps it) serves Noto Sans CJK SC, the
+   edition's copy of it, ``scripts/zh_edition.py``, keeps it) serves Noto Sans CJK SC,
+   the
    font the matplotlib figures use (:func:`dpo_grpo.i18n.cjk_font_file`, from the
    mplfonts package), cut down to the characters the site's pages hold: when the pages
    are written, :func:`write_cjk_subset` collects every CJK character of them (figure
@@ -130,8 +131,8 @@ NODE_ASSETS = (
     ),
 )
 
-#: The site's CJK web font (``book_cjk_web_font``): its family name, file and style sheet
-#: below _static/
+#: The site's CJK web font (``book_cjk_web_font``): its family name, file and style
+#: sheet below _static/
 CJK_WEB_FAMILY = "Noto Sans SC"
 CJK_FONT_DIR = f"{VENDOR}/cjk"
 CJK_FONT_FILE = f"{CJK_FONT_DIR}/book-cjk.woff2"

@@ -12,7 +12,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dpo_grpo.exercises")
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser(
-        "grade", help="grade a student notebook or a folder of them (each in a sandbox)"
+        "grade",
+        help=(
+            "grade a student notebook or a folder of them, with a sub-folder per "
+            "student if you like (each notebook in a sandbox)"
+        ),
     )
     g.add_argument("path")
     g.add_argument(
@@ -52,6 +56,24 @@ def main(argv=None) -> int:
         type=Path,
         help="also write the table as Markdown here (rows appended as graded)",
     )
+    g.add_argument(
+        "--gradebook",
+        type=Path,
+        action="append",
+        help=(
+            "write the gradebook (one row per student) here, CSV or Markdown by the "
+            "suffix (.csv, .md); may be given twice"
+        ),
+    )
+    g.add_argument(
+        "--summary",
+        type=Path,
+        action="append",
+        help=(
+            "write the class summary (one row per exercise: how many right, the "
+            "commonest mistake) here, .csv or .md; may be given twice"
+        ),
+    )
     s = sub.add_parser(
         "student", help="write the student edition (solution cells removed)"
     )
@@ -86,12 +108,24 @@ def main(argv=None) -> int:
         print(args.out)
         return 0
 
-    from .grade import GradingSession, grade_path, to_markdown
+    from .grade import GradingSession, grade_path
     from .names import display_name
+    from .report import (
+        class_summary,
+        gradebook_markdown,
+        report_paths,
+        summary_markdown,
+        write_reports,
+    )
     from .sandbox import Limits, detect_mode
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
         parser.error("--jobs must be >= 1, --timeout > 0 and --memory-mb >= 256")
+    for flag, paths in (("--gradebook", args.gradebook), ("--summary", args.summary)):
+        try:
+            report_paths(paths, flag)
+        except ValueError as exc:
+            parser.error(str(exc))
     print(
         f"sandbox: {detect_mode()} (see book/teaching.md for what it isolates)",
         file=sys.stderr,
@@ -110,10 +144,17 @@ def main(argv=None) -> int:
         markdown_path=args.markdown,
         progress=True,
     )
-    print(to_markdown(grades))
+    book = write_reports(
+        grades, gradebook_paths=args.gradebook, summary_paths=args.summary
+    )
+    print(gradebook_markdown(book))
+    print(summary_markdown(class_summary(book)))
     for g in grades:
-        note = f" ({display_name(g.note)})" if g.note else ""
-        print(f"{display_name(g.notebook)}: score {g.score:.0%}{note}")
+        note = f"; {display_name(g.note)}" if g.note else ""
+        print(
+            f"{display_name(g.notebook)}: score {g.score:.0%} "
+            f"({g.correct}/{len(g.verdicts)}, {g.seconds:.0f} s{note})"
+        )
     return 0
 
 

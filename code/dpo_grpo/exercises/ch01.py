@@ -211,7 +211,6 @@ numeric(
     "token that the critic accounts for when the reward is a rule (no reward model), "
     "all models the policy's size and one update per rollout.",
     _critic_flop_share_rule_reward,
-    rtol=1e-6,
     mistakes={
         "kept the reward model": (
             8 / 20,

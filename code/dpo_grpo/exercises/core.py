@@ -6,9 +6,11 @@ option letter) and ``code`` (a function, run on test cases against a reference
 implementation). Each chapter registers its exercises in ``chNN.py``; :func:`registry`
 imports them all. Students never need this module: their ``check()`` lives in
 :mod:`dpo_grpo.exercises.selfcheck` and reads only the hashed key
-``selfcheck_key.json``. The grader (:mod:`dpo_grpo.exercises.grade`) compares the
-answers it extracts from a student's kernel with this key (:func:`judge`), in its own
-process.
+``_selfcheck_key.py``. The grader (:mod:`dpo_grpo.exercises.grade`) compares the
+answers it extracts from a student's kernel with this key (:func:`judge`,
+:func:`diagnose`), in its own process, by the self-check's own rule
+(:mod:`.tolerance`) and with its messages (:mod:`.feedback`). :data:`NOTEBOOKS` says
+which exercises each notebook of the book holds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import numpy as np
 
 from ..i18n import tr
 from ._wire import decode_array
+from .feedback import CaseError, Reply, code_reply, numeric_reply
+from .tolerance import close_tolerance, exponents, steps, within
 
 EXERCISES: dict[str, "Exercise"] = {}
 VERDICTS = (
@@ -68,6 +72,15 @@ class Exercise:
             return self.reference
         return self.reference() if callable(self.reference) else self.reference
 
+    def tolerance(self) -> np.ndarray:
+        """The tolerance of each value of a numeric exercise's answer (shaped like
+        it): ``atol + rtol |reference|`` rounded down to a power of two, what ``check``
+        and the grader accept and what their messages state (:mod:`.tolerance`)."""
+        if self.kind != "numeric":
+            raise ValueError(f"exercise {self.id} is {self.kind}, not numeric")
+        sol = np.asarray(self.solution(), dtype=np.float64)
+        return steps(exponents(sol, self.rtol, self.atol)).reshape(sol.shape)
+
 
 @dataclass
 class Feedback:
@@ -108,10 +121,15 @@ def _register(ex: Exercise) -> Exercise:
 
 
 def numeric(
-    id, prompt, reference, *, rtol=5e-4, atol=5e-5, mistakes=None, level=None
+    id, prompt, reference, *, rtol=1e-3, atol=1e-6, mistakes=None, level=None
 ) -> Exercise:
     """Register a numeric exercise; ``reference`` is a value or a zero-argument function
-    computing it."""
+    computing it.
+
+    The defaults accept every answer correctly rounded to four significant figures (the
+    book asks for at least four): the tolerance, ``atol + rtol |ref|`` rounded down to a
+    power of two, is then more than ``5e-4 |ref|``, at least half a unit of the fourth
+    figure."""
     return _register(
         Exercise(
             id,
@@ -208,6 +226,45 @@ def chapter_exercises(chapter: str) -> list[str]:
     return ids
 
 
+#: The notebooks of the book that hold exercises, and which: a whole chapter (its
+#: number), or for the chapters shipped as two notebooks, the exercises of each part.
+#: ``tests/exercises/test_grade_report.py`` checks this against ``book/``.
+NOTEBOOKS = {
+    "01_why": "01",
+    "02_minimal_understanding": "02",
+    "03_derivations": ("03.1", "03.8"),
+    "03b_grpo_derivations": (
+        "03.2",
+        "03.3",
+        "03.4",
+        "03.5",
+        "03.6",
+        "03.7",
+        "03.9",
+        "03.10",
+        "03.11",
+    ),
+    "04_code": "04",
+    "05_production": ("05.1", "05.3", "05.4", "05.5", "05.7"),
+    "05b_silent_pitfalls": ("05.2", "05.6"),
+    "06_costs_and_limits": "06",
+    "07_papers": "07",
+    "08_misconceptions": "08",
+    "09_hands_on": "09",
+    "10_further_reading": "10",
+}
+
+
+def notebook_exercises(stem: str) -> list[str]:
+    """Ids of the exercises the book's notebook ``stem`` (e.g. ``"03_derivations"``)
+    holds, in the order of :func:`chapter_exercises`."""
+    if stem not in NOTEBOOKS:
+        raise ValueError(f"stem must be one of {sorted(NOTEBOOKS)}, got {stem!r}")
+    held = NOTEBOOKS[stem]
+    chapter = held if isinstance(held, str) else held[0].split(".")[0]
+    return [i for i in chapter_exercises(chapter) if isinstance(held, str) or i in held]
+
+
 def close(a, b, rtol, atol) -> bool:
     """Same shape, finite, and ``|a - b| <= atol + rtol |b|`` elementwise."""
     try:
@@ -233,39 +290,150 @@ def grading_cases(
     return cases
 
 
-def judge(ex: Exercise, record, cases=None) -> str:
-    """The verdict for one answer record extracted from a kernel (see :mod:`._wire`),
-    against the full key.
+def _copies(args):
+    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _value(fn):
+    """``fn()`` as a float array, or None when it raises (a mistake undefined here)."""
+    try:
+        return np.asarray(fn(), dtype=np.float64)
+    except Exception:  # noqa: BLE001  (a mistake that is undefined on a case has no value)
+        return None
+
+
+_VALUES: dict = {}  # (id(exercise), what) -> (exercise, value): computed once a batch
+
+
+def _cached(ex: Exercise, what: str, fn):
+    """``_value(fn)`` for exercise ``ex``, computed once (a reference or a mistake may
+    run a simulation)."""
+    key = (id(ex), what)
+    if key not in _VALUES:
+        _VALUES[key] = (ex, _value(fn))
+    return _VALUES[key][1]
+
+
+def _record_type(record) -> str:
+    kind = record.get("kind")
+    return str(record.get("type", "object")) if kind == "other" else str(kind)
+
+
+def _numeric_reply(ex: Exercise, record) -> Reply:
+    got = decode_array(record)
+    if got is None:
+        return Reply(
+            "incorrect",
+            tr(
+                "expected a number or an array of numbers, got {type}",
+                type=_record_type(record),
+            ),
+        )
+    sol = _cached(ex, "solution", ex.solution)
+    values = [
+        (hint, _cached(ex, f"mistake {label}", v if callable(v) else lambda v=v: v))
+        for label, (v, hint) in ex.mistakes.items()
+    ]
+    return numeric_reply(
+        got,
+        sol.shape,
+        lambda a: within(a, sol, ex.rtol, ex.atol),
+        [
+            (hint, None if v is None else lambda a, v=v: _within_shaped(a, v, ex))
+            for hint, v in values
+        ],
+        lambda a: within(a, sol, *close_tolerance(ex.rtol, ex.atol)),
+        steps(exponents(sol, ex.rtol, ex.atol)),
+    )
+
+
+def _within_shaped(arr, value, ex) -> np.ndarray:
+    if arr.shape != value.shape:
+        return np.zeros(arr.size, dtype=bool)
+    return within(arr, value, ex.rtol, ex.atol)
+
+
+def _choice_reply(ex: Exercise, record) -> Reply:
+    value = record.get("value") if record.get("kind") == "str" else None
+    letter = value.strip().lower() if isinstance(value, str) else None
+    if letter not in {k.lower() for k in ex.options}:
+        return Reply(
+            "incorrect",
+            tr("answer with one of the letters {letters}", letters=sorted(ex.options)),
+        )
+    if letter == str(ex.reference).lower():
+        return Reply("correct", tr("correct."))
+    hint = {k.lower(): h for k, h in ex.explanations.items()}.get(letter)
+    if hint is None:
+        return Reply(
+            "incorrect",
+            tr("not this one. {hint}", hint=tr("Reread the section and try again.")),
+        )
+    return Reply("incorrect", tr("not this one. {hint}", hint=tr(hint)), tr(hint))
+
+
+def _case_output(out):
+    if isinstance(out, dict) and out.get("kind") == "error":
+        error, _, message = str(out.get("message", "")).partition(": ")
+        return CaseError(error, message)
+    return decode_array(out)
+
+
+def _output_matcher(ex: Exercise, fn, cases):
+    """Whether an output is within tolerance of ``fn``'s on case ``j`` (never when
+    ``fn`` is not a function or raises there)."""
+
+    def matches(j, arr):
+        want = _value(lambda: fn(*_copies(cases[j]))) if callable(fn) else None
+        return (
+            want is not None
+            and arr.shape == want.shape
+            and bool(within(arr, want, ex.rtol, ex.atol).all())
+        )
+
+    return matches
+
+
+def _code_reply(ex: Exercise, record, cases) -> Reply:
+    outputs = record.get("outputs") if record.get("kind") == "function" else None
+    if record.get("kind") != "function":
+        return Reply(
+            "incorrect",
+            tr("expected a function, got {type}", type=_record_type(record)),
+        )
+    if not isinstance(outputs, list) or cases is None or len(outputs) != len(cases):
+        return Reply("incorrect")
+
+    return code_reply(
+        ((j, _case_output(o)) for j, o in enumerate(outputs)),
+        len(cases),
+        _output_matcher(ex, ex.reference, cases),
+        [(hint, _output_matcher(ex, fn, cases)) for fn, hint in ex.mistakes.values()],
+    )
+
+
+def diagnose(ex: Exercise, record, cases=None) -> Reply:
+    """The verdict, the self-check's message and the mistake recognised, for one answer
+    record extracted from a kernel (see :mod:`._wire`), against the full key.
 
     ``cases`` (code exercises) are the argument tuples the record's outputs answer, in
     order. A malformed record is ``incorrect``; it never raises.
     """
     if not isinstance(record, dict) or record.get("kind") == "none":
-        return "not attempted"
-    if ex.kind == "numeric":
-        got = decode_array(record)
-        return (
-            "correct"
-            if got is not None and close(got, ex.solution(), ex.rtol, ex.atol)
-            else "incorrect"
-        )
-    if ex.kind == "choice":
-        value = record.get("value") if record.get("kind") == "str" else None
-        ok = (
-            isinstance(value, str)
-            and value.strip().lower() == str(ex.reference).lower()
-        )
-        return "correct" if ok else "incorrect"
-    outputs = record.get("outputs") if record.get("kind") == "function" else None
-    if not isinstance(outputs, list) or cases is None or len(outputs) != len(cases):
-        return "incorrect"
-    if any(isinstance(o, dict) and o.get("kind") == "error" for o in outputs):
-        return "error"
-    for args, out in zip(cases, outputs):
-        want = ex.reference(
-            *[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-        )
-        got = decode_array(out)
-        if got is None or not close(got, want, ex.rtol, ex.atol):
-            return "incorrect"
-    return "correct"
+        return Reply("not attempted")
+    reply = {
+        "numeric": lambda: _numeric_reply(ex, record),
+        "choice": lambda: _choice_reply(ex, record),
+        "code": lambda: _code_reply(ex, record, cases),
+    }[ex.kind]
+    return reply()
+
+
+def judge(ex: Exercise, record, cases=None) -> str:
+    """The verdict for one answer record extracted from a kernel (see :mod:`._wire`),
+    against the full key (:func:`diagnose`'s status).
+
+    ``cases`` (code exercises) are the argument tuples the record's outputs answer, in
+    order. A malformed record is ``incorrect``; it never raises.
+    """
+    return diagnose(ex, record, cases).status

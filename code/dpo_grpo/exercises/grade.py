@@ -1,8 +1,10 @@
 """Grade filled student notebooks. Each notebook is untrusted and is treated as such:
 
-- the exercise list is the instructor's: every exercise the registry holds for the
-  chapter, whatever the notebook contains, so the denominator is the same for every
-  student;
+- the exercise list is the instructor's: every exercise of the book's notebook that the
+  submission is a copy of (:func:`graded_exercises`: the whole chapter, or for the
+  chapters shipped as two notebooks, the part it holds), whatever the notebook still
+  contains, so the denominator is the same for every copy of one notebook, and the
+  gradebook (:mod:`.report`) counts every exercise of the chapter for every student;
 - the notebook runs in a sandbox (:mod:`.sandbox`) and its kernel only *records answers
   as data*: the submitted values and, for a coding exercise, the outputs of the
   student's function on test inputs drawn at grading time. The grader reads them after
@@ -10,12 +12,17 @@
   the kernel prints, logs or writes is a verdict;
 - the batch cannot be broken: an unreadable or invalid file gets the verdict
   ``invalid notebook`` and the batch goes on; each notebook's rows are appended to the
-  output files as soon as they are known.
+  output files as soon as they are known;
+- what the grader discards is not held against a notebook: outputs are dropped before
+  the size limit applies and before validation (:func:`load_notebook`), so missing
+  ``outputs`` keys or a large plot do not fail it.
 
 Verdicts per exercise: ``correct``, ``incorrect``, ``error`` (the student's function
-raised), ``not attempted`` (no answer, or no check of it in the notebook),
+raised), ``not attempted`` (its check ran with ``None``, or no check of it is in the
+notebook; a check with ``None`` never erases an answer given before it),
 ``not reached`` (the check is in the notebook but did not run: an earlier crash, a
-deleted name), ``timeout`` and ``invalid notebook``.
+deleted name), ``timeout`` and ``invalid notebook``. The note of an answer that is not
+right is the self-check's diagnosis (:func:`.core.diagnose`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,6 @@ import csv
 import io
 import os
 import re
-import stat
 import sys
 import threading
 import time
@@ -37,20 +43,41 @@ import numpy as np
 
 from ..tables import markdown_row
 from ._wire import encode_value
-from .core import chapter_exercises, grading_cases, judge, registry
+from .core import (
+    NOTEBOOKS,
+    chapter_exercises,
+    diagnose,
+    grading_cases,
+    notebook_exercises,
+    registry,
+)
+from .feedback import Reply
 from .names import ascii_name, confusable_with, display_name
+from .reading import (  # noqa: F401  (MAX_NOTEBOOK_BYTES, exercises_in: re-exported)
+    MAX_NOTEBOOK_BYTES,
+    exercises_in,
+    ids_in_source,
+    load_notebook,
+)
 from .sandbox import Limits, detect_mode, run_sandboxed
-
-CHECK_CALL = re.compile(r"""check\(\s*["']([0-9A-Za-z_.\-]+)["']""")
-MAX_NOTEBOOK_BYTES = 32 << 20
 
 
 @dataclass
 class NotebookGrade:
+    """One submitted notebook: its name in the batch (``bob/03_derivations.ipynb``),
+    the verdict of every exercise it is graded on, its note (a crash, a time-out, a
+    look-alike name), the seconds it took, whose it is and of which chapter, and per
+    exercise the diagnosis of an answer that is not right (``notes``) and the mistake
+    recognised (``mistakes``)."""
+
     notebook: str
-    verdicts: dict  # exercise id -> verdict, for every exercise of the chapter
+    verdicts: dict  # exercise id -> verdict, for every exercise it is graded on
     note: str = ""
     seconds: float = 0.0
+    student: str = ""
+    chapter: str = ""
+    notes: dict = field(default_factory=dict)
+    mistakes: dict = field(default_factory=dict)
 
     @property
     def correct(self) -> int:
@@ -87,51 +114,80 @@ class GradingSession:
         }
 
 
-def _ids_in_source(nb) -> list[str]:
-    ids = []
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code":
-            for ex_id in CHECK_CALL.findall(cell.get("source", "")):
-                if ex_id not in ids:
-                    ids.append(ex_id)
-    return ids
+def _parts(chapter: str) -> dict:
+    """The book's notebooks that hold part of ``chapter``: stem -> exercise ids."""
+    return {
+        stem: notebook_exercises(stem)
+        for stem, held in NOTEBOOKS.items()
+        if not isinstance(held, str) and held[0].split(".")[0] == chapter
+    }
 
 
-def exercises_in(nb_path) -> list[str]:
-    """Exercise ids checked in a notebook, in order of appearance (from
-    ``check("id", ...)`` calls)."""
-    import nbformat
+def _named_part(name: str, parts: dict) -> str | None:
+    base = name.rsplit("/", 1)[-1]
+    for stem in sorted(parts, key=len, reverse=True):
+        if re.search(re.escape(stem), base, re.IGNORECASE):
+            return stem
+    return None
 
-    return _ids_in_source(nbformat.read(nb_path, as_version=4))
+
+def graded_exercises(nb, name: str, chapter: str) -> list[str]:
+    """The exercises a submitted notebook ``nb`` (None: unreadable) named ``name`` is
+    graded on, in chapter order: those of the book's notebook it is a copy of. For a
+    chapter shipped as two notebooks (:data:`.core.NOTEBOOKS`) that is the part all its
+    checks of the chapter belong to, or without such checks the part its file name
+    names; otherwise, or when its checks span both parts, the whole chapter. Deleting
+    check cells does not shrink the list."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    ids, parts = chapter_exercises(chapter), _parts(chapter)
+    held = set(ids_in_source(nb)) & set(ids) if nb is not None else set()
+    if held:
+        return next((p for p in parts.values() if held <= set(p)), ids)
+    stem = _named_part(name, parts)
+    return parts[stem] if stem else ids
 
 
-def load_notebook(path):
-    """The validated notebook at ``path``, or raise ValueError saying why it cannot be
-    graded."""
-    import nbformat
+def student_of(name: str, folder: str = "") -> str:
+    """Whose submission ``name`` (its path in the batch) is: the folder it is in
+    (``bob/03_derivations.ipynb``: ``bob``), or its file name without ``.ipynb`` and
+    without the name of the book's notebook in it (``alice_03b_grpo_derivations.ipynb``:
+    ``alice``); ``folder`` (the batch folder's name) when nothing else is left."""
+    if not isinstance(name, str) or not isinstance(folder, str):
+        raise TypeError(
+            f"name and folder must be str, got {type(name).__name__} and "
+            f"{type(folder).__name__}"
+        )
+    head, sep, base = name.rpartition("/")
+    if sep:
+        return head.split("/")[0]
+    stem = base.removesuffix(".ipynb")
+    book = _named_part(stem, {s: None for s in NOTEBOOKS})
+    if book is not None:
+        m = re.search(re.escape(book), stem, re.IGNORECASE)
+        stem = stem[: m.start()] + stem[m.end() :]
+    return stem.strip(" _-.") or folder or base
 
-    path = Path(path)
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        raise ValueError(f"cannot read the file ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("not a regular file")
-    if st.st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(MAX_NOTEBOOK_BYTES + 1).decode("utf-8")
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
-    except Exception as exc:  # noqa: BLE001  (any parse or schema failure: the file is not a notebook)
-        raise ValueError(f"{type(exc).__name__}") from None
-    return nb
+
+def last_answers(records) -> tuple[dict, set]:
+    """``(answers, untouched)`` from an answers file's records: for each exercise the
+    answer of its last check that gave one (a check with ``None`` never erases it), and
+    the exercises whose checks gave none (``None``, or a record without an answer)."""
+    answers, seen = {}, set()
+    for rec in records:
+        ex_id = rec.get("id") if isinstance(rec, dict) else None
+        if not isinstance(ex_id, str):
+            continue
+        seen.add(ex_id)
+        answer = rec.get("answer")
+        if isinstance(answer, dict) and answer.get("kind") != "none":
+            answers[ex_id] = answer
+    return answers, seen - set(answers)
 
 
 def _chapter_voted(nb):
     counts = Counter(
-        ex_id.split(".")[0] for ex_id in _ids_in_source(nb) if ex_id in registry()
+        ex_id.split(".")[0] for ex_id in ids_in_source(nb) if ex_id in registry()
     )
     ranked = counts.most_common(2)
     if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
@@ -160,20 +216,59 @@ def chapter_of(notebooks) -> str:
     return top
 
 
-def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
+@dataclass
+class Submission:
+    """A file of the batch: its path, its name in the batch (``bob/x.ipynb``) and whose
+    it is."""
+
+    path: Path
+    name: str
+    student: str
+
+
+def _verdicts(ids, answers, untouched, in_source, result, session):
+    """``(verdicts, notes, mistakes)`` of the exercises ``ids`` from the answers the
+    sandbox recorded (:func:`last_answers`)."""
+    reg, verdicts, notes, mistakes = registry(), {}, {}, {}
+    for ex_id in ids:
+        if ex_id in answers:
+            try:
+                reply = diagnose(reg[ex_id], answers[ex_id], session.cases.get(ex_id))
+            except Exception:  # noqa: BLE001  (a reference that cannot digest a record: the answer is wrong)
+                reply = Reply("incorrect")
+            verdicts[ex_id] = reply.status
+            if reply.status != "correct" and reply.message:
+                notes[ex_id] = reply.message
+            if reply.mistake:
+                mistakes[ex_id] = reply.mistake
+        elif ex_id in untouched:
+            verdicts[ex_id] = "not attempted"
+        elif ex_id in in_source:
+            verdicts[ex_id] = "timeout" if result.timed_out else "not reached"
+        else:
+            verdicts[ex_id] = "not attempted"
+    return verdicts, notes, mistakes
+
+
+def _grade(sub: Submission, session: GradingSession, slot: int = 0) -> NotebookGrade:
     import nbformat
 
     start = time.monotonic()
     try:
-        nb = load_notebook(path)
+        nb = load_notebook(sub.path)
     except ValueError as exc:
         return NotebookGrade(
-            path.name,
-            {i: "invalid notebook" for i in session.ids},
+            sub.name,
+            {
+                i: "invalid notebook"
+                for i in graded_exercises(None, sub.name, session.chapter)
+            },
             f"invalid notebook: {exc}",
             time.monotonic() - start,
+            sub.student,
+            session.chapter,
         )
-    in_source = set(_ids_in_source(nb))
+    ids = graded_exercises(nb, sub.name, session.chapter)
     result = run_sandboxed(
         nbformat.writes(nb),
         session.wire_cases,
@@ -182,25 +277,20 @@ def _grade(path: Path, session: GradingSession, slot: int = 0) -> NotebookGrade:
         limits=session.limits,
         mode=session.mode,
     )
-    last = {}
-    for rec in result.answers:
-        if rec.get("id") in session.ids:
-            last[rec["id"]] = rec.get("answer")  # the last check of an exercise counts
-    reg = registry()
-    verdicts = {}
-    for ex_id in session.ids:
-        if ex_id in last:
-            try:
-                verdicts[ex_id] = judge(
-                    reg[ex_id], last[ex_id], session.cases.get(ex_id)
-                )
-            except Exception:  # noqa: BLE001  (a reference that cannot digest a record: the answer is wrong)
-                verdicts[ex_id] = "incorrect"
-        elif ex_id in in_source:
-            verdicts[ex_id] = "timeout" if result.timed_out else "not reached"
-        else:
-            verdicts[ex_id] = "not attempted"
-    return NotebookGrade(path.name, verdicts, result.note, time.monotonic() - start)
+    answers, untouched = last_answers(result.answers)
+    verdicts, notes, mistakes = _verdicts(
+        ids, answers, untouched, set(ids_in_source(nb)), result, session
+    )
+    return NotebookGrade(
+        sub.name,
+        verdicts,
+        result.note,
+        time.monotonic() - start,
+        sub.student,
+        session.chapter,
+        notes,
+        mistakes,
+    )
 
 
 def grade_notebook(
@@ -211,8 +301,8 @@ def grade_notebook(
     seed: int | None = None,
     limits: Limits | None = None,
 ) -> NotebookGrade:
-    """Execute one notebook in a sandbox and return the verdict of every exercise of its
-    chapter.
+    """Execute one notebook in a sandbox and return the verdict of every exercise it is
+    graded on (:func:`graded_exercises`).
 
     ``chapter`` defaults to the one the notebook's checks belong to; a notebook that
     checks no known exercise and has no ``chapter`` gets no verdicts.
@@ -224,18 +314,40 @@ def grade_notebook(
         except ValueError as exc:
             return NotebookGrade(nb_path.name, {}, str(exc))
     session = GradingSession(chapter, timeout, seed, limits or Limits())
-    return _grade(nb_path, session)
+    return _grade(submissions([nb_path], nb_path.parent)[0], session)
 
 
 def notebooks_in(path) -> list[Path]:
+    """The notebooks ``path`` names: itself, or every ``*.ipynb`` in the folder and in
+    its sub-folders one level down (one per student), sorted by their path in the
+    folder. Hidden folders (Jupyter's ``.ipynb_checkpoints``) and links to folders are
+    left out; a file is taken as it is (:func:`load_notebook` refuses what is not a
+    regular file)."""
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.name.endswith(".ipynb"))
+        found = [p for p in path.iterdir() if p.name.endswith(".ipynb")]
+        for sub in sorted(path.iterdir()):
+            if sub.name.startswith(".") or sub.name.endswith(".ipynb"):
+                continue
+            if sub.is_dir() and not sub.is_symlink():
+                found += [p for p in sub.iterdir() if p.name.endswith(".ipynb")]
+        return sorted(found, key=lambda p: p.relative_to(path).as_posix())
     if path.name.endswith(".ipynb") and os.path.lexists(path):
         return [path]
     raise ValueError(
         f"path must be a notebook (.ipynb) or a folder of notebooks, got {path}"
     )
+
+
+def submissions(paths, root) -> list[Submission]:
+    """The :class:`Submission` of each notebook path found under folder ``root``: its
+    path there, and whose it is (:func:`student_of`)."""
+    root = Path(root)
+    out = []
+    for p in paths:
+        name = p.relative_to(root).as_posix() if p.parent != root else p.name
+        out.append(Submission(p, name, student_of(name, root.resolve().name)))
+    return out
 
 
 class BatchProgress:
@@ -288,15 +400,19 @@ def grade_path(
     progress: bool = False,
     on_result=None,
 ) -> list[NotebookGrade]:
-    """Grade one notebook or every ``*.ipynb`` in a folder, each in its own sandbox,
-    ``jobs`` at a time.
+    """Grade one notebook or every ``*.ipynb`` in a folder and its students' sub-folders
+    (:func:`notebooks_in`), each in its own sandbox, ``jobs`` at a time.
 
     Every notebook of the batch is graded against the same chapter (given, or the one
-    most of the batch's checks belong to) and the same drawn test inputs. Rows are
+    most of the batch's checks belong to), on the exercises of the book's notebook it is
+    a copy of (:func:`graded_exercises`), with the same drawn test inputs. Rows are
     appended to ``csv_path``/``markdown_path`` as each notebook finishes; the returned
-    list is sorted by file name.
+    list is sorted by name in the batch (:func:`.report.gradebook` makes one row per
+    student of it).
     """
     notebooks = notebooks_in(path)
+    root = Path(path) if Path(path).is_dir() else Path(path).parent
+    subs = submissions(notebooks, root)
     if chapter is None:
         valid = []
         for p in notebooks:
@@ -309,35 +425,37 @@ def grade_path(
     detect_mode()  # probe once, before the threads start
     writer = ResultWriter(csv_path, markdown_path)
     bar = BatchProgress(len(notebooks)) if progress else None
-    lookalikes = confusable_with([p.name for p in notebooks])
+    lookalikes = confusable_with([s.name for s in subs])
     lock = threading.Lock()
     slots = list(range(max(1, jobs)))
     grades = []
 
-    def work(p):
+    def work(sub):
         with lock:
             slot = slots.pop()
         try:
-            g = _grade(p, session, slot)
+            g = _grade(sub, session, slot)
         except Exception as exc:  # noqa: BLE001  (a grader fault on one file must not stop the batch)
             g = NotebookGrade(
-                p.name,
+                sub.name,
                 {i: "not reached" for i in session.ids},
                 f"grader error: {type(exc).__name__}",
+                student=sub.student,
+                chapter=session.chapter,
             )
         finally:
             with lock:
                 slots.append(slot)
-        if p.name in lookalikes:
+        if sub.name in lookalikes:
             flag = (
-                f"name {ascii_name(p.name)} looks like "
-                f"{', '.join(map(ascii_name, lookalikes[p.name]))}"
+                f"name {ascii_name(sub.name)} looks like "
+                f"{', '.join(map(ascii_name, lookalikes[sub.name]))}"
             )
             g.note = f"{g.note}; {flag}" if g.note else flag
         return g
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(work, p): p for p in notebooks}
+        futures = {pool.submit(work, sub): sub for sub in subs}
         for fut in as_completed(futures):
             g = fut.result()
             with lock:
@@ -357,15 +475,26 @@ def _score(g: NotebookGrade) -> str:
     return f"{g.correct}/{len(g.verdicts)}"
 
 
+#: verdicts whose row takes the notebook's note (why the check gave no answer)
+NOTEBOOK_FAULTS = ("not reached", "timeout", "invalid notebook")
+
+
 def to_rows(grades):
-    """One row per exercise and a SCORE row per notebook; names shown escaped
-    (:func:`.names.display_name`)."""
+    """One row per exercise (its note: the diagnosis of an answer that is not right, or
+    why its check gave none) and a SCORE row per notebook (its note); names and notes
+    shown escaped (:func:`.names.display_name`)."""
     rows = []
     for g in grades:
         name, note = display_name(g.notebook), display_name(g.note)
         for ex_id, verdict in g.verdicts.items():
+            why = g.notes.get(ex_id) or (g.note if verdict in NOTEBOOK_FAULTS else "")
             rows.append(
-                {"notebook": name, "exercise": ex_id, "verdict": verdict, "note": note}
+                {
+                    "notebook": name,
+                    "exercise": ex_id,
+                    "verdict": verdict,
+                    "note": display_name(why),
+                }
             )
         rows.append(
             {"notebook": name, "exercise": "SCORE", "verdict": _score(g), "note": note}

@@ -27,14 +27,15 @@ RECORDED = N_(
 def check(exercise_id: str, answer) -> Feedback:
     """Record ``answer`` for exercise ``exercise_id`` (e.g. ``"04.4"``) when graded; the
     reply never depends on whether the answer is right. ``None`` (or ``...``) means "not
-    attempted yet"."""
+    attempted yet": it is recorded as untouched, as the self-check records it, and never
+    replaces an answer given before."""
     if not isinstance(exercise_id, str) or not EXERCISE_ID.fullmatch(exercise_id):
         raise ValueError(f"exercise_id must look like '04.4', got {exercise_id!r}")
+    record_answer(exercise_id, answer)
     if answer is None or answer is Ellipsis:
         return Feedback(
             exercise_id,
             "not attempted",
             tr("replace None with your answer and run the cell again."),
         )
-    record_answer(exercise_id, answer)
     return Feedback(exercise_id, "recorded", tr(RECORDED))

@@ -3,28 +3,52 @@ without the answer key.
 
 This module never imports the chapter registries (``chNN.py``, which hold the reference
 answers). It reads only the hashed key in ``_selfcheck_key.py``, generated from the
-registry by ``python -m dpo_grpo.exercises selfcheck-key``:
+registry by ``python -m dpo_grpo.exercises selfcheck-key``. The grader
+(:func:`.core.judge`) applies the same rule to the full key, so the two agree on every
+answer (:mod:`.tolerance`).
 
-- a number or array is quantised elementwise on a grid whose step (a power of two) is at
-  most the exercise's tolerance, ``atol + rtol |reference|``; the key stores the step's
-  exponent, a half-step offset chosen so that the reference sits in the middle half of
-  its cell, and a salted SHA-256 of the cells. An answer passes when its cells hash to
-  the same digest: anything within a quarter step (at least an eighth of the tolerance)
-  of the reference passes, and anything that passes is within the tolerance. The same
-  fingerprint, with looser tolerances, says "close", and each registered common mistake
-  has its own fingerprint, so its hint still shows;
-- a multiple-choice answer is a salted hash of the letter, and each wrong letter's hint
-  is keyed by its hash;
-- a coding exercise stores its test inputs and the fingerprints of the reference's
-  outputs on them.
+**The key.** ``KEY[id]`` is JSON data. Its ``salt`` is not stored: it is the first 16
+hexadecimal digits of ``sha256("dpo_grpo selfcheck " + id)``. Every hash below is the
+first 16 hexadecimal digits of the SHA-256 of the UTF-8 string ``salt|tier|i|k``:
+``tier`` names what is hashed, ``i`` is a value's index in the array flattened in C
+order (0 for a number), ``k`` a step index written as a decimal integer (``-3``, ``0``,
+``1024``).
+
+- A *fingerprint* ``{"shape": [...], "e": [...], "o": [...], "h": [...]}`` holds, per
+  value of a reference (a number, or each element of an array), the exponent ``e`` of
+  its tolerance ``w = 2**e`` (the exercise's ``atol + rtol |ref|`` rounded down to a
+  power of two), the offset ``o = fmod(ref, w)`` and the hash ``h`` of its step index
+  ``n = (ref - o) / w``. A value ``x`` is *within* it when, with
+  ``y = (x - o) / w`` computed in double precision, ``x`` and ``y`` are finite,
+  ``|y| < 2**52``, and one of the integers ``k = floor(y) - 2, ..., floor(y) + 2`` has
+  ``|y - k| <= 1`` and the hash of ``k`` equal to ``h``: then ``|x - ref| <= w`` (up to
+  the rounding of ``x - o``). An answer *matches* a fingerprint when it has its shape
+  and every value is within it.
+- A numeric exercise: ``exact`` is the answer's fingerprint (tier ``exact``), ``close``
+  its fingerprint at the looser tolerance of the "close" tier (tier ``close``:
+  ``max(10 rtol, 0.005)`` and ``10 atol``), and ``mistakes`` lists ``{"hint", "fp"}``,
+  the fingerprint of each registered mistake at the exercise's tolerance (tier
+  ``mistake0``, ``mistake1``, ...; null where the mistake has no value). The reply:
+  correct if the answer matches ``exact``; otherwise the hint of the first mistake it
+  matches; otherwise "close" if it matches ``close``, or not; both name the values that
+  are not within ``exact`` and their ``w``.
+- A multiple-choice exercise: ``answer`` is the hash of the correct letter, lower case,
+  with tier ``choice`` and nothing for ``i`` and ``k`` (``salt|choice|b``); ``hints``
+  maps the hash of each explained wrong letter to its hint.
+- A coding exercise: ``cases`` are the test inputs (:mod:`._wire`), ``outputs`` the
+  fingerprints of the reference's outputs on them (tier ``case0``, ``case1``, ...), and
+  each mistake's ``outputs`` the fingerprints of its outputs (tier ``mistake0case1``,
+  ...).
 
 What this does not hide (``book/teaching.md`` says it plainly): the order of magnitude
-of each number (the step), shapes, and anything a student can recover by trying
-candidates against the hashes or against ``check`` itself.
+of each value (``e``), its digits below the tolerance (``o``), shapes, and anything a
+student can recover by trying candidates against the hashes, value by value, or against
+``check`` itself.
 
 When the grader runs a notebook (the environment variables below are set in its
 sandbox), ``check`` also appends the submitted answer as data to the grader's answer
-file; for a coding exercise it runs the student's function on the test inputs the grader
+file (``None`` too: it marks the exercise untouched, and never replaces an answer);
+for a coding exercise it runs the student's function on the test inputs the grader
 drew and records the outputs. The grader, not this function, decides the verdicts.
 """
 
@@ -32,60 +56,68 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 
 import numpy as np
 
-from ._wire import decode_value, encode_answer, encode_value
 from ..i18n import tr
+from ._wire import decode_value, encode_answer, encode_value
 from .core import Feedback
+from .feedback import CaseError, Reply, code_reply, numeric_reply
+from .tolerance import MAX_STEPS, close_tolerance, grid, positions, steps
 
 # the file check() appends answers to, inside the grader's sandbox
 ANSWERS_ENV = "DPO_GRPO_ANSWERS"
 # the grader's test inputs for coding exercises (JSON), inside the sandbox
 CASES_ENV = "DPO_GRPO_CASES"
-_CLOSE_RTOL, _CLOSE_ATOL_FACTOR = 5e-3, 10.0
 
 
 def _salt(exercise_id: str) -> str:
     return hashlib.sha256(f"dpo_grpo selfcheck {exercise_id}".encode()).hexdigest()[:16]
 
 
-def _digest(salt: str, tier: str, values) -> str:
-    return hashlib.sha256(f"{salt}|{tier}|{values}".encode()).hexdigest()
-
-
-def _cells(arr, exps, offs):
-    cells = np.floor(
-        arr.ravel() / np.exp2(np.asarray(exps, dtype=np.float64))
-        + 0.5 * np.asarray(offs)
-    )
-    return f"{list(arr.shape)}:" + ",".join(repr(float(c)) for c in cells)
+def _digest(salt: str, tier: str, *parts) -> str:
+    text = "|".join([salt, tier, *map(str, parts)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def fingerprint(value, rtol: float, atol: float, salt: str, tier: str) -> dict:
-    """The hashed form of ``value`` at tolerance ``atol + rtol |value|`` (see the module
-    docstring)."""
+    """The hashed form of ``value`` at its tolerance (see the module docstring)."""
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite to be fingerprinted")
-    tol = atol + rtol * np.abs(arr.ravel())
-    exps = np.floor(np.log2(tol)).astype(int)
-    frac = np.mod(arr.ravel() / np.exp2(exps.astype(np.float64)), 1.0)
-    offs = np.where((frac >= 0.25) & (frac < 0.75), 0, 1)
+    e, o, n = grid(arr, rtol, atol)
     return {
         "shape": list(arr.shape),
-        "e": exps.tolist(),
-        "o": offs.tolist(),
-        "h": _digest(salt, tier, _cells(arr, exps, offs)),
+        "e": e.tolist(),
+        "o": o.tolist(),
+        "h": [_digest(salt, tier, i, int(k)) for i, k in enumerate(n)],
     }
 
 
+def within_fingerprint(arr, fp, salt: str, tier: str) -> np.ndarray:
+    """Per value of float array ``arr`` (flattened): whether it is within the
+    fingerprint ``fp``'s tolerance; all False when ``fp`` is None or has another
+    shape."""
+    arr = np.asarray(arr, dtype=np.float64)
+    if fp is None or list(arr.shape) != fp["shape"]:
+        return np.zeros(arr.size, dtype=bool)
+    out = np.zeros(arr.size, dtype=bool)
+    for i, (y, h) in enumerate(zip(positions(arr, fp["e"], fp["o"]), fp["h"])):
+        if math.isfinite(y) and abs(y) < MAX_STEPS:
+            f = math.floor(y)
+            out[i] = any(
+                abs(y - k) <= 1 and _digest(salt, tier, i, k) == h
+                for k in range(f - 2, f + 3)
+            )
+    return out
+
+
 def matches(arr, fp, salt: str, tier: str) -> bool:
-    """Whether float array ``arr`` falls in the cells fingerprinted by ``fp``."""
-    if fp is None or list(arr.shape) != fp["shape"] or not np.all(np.isfinite(arr)):
-        return False
-    return _digest(salt, tier, _cells(arr, fp["e"], fp["o"])) == fp["h"]
+    """Whether float array ``arr`` matches the fingerprint ``fp``: its shape, every
+    value within."""
+    return fp is not None and bool(within_fingerprint(arr, fp, salt, tier).all())
 
 
 def _try_fingerprint(fn, rtol, atol, salt, tier):
@@ -93,6 +125,10 @@ def _try_fingerprint(fn, rtol, atol, salt, tier):
         return fingerprint(fn(), rtol, atol, salt, tier)
     except Exception:  # noqa: BLE001  (a mistake that is undefined on this case simply has no fingerprint)
         return None
+
+
+def _copies(args):
+    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
 
 
 def key_entry(ex) -> dict:
@@ -110,15 +146,11 @@ def key_entry(ex) -> dict:
             },
         )
         return entry
-    close_rtol, close_atol = (
-        max(10 * ex.rtol, _CLOSE_RTOL),
-        _CLOSE_ATOL_FACTOR * ex.atol,
-    )
     if ex.kind == "numeric":
         sol = ex.solution()
         entry.update(
             exact=fingerprint(sol, ex.rtol, ex.atol, salt, "exact"),
-            close=fingerprint(sol, close_rtol, close_atol, salt, "close"),
+            close=fingerprint(sol, *close_tolerance(ex.rtol, ex.atol), salt, "close"),
             mistakes=[
                 {
                     "hint": hint,
@@ -134,12 +166,6 @@ def key_entry(ex) -> dict:
             ],
         )
         return entry
-
-    def _copies(args):
-        return [
-            np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args
-        ]
-
     entry.update(
         cases=[encode_value(tuple(c)) for c in ex.cases],
         outputs=[
@@ -151,7 +177,7 @@ def key_entry(ex) -> dict:
                 "hint": hint,
                 "outputs": [
                     _try_fingerprint(
-                        lambda c=c: fn(*_copies(c)),
+                        lambda c=c, fn=fn: fn(*_copies(c)),
                         ex.rtol,
                         ex.atol,
                         salt,
@@ -177,9 +203,15 @@ def key_module_source(key: dict) -> str:
     """Python source of ``_selfcheck_key.py`` holding ``key`` (one line per
     exercise)."""
     lines = [
-        '"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the hashed '
-        "self-check key (no answers).",
+        (
+            '"""Generated by ``python -m dpo_grpo.exercises selfcheck-key``: the '
+            "hashed self-check key (no answers)."
+        ),
         "",
+        (
+            "Its format and the rule that reads it: the docstring of "
+            "``dpo_grpo.exercises.selfcheck``."
+        ),
         'Regenerate it after adding or changing an exercise in ``chNN.py``."""',
         "",
         "import json",
@@ -200,44 +232,22 @@ def _key() -> dict:
 
 
 def _check_numeric(entry, salt, answer):
-    try:
-        arr = np.asarray(answer, dtype=np.float64)
-    except (TypeError, ValueError):
-        return (
-            "incorrect",
-            tr(
-                "expected a number or an array of numbers, got {type}",
-                type=type(answer).__name__,
-            ),
-        )
-    shape = tuple(entry["exact"]["shape"])
-    if arr.shape != shape:
-        return "incorrect", tr(
-            "expected shape {want}, got {got}", want=shape, got=arr.shape
-        )
-    if not np.all(np.isfinite(arr)):
-        return "incorrect", tr("your answer contains NaN or inf")
-    if matches(arr, entry["exact"], salt, "exact"):
-        return "correct", tr("correct.")
-    for i, m in enumerate(entry["mistakes"]):
-        if matches(arr, m["fp"], salt, f"mistake{i}"):
-            return "incorrect", tr("not quite. {hint}", hint=tr(m["hint"]))
-    rtol, atol = entry["rtol"], entry["atol"]
-    if matches(arr, entry["close"], salt, "close"):
-        return "incorrect", tr(
-            "close, but not within tolerance (rtol={rtol:g}, atol={atol:g}). If you "
-            "rounded, keep at least five significant figures.",
-            rtol=rtol,
-            atol=atol,
-        )
-    return (
-        "incorrect",
-        tr(
-            "not within tolerance (rtol={rtol:g}, atol={atol:g}). Recheck your "
-            "computation.",
-            rtol=rtol,
-            atol=atol,
-        ),
+    exact = entry["exact"]
+    return numeric_reply(
+        answer,
+        exact["shape"],
+        lambda a: within_fingerprint(a, exact, salt, "exact"),
+        [
+            (
+                m["hint"],
+                lambda a, i=i, fp=m["fp"]: within_fingerprint(
+                    a, fp, salt, f"mistake{i}"
+                ),
+            )
+            for i, m in enumerate(entry["mistakes"])
+        ],
+        lambda a: within_fingerprint(a, entry["close"], salt, "close"),
+        steps(exact["e"]),
     )
 
 
@@ -245,63 +255,62 @@ def _check_choice(entry, salt, answer):
     if not isinstance(answer, str) or answer.strip().lower() not in {
         k.lower() for k in entry["options"]
     }:
-        return "incorrect", tr(
-            "answer with one of the letters {letters}", letters=entry["options"]
+        return Reply(
+            "incorrect",
+            tr("answer with one of the letters {letters}", letters=entry["options"]),
         )
     h = _digest(salt, "choice", answer.strip().lower())
     if h == entry["answer"]:
-        return "correct", tr("correct.")
+        return Reply("correct", tr("correct."))
     hint = entry["hints"].get(h)
-    return "incorrect", tr(
-        "not this one. {hint}",
-        hint=tr("Reread the section and try again.") if hint is None else tr(hint),
-    )
+    if hint is None:
+        return Reply(
+            "incorrect",
+            tr("not this one. {hint}", hint=tr("Reread the section and try again.")),
+        )
+    return Reply("incorrect", tr("not this one. {hint}", hint=tr(hint)), tr(hint))
+
+
+def _outputs(answer, cases):
+    """``(j, output)`` of the student's function on each case, run lazily."""
+    for j, args in enumerate(cases):
+        try:
+            got = answer(*args)
+        except Exception as exc:  # noqa: BLE001  (the student's code raised: report it)
+            yield j, CaseError(type(exc).__name__, str(exc))
+            return
+        try:
+            yield j, np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            yield j, None
 
 
 def _check_code(entry, salt, answer):
     if not callable(answer):
-        return "incorrect", tr(
-            "expected a function, got {type}", type=type(answer).__name__
+        return Reply(
+            "incorrect",
+            tr("expected a function, got {type}", type=type(answer).__name__),
         )
     cases = [decode_value(c) for c in entry["cases"]]
-    for j, args in enumerate(cases):
-        try:
-            got = answer(*args)
-        except (
-            Exception
-        ) as exc:  # the student's code raised: report it, don't crash the notebook
-            return (
-                "error",
-                tr(
-                    "your function raised {error} on test case {j}: {exc}",
-                    error=type(exc).__name__,
-                    j=j + 1,
-                    exc=exc,
+    return code_reply(
+        _outputs(answer, cases),
+        len(cases),
+        lambda j, a: matches(a, entry["outputs"][j], salt, f"case{j}"),
+        [
+            (
+                m["hint"],
+                lambda j, a, i=i, m=m: matches(
+                    a, m["outputs"][j], salt, f"mistake{i}case{j}"
                 ),
             )
-        try:
-            arr = np.asarray(got, dtype=np.float64)
-        except (TypeError, ValueError):
-            arr = None
-        if arr is not None and matches(arr, entry["outputs"][j], salt, f"case{j}"):
-            continue
-        for i, m in enumerate(entry["mistakes"]):
-            if arr is not None and matches(
-                arr, m["outputs"][j], salt, f"mistake{i}case{j}"
-            ):
-                return "incorrect", tr(
-                    "test case {j} fails. {hint}", j=j + 1, hint=tr(m["hint"])
-                )
-        return (
-            "incorrect",
-            tr("test case {j} of {n} gives a different result.", j=j + 1, n=len(cases)),
-        )
-    return "correct", tr("correct on all {n} test cases.", n=len(cases))
+            for i, m in enumerate(entry["mistakes"])
+        ],
+    )
 
 
 def record_answer(exercise_id: str, answer) -> None:
     """Inside the grader's sandbox: append the submitted answer, as data, to the
-    grader's answer file."""
+    grader's answer file (``None`` as ``{"kind": "none"}``: untouched)."""
     path = os.environ.get(ANSWERS_ENV)
     if not path:
         return
@@ -327,8 +336,9 @@ def check(exercise_id: str, answer) -> Feedback:
     """Check ``answer`` for exercise ``exercise_id`` (e.g. ``"03.2"``); returns (and
     displays) a :class:`Feedback`.
 
-    ``answer=None`` (or ``...``) means "not attempted yet". Feedback never contains the
-    expected answer.
+    ``answer=None`` (or ``...``) means "not attempted yet" (the grader still counts an
+    answer this exercise was given before). Feedback never contains the expected
+    answer.
     """
     key = _key()
     if not isinstance(exercise_id, str) or exercise_id not in key:
@@ -348,8 +358,9 @@ def check(exercise_id: str, answer) -> Feedback:
             "code": _check_code,
         }[entry["kind"]]
         try:
-            status, message = checker(entry, salt, answer)
-        except Exception as exc:  # never let a checker crash a student's notebook
+            reply = checker(entry, salt, answer)
+            status, message = reply.status, reply.message
+        except Exception as exc:  # noqa: BLE001  (a checker never crashes a notebook)
             status, message = (
                 "error",
                 tr(
