@@ -75,9 +75,13 @@ def main(argv=None) -> int:
         ),
     )
     s = sub.add_parser(
-        "student", help="write the student edition (solution cells removed)"
+        "student",
+        help=(
+            "write the student edition from the reader edition (`make notebooks`): "
+            "solution cells removed, outputs cleared"
+        ),
     )
-    s.add_argument("book_dir")
+    s.add_argument("reader_dir", help="the reader edition: _build/notebooks[/zh]")
     s.add_argument("out_dir")
     s.add_argument(
         "--graded",
@@ -97,7 +101,13 @@ def main(argv=None) -> int:
     if args.command == "student":
         from .student import write_student_edition
 
-        for p in write_student_edition(args.book_dir, args.out_dir, graded=args.graded):
+        try:
+            written = write_student_edition(
+                args.reader_dir, args.out_dir, graded=args.graded
+            )
+        except ValueError as exc:  # not a reader edition: say what to run
+            parser.error(str(exc))
+        for p in written:
             print(p)
         return 0
     if args.command == "selfcheck-key":
