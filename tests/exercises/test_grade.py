@@ -256,7 +256,7 @@ def test_every_code_exercise_draws_fresh_inputs():
 # --- chapter 3, handed in as the two notebooks it ships as ----------------------------
 
 CH03 = chapter_exercises("03")
-PART_A = ["03.1", "03.8"]  # 03_derivations
+PART_A = ["03.1", "03.2", "03.3", "03.4", "03.5"]  # 03_derivations
 PART_B = [i for i in CH03 if i not in PART_A]  # 03b_grpo_derivations
 GRADED = "from dpo_grpo.exercises.record import check"
 
@@ -265,7 +265,7 @@ GRADED = "from dpo_grpo.exercises.record import check"
 def chapter3(tmp_path_factory):
     """alice: the first notebook in the self-check edition, saved without ``outputs``
     keys, 03.1 answered then its cell run again with None; the second in the graded
-    edition, 03.4 answered, the rest untouched. bob: the second notebook untouched, in
+    edition, 03.6 answered, the rest untouched. bob: the second notebook untouched, in
     a folder of his own."""
     d = tmp_path_factory.mktemp("chapter3")
     right = repr(np.asarray(EXERCISES["03.1"].solution()).tolist())
@@ -281,22 +281,22 @@ def chapter3(tmp_path_factory):
             "from dpo_grpo.exercises import check",
             f"check('03.1', {right})",
             "check('03.1', None)",
-            "check('03.8', None)",
+            *(f"check({i!r}, None)" for i in PART_A[1:]),
         )
     ]
     raw = json.loads(nbformat.writes(first))
     for cell in raw["cells"]:
         del cell["outputs"]
     (d / "alice_03_derivations.ipynb").write_text(json.dumps(raw))
-    untouched = [f"check({i!r}, None)" for i in PART_B if i != "03.4"]
+    untouched = [f"check({i!r}, None)" for i in PART_B if i != "03.6"]
     _nb(
-        d / "alice_03b_grpo_derivations.ipynb", GRADED, "check('03.4', 'b')", *untouched
+        d / "alice_03b_grpo_derivations.ipynb", GRADED, "check('03.6', 'b')", *untouched
     )
     (d / "bob").mkdir()
     _nb(
         d / "bob" / "03b_grpo_derivations.ipynb",
         GRADED,
-        "check('03.4', None)",
+        "check('03.6', None)",
         *untouched,
     )
     return {g.notebook: g for g in grade_path(d, timeout=60, jobs=2)}
@@ -310,7 +310,10 @@ def test_each_notebook_of_a_split_chapter_is_graded_on_its_own_exercises(chapter
     ]
     first = chapter3["alice_03_derivations.ipynb"]
     # no outputs keys, and a re-run with None: the answer stands
-    assert first.verdicts == {"03.1": "correct", "03.8": "not attempted"}, first.note
+    assert first.verdicts == {
+        "03.1": "correct",
+        **{i: "not attempted" for i in PART_A[1:]},
+    }, first.note
     second = chapter3["alice_03b_grpo_derivations.ipynb"]
     assert list(second.verdicts) == PART_B and second.correct == 1
     untouched = chapter3["bob/03b_grpo_derivations.ipynb"]
@@ -323,5 +326,5 @@ def test_a_students_notebooks_make_one_gradebook_row(chapter3):
     from dpo_grpo.exercises.report import gradebook
 
     alice, bob = gradebook(chapter3.values())
-    assert (alice.student, alice.correct, len(alice.verdicts)) == ("alice", 2, 11)
+    assert (alice.student, alice.correct, len(alice.verdicts)) == ("alice", 2, 14)
     assert (bob.student, bob.correct, list(bob.verdicts)) == ("bob", 0, CH03)

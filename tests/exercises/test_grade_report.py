@@ -20,7 +20,7 @@ from dpo_grpo.exercises.core import chapter_exercises
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 CH03 = chapter_exercises("03")
-PART_A = ["03.1", "03.8"]  # 03_derivations
+PART_A = ["03.1", "03.2", "03.3", "03.4", "03.5"]  # 03_derivations
 PART_B = [i for i in CH03 if i not in PART_A]  # 03b_grpo_derivations
 
 
@@ -65,9 +65,9 @@ def test_a_split_chapter_notebook_is_graded_on_the_exercises_it_ships_with():
     assert grade.graded_exercises(_checks(*PART_A), name, "03") == PART_A
     assert grade.graded_exercises(_checks(*PART_B), name, "03") == PART_B
     # deleting check cells does not shrink the denominator
-    assert grade.graded_exercises(_checks("03.2"), name, "03") == PART_B
+    assert grade.graded_exercises(_checks("03.8"), name, "03") == PART_B
     # one notebook holding both parts, or none of its checks: the whole chapter
-    assert grade.graded_exercises(_checks("03.1", "03.2"), name, "03") == CH03
+    assert grade.graded_exercises(_checks("03.1", "03.8"), name, "03") == CH03
     assert grade.graded_exercises(_nb("x = 1"), name, "03") == CH03
     # no check left: the file's name tells which notebook it was
     assert grade.graded_exercises(
@@ -222,14 +222,14 @@ def grades():
         _g(
             "alice_03_derivations.ipynb",
             "alice",
-            {"03.1": "correct", "03.8": "incorrect"},
+            {"03.1": "correct", "03.5": "incorrect"},
             12.0,
-            notes={"03.8": "close, but not within the tolerance ±0.000977"},
+            notes={"03.5": "close, but not within the tolerance ±0.000977"},
         ),
         _g(
             "alice_03b_grpo_derivations.ipynb",
             "alice",
-            {i: "correct" if i == "03.4" else "not attempted" for i in PART_B},
+            {i: "correct" if i == "03.6" else "not attempted" for i in PART_B},
             30.5,
         ),
         _g(
@@ -241,7 +241,7 @@ def grades():
         _g(
             "carol_03_derivations.ipynb",
             "carol",
-            {"03.1": "incorrect", "03.8": "timeout"},
+            {"03.1": "incorrect", "03.5": "timeout"},
             150.0,
             note="timeout",
             notes={"03.1": f"not quite. {hint}"},
@@ -250,7 +250,7 @@ def grades():
         _g(
             "dan_03_derivations.ipynb",
             "dan",
-            {"03.1": "incorrect", "03.8": "correct"},
+            {"03.1": "incorrect", "03.5": "correct"},
             notes={"03.1": f"not quite. {hint}"},
             mistakes={"03.1": hint},
         ),
@@ -263,7 +263,7 @@ def test_the_gradebook_has_one_row_per_student_over_the_whole_chapter(grades, re
     alice, bob, carol, _ = book
     assert list(alice.verdicts) == CH03 and (alice.correct, len(alice.verdicts)) == (
         2,
-        11,
+        14,
     )
     assert alice.seconds == pytest.approx(42.5)
     assert [g.notebook for g in alice.notebooks] == [
@@ -272,12 +272,12 @@ def test_the_gradebook_has_one_row_per_student_over_the_whole_chapter(grades, re
     ]
     # bob handed in only the second notebook: the first's exercises are not attempted
     assert bob.verdicts["03.1"] == "not attempted" and "no notebook" in bob.notes[0]
-    assert carol.verdicts["03.8"] == "timeout" and "timeout" in carol.notes[0]
+    assert carol.verdicts["03.5"] == "timeout" and "timeout" in carol.notes[0]
 
 
 def test_an_exercise_answered_in_two_notebooks_counts_the_lower_mark(grades, report):
     grades.append(
-        _g("alice_extra.ipynb", "alice", {"03.1": "incorrect", "03.8": "correct"})
+        _g("alice_extra.ipynb", "alice", {"03.1": "incorrect", "03.5": "correct"})
     )
     alice = report.gradebook(grades)[0]
     assert alice.verdicts["03.1"] == "incorrect"
@@ -292,25 +292,25 @@ def test_the_class_summary_counts_each_exercise_and_its_commonest_mistake(
     assert list(rows) == CH03
     assert rows["03.1"]["correct"] == "1/4" and rows["03.1"]["incorrect"] == 2
     assert rows["03.1"]["most common mistake"] == f"{hint} (2)"
-    assert rows["03.8"]["did not run"] == 1 and rows["03.4"]["not attempted"] == 3
+    assert rows["03.5"]["did not run"] == 1 and rows["03.6"]["not attempted"] == 3
 
 
 def test_the_gradebook_and_summary_tables(grades, report):
     book = report.gradebook(grades)
     md = report.gradebook_markdown(book)
     header = md.splitlines()[0]
-    assert header.startswith("| student | score | seconds |") and "| 03.11 |" in header
-    assert "| alice | 2/11 | 42.5 |" in md
+    assert header.startswith("| student | score | seconds |") and "| 03.14 |" in header
+    assert "| alice | 2/14 | 42.5 |" in md
     assert "alice_03_derivations.ipynb (12 s)" in md
     rows = list(csv.DictReader(io.StringIO(report.gradebook_csv(book))))
     assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dan"]
-    assert rows[0]["03.4"] == "correct" and rows[0]["score"] == "2/11"
+    assert rows[0]["03.6"] == "correct" and rows[0]["score"] == "2/14"
     summary = report.summary_markdown(report.class_summary(book))
     assert summary.splitlines()[0].startswith("| exercise | correct |")
 
 
 def test_untrusted_names_cannot_forge_gradebook_rows_or_formulas(report):
-    g = _g("=cmd|x\n.ipynb", "=cmd|x\n", {"03.1": "correct", "03.8": "correct"})
+    g = _g("=cmd|x\n.ipynb", "=cmd|x\n", {"03.1": "correct", "03.5": "correct"})
     book = report.gradebook([g])
     lines = report.gradebook_markdown(book).splitlines()
     cells = lines[0].count(" | ")

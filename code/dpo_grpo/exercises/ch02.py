@@ -59,6 +59,31 @@ choice(
 )
 
 
+_SCALE = 1e-3  # 02.2: rewards multiplied by a small positive factor, eps fixed at 1e-4
+
+numeric(
+    "02.2",
+    "Multiply the rewards [0.2, 0.8, 1.4, 0.6] by 0.001 and standardise them "
+    "(population std, eps = 1e-4). What is the advantage of the third answer?",
+    lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4)[0, 2],
+    mistakes={
+        "scale cancels": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1], eps=1e-4)[0, 2],
+            "This is the advantage before scaling: the scale cancels only when eps is "
+            "negligible next to the group's standard deviation.",
+        ),
+        "ddof 1": (
+            lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4, ddof=1)[
+                0, 2
+            ],
+            "You used the sample standard deviation (ddof=1); the exercise uses the "
+            "population one.",
+        ),
+    },
+    level=1,
+)
+
+
 def _gives_signal(rewards):
     r = np.asarray(rewards, dtype=float)
     return r.max(axis=1) > r.min(axis=1)
@@ -85,7 +110,7 @@ def _draw_rewards_with_ties(rng):
 
 
 code(
-    "02.2",
+    "02.3",
     "Write gives_signal(rewards) for rewards of shape (prompts, G): a boolean array "
     "of shape (prompts,), True where the group's rewards are not all equal (so its "
     "advantages carry a direction).",
@@ -118,29 +143,6 @@ code(
     level=2,
 )
 
-_SCALE = 1e-3  # 02.3: rewards multiplied by a small positive factor, eps fixed at 1e-4
-
-numeric(
-    "02.3",
-    "Multiply the rewards [0.2, 0.8, 1.4, 0.6] by 0.001 and standardise them "
-    "(population std, eps = 1e-4). What is the advantage of the third answer?",
-    lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4)[0, 2],
-    mistakes={
-        "scale cancels": (
-            lambda: group_advantages(ex.REWARD_GROUPS[:1], eps=1e-4)[0, 2],
-            "This is the advantage before scaling: the scale cancels only when eps is "
-            "negligible next to the group's standard deviation.",
-        ),
-        "ddof 1": (
-            lambda: group_advantages(ex.REWARD_GROUPS[:1] * _SCALE, eps=1e-4, ddof=1)[
-                0, 2
-            ],
-            "You used the sample standard deviation (ddof=1); the exercise uses the "
-            "population one.",
-        ),
-    },
-    level=1,
-)
 
 choice(
     "02.4",
@@ -178,6 +180,7 @@ choice(
     },
     level=2,
 )
+
 
 choice(
     "02.5",

@@ -217,9 +217,17 @@ def registry() -> dict[str, Exercise]:
     return EXERCISES
 
 
+def _id_order(ex_id: str):
+    """Sort key of an exercise id: ``"03.2"`` before ``"03.10"``."""
+    return tuple(int(p) if p.isdigit() else p for p in ex_id.split("."))
+
+
 def chapter_exercises(chapter: str) -> list[str]:
-    """Ids of every registered exercise of ``chapter`` (e.g. ``"04"``), in order."""
-    ids = sorted(k for k, e in registry().items() if e.chapter == chapter)
+    """Ids of every registered exercise of ``chapter`` (e.g. ``"04"``), in order
+    (``03.2`` before ``03.10``)."""
+    ids = sorted(
+        (k for k, e in registry().items() if e.chapter == chapter), key=_id_order
+    )
     if not ids:
         known = sorted({e.chapter for e in registry().values()})
         raise ValueError(f"chapter must be one of {known}, got {chapter!r}")
@@ -227,26 +235,28 @@ def chapter_exercises(chapter: str) -> list[str]:
 
 
 #: The notebooks of the book that hold exercises, and which: a whole chapter (its
-#: number), or for the chapters shipped as two notebooks, the exercises of each part.
-#: ``tests/exercises/test_grade_report.py`` checks this against ``book/``.
+#: number), or for the chapters shipped as two notebooks, the exercises of each part
+#: (the second part numbered on from where the first stops).
+#: ``tests/exercises/test_grade_report.py`` and ``tests/exercises/test_numbering.py``
+#: check this against ``book/``.
 NOTEBOOKS = {
     "01_why": "01",
     "02_minimal_understanding": "02",
-    "03_derivations": ("03.1", "03.8"),
+    "03_derivations": ("03.1", "03.2", "03.3", "03.4", "03.5"),
     "03b_grpo_derivations": (
-        "03.2",
-        "03.3",
-        "03.4",
-        "03.5",
         "03.6",
         "03.7",
+        "03.8",
         "03.9",
         "03.10",
         "03.11",
+        "03.12",
+        "03.13",
+        "03.14",
     ),
     "04_code": "04",
-    "05_production": ("05.1", "05.3", "05.4", "05.5", "05.7"),
-    "05b_silent_pitfalls": ("05.2", "05.6"),
+    "05_production": ("05.1", "05.2", "05.3", "05.4", "05.5"),
+    "05b_silent_pitfalls": ("05.6", "05.7"),
     "06_costs_and_limits": "06",
     "07_papers": "07",
     "08_misconceptions": "08",
