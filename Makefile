@@ -29,9 +29,10 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
-# jupyter-book build, with the chapters read (executed) in parallel, one process per CPU (scripts/build_book.py),
-# and beside it the Chinese edition (book/ with the translations of i18n/zh/*.po, scripts/zh_edition.py) into
-# _build/html/zh/ (the exit status is the English build's, else the Chinese one's).
+# Both editions (scripts/build_book.py): nbmake executes every chapter of the English book (a copy in
+# _build/executed/) and of the Chinese one (book/ with the translations of i18n/zh/*.po, scripts/zh_edition.py)
+# once, one pytest-xdist worker per CPU; jupyter-book then renders them without executing again, into _build/html/
+# and _build/html/zh/. A failing cell stops the build.
 book: $(STAMP) $(NODE_STAMP)
 	$(PY) scripts/build_book.py --both
 
@@ -74,4 +75,4 @@ student: notebooks
 	$(PY) -m dpo_grpo.exercises student _build/notebooks/zh _build/student/zh
 
 clean:
-	rm -rf _build
+	rm -rf _build _executed

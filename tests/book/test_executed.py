@@ -6,9 +6,8 @@ count and no error. The Chinese notebooks have the English code cells (same ids;
 set-up cell also sets ``DPO_GRPO_LANG=zh``), so both are compared with the English
 source.
 
-This is the check ``pytest --nbmake book`` made by executing every notebook a second
-time; the build already executes each chapter with ``allow_errors: false``
-(``_config.yml``), and these tests read what it produced. The cells tagged
+The build executes each chapter once, with nbmake (``scripts/build_book.py``: a failing
+cell stops it), and these tests read what it produced. The cells tagged
 ``skip-execution`` (the live widgets) run headless in
 tests/interactive/test_widgets_headless.py."""
 

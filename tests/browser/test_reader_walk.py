@@ -67,6 +67,10 @@ SHOT_STEMS = (
 SETTLE = """async () => {
   if (window.bookDrawAllFigures) { await window.bookDrawAllFigures(); }
   if (window.bookLoadWidgets) { await window.bookLoadWidgets(); }
+  // images load as the reader scrolls to them (loading="lazy"): load them all
+  const images = [...document.querySelectorAll('img[loading="lazy"]')];
+  images.forEach(img => { img.loading = 'eager'; });
+  await Promise.all(images.map(img => img.decode().catch(() => null)));
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
