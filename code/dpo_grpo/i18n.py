@@ -18,7 +18,9 @@ if it is set; the Chinese book build sets it and requires the file to stay empty
 string with nothing to translate is no miss (:func:`needs_translation`: symbols such as
 ``β`` or ``G``, acronyms such as ``GRPO``, code names such as ``num_iterations``).
 Strings defined before the language is known (module-level labels) are marked with
-:func:`N_` where they are written and translated with :func:`tr` where they are shown.
+:func:`N_` where they are written and translated with :func:`tr` where they are shown;
+:func:`translate` does what :func:`tr` does for a language its caller names (the book's
+build, writing a page of the Chinese edition).
 
 :func:`plotly_font` and :func:`use_cjk_matplotlib_font` give figures a font with Chinese
 glyphs when the language is ``"zh"`` (matplotlib's: Noto Sans CJK SC from the mplfonts
@@ -54,6 +56,7 @@ __all__ = [
     "pad",
     "plotly_font",
     "tr",
+    "translate",
     "use_cjk_matplotlib_font",
 ]
 
@@ -134,7 +137,17 @@ def tr(text: str, /, **fields) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    lang = language()
+    return translate(text, language(), **fields)
+
+
+def translate(text: str, lang: str, /, **fields) -> str:
+    """:func:`tr` into ``lang`` (one of :data:`LANGUAGES`) whatever the environment
+    says: for code that writes another language than its own process speaks (the
+    book's build writes each edition's pages in that edition's language)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}, got {lang!r}")
     out = text if lang == "en" else catalog(lang).get(text, text)
     if lang != "en" and text not in catalog(lang) and needs_translation(text):
         _record_miss(text)

@@ -203,6 +203,25 @@ def test_tr_in_chinese_translates_then_formats(monkeypatch):
     assert tr("correct.") != "correct."
 
 
+@pytest.mark.parametrize("env", ["en", "zh", None])
+def test_translate_speaks_the_language_it_is_given_whatever_the_environment(
+    monkeypatch, env
+):
+    if env is None:
+        monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    else:
+        monkeypatch.setenv("DPO_GRPO_LANG", env)
+    text = "test case {j} of {n} gives a different result."
+    assert i18n.translate(text, "en", j=2, n=3) == text.format(j=2, n=3)
+    assert i18n.translate(text, "zh", j=2, n=3) == i18n.catalog("zh")[text].format(
+        j=2, n=3
+    )
+    assert i18n.translate("correct.", "zh") == i18n.catalog("zh")["correct."]
+    assert language() == (env or "en")  # nothing set, nothing changed
+    with pytest.raises(ValueError, match="lang must be one of en, zh"):
+        i18n.translate("correct.", "fr")
+
+
 def test_a_missing_translation_falls_back_to_english(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     assert tr("no such string {n}", n=1) == "no such string 1"

@@ -61,6 +61,11 @@ disk or a local server):
    first (``dpo_grpo.i18n.CJK_FONT_FAMILY``), so the pages and the figures draw Chinese
    with the same served font whatever fonts the reader's system has; bold is
    synthesised by the browser.
+7. **Answers on the page, no kernel.** A page with numeric or multiple-choice exercises
+   embeds their entries of the hashed self-check key (hints and messages in the page's
+   language) and loads ``static/exercises.js``, which answers them under their answer
+   cells with the verdict and the words of ``dpo_grpo.exercises.check``
+   (:mod:`dpo_grpo_book.exercises`).
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ import shutil
 from pathlib import Path
 
 from dpo_grpo.interactive.explorable import PLOTLY_CONFIG, plotly_fragment  # noqa: F401 (re-exported for tests)
+
+from . import exercises
 
 EXTENSION = "dpo_grpo_book"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -647,12 +654,21 @@ def drop_icon_script(html: str) -> str:
     )
 
 
+def lazy_images(html: str) -> str:
+    """``html`` with every ``<img>`` that does not say how to load marked
+    ``loading="lazy"``: a figure below the first screen is fetched as the reader
+    scrolls towards it, not with the page."""
+    import re
+
+    return re.sub(r"<img(?![^>]*\bloading=)", '<img loading="lazy"', html)
+
+
 def _finish_pages(app, exception):
     if exception is not None or getattr(app.builder, "format", None) != "html":
         return
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        lean = drop_icon_script(text)
+        lean = lazy_images(drop_icon_script(text))
         if lean != text:
             page.write_text(lean, encoding="utf-8")
     from sphinx.util import logging
@@ -700,4 +716,6 @@ def setup(app):
     app.connect("html-page-context", _launch_buttons, priority=600)
     app.connect("html-page-context", _language_switch, priority=600)
     app.connect("html-page-context", _reader_download, priority=600)
+    # before page_scripts (900), which drops duplicate scripts
+    app.connect("html-page-context", exercises.embed_page_key, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
