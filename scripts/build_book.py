@@ -130,8 +130,8 @@ def prepare_chinese(pages: list[str] | None = None) -> Path:
 
 
 def execute(notebooks: list[Path]) -> int:
-    """Run each notebook once with nbmake, writing its outputs into it (``--overwrite``),
-    on :func:`jobs` pytest-xdist workers; pytest's exit status."""
+    """Run each notebook once with nbmake, writing its outputs into it
+    (``--overwrite``), on :func:`jobs` pytest-xdist workers; pytest's exit status."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     timeout = int((config.get("execute") or {}).get("timeout", 300))
     env = {

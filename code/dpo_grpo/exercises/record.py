@@ -5,8 +5,8 @@ It consults no key, hashed or full, so it cannot be used as an oracle (trying ev
 letter of a multiple-choice question, or every rounded number near a guess, gets the
 same reply). Outside the grader's sandbox it records nothing at all. The self-check
 (:func:`dpo_grpo.exercises.check`) is for practice;
-``python -m dpo_grpo.exercises student READER_DIR OUT --graded`` writes notebooks that import
-this ``check`` instead (``book/teaching.md``).
+``python -m dpo_grpo.exercises student READER_DIR OUT --graded`` writes notebooks that
+import this ``check`` instead (``book/teaching.md``).
 """
 
 from __future__ import annotations
