@@ -46,6 +46,17 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each group keeps its order
 
 
+@pytest.fixture(autouse=True)
+def _matplotlib_settings_restored():
+    """A test that draws in Chinese puts the CJK font first in matplotlib's global
+    ``font.sans-serif`` (as a notebook should); the next test on the same worker starts
+    from the settings the one before it found."""
+    import matplotlib
+
+    with matplotlib.rc_context():
+        yield
+
+
 @pytest.fixture(scope="session")
 def package_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools

@@ -127,7 +127,11 @@ def test_the_glyph_check_names_a_bad_argument():
 
 
 def test_the_glyph_check_fails_chinese_without_the_cjk_font(monkeypatch):
+    # matplotlib's default fonts, whatever an earlier test or the OS registered
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    rcParams["font.sans-serif"] = matplotlib.rcParamsDefault["font.sans-serif"]
+    rcParams["font.family"] = matplotlib.rcParamsDefault["font.family"]
+    font_manager.fontManager._findfont_cached.cache_clear()
     with pytest.raises(ValueError, match="'价'"):
         i18n.check_glyphs(_figure("价值网络"))
 
