@@ -132,6 +132,7 @@ def test_hashed_key_matches_the_registry_and_holds_no_answer():
     assert sorted(KEY) == sorted(EXERCISES), (
         "run: python -m dpo_grpo.exercises selfcheck-key"
     )
+
     # the public test inputs of code exercises ("cases") are not answers; a
     # fingerprint's offset o = fmod(ref, 2**e) is smaller than its tolerance, so its
     # digits are the reference's digits below the tolerance, never its leading ones
