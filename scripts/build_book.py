@@ -129,9 +129,15 @@ def prepare_chinese(pages: list[str] | None = None) -> Path:
     return ZH_EXECUTED
 
 
-def execute(notebooks: list[Path]) -> int:
+#: nbmake's JUnit report of the last run (read by tests/book/test_executed.py); the
+#: Chinese edition built alone writes its own below ``_build/zh/``
+NBMAKE_REPORT = "nbmake-report.xml"
+
+
+def execute(notebooks: list[Path], report: Path) -> int:
     """Run each notebook once with nbmake, writing its outputs into it
-    (``--overwrite``), on :func:`jobs` pytest-xdist workers; pytest's exit status."""
+    (``--overwrite``), on :func:`jobs` pytest-xdist workers, and its JUnit report to
+    ``report``; pytest's exit status."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     timeout = int((config.get("execute") or {}).get("timeout", 300))
     env = {
@@ -159,6 +165,7 @@ def execute(notebooks: list[Path]) -> int:
         "no:cacheprovider",
         "-q",
         "--durations=5",
+        f"--junitxml={report}",
         *map(str, notebooks),
     ]
     print("executing", len(notebooks), "notebooks:", " ".join(command[2:9]), flush=True)
@@ -178,7 +185,7 @@ def render(project: Path, path_output: Path, args: list[str]) -> int:
 def build(args: list[str]) -> int:
     """The English edition alone: execute, render into ``_build/html/``."""
     project = prepare_english()
-    rc = execute(sorted(project.glob("book/*.ipynb")))
+    rc = execute(sorted(project.glob("book/*.ipynb")), BUILD / NBMAKE_REPORT)
     if rc:
         return rc
     rc = render(project, ROOT, args)
@@ -263,7 +270,7 @@ def build_zh(
 
     if not executed:
         project = prepare_chinese(pages)
-        rc = execute(sorted(project.glob("book/*.ipynb")))
+        rc = execute(sorted(project.glob("book/*.ipynb")), BUILD / "zh" / NBMAKE_REPORT)
         if rc:
             return rc
     out = BUILD / "zh"
@@ -284,7 +291,8 @@ def build_both() -> int:
     side by side (see the module docstring)."""
     english, chinese = prepare_english(), prepare_chinese()
     rc = execute(
-        sorted(english.glob("book/*.ipynb")) + sorted(chinese.glob("book/*.ipynb"))
+        sorted(english.glob("book/*.ipynb")) + sorted(chinese.glob("book/*.ipynb")),
+        BUILD / NBMAKE_REPORT,
     )
     if rc:
         return rc

@@ -46,6 +46,24 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each group keeps its order
 
 
+def pytest_terminal_summary(terminalreporter):
+    """After the run: what the book build's one nbmake run executed (its JUnit report,
+    ``_build/nbmake-report.xml``), so CI's log shows every chapter executed once."""
+    from testing_support import nbmake_runs
+
+    report = ROOT / "_build" / "nbmake-report.xml"
+    if not report.is_file():
+        return
+    runs = nbmake_runs(report)
+    editions = sorted({key.split("/")[0] for key in runs})
+    outcomes = [outcome for results in runs.values() for outcome in results]
+    terminalreporter.write_line(
+        f"the book build's nbmake run ({report.relative_to(ROOT)}): {len(runs)} "
+        f"notebooks ({', '.join(editions)}), {len(outcomes)} executions, "
+        f"{outcomes.count('passed')} passed"
+    )
+
+
 @pytest.fixture(autouse=True)
 def _matplotlib_settings_restored():
     """A test that draws in Chinese puts the CJK font first in matplotlib's global

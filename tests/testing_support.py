@@ -241,3 +241,23 @@ class ImportAliases:
         if head not in self.alias:
             return None
         return self.alias[head] + (f".{rest}" if rest else "")
+
+
+def nbmake_runs(report) -> dict[str, list[str]]:
+    """The notebooks of nbmake's JUnit report (``scripts/build_book.py``), as
+    ``edition/stem`` (``en/04_code``), each with the outcomes of its runs (``passed``,
+    ``failed``, ``skipped``). nbmake names a test by its notebook's path, dotted:
+    ``_executed.en.book.04_code.ipynb``."""
+    import xml.etree.ElementTree as ET
+
+    runs: dict[str, list[str]] = {}
+    for case in ET.parse(report).iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        edition = parts[parts.index("book") - 1] if "book" in parts[1:] else "?"
+        stem = case.get("name", "").removesuffix(".ipynb")
+        failed = case.find("failure") is not None or case.find("error") is not None
+        skipped = case.find("skipped") is not None
+        runs.setdefault(f"{edition}/{stem}", []).append(
+            "failed" if failed else "skipped" if skipped else "passed"
+        )
+    return runs

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from testing_support import nbmake_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
@@ -71,3 +72,10 @@ def test_every_cell_ran_without_error_in_the_build(built_book, edition, stem):
     )
     executed = nbformat.read(path, as_version=4)
     assert unexecuted_or_failed(source, executed) == []
+
+
+def test_nbmake_executed_every_chapter_of_both_editions_once(built_book):
+    report = built_book / "nbmake-report.xml"  # scripts/build_book.py: --junitxml
+    assert report.is_file(), f"the build left no nbmake report: {report} is missing"
+    expected = {f"{edition}/{stem}" for edition in EXECUTED for stem in NOTEBOOKS}
+    assert nbmake_runs(report) == dict.fromkeys(sorted(expected), ["passed"])
