@@ -26,7 +26,6 @@ from testing_support import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_FLAGS,
     local_only_route,
-    serve_directory,
     skip_without_chromium,
 )
 
@@ -50,12 +49,6 @@ PAGE_BUDGET = 1_500_000
 # --------------------------------------------------------------------------------------
 # Build (if stale), serve, open
 # --------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    with serve_directory(built_book / "html") as url:
-        yield url
 
 
 class Gallery:

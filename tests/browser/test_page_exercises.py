@@ -35,14 +35,11 @@ import pytest
 pytestmark = pytest.mark.browser
 
 from testing_support import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     local_only_route,
-    serve_directory,
     skip_without_chromium,
 )
 
-sync_api = skip_without_chromium()
+skip_without_chromium()  # skips the module where Chromium or Playwright is missing
 
 EDITIONS = {"en": "", "zh": "zh/"}
 PHONE = (390, 844)
@@ -192,22 +189,6 @@ def python_line(ex_id: str, answer) -> str:
     from dpo_grpo.exercises import check
 
     return repr(check(ex_id, answer))
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    with serve_directory(built_book / "html") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
-        )
-        yield chromium
-        chromium.close()
 
 
 def _tab(browser, site):

@@ -36,14 +36,11 @@ import pytest
 pytestmark = pytest.mark.browser
 
 from testing_support import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     local_only_route,
-    serve_directory,
     skip_without_chromium,
 )
 
-sync_api = skip_without_chromium()
+skip_without_chromium()  # skips the module where Chromium or Playwright is missing
 
 ROOT = Path(__file__).resolve().parents[2]
 STEMS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb")) + sorted(
@@ -233,22 +230,6 @@ CJK_GLYPHS = """async () => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    with serve_directory(built_book / "html") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
-        )
-        yield chromium
-        chromium.close()
 
 
 class Tab:

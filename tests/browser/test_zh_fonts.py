@@ -23,14 +23,12 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("zh_fonts")]
 
 from testing_support import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     local_only_route,
     serve_directory,
     skip_without_chromium,
 )
 
-sync_api = skip_without_chromium()
+skip_without_chromium()  # skips the module where Chromium or Playwright is missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "browser"
@@ -88,16 +86,6 @@ def site(built_book):
     assert not missing, f"the Chinese site lacks {missing}: run make book"
     with serve_directory(html) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
-        )
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module", params=sorted(PAGES))

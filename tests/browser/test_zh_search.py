@@ -22,14 +22,12 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("zh_search")]
 
 from testing_support import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     local_only_route,
     serve_directory,
     skip_without_chromium,
 )
 
-sync_api = skip_without_chromium()
+skip_without_chromium()  # skips the module where Chromium or Playwright is missing
 
 #: a term (its English) -> pages of the Chinese site that define it, all of which its
 #: search must list: the glossary and the chapters with a section named after it
@@ -87,16 +85,6 @@ def site(built_book):
     assert (html / "zh" / "search.html").is_file(), "no Chinese site: run make book"
     with serve_directory(html) as url:
         yield f"{url}/zh"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
-        )
-        yield chromium
-        chromium.close()
 
 
 @pytest.mark.parametrize("term", sorted(EXPECTED))

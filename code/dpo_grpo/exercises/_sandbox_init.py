@@ -13,7 +13,8 @@ Standard library only, reads nothing but the spec. Modes:
   supplementary groups; then as in ``limits``.
 - ``limits`` (inside bubblewrap, or with no isolation at all): applies the resource
   limits, sets no_new_privs and installs a seccomp filter that refuses ``ptrace``,
-  ``process_vm_readv``/``writev`` and ``pidfd_getfd`` (EPERM), and every system call of
+  ``process_vm_readv``/``writev``, ``pidfd_getfd`` and the keyring calls ``add_key``,
+  ``request_key`` and ``keyctl`` (EPERM), and every system call of
   another ABI (x86_64 and aarch64; elsewhere no filter), then execs the runner with the
   scrubbed environment. Without the filter a kernel could stop its runner and move it
   out of reach.
@@ -29,10 +30,12 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # audit architecture, then the refused system calls: ptrace, process_vm_readv,
-# process_vm_writev, pidfd_getfd
+# process_vm_writev, pidfd_getfd; add_key, request_key, keyctl (the kernel's keyrings
+# belong to a uid and outlive its processes: a key planted in one sandbox would be read
+# by the next notebook given the same leased uid)
 SECCOMP_ARCHES = {
-    "x86_64": (0xC000003E, (101, 310, 311, 438)),
-    "aarch64": (0xC00000B7, (117, 270, 271, 438)),
+    "x86_64": (0xC000003E, (101, 310, 311, 438, 248, 249, 250)),
+    "aarch64": (0xC00000B7, (117, 270, 271, 438, 217, 218, 219)),
 }
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 SECCOMP_RET_ALLOW, SECCOMP_RET_EPERM = 0x7FFF0000, 0x00050000 | 1

@@ -19,13 +19,13 @@ What each platform gets (``book/teaching.md`` has the table):
 In every mode: a throwaway copy of the notebook; the package imported from a read-only
 copy that holds no answer key (the chapter registries are left out); limits on address
 space, processes, file size, CPU time and open files; on Linux a seccomp filter that
-refuses ``ptrace`` and its kin (see ``_sandbox_init``); a wall-clock deadline; the
-output pipe drained with bounded non-blocking reads in the grading thread itself, so no
-process that keeps it open can stall the grader; at the end every process of the sandbox
-is killed (its process group, in ``root``/``bwrap`` mode every process of its PID
-namespace, and in ``root`` mode its control group); the answers file read only after
-that. A sandbox whose processes cannot all be killed fails its own result (a note),
-never the batch.
+refuses ``ptrace`` and its kin, and the keyring calls (see ``_sandbox_init``); a
+wall-clock deadline; the output pipe drained with bounded non-blocking reads in the
+grading thread itself, so no process that keeps it open can stall the grader; at the end
+every process of the sandbox is killed (its process group, in ``root``/``bwrap`` mode
+every process of its PID namespace, and in ``root`` mode its control group); the answers
+file read only after that. A sandbox whose processes cannot all be killed fails its own
+result (a note), never the batch.
 
 In ``root`` mode each sandbox also gets a uid no other sandbox holds
 (:class:`.uids.UidLease`, across concurrent graders), control groups capping the memory
