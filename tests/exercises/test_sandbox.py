@@ -86,6 +86,41 @@ def _processes_with(marker: bytes) -> list:
     return found
 
 
+#: Run first in a grading child process: it becomes the subreaper of what it starts, so
+#: a sandbox process that outlives its parents stays its descendant.
+SUBREAPER = (
+    "import ctypes, os, sys, time\n"
+    "ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
+)
+#: Run last: prints ``survivors: [...]``, the pids of the child's own descendants that
+#: run a sandbox (``/sandbox/``, ``dpo_grpo_grade_`` in their command line), and kills
+#: them. Another grader's sandboxes on the same machine are not its descendants.
+SURVIVORS = """
+time.sleep(1)
+parent = {}
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        stat = open(f'/proc/{pid}/stat', 'rb').read()
+        parent[int(pid)] = int(stat.rsplit(b')', 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+mine, grown = {os.getpid()}, True
+while grown:
+    new = {p for p, pp in parent.items() if pp in mine} - mine
+    mine, grown = mine | new, bool(new)
+survivors = []
+for pid in sorted(mine - {os.getpid()}):
+    try:
+        cmd = open(f'/proc/{pid}/cmdline', 'rb').read()
+    except OSError:
+        continue
+    if b'/sandbox/' in cmd or b'dpo_grpo_grade_' in cmd:
+        survivors.append(pid)
+        os.kill(pid, 9)
+print('survivors:', survivors)
+"""
+
+
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="ptrace and seccomp are Linux's"
 )
@@ -137,9 +172,10 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
     _nb(sub / "a_escape.ipynb", ESCAPE)
     _nb(sub / "b_honest.ipynb", "check('04.4', 'b')")
     code = (
-        "import sys\nfrom dpo_grpo.exercises.grade import grade_path\n"
+        f"{SUBREAPER}from dpo_grpo.exercises.grade import grade_path\n"
         f"for g in grade_path({str(sub)!r}, chapter='04', timeout=10):\n"
-        "    print(g.notebook, g.verdicts['04.4'], g.note)"
+        "    print(g.notebook, g.verdicts['04.4'], g.note)\n"
+        f"{SURVIVORS}"
     )
     start = time.monotonic()
     try:
@@ -155,9 +191,7 @@ def test_ptrace_escape_cannot_hang_the_batch(tmp_path):
     rows = dict(line.split(" ", 1) for line in out.stdout.splitlines())
     assert rows["b_honest.ipynb"].startswith("correct")
     assert rows["a_escape.ipynb"].startswith(("incorrect", "timeout", "not reached"))
-    time.sleep(1)
-    # runner, kernel
-    assert not _processes_with(b"/sandbox/") and not _processes_with(b"dpo_grpo_grade_")
+    assert rows["survivors:"] == "[]"  # runner, kernel
 
 
 def test_process_holding_the_output_pipe_cannot_hang_the_grader(tmp_path):
