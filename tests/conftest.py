@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from testing_support import run_checked  # noqa: E402  (the fixtures below use it)
+from testing_support import nbmake_runs, run_checked  # noqa: E402  (used below)
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -49,8 +49,6 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter):
     """After the run: what the book build's one nbmake run executed (its JUnit report,
     ``_build/nbmake-report.xml``), so CI's log shows every chapter executed once."""
-    from testing_support import nbmake_runs
-
     report = ROOT / "_build" / "nbmake-report.xml"
     if not report.is_file():
         return

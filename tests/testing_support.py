@@ -261,3 +261,25 @@ def nbmake_runs(report) -> dict[str, list[str]]:
             "failed" if failed else "skipped" if skipped else "passed"
         )
     return runs
+
+
+def literal_strings(root) -> dict[str, str]:
+    """English text -> 'file:line' of every string literal passed as first argument to
+    ``tr`` or ``N_`` in the Python files below the folder ``root``."""
+    root = Path(root)
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("tr", "N_")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.setdefault(
+                    node.args[0].value, f"{path.relative_to(root)}:{node.lineno}"
+                )
+    return found

@@ -6,7 +6,6 @@ still the ones ``check`` prints. (The page's answers themselves are compared wit
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -18,24 +17,9 @@ import pytest
 from dpo_grpo.exercises._selfcheck_key import KEY
 from dpo_grpo.i18n import catalog
 from dpo_grpo_book import exercises as page
+from testing_support import literal_strings
 
 EXERCISES_DIR = Path(dpo_grpo.exercises.__file__).resolve().parent
-
-
-def _tr_literals() -> set[str]:
-    """Every string literal ``dpo_grpo.exercises`` passes to ``tr`` or ``N_``."""
-    found = set()
-    for path in EXERCISES_DIR.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("tr", "N_")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                found.add(node.args[0].value)
-    return found
 
 
 def _fields(text: str) -> set[str]:
@@ -43,7 +27,11 @@ def _fields(text: str) -> set[str]:
 
 
 def test_the_page_says_what_check_says():
-    missing = {k: v for k, v in page.MESSAGES.items() if v not in _tr_literals()}
+    missing = {
+        k: v
+        for k, v in page.MESSAGES.items()
+        if v not in literal_strings(EXERCISES_DIR)
+    }
     assert not missing, f"no longer a message of dpo_grpo.exercises: {missing}"
 
 

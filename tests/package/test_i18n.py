@@ -16,32 +16,12 @@ import pytest
 from dpo_grpo import i18n
 from dpo_grpo.i18n import N_, language, tr
 from dpo_grpo.tables import translatable_header
+from testing_support import literal_strings
 
 PACKAGE = Path(dpo_grpo.__file__).resolve().parent
 CATALOG = PACKAGE / "data" / "i18n" / "zh.json"
 BOOK = Path(__file__).resolve().parents[2] / "book"
 HAN = re.compile(r"[\u4e00-\u9fff]")
-
-
-def literal_strings(root: Path = PACKAGE) -> dict[str, str]:
-    """English text -> 'file:line' of every string literal passed as first argument to
-    ``tr`` or ``N_``."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("tr", "N_")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                found.setdefault(
-                    node.args[0].value, f"{path.relative_to(root)}:{node.lineno}"
-                )
-    return found
 
 
 def _header_strings(node, cell: ast.Module, assigned: dict):
@@ -299,7 +279,7 @@ def test_catalog_rejects_english_and_unknown_languages():
 
 
 def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
-    used = literal_strings()
+    used = literal_strings(PACKAGE)
     missing = {t: where for t, where in used.items() if t not in zh}
     missing |= {h: "exercise hint" for h in exercise_hints() if h not in zh}
     assert not missing, (
@@ -310,7 +290,7 @@ def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
 
 def test_no_catalog_entry_is_stale(zh):
     headers, patterns, constants = notebook_table_headers()
-    used = set(literal_strings()) | exercise_hints() | set(headers) | constants
+    used = set(literal_strings(PACKAGE)) | exercise_hints() | set(headers) | constants
     stale = sorted(
         t for t in set(zh) - used if not any(re.fullmatch(p, t) for p in patterns)
     )
