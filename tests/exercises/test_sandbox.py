@@ -299,3 +299,247 @@ def test_the_guarantees_table_states_the_sandbox_sizes():
     stated = {int(n) for cell in root_column for n in re.findall(r"(\d+) MiB", cell)}
     defaults = Limits()
     assert stated and stated <= {defaults.memory_mb, defaults.file_mb, defaults.disk_mb}
+
+
+# --- issue #40: the key stays out, the envelope is whole, the submission is private ---
+
+REPO = Path(__file__).resolve().parents[2]
+needs_own_root = pytest.mark.skipif(
+    MODE == "basic", reason="a sandbox with its own root (root or bwrap mode)"
+)
+#: Reads the key from wherever the sandbox shows it: every folder it can see is walked.
+KEY_READER = """
+found = []
+for folder, dirs, files in os.walk('/'):
+    if folder in ('/proc', '/sys', '/dev'):
+        dirs[:] = []
+        continue
+    if folder.endswith('dpo_grpo/exercises'):
+        found += [os.path.join(folder, f) for f in files
+                  if f.startswith(('ch04', '_selfcheck_key'))]
+read = []
+for path in found:
+    try:
+        read.append(len(open(path, 'rb').read()))
+    except OSError:
+        pass
+print('key files read:', found, read)
+probe(bool(read))
+"""
+
+
+def _wheel_environment(tmp_path) -> Path:
+    """A fresh virtual environment with the package installed from a wheel built from
+    this checkout (not editable); its other dependencies come from this interpreter's
+    site folders (a ``.pth`` file)."""
+    import shutil
+    import site
+
+    src = tmp_path / "src"
+    shutil.copytree(
+        REPO / "code",
+        src / "code",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path, src],
+        check=True,
+        cwd=src,
+    )
+    (wheel,) = tmp_path.glob("dpo_grpo-*.whl")
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
+    (site_dir,) = env.glob("lib/python*/site-packages")
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--no-compile", "--target", site_dir, wheel],
+        check=True,
+    )
+    (site_dir / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return env
+
+
+@needs_own_root
+def test_wheel_installed_grader_shows_no_key_to_a_notebook(tmp_path):
+    """``pip install dpo-grpo`` (a wheel, not the Makefile's editable install) puts the
+    chapter registries in site-packages; a notebook that walks the sandbox for them
+    finds nothing to read, and an honest classmate still gets the mark."""
+    env = _wheel_environment(tmp_path)
+    where = subprocess.run(
+        [env / "bin" / "python", "-c", "import dpo_grpo; print(dpo_grpo.__file__)"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout
+    assert where.startswith(str(env)), where  # the grader runs the wheel's package
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    _nb(sub / "a_reader.ipynb", KEY_READER)
+    _nb(sub / "b_honest.ipynb", "check('04.4', 'b')")
+    out = subprocess.run(
+        [env / "bin" / "python", "-m", "dpo_grpo.exercises", "grade", sub]
+        + ["--chapter", "04", "--timeout", "60", "--csv", tmp_path / "grades.csv"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    import csv
+
+    with open(tmp_path / "grades.csv", encoding="utf-8") as fh:
+        rows = {(r["notebook"], r["exercise"]): r for r in csv.DictReader(fh)}
+    assert rows["b_honest.ipynb", "04.4"]["verdict"] == "correct", rows
+    assert rows["a_reader.ipynb", "04.4"]["verdict"] == "incorrect", rows
+
+
+@needs_own_root
+def test_grader_refuses_a_sandbox_that_would_show_the_key(tmp_path, monkeypatch):
+    """The start-up probe: a folder holding a chapter registry, bound into the sandbox
+    beside the environment, stops the batch before any notebook runs, and says where
+    the key is; ``unisolated`` grades anyway."""
+    from dpo_grpo.exercises import sandbox
+
+    leak = tmp_path / "leak" / "dpo_grpo" / "exercises"
+    leak.mkdir(parents=True)
+    (leak / "ch04.py").write_text("ANSWER = 'b'\n")
+    binds, packages = sandbox.environment_view()
+    extra = [str(tmp_path / "leak")] * 2 + [True]
+    monkeypatch.setattr(sandbox, "_VIEW", (binds + [extra], packages))
+    monkeypatch.setattr(sandbox, "_PROBED", {})
+    nb = _nb(tmp_path / "honest.ipynb", "check('04.4', 'b')")
+    with pytest.raises(sandbox.KeyInSandbox, match=str(leak / "ch04.py")):
+        grade_path(nb, chapter="04", timeout=30)
+    (g,) = grade_path(nb, chapter="04", timeout=30, unisolated=True)
+    assert g.verdicts["04.4"] == "correct", g.note
+
+
+def test_basic_mode_refuses_to_grade_unless_told_unisolated(monkeypatch):
+    """Without a root of its own the sandbox sees the installed package, key included:
+    the probe says so, naming the files."""
+    from dpo_grpo.exercises import sandbox
+
+    monkeypatch.setattr(sandbox, "_PROBED", {})
+    with pytest.raises(sandbox.KeyInSandbox, match=r"basic mode.*ch04\.py"):
+        sandbox.require_no_key("basic")
+
+
+#: forty busy processes, each in a session of its own, for 18 s
+SPINNERS = (
+    "code = 'import time\\nend = time.time() + 18\\nwhile time.time() < end: pass'\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', code], start_new_session=True)\n"
+    "        for _ in range(40)]\n"
+    "for k in kids:\n    k.wait()"
+)
+
+
+@pytest.mark.skipif(MODE != "root", reason="the CPU quota is a control group's")
+def test_a_busy_neighbour_cannot_starve_an_honest_notebook(tmp_path):
+    """Graded beside a notebook that starts forty busy processes, at ``--jobs 2``, an
+    honest notebook that needs a few seconds of CPU keeps its mark: each sandbox gets
+    one CPU's worth of time, however many processes it starts."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    _nb(sub / "a_spinner.ipynb", SPINNERS)
+    _nb(
+        sub / "b_honest.ipynb",
+        "time.sleep(3)\nx = sum(i * i for i in range(20_000_000))\ncheck('04.4', 'b')",
+    )
+    grades = {g.notebook: g for g in grade_path(sub, chapter="04", timeout=15, jobs=2)}
+    honest = grades["b_honest.ipynb"]
+    assert honest.verdicts["04.4"] == "correct", honest.note
+
+
+def _readable_as(uid: int, paths) -> list:
+    """Which of ``paths`` a process running as ``uid`` (no groups) can open."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            opened = []
+            for i, path in enumerate(paths):
+                try:
+                    os.close(os.open(path, os.O_RDONLY))
+                    opened.append(str(i))
+                except OSError:
+                    pass
+            os.write(write_end, " ".join(opened).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        opened = fh.read().split()
+    os.waitpid(pid, 0)
+    return [str(paths[int(i)]) for i in opened]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switches to another uid"
+)
+def test_other_users_cannot_read_a_submission_while_it_is_graded(tmp_path):
+    import tempfile
+
+    marker = f"private{os.getpid()}"
+    nb = _nb(tmp_path / "slow.ipynb", f"# {marker}\ntime.sleep(8)\nprobe(False)")
+    worker = threading.Thread(target=lambda: grade_path(nb, chapter="04", timeout=40))
+    worker.start()
+    folder, deadline = None, time.monotonic() + 60
+    while folder is None and time.monotonic() < deadline:
+        for d in Path(tempfile.gettempdir()).glob("dpo_grpo_grade_*"):
+            try:
+                if marker in (d / "in" / "notebook.ipynb").read_text():
+                    folder = d
+            except OSError:
+                pass
+        time.sleep(0.2)
+    assert folder is not None
+    files = ["in/notebook.ipynb", "in/cases.json", "in/spec.json"]
+    readable = _readable_as(
+        65534, [folder / f for f in files + ["answers/answers.jsonl"]]
+    )
+    worker.join(90)
+    assert readable == []
+
+
+@pytest.mark.skipif(
+    MODE != "root" or platform.machine() not in KEY_CALLS,
+    reason="sandbox uids are leased in root mode; keys numbered for two machines",
+)
+def test_a_uid_left_unclean_by_its_last_tenant_is_not_leased_again(tmp_path):
+    """A kernel key (planted here as that uid) or a file in /tmp owned by a sandbox uid
+    makes the lease pass that uid over: checked, not assumed."""
+    import ctypes
+    import tempfile
+
+    from dpo_grpo.exercises.uids import FIRST_SANDBOX_UID, UID_RANGE, UidLease, residue
+
+    first = FIRST_SANDBOX_UID + UID_RANGE - 3  # leased last: burning it costs nothing
+    add_key = KEY_CALLS[platform.machine()][0]
+    libc = ctypes.CDLL(None, use_errno=True)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.setgroups([])
+            os.setresgid(first, first, first)
+            os.setresuid(first, first, first)
+            libc.syscall(add_key, b"user", b"left", b"04.4=b", 6, -4)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    left = Path(tempfile.gettempdir()) / f"dpo_grpo_test_left_by_{first + 1}"
+    left.touch()
+    os.chown(left, first + 1, first + 1)
+    try:
+        assert any("kernel key" in r for r in residue(first))
+        assert any(str(left) in r for r in residue(first + 1))
+        with UidLease(str(tmp_path / "locks"), uids=range(first, first + 3)) as lease:
+            assert lease.uid == first + 2
+    finally:
+        left.unlink()

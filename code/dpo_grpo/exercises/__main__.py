@@ -47,6 +47,23 @@ def main(argv=None) -> int:
         help="address-space limit per process (default 4096)",
     )
     g.add_argument(
+        "--cpus",
+        type=float,
+        default=1.0,
+        help=(
+            "CPU time per sandbox, in CPUs, for all its processes together (default 1; "
+            "root mode, where the kernel offers the cpu controller)"
+        ),
+    )
+    g.add_argument(
+        "--unisolated",
+        action="store_true",
+        help=(
+            "grade even where a notebook could read the answer key in its sandbox "
+            "(the grader refuses otherwise): marks are then not protected"
+        ),
+    )
+    g.add_argument(
         "--csv",
         type=Path,
         help="also write the table as CSV here (rows appended as graded)",
@@ -127,10 +144,14 @@ def main(argv=None) -> int:
         summary_markdown,
         write_reports,
     )
-    from .sandbox import Limits, detect_mode
+    from .sandbox import KeyInSandbox, Limits, detect_mode
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
         parser.error("--jobs must be >= 1, --timeout > 0 and --memory-mb >= 256")
+    try:
+        limits = Limits(memory_mb=args.memory_mb, cpus=args.cpus)
+    except ValueError as exc:
+        parser.error(f"--{exc}")
     for flag, paths in (("--gradebook", args.gradebook), ("--summary", args.summary)):
         try:
             report_paths(paths, flag)
@@ -143,17 +164,22 @@ def main(argv=None) -> int:
     if args.chapter:
         # ValueError now, not after the first notebook
         GradingSession(args.chapter, args.timeout, 0)
-    grades = grade_path(
-        args.path,
-        timeout=args.timeout,
-        chapter=args.chapter,
-        seed=args.seed,
-        jobs=args.jobs,
-        limits=Limits(memory_mb=args.memory_mb),
-        csv_path=args.csv,
-        markdown_path=args.markdown,
-        progress=True,
-    )
+    try:
+        grades = grade_path(
+            args.path,
+            timeout=args.timeout,
+            chapter=args.chapter,
+            seed=args.seed,
+            jobs=args.jobs,
+            limits=limits,
+            unisolated=args.unisolated,
+            csv_path=args.csv,
+            markdown_path=args.markdown,
+            progress=True,
+        )
+    except KeyInSandbox as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     book = write_reports(
         grades, gradebook_paths=args.gradebook, summary_paths=args.summary
     )

@@ -1,18 +1,24 @@
-"""A control group per sandbox (Linux, grader run as root): a cap on the memory and on
-the number of tasks of all the sandbox's processes together, and a way to kill every one
-of them at once.
+"""A control group per sandbox (Linux, grader run as root): a cap on the memory, on
+the number of tasks and on the CPU time of all the sandbox's processes together, and a
+way to kill every one of them at once.
 
 :meth:`SandboxCgroup.create` makes one child group next to the grader's own, in each
 hierarchy that can hold it:
 
-- cgroup v2 (the unified hierarchy): ``memory.max`` (swap off), ``pids.max`` where those
-  controllers are enabled for the grader's group (or can be), and ``cgroup.kill`` (Linux
-  5.14+) in any case;
-- cgroup v1 (the ``memory`` and ``pids`` hierarchies of older or hybrid set-ups), for a
-  controller v2 lacks: ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes``
-  where swap is accounted) and ``pids.max``.
+- cgroup v2 (the unified hierarchy): ``memory.max`` (swap off), ``pids.max`` and
+  ``cpu.max`` where those controllers are enabled for the grader's group (or can be),
+  and ``cgroup.kill`` (Linux 5.14+) in any case;
+- cgroup v1 (the ``memory``, ``pids`` and ``cpu`` hierarchies of older or hybrid
+  set-ups), for a controller v2 lacks: ``memory.limit_in_bytes`` (and
+  ``memory.memsw.limit_in_bytes`` where swap is accounted), ``pids.max`` and
+  ``cpu.cfs_quota_us``.
 
-:attr:`SandboxCgroup.enforced` says what was obtained (``memory``, ``pids``, ``kill``);
+The CPU quota is what keeps a notebook that starts forty busy processes from starving
+the notebook graded beside it: all its processes together get ``cpus`` CPUs' worth of
+time per period, however many there are.
+
+:attr:`SandboxCgroup.enforced` says what was obtained (``memory``, ``pids``, ``cpu``,
+``kill``);
 the grader reports it. The sandbox joins the groups itself, first thing, by writing
 ``0`` to each ``cgroup.procs`` in :attr:`procs_files`, so every process it ever forks is
 inside. Where nothing can be created (not root, no cgroup file system), ``create``
@@ -25,6 +31,8 @@ import os
 import signal
 import time
 import uuid
+
+CPU_PERIOD_US = 100_000  # the quota's period: 0.1 s
 
 
 def _mounts() -> list:
@@ -113,21 +121,24 @@ class SandboxCgroup:
         return [os.path.join(f, "cgroup.procs") for f in self.folders]
 
     @classmethod
-    def create(cls, memory_bytes: int, tasks: int):
-        """Groups capping the sandbox at ``memory_bytes`` and ``tasks``, or ``None``
-        where none can be made."""
+    def create(cls, memory_bytes: int, tasks: int, cpus: float = 1.0):
+        """Groups capping the sandbox at ``memory_bytes``, ``tasks`` and ``cpus`` CPUs,
+        or ``None`` where none can be made."""
         for name, value in (("memory_bytes", memory_bytes), ("tasks", tasks)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0:
+            raise ValueError(f"cpus must be a positive number, got {cpus!r}")
+        quota = max(1000, round(cpus * CPU_PERIOD_US))
         if not hasattr(os, "geteuid") or os.geteuid() != 0:
             return None
         group, name = cls(), f"dpo_grpo_sandbox_{uuid.uuid4().hex[:12]}"
         own, mounts = _own_groups(), _mounts()
         for point, root, fstype, opts in mounts:
             if fstype == "cgroup2" and "v2" in own:
-                group._v2(point, root, own["v2"], name, memory_bytes, tasks)
+                group._v2(point, root, own["v2"], name, memory_bytes, tasks, quota)
         for point, root, fstype, opts in mounts:
-            for controller in ("memory", "pids"):
+            for controller in ("memory", "pids", "cpu"):
                 if (
                     fstype == "cgroup"
                     and controller in opts
@@ -139,8 +150,7 @@ class SandboxCgroup:
                         root,
                         own.get(controller, "/"),
                         name,
-                        memory_bytes,
-                        tasks,
+                        (memory_bytes, tasks, quota),
                     )
         return group if group.folders else None
 
@@ -155,11 +165,11 @@ class SandboxCgroup:
         self.folders.append(folder)
         return folder
 
-    def _v2(self, point, root, path, name, memory_bytes, tasks):
+    def _v2(self, point, root, path, name, memory_bytes, tasks, quota):
         parent = _folder(point, root, path)
         if parent is None:
             return
-        wanted = {"memory", "pids"} & set(
+        wanted = {"memory", "pids", "cpu"} & set(
             _read(os.path.join(parent, "cgroup.controllers")).split()
         )
         on = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
@@ -181,11 +191,16 @@ class SandboxCgroup:
             self.enforced.add("memory")
         if "pids" in on and _write(os.path.join(folder, "pids.max"), str(tasks)):
             self.enforced.add("pids")
+        if "cpu" in on and _write(
+            os.path.join(folder, "cpu.max"), f"{quota} {CPU_PERIOD_US}"
+        ):
+            self.enforced.add("cpu")
         if os.path.exists(os.path.join(folder, "cgroup.kill")):
             self._kill_file = os.path.join(folder, "cgroup.kill")
             self.enforced.add("kill")
 
-    def _v1(self, controller, point, root, path, name, memory_bytes, tasks):
+    def _v1(self, controller, point, root, path, name, caps):
+        memory_bytes, tasks, quota = caps
         folder = self._make(_folder(point, root, path), name)
         if folder is None:
             return
@@ -200,6 +215,12 @@ class SandboxCgroup:
             os.path.join(folder, "pids.max"), str(tasks)
         ):
             self.enforced.add("pids")
+        if (
+            controller == "cpu"
+            and _write(os.path.join(folder, "cpu.cfs_period_us"), str(CPU_PERIOD_US))
+            and _write(os.path.join(folder, "cpu.cfs_quota_us"), str(quota))
+        ):
+            self.enforced.add("cpu")
 
     def pids(self) -> set:
         """Every process still in one of the groups."""

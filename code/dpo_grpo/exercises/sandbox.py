@@ -48,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._probe import is_key_file
 from .cgroup import SandboxCgroup
 from .selfcheck import ANSWERS_ENV, CASES_ENV
 from .uids import UidLease
@@ -59,11 +60,6 @@ DEADLINE_MARGIN = (
 )
 EXIT_GRACE = (
     2.0  # seconds the pipe is still drained after the runner exited (or was killed)
-)
-# exercises/ modules left out of the sandbox's package copy (they hold the key)
-KEY_MODULES = (
-    "ch",
-    "labs",
 )
 
 
@@ -80,6 +76,9 @@ class Limits:
         512  # all it writes: work folder, HOME, /tmp, /dev/shm (one tmpfs, root mode)
     )
     files: int = 10000  # files and folders it may create there (the tmpfs's inodes)
+    # CPU time of all its processes together per second of wall-clock time (a cgroup
+    # quota, root mode): one CPU, however many processes it starts
+    cpus: float = 1.0
 
     def __post_init__(self):
         for name in (
@@ -95,6 +94,10 @@ class Limits:
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
             if value < 1:
                 raise ValueError(f"{name} must be positive, got {value}")
+        if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool):
+            raise TypeError(f"cpus must be a number, got {type(self.cpus).__name__}")
+        if not 0.01 <= self.cpus <= 1024:
+            raise ValueError(f"cpus must be between 0.01 and 1024, got {self.cpus}")
 
     def rlimits(self, timeout: float) -> dict:
         return {
@@ -178,19 +181,21 @@ def detect_mode() -> str:
 
 
 def copy_package(dest: Path) -> Path:
-    """A copy of the installed ``dpo_grpo`` without the answer key and without bytecode,
-    made read-only."""
+    """A copy of the installed ``dpo_grpo`` in ``dest/dpo_grpo`` without the answer key
+    (:func:`._probe.is_key_file`: the chapter registries and the hashed key) and
+    without bytecode, made read-only."""
     import dpo_grpo
 
     src = Path(dpo_grpo.__file__).resolve().parent
 
     def ignore(folder, names):
-        skip = {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
-        if Path(folder).resolve() == src / "exercises":
-            skip |= {
-                n for n in names if n.endswith(".py") and n.startswith(KEY_MODULES)
-            }
-        return skip
+        return {
+            n
+            for n in names
+            if n == "__pycache__"
+            or n.endswith((".pyc", ".pyo"))
+            or is_key_file(os.path.join(folder, n))
+        }
 
     shutil.copytree(src, dest / "dpo_grpo", ignore=ignore)
     for root, dirs, files in os.walk(dest):
@@ -200,27 +205,82 @@ def copy_package(dest: Path) -> Path:
     return dest
 
 
-def _system_binds() -> list:
-    binds = []
-    for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc"):
-        if os.path.lexists(p):
+SYSTEM_FOLDERS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/libx32",
+    "/etc",
+)
+
+
+def _kernel_path() -> list:
+    """``sys.path`` of this interpreter as the sandbox starts it (no ``PYTHONPATH``, no
+    user site): the standard library and every site folder, ``.pth`` entries
+    included."""
+    out = subprocess.run(
+        [sys.executable, "-s", "-c", "import sys, json; print(json.dumps(sys.path))"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+        cwd="/",
+        timeout=60,
+        check=True,
+    )
+    return [p for p in json.loads(out.stdout) if os.path.isabs(p) and os.path.isdir(p)]
+
+
+_VIEW = None
+
+
+def environment_view() -> tuple:
+    """``(binds, package_folders)``: what a sandbox with its own root sees of this
+    machine (cached). ``binds`` are ``[source, target, read-only]``: the system
+    folders, the Python installation and every folder on the kernel's ``sys.path``
+    (:func:`_kernel_path`) that they do not already hold; nothing else (not the
+    grader's HOME, not the submissions). ``package_folders`` are the ``dpo_grpo``
+    folders found on that path: each is covered by the sandbox's keyless copy
+    (:func:`copy_package`), whatever the install (editable, wheel, system-wide)."""
+    global _VIEW
+    if _VIEW is not None:
+        return _VIEW
+    binds, roots = [], []
+
+    def add(p):
+        real = os.path.realpath(p)
+        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            return
+        roots.append(real)
+        binds.append([real, real, True])
+        if os.path.abspath(p) != real:
+            binds.append([os.path.abspath(p), os.path.abspath(p), True])
+
+    for p in SYSTEM_FOLDERS:
+        if os.path.islink(p):
             binds.append([p, p, True])
-    seen = set()
+        elif os.path.isdir(p):
+            add(p)
+    path = _kernel_path()
     for p in (
         sys.base_prefix,
         sys.prefix,
         sys.exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
+        *path,
     ):
-        p = os.path.realpath(p)
-        if p not in seen and not any(
-            p == q or p.startswith(q + "/") for q in ("/usr", "/etc")
-        ):
-            seen.add(p)
-            binds.append([p, p, True])
-            if os.path.realpath(p) != os.path.abspath(p):
-                binds.append([os.path.abspath(p), os.path.abspath(p), True])
-    return binds
+        add(p)
+    packages = sorted(
+        {
+            os.path.realpath(os.path.join(p, "dpo_grpo"))
+            for p in path
+            if os.path.isdir(os.path.join(p, "dpo_grpo"))
+        }
+    )
+    _VIEW = (binds, packages)
+    return _VIEW
 
 
 def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
@@ -341,6 +401,10 @@ def run_sandboxed(
         raise TypeError(
             f"notebook_json must be a str, got {type(notebook_json).__name__}"
         )
+    return _sandboxed(notebook_json, cases, timeout, limits, mode)
+
+
+def _sandboxed(notebook_json, cases, timeout, limits, mode, probe_roots=None):
     if not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(
             f"timeout must be a positive number of seconds, got {timeout!r}"
@@ -354,33 +418,49 @@ def run_sandboxed(
     try:
         if mode == "root":
             lease = UidLease()
-            group = SandboxCgroup.create(limits.memory_mb << 20, limits.processes)
-        return _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group)
+            group = SandboxCgroup.create(
+                limits.memory_mb << 20, limits.processes, limits.cpus
+            )
+        _prepare(tmp, notebook_json, cases, mode, lease.uid if lease else None)
+        if probe_roots is None:
+            argv = ["dpo_grpo.exercises._run_notebook", "in/notebook.ipynb"]
+            argv.append(str(timeout))
+        else:
+            argv = ["dpo_grpo.exercises._probe", *probe_roots]
+        return _run(tmp, argv, timeout, limits, mode, lease, group)
     finally:
         if group is not None:
             group.kill()
             group.remove()
+        shutil.rmtree(tmp, ignore_errors=True)  # the answers file is the uid's
         if lease is not None:
             lease.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _prepare(tmp, notebook_json, cases, mode, uid):
-    (tmp / "in").mkdir()
+    """The sandbox's files in ``tmp`` (a fresh ``mkdtemp``: mode 0700, so no other user
+    of the machine reaches them): ``in/`` (the notebook and the test inputs, readable by
+    the grader and, in root mode, the sandbox's group only), ``pkg/`` (the keyless
+    package copy) and the answers file, writable by the sandbox's uid only."""
+    (tmp / "in").mkdir(mode=0o700)
     for sub in ("work", "home", "answers"):
         (tmp / sub).mkdir(mode=0o700)
     copy_package(tmp / "pkg")
-    (tmp / "in" / "notebook.ipynb").write_text(notebook_json, encoding="utf-8")
+    if notebook_json is not None:
+        (tmp / "in" / "notebook.ipynb").write_text(notebook_json, encoding="utf-8")
     (tmp / "in" / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
-    (tmp / "answers" / "answers.jsonl").touch()
+    answers = tmp / "answers" / "answers.jsonl"
+    answers.touch(mode=0o600)
+    readable, folder = 0o400, 0o500
     if mode == "root":
-        os.chmod(tmp, 0o711)
-        os.chmod(tmp / "answers", 0o711)
-        # bound alone: the folder is not in the sandbox
-        os.chown(tmp / "answers" / "answers.jsonl", uid, uid)
-    for name in ("cases.json", "notebook.ipynb"):
-        os.chmod(tmp / "in" / name, 0o444)
-    os.chmod(tmp / "in", 0o555)
+        # bound alone (the folder is not in the sandbox); the grader reads it as root
+        os.chown(answers, uid, uid)
+        readable, folder = 0o440, 0o550
+        for path in (tmp / "in", *(tmp / "in").iterdir()):
+            os.chown(path, 0, uid)
+    for path in (tmp / "in").iterdir():
+        os.chmod(path, readable)
+    os.chmod(tmp / "in", folder)
 
 
 def _environment(inside, work, home, tmpdir):
@@ -407,8 +487,14 @@ def _environment(inside, work, home, tmpdir):
     }
 
 
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
 def _command(tmp, mode, spec, limits, lease, group):
     py, init = sys.executable, Path(__file__).with_name("_sandbox_init.py")
+    binds, packages = environment_view()
+    # the keyless copy over every dpo_grpo folder the environment holds
+    cover = [[str(tmp / "pkg" / "dpo_grpo"), p, True] for p in packages]
     if mode == "root":
         own = [
             [str(tmp / "pkg"), "/sandbox/pkg", True],
@@ -421,23 +507,13 @@ def _command(tmp, mode, spec, limits, lease, group):
         ]
         spec.update(
             newroot=str(tmp / "root"),
-            binds=_system_binds() + own,
+            binds=binds + cover + own,
             uid=lease.uid,
             gid=lease.uid,
             scratch=["/sandbox/scratch", limits.disk_mb << 20, limits.files],
             cgroup_procs=group.procs_files if group else [],
         )
-        spec["binds"] += [
-            [d, d, False]
-            for d in (
-                "/dev/null",
-                "/dev/zero",
-                "/dev/full",
-                "/dev/random",
-                "/dev/urandom",
-            )
-            if os.path.exists(d)
-        ]
+        spec["binds"] += [[d, d, False] for d in DEVICES if os.path.exists(d)]
         (tmp / "root").mkdir()
         return [
             shutil.which("unshare"),
@@ -467,7 +543,7 @@ def _command(tmp, mode, spec, limits, lease, group):
             "--tmpfs",
             "/tmp",
         ]
-        for src, dst, _ in _system_binds():
+        for src, dst, _ in binds + cover:
             cmd += (
                 ["--symlink", os.readlink(src), dst]
                 if os.path.islink(src)
@@ -495,8 +571,10 @@ def _command(tmp, mode, spec, limits, lease, group):
     return [py, "-I", "-S", str(init), str(tmp / "in" / "spec.json")]
 
 
-def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
-    _prepare(tmp, notebook_json, cases, mode, lease.uid if lease else None)
+def _run(tmp, module_argv, timeout, limits, mode, lease, group):
+    """Run ``python -m MODULE ARGS`` (``module_argv``; paths relative to the sandbox's
+    folder) in the sandbox prepared in ``tmp``; supervise it, kill all it started, read
+    the answers."""
     inside = Path("/sandbox") if mode in ("root", "bwrap") else tmp
     if mode == "root":
         scratch = "/sandbox/scratch"
@@ -512,13 +590,9 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
             f"{inside}/home",
             "/tmp" if mode == "bwrap" else f"{inside}/home",
         )
-    argv = [
-        sys.executable,
-        "-m",
-        "dpo_grpo.exercises._run_notebook",
-        f"{inside}/in/notebook.ipynb",
-        str(timeout),
-    ]
+    module, *args = module_argv
+    argv = [sys.executable, "-m", module]
+    argv += [f"{inside}/{a}" if a.startswith("in/") else a for a in args]
     spec = {
         "mode": "root" if mode == "root" else "limits",
         "cwd": work,
@@ -527,10 +601,10 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
         "limits": limits.rlimits(timeout),
     }
     cmd = _command(tmp, mode, spec, limits, lease, group)
-    os.chmod(tmp / "in", 0o755)
+    os.chmod(tmp / "in", 0o700)
     (tmp / "in" / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    os.chmod(tmp / "in" / "spec.json", 0o444)
-    os.chmod(tmp / "in", 0o555)
+    os.chmod(tmp / "in" / "spec.json", 0o400)
+    os.chmod(tmp / "in", 0o550 if mode == "root" else 0o500)  # as _prepare left it
 
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -559,6 +633,58 @@ def _run(tmp, notebook_json, cases, timeout, limits, mode, lease, group):
         note = "crashed: " + (last[-1][:200] if last else f"exit code {code}")
     answers = read_answers(tmp / "answers" / "answers.jsonl") if not survivors else []
     return RunResult(answers, timed_out or code == 3, note, tail, seconds)
+
+
+class KeyInSandbox(RuntimeError):
+    """The sandbox would let a notebook read an answer or the key: the grader
+    refuses to grade."""
+
+
+_PROBED = {}
+
+
+def probe_sandbox(mode: str = None, limits: Limits = None) -> dict:
+    """Run the start-up probe (:mod:`._probe`) in a sandbox made exactly as a
+    notebook's: ``{"package", "readable", "importable"}``, what a notebook there could
+    read of the key (cached per mode). With its own root (``root``, ``bwrap``) it walks
+    everything the sandbox sees; in ``basic`` mode, the Python installation and the
+    grader's own copy of the package."""
+    mode = mode or detect_mode()
+    if mode not in _PROBED:
+        if mode == "basic":
+            import dpo_grpo
+
+            roots = [src for src, _, _ in environment_view()[0] if os.path.isdir(src)]
+            roots.append(str(Path(dpo_grpo.__file__).resolve().parent))
+        else:
+            roots = ["/"]
+        result = _sandboxed(None, {}, 120, limits, mode, probe_roots=roots)
+        try:
+            found = json.loads(result.output_tail.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise KeyInSandbox(
+                "the grader's start-up probe did not run in the sandbox: "
+                f"{result.note or result.output_tail[-500:]}"
+            ) from None
+        _PROBED[mode] = found
+    return _PROBED[mode]
+
+
+def require_no_key(mode: str = None, limits: Limits = None) -> None:
+    """Raise :class:`KeyInSandbox`, saying what it found, unless the probe
+    (:func:`probe_sandbox`) finds nothing of the key in the sandbox."""
+    found = probe_sandbox(mode, limits)
+    if found["readable"] or found["importable"]:
+        shown = [*found["readable"][:5], *found["importable"]]
+        more = len(found["readable"]) - 5
+        raise KeyInSandbox(
+            "refusing to grade: a notebook in the sandbox "
+            f"({mode or detect_mode()} mode) could read the answer key: "
+            + ", ".join(shown)
+            + (f" and {more} more" if more > 0 else "")
+            + ". Grade as root or with bubblewrap (book/teaching.md), or pass "
+            "--unisolated to grade anyway (marks are then not protected)."
+        )
 
 
 def _supervise(proc, timeout, mode, group):
