@@ -63,21 +63,57 @@ def label_text(text: str) -> str:
     return tr(text) if lang != "en" and text in catalog(lang) else text
 
 
-def markdown_cell(value, *, untrusted: bool = False) -> str:
-    """One Markdown table cell: ``|`` escaped and line breaks joined; ``untrusted`` text
-    (file names, notes from a student's notebook) also gets backslashes escaped and
-    ``<``/``>`` neutralised, so it cannot forge markup."""
-    text = str(value)
-    if untrusted:
-        text = text.replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(text.replace("|", "\\|").splitlines())
-
-
-def markdown_row(cells, *, untrusted: bool = False) -> str:
-    """``| a | b |`` for already formatted cells."""
-    return (
-        "| " + " | ".join(markdown_cell(c, untrusted=untrusted) for c in cells) + " |"
+def code_span(text) -> str:
+    """``text`` as a Markdown code span, which a preview shows literally (no link,
+    image, emphasis or HTML; backslashes and entities as written): line breaks joined
+    by spaces, fenced by a run of backticks longer than any inside, padded with a space
+    where CommonMark strips one (a backtick at either end, or a space at both). Returns
+    ``""`` for empty text."""
+    text = " ".join(str(text).splitlines())
+    if not text:
+        return ""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = bool(text.strip(" ")) and (
+        "`" in (text[0], text[-1]) or text[0] == text[-1] == " "
     )
+    return f"{fence} {text} {fence}" if pad else f"{fence}{text}{fence}"
+
+
+def markdown_cell(value, *, untrusted: bool = False) -> str:
+    """One Markdown table cell: line breaks joined and ``|`` escaped as ``\\|`` (GFM
+    splits a row before it reads code spans, so even there). ``untrusted`` text (file
+    names, notes from a student's notebook) is set as a :func:`code_span`, so it cannot
+    forge markup; its control characters are the caller's to escape."""
+    text = str(value)
+    text = code_span(text) if untrusted else " ".join(text.splitlines())
+    return text.replace("|", "\\|")
+
+
+def markdown_row(cells, *, untrusted=False) -> str:
+    """``| a | b |`` for already formatted cells; ``untrusted`` is True (every cell) or
+    the indices of the cells that hold untrusted text (:func:`markdown_cell`)."""
+    cells = v.sequence(cells, "cells")
+    shown = _untrusted_indices(untrusted, len(cells))
+    return (
+        "| "
+        + " | ".join(
+            markdown_cell(c, untrusted=i in shown) for i, c in enumerate(cells)
+        )
+        + " |"
+    )
+
+
+def _untrusted_indices(untrusted, n: int) -> set:
+    if isinstance(untrusted, bool):
+        return set(range(n)) if untrusted else set()
+    indices = v.sequence(untrusted, "untrusted")
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+        raise TypeError(
+            f"untrusted must be a bool or cell indices (ints), got {untrusted!r}"
+        )
+    if not all(-n <= i < n for i in indices):
+        raise ValueError(f"untrusted must index the {n} cells, got {untrusted!r}")
+    return {i % n for i in indices}
 
 
 def markdown_table(
@@ -90,10 +126,17 @@ def markdown_table(
     untrusted=False,
 ) -> str:
     """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for
-    rows and cells."""
+    rows and cells. ``untrusted``: True (every column) or the columns (names or
+    indices) whose cells hold untrusted text, set as code spans (:func:`markdown_cell`);
+    the header is the caller's."""
     columns, _, body = _cells(rows, columns, formats, float_format)
+    if not isinstance(untrusted, bool):
+        untrusted = [
+            columns.index(c) if c in columns else c
+            for c in v.sequence(untrusted, "untrusted")
+        ]
     head = [header_text((headers or {}).get(c, c)) for c in columns]
-    lines = [markdown_row(head, untrusted=untrusted), "|" + "---|" * len(columns)]
+    lines = [markdown_row(head), "|" + "---|" * len(columns)]
     lines += [markdown_row(r, untrusted=untrusted) for r in body]
     return "\n".join(lines)
 

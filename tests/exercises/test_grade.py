@@ -124,7 +124,8 @@ def test_tables(grades):
     gs = list(grades.values())
     csv_text, md = to_csv(gs), to_markdown(gs)
     assert f"a_filled.ipynb,SCORE,2/{len(ALL)}" in csv_text
-    assert f"| d_forever.ipynb | SCORE | 1/{len(ALL)} | timeout |" in md
+    # names and notes as code spans
+    assert f"| `d_forever.ipynb` | SCORE | 1/{len(ALL)} | `timeout` |" in md
 
 
 def test_cli_appends_rows(folder, tmp_path):

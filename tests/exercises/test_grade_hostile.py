@@ -321,3 +321,48 @@ def test_output_capture_is_capped():
     writer.join()
     os.close(r)
     assert len(sink) == MAX_CAPTURE_BYTES and sink.endswith(b"xend")
+
+
+def test_a_kernel_killed_by_its_notebook_is_noted_as_dead(tmp_path):
+    """The note says the kernel died and of which signal, whatever nbclient raises as
+    the kernel dies under it; the answers recorded before it count."""
+    path = _nb(
+        tmp_path / "suicide.ipynb",
+        "check('04.4', 'b')",
+        "os.kill(os.getpid(), signal.SIGKILL)",
+        "check('04.1', 0.0)",
+    )
+    (g,) = grade_path(path, timeout=20, chapter="04")
+    assert g.note == (
+        "crashed: the kernel died, killed by signal 9 (SIGKILL): the notebook killed "
+        "it, or it ran out of memory"
+    )
+    assert g.verdicts["04.4"] == "correct" and g.verdicts["04.1"] == "not reached"
+
+
+def test_a_dead_kernel_is_told_whatever_nbclient_raises(tmp_path, monkeypatch):
+    """nbclient may raise another error than DeadKernelError as the kernel dies under
+    it (an AssertionError was seen): the runner still reports the death, from the
+    kernel's exit status; the grader's note reads only numbers from that line."""
+    import nbclient.client
+
+    from dpo_grpo.exercises import _run_notebook
+
+    class Raced(AssertionError):
+        pass
+
+    monkeypatch.setattr(nbclient.client, "DeadKernelError", Raced)
+    path = _nb(tmp_path / "k.ipynb", "os.kill(os.getpid(), signal.SIGKILL)", "x = 1")
+    assert _run_notebook.main(str(path), "20") == _run_notebook.KERNEL_DIED
+    note = _run_notebook.crash_note
+    assert note(4, "x\nkernel died: killed by signal 11\n") == (
+        "crashed: the kernel died, killed by signal 11 (SIGSEGV)"
+    )
+    assert note(4, "kernel died: exited with code 1") == (
+        "crashed: the kernel died, exited with code 1"
+    )
+    assert note(4, "kernel died: killed by signal 9 [img](x)") == (
+        "crashed: the kernel died"
+    )
+    assert note(1, "Traceback\nValueError: x") == "crashed: ValueError: x"
+    assert note(1, "") == "crashed: exit code 1"

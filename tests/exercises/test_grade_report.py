@@ -300,7 +300,7 @@ def test_the_gradebook_and_summary_tables(grades, report):
     md = report.gradebook_markdown(book)
     header = md.splitlines()[0]
     assert header.startswith("| student | score | seconds |") and "| 03.14 |" in header
-    assert "| alice | 2/14 | 42.5 |" in md
+    assert "| `alice` | 2/14 | 42.5 |" in md  # a name is a code span
     assert "alice_03_derivations.ipynb (12 s)" in md
     rows = list(csv.DictReader(io.StringIO(report.gradebook_csv(book))))
     assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dan"]
@@ -392,3 +392,91 @@ def test_the_report_module_reads_no_answer_key(report):
     """The gradebook is built from verdicts; it never needs the chapter registries."""
     text = Path(report.__file__).read_text(encoding="utf-8")
     assert not re.search(r"from \.ch\d|import ch\d", text)
+
+
+# --- what a Markdown preview of the reports shows -------------------------------------
+
+#: a crash note and a file name a notebook controls: an image that a preview would load,
+#: a script link, bold text, raw HTML, backticks, pipes, a backslash and an escape code
+HOSTILE_NOTE = (
+    "![](http://evil/beacon.png) [x](javascript:alert(1)) **score 6/6** "
+    "<img src=x onerror=alert(1)> `tick` ``two`` a|b C:\\temp \x1b[2K"
+)
+HOSTILE_NAME = "`![](http://evil/b.png)|**x**<b>y</b>\\.ipynb"
+
+
+def _md_cells(text):
+    """The cells of the one table in ``text`` as a GFM preview shows them: per row, the
+    text of each cell, with the kinds of inline nodes it holds."""
+    from markdown_it import MarkdownIt
+
+    rows, row = [], None
+    for tok in MarkdownIt("commonmark").enable("table").parse(text):
+        if tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close":
+            rows.append(row)
+        elif tok.type == "inline" and row is not None:
+            kinds = {c.type for c in tok.children}
+            row.append(("".join(c.content for c in tok.children), kinds))
+    return rows
+
+
+def _assert_inert(text, expected_rows):
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    for tag in ("<img", "<a ", "<strong", "<em", "<b>", "<script"):
+        assert tag not in html, (tag, html)
+    rows = _md_cells(text)
+    assert len({len(r) for r in rows}) == 1, rows  # every row keeps the header's cells
+    assert all(kinds <= {"text", "code_inline"} for r in rows for _, kinds in r)
+    shown = [[cell for cell, _ in r] for r in rows[1:]]
+    assert shown == expected_rows
+
+
+def test_markdown_reports_show_untrusted_text_as_inert_literal_text(tmp_path, report):
+    note = HOSTILE_NOTE.replace("\x1b", "\\x1b")  # one backslash each: as written
+    name = HOSTILE_NAME
+    g = _g(
+        name,
+        name,
+        {"03.1": "not reached", "03.5": "incorrect"},
+        note=HOSTILE_NOTE,
+        notes={"03.5": HOSTILE_NOTE},
+        mistakes={"03.5": HOSTILE_NOTE},
+    )
+    per_exercise = [
+        [name, "03.1", "not reached", note],
+        [name, "03.5", "incorrect", note],
+        [name, "SCORE", "0/2", note],
+    ]
+    _assert_inert(grade.to_markdown([g]), per_exercise)
+    writer = grade.ResultWriter(markdown_path=tmp_path / "grades.md")
+    writer.append(g)
+    writer.close()
+    _assert_inert((tmp_path / "grades.md").read_text(encoding="utf-8"), per_exercise)
+
+    book = report.gradebook([g])
+    verdicts = list(book[0].verdicts.values())
+    _assert_inert(
+        report.gradebook_markdown(book),
+        [
+            [
+                name,
+                "0/14",
+                "10.0",
+                *verdicts,
+                f"{name} (10 s)",
+                "; ".join(n.replace("\x1b", "\\x1b") for n in book[0].notes),
+            ]
+        ],
+    )
+    summary = report.summary_markdown(report.class_summary(book))
+    rows = _md_cells(summary)
+    _assert_inert(summary, [[c for c, _ in r] for r in rows[1:]])
+    assert rows[1 + CH03.index("03.5")][-1][0] == f"{note} (1)"
+    # an empty note stays an empty cell
+    assert grade.to_markdown([_g("a.ipynb", "a", {"03.1": "correct"})]).endswith(
+        "| SCORE | 1/1 |  |\n"
+    )

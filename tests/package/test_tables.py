@@ -43,13 +43,28 @@ def test_markdown_from_sequences_with_a_float_format():
 
 
 def test_untrusted_cells_cannot_forge_rows_or_markup():
+    """Untrusted text is a code span (shown as written); ``|`` is escaped even there,
+    since GFM splits a row first."""
     assert (
         tables.markdown_cell("a | b\n| 04.9 | correct |", untrusted=True)
-        == "a \\| b \\| 04.9 \\| correct \\|"
+        == "`a \\| b \\| 04.9 \\| correct \\|`"
     )
     assert (
-        tables.markdown_cell("<img src=x> \\|", untrusted=True)
-        == "&lt;img src=x&gt; \\\\\\|"
+        tables.markdown_cell("<img src=x> \\|", untrusted=True) == "`<img src=x> \\\\|`"
+    )
+    assert tables.markdown_cell("", untrusted=True) == ""
+    # backticks: a longer fence, padded where they touch it
+    assert tables.code_span("a `b` c") == "``a `b` c``"
+    assert tables.code_span("`x``") == "``` `x`` ```"
+    assert tables.code_span(" x ") == "`  x  `" and tables.code_span("  ") == "`  `"
+    row = tables.markdown_row(["**x**", "**x**"], untrusted=[1])
+    assert row == "| **x** | `**x**` |"
+    with pytest.raises(ValueError, match="untrusted"):
+        tables.markdown_row(["a"], untrusted=[1])
+    with pytest.raises(TypeError, match="untrusted"):
+        tables.markdown_row(["a"], untrusted="0")
+    assert tables.markdown_table([{"a": "*x*", "b": "*y*"}], untrusted=["b"]).endswith(
+        "| *x* | `*y*` |"
     )
     # trusted cells keep their LaTeX
     assert tables.markdown_cell("$\\beta$") == "$\\beta$"

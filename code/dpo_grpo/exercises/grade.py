@@ -52,7 +52,7 @@ from .core import (
     registry,
 )
 from .feedback import Reply
-from .names import ascii_name, confusable_with, display_name
+from .names import ascii_name, confusable_with, display_name, mixed_scripts
 from .reading import (  # noqa: F401  (MAX_NOTEBOOK_BYTES, exercises_in: re-exported)
     MAX_NOTEBOOK_BYTES,
     exercises_in,
@@ -446,12 +446,17 @@ def grade_path(
         finally:
             with lock:
                 slots.append(slot)
+        flags = [g.note] if g.note else []
         if sub.name in lookalikes:
-            flag = (
+            flags.append(
                 f"name {ascii_name(sub.name)} looks like "
                 f"{', '.join(map(ascii_name, lookalikes[sub.name]))}"
             )
-            g.note = f"{g.note}; {flag}" if g.note else flag
+        if scripts := mixed_scripts(sub.name):
+            flags.append(
+                f"name {ascii_name(sub.name)} mixes scripts: {', '.join(scripts)}"
+            )
+        g.note = "; ".join(flags)
         return g
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -479,13 +484,13 @@ def _score(g: NotebookGrade) -> str:
 NOTEBOOK_FAULTS = ("not reached", "timeout", "invalid notebook")
 
 
-def to_rows(grades):
+def to_rows(grades, *, shown=display_name):
     """One row per exercise (its note: the diagnosis of an answer that is not right, or
     why its check gave none) and a SCORE row per notebook (its note); names and notes
-    shown escaped (:func:`.names.display_name`)."""
+    as ``shown`` shows them (escaped: :func:`.names.display_name`)."""
     rows = []
     for g in grades:
-        name, note = display_name(g.notebook), display_name(g.note)
+        name, note = shown(g.notebook), shown(g.note)
         for ex_id, verdict in g.verdicts.items():
             why = g.notes.get(ex_id) or (g.note if verdict in NOTEBOOK_FAULTS else "")
             rows.append(
@@ -493,7 +498,7 @@ def to_rows(grades):
                     "notebook": name,
                     "exercise": ex_id,
                     "verdict": verdict,
-                    "note": display_name(why),
+                    "note": shown(why),
                 }
             )
         rows.append(
@@ -511,6 +516,8 @@ def csv_cell(value) -> str:
 
 CSV_FIELDS = ["notebook", "exercise", "verdict", "note"]
 MD_HEADER = "| notebook | exercise | verdict | note |\n|---|---|---|---|\n"
+#: the Markdown cells a notebook writes (its name, the notes), set as code spans
+MD_UNTRUSTED = (0, 3)
 
 
 def _csv_lines(rows, header=False) -> str:
@@ -522,18 +529,29 @@ def _csv_lines(rows, header=False) -> str:
     return buf.getvalue()
 
 
-def _md_lines(rows) -> str:
+def as_written(text: str) -> str:
+    """Untrusted text for a Markdown code span, which shows it as written: control and
+    invisible characters escaped, a backslash kept as one
+    (:func:`.names.display_name`)."""
+    return display_name(text, escape_backslash=False)
+
+
+def _md_lines(grades) -> str:
     return "".join(
-        markdown_row([r[k] for k in CSV_FIELDS], untrusted=True) + "\n" for r in rows
+        markdown_row([r[k] for k in CSV_FIELDS], untrusted=MD_UNTRUSTED) + "\n"
+        for r in to_rows(grades, shown=as_written)
     )
 
 
 def to_csv(grades) -> str:
+    """The per-exercise table (:func:`to_rows`) as CSV, with a header."""
     return _csv_lines(to_rows(grades), header=True)
 
 
 def to_markdown(grades) -> str:
-    return MD_HEADER + _md_lines(to_rows(grades))
+    """The per-exercise table as Markdown: names and notes as code spans
+    (:func:`as_written`), which a preview shows as plain text."""
+    return MD_HEADER + _md_lines(grades)
 
 
 class ResultWriter:
@@ -558,9 +576,9 @@ class ResultWriter:
         os.fsync(fh.fileno())
 
     def append(self, grade: NotebookGrade):
-        rows = to_rows([grade])
         for fh, kind in self.files:
-            self._write(fh, _csv_lines(rows) if kind == "csv" else _md_lines(rows))
+            text = _csv_lines(to_rows([grade])) if kind == "csv" else _md_lines([grade])
+            self._write(fh, text)
 
     def close(self):
         for fh, _ in self.files:

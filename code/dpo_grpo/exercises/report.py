@@ -10,9 +10,10 @@ gradebook (one row per student) and the class summary (one row per exercise).
 - The summary counts, per exercise, the students with each verdict and names the
   mistake diagnosed most often (a registered mistake's hint, or "close").
 
-Names are shown escaped (:func:`.names.display_name`); CSV cells that a spreadsheet
-would run as a formula are quoted and Markdown cells escaped, as in the grader's
-per-exercise table. Nothing here reads the answer key.
+As in the grader's per-exercise table, names and notes are shown escaped
+(:func:`.names.display_name`): in CSV, with a cell that a spreadsheet would run as a
+formula quoted; in Markdown, as code spans that a preview shows as plain text
+(:func:`.grade.as_written`). Nothing here reads the answer key.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from ..tables import markdown_row
 from .core import chapter_exercises
-from .grade import NotebookGrade, csv_cell
+from .grade import NotebookGrade, as_written, csv_cell
 from .names import display_name
 
 #: Which verdict counts when several notebooks of a student hold an exercise: the
@@ -156,22 +157,28 @@ def class_summary(students) -> list[dict]:
     return rows
 
 
-def _gradebook_rows(students) -> tuple[list, list[dict]]:
+#: the columns of the gradebook and of the summary that show untrusted text (names,
+#: notes, and the hints next to them), set as code spans in Markdown
+GRADEBOOK_UNTRUSTED = ("student", "notebooks", "notes")
+SUMMARY_UNTRUSTED = ("most common mistake",)
+
+
+def _gradebook_rows(students, shown=display_name) -> tuple[list, list[dict]]:
     ids = list(students[0].verdicts) if students else []
     fields = ["student", "score", "seconds", *ids, "notebooks", "notes"]
     rows = []
     for s in students:
         notebooks = ", ".join(
-            f"{display_name(g.notebook)} ({g.seconds:.0f} s)" for g in s.notebooks
+            f"{shown(g.notebook)} ({g.seconds:.0f} s)" for g in s.notebooks
         )
         rows.append(
             {
-                "student": display_name(s.student),
+                "student": shown(s.student),
                 "score": s.score,
                 "seconds": f"{s.seconds:.1f}",
                 **s.verdicts,
                 "notebooks": notebooks,
-                "notes": display_name("; ".join(s.notes)),
+                "notes": shown("; ".join(s.notes)),
             }
         )
     return fields, rows
@@ -185,9 +192,10 @@ def _csv(fields, rows) -> str:
     return buf.getvalue()
 
 
-def _markdown(fields, rows) -> str:
+def _markdown(fields, rows, untrusted) -> str:
+    code = [i for i, f in enumerate(fields) if f in untrusted]
     lines = [markdown_row(fields), "|" + "---|" * len(fields)]
-    lines += [markdown_row([r[f] for f in fields], untrusted=True) for r in rows]
+    lines += [markdown_row([r[f] for f in fields], untrusted=code) for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -197,15 +205,12 @@ def gradebook_csv(students) -> str:
 
 
 def gradebook_markdown(students) -> str:
-    """The gradebook as a Markdown table."""
-    return _markdown(*_gradebook_rows(list(students)))
+    """The gradebook as a Markdown table: names and notes as code spans."""
+    return _markdown(*_gradebook_rows(list(students), as_written), GRADEBOOK_UNTRUSTED)
 
 
-def _summary_cells(rows) -> list[dict]:
-    return [
-        {**r, "most common mistake": display_name(r["most common mistake"])}
-        for r in rows
-    ]
+def _summary_cells(rows, shown=display_name) -> list[dict]:
+    return [{**r, "most common mistake": shown(r["most common mistake"])} for r in rows]
 
 
 def summary_csv(rows) -> str:
@@ -214,8 +219,11 @@ def summary_csv(rows) -> str:
 
 
 def summary_markdown(rows) -> str:
-    """The class summary (:func:`class_summary`) as a Markdown table."""
-    return _markdown(SUMMARY_FIELDS, _summary_cells(rows))
+    """The class summary (:func:`class_summary`) as a Markdown table: the mistakes as
+    code spans."""
+    return _markdown(
+        SUMMARY_FIELDS, _summary_cells(rows, as_written), SUMMARY_UNTRUSTED
+    )
 
 
 def report_paths(paths, what: str) -> list[Path]:

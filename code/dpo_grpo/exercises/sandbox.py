@@ -629,8 +629,9 @@ def _run(tmp, module_argv, timeout, limits, mode, lease, group):
     elif code == 0:
         note = ""
     else:
-        last = [ln for ln in tail.strip().splitlines() if ln.strip()]
-        note = "crashed: " + (last[-1][:200] if last else f"exit code {code}")
+        from ._run_notebook import crash_note  # the runner's exit status says how
+
+        note = crash_note(code, tail)
     answers = read_answers(tmp / "answers" / "answers.jsonl") if not survivors else []
     return RunResult(answers, timed_out or code == 3, note, tail, seconds)
 
