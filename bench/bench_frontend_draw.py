@@ -4,8 +4,9 @@ figure, in real frontends.
 Run from the repository root:
 ``.venv/bin/python bench/bench_frontend_draw.py [--repeats 3]``  (about 5 minutes a
 repeat; needs Chromium at /usr/bin/chromium, as the browser test does). Writes
-``code/dpo_grpo/data/bench_results/frontend-draw-<host>.json`` (rendered on the
-Explorables page) and prints a table.
+``frontend-draw-<host>.json`` in the working directory (or ``--out FILE``) and prints a
+table; bench/README.md says how to refresh the copy the package ships
+(``code/dpo_grpo/data/bench_results/``, rendered in the benchmark appendix).
 
 What is timed: ``tests/browser/test_live_widgets.py`` drags the first slider of each
 live explorable in JupyterLab 4 and Notebook 7 (this environment's kernel: ipywidgets 8,
@@ -62,7 +63,8 @@ def main(argv=None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="result file (default: the package's bench_results/)",
+        help="result file (default: frontend-draw-<host>.json in the working "
+        "directory)",
     )
     args = ap.parse_args(argv)
     if args.repeats < 1:
@@ -98,15 +100,8 @@ def main(argv=None) -> int:
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "frontends": frontends,
     }
-    out = (
-        args.out
-        or ROOT
-        / "code"
-        / "dpo_grpo"
-        / "data"
-        / "bench_results"
-        / f"frontend-draw-{host}.json"
-    )
+    out = args.out or Path(f"frontend-draw-{host}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(
         f"host {host}, {os.cpu_count()} CPUs, load {load_before[0]:.1f} -> "

@@ -14,7 +14,9 @@ sys.path from the repo):
 
 Every number is a median over interleaved repeats of one forward + backward on the same
 (B, T) float32 inputs (see bench/README.md). Results are merged into
-code/dpo_grpo/data/bench_results/<host-kind>.json under "grpo_loss".
+<host-kind>.json in the working directory (or --results FILE) under "grpo_loss";
+bench/README.md says how to refresh the copy the package ships
+(code/dpo_grpo/data/bench_results/, rendered in the benchmark appendix).
 """
 
 from __future__ import annotations
@@ -708,7 +710,7 @@ def parse_args(argv):
     p.add_argument(
         "--results",
         default=None,
-        help="results file (default code/dpo_grpo/data/bench_results/<host-kind>.json)",
+        help="results file (default: <host-kind>.json in the working directory)",
     )
     p.add_argument(
         "--threads",
@@ -850,16 +852,7 @@ def main(argv=None) -> int:
                 results["shapes"][key]["peak_extra_bytes"] = per
         if "error" in memory:
             results["memory_error"] = memory["error"]
-    path = (
-        Path(args.results)
-        if args.results
-        else REPO
-        / "code"
-        / "dpo_grpo"
-        / "data"
-        / "bench_results"
-        / f"{host_kind(device)}.json"
-    )
+    path = Path(args.results or f"{host_kind(device)}.json")
     run_info = {
         "started_unix": started,
         "wall_s": round(time.time() - started, 1),

@@ -35,9 +35,13 @@ parameters, optimiser-state bytes, training-state bytes, peak memory and the med
 per step (``--ppo-steps`` steps each; ``--ppo-only`` runs this section alone and writes
 it into the existing results file, keeping its other sections).
 
+The results go to ``lab-<host>.json`` in the working directory (or ``--results FILE``);
+bench/README.md says how to refresh the copy the package ships
+(``code/dpo_grpo/data/bench_results/``, read by the lab pages).
+
 Usage::
 
-    # CPU preset -> code/dpo_grpo/data/bench_results/lab-<host>.json
+    # CPU preset -> ./lab-<host>.json
     .venv/bin/python bench/bench_lab.py
     # on a GPU machine
     .venv/bin/python bench/bench_lab.py --preset gpu
@@ -260,21 +264,13 @@ def main(argv=None):
         "--results",
         type=pathlib.Path,
         default=None,
-        help="output JSON (default code/dpo_grpo/data/bench_results/lab-<host>.json)",
+        help="output JSON (default: lab-<host>.json in the working directory)",
     )
     args = parser.parse_args(argv)
 
     device = torch_ops.default_device()
     host = socket.gethostname().split(".")[0] or "host"
-    out_path = (
-        args.results
-        or pathlib.Path(__file__).resolve().parents[1]
-        / "code"
-        / "dpo_grpo"
-        / "data"
-        / "bench_results"
-        / f"lab-{host}.json"
-    )
+    out_path = args.results or pathlib.Path(f"lab-{host}.json")
     cfg = LabConfig.preset(args.preset, device=str(device))
     record = {
         "benchmark": (

@@ -9,8 +9,8 @@ memory, at V = 32000.
 
 Run it with .venv-trl/bin/python to add TRL 1.16.0's own
 ``trl.trainer.utils.selective_log_softmax`` as a column. Results are merged into
-code/dpo_grpo/data/bench_results/<host-kind>.json under "logprobs" (see
-bench/README.md).
+<host-kind>.json in the working directory (or --results FILE) under "logprobs";
+bench/README.md says how to refresh the copy the package ships.
 """
 
 from __future__ import annotations
@@ -161,7 +161,11 @@ def parse_args(argv):
     )
     p.add_argument("--no-trl", action="store_true")
     p.add_argument("--device", default=None)
-    p.add_argument("--results", default=None)
+    p.add_argument(
+        "--results",
+        default=None,
+        help="results file (default: <host-kind>.json in the working directory)",
+    )
     p.add_argument(
         "--threads",
         type=int,
@@ -292,16 +296,7 @@ def main(argv=None) -> int:
                     entry[f"memory_ratio_{name}_over_naive"] = ours / base
     if "error" in memory:
         results["memory_error"] = memory["error"]
-    path = (
-        Path(args.results)
-        if args.results
-        else REPO
-        / "code"
-        / "dpo_grpo"
-        / "data"
-        / "bench_results"
-        / f"{host_kind(device)}.json"
-    )
+    path = Path(args.results or f"{host_kind(device)}.json")
     run_info = {
         "started_unix": started,
         "wall_s": round(time.time() - started, 1),

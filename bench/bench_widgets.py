@@ -2,8 +2,10 @@
 and size/build time of the static figures.
 
 Run from the repository root:  ``.venv/bin/python bench/bench_widgets.py``  (about a
-minute; ``--repeats N``). Writes
-``code/dpo_grpo/data/bench_results/widgets-<host>.json`` and prints a table.
+minute; ``--repeats N``). Writes ``widgets-<host>.json`` in the working directory (or
+``--out FILE``) and prints a table; bench/README.md says how to refresh the copy the
+package ships (``code/dpo_grpo/data/bench_results/``, rendered in the benchmark
+appendix).
 
 What is timed, per UI: setting a control's ``value`` programmatically, which runs the
 callback synchronously, exactly what a slider release triggers in a kernel: the data
@@ -147,7 +149,12 @@ def bench_figures():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="result file (default: widgets-<host>.json in the working directory)",
+    )
     args = parser.parse_args(argv)
     host = socket.gethostname()
     load_before = os.getloadavg()
@@ -175,15 +182,7 @@ def main(argv=None):
         "static_figures": figs,
         "gallery_html_bytes_all_figures": sum(f["html_bytes"] for f in figs.values()),
     }
-    out = (
-        args.out
-        or ROOT
-        / "code"
-        / "dpo_grpo"
-        / "data"
-        / "bench_results"
-        / f"widgets-{host}.json"
-    )
+    out = args.out or Path(f"widgets-{host}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(

@@ -4,18 +4,22 @@
 #   1. creates a venv (reusing a CUDA torch already installed system-wide, if there is one),
 #   2. installs torch (unpinned CUDA wheel), numpy, pytest, hypothesis and this package (pip install -e .),
 #   3. runs tests/torch_ops/ (the CUDA tests included) and both benchmarks,
-#   4. writes code/dpo_grpo/data/bench_results/cuda-<gpu>.json and code/dpo_grpo/data/bench_results/gpu_check.log, and copies them to $OUT if set.
+#   4. writes cuda-<gpu>.json and gpu_check.log into $GPU_CHECK_RESULTS (default: the working directory it was
+#      started in), and copies them to $OUT if set. The shipped results are replaced only when named, from the
+#      repository root: GPU_CHECK_RESULTS=code/dpo_grpo/data/bench_results bash bench/gpu_check.sh
 # Usage:  bash bench/gpu_check.sh          (from anywhere; PYTHON=python3.11 VENV=/tmp/venv to override;
 #         GPU_CHECK_DRY_RUN=1 only builds and checks the environment)
 set -uo pipefail
 
+# a relative folder is relative to where the script was started
+RESULTS=${GPU_CHECK_RESULTS:-.}
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd)
 PY=${PYTHON:-python3}
 VENV=${VENV:-/tmp/dpo-grpo-gpu-venv}
-RESULTS="$REPO/code/dpo_grpo/data/bench_results"
 LOG="$RESULTS/gpu_check.log"
-mkdir -p "$RESULTS"
 : > "$LOG"
 START=$(date +%s)
 log() { echo "[gpu_check $(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
@@ -25,7 +29,7 @@ STATUS=0
 copy_out() {
   if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT"
-    cp "$RESULTS"/*.json "$LOG" "$OUT"/ 2>/dev/null || true
+    cp "$RESULTS"/cuda-*.json "$LOG" "$OUT"/ 2>/dev/null || true
     log "copied results to \$OUT=$OUT"
   fi
 }
@@ -63,10 +67,11 @@ fi
 
 # --- 3. tests and benchmarks (each under its own timeout; the total stays under 8 minutes) --------------------------
 run timeout 180 "$VPY" -m pytest tests/torch_ops -q -p no:cacheprovider -rs || STATUS=1
-# GPU timings are milliseconds: a small budget per shape is plenty; torch.compile (Triton) only where it matters
-run timeout 240 "$VPY" bench/bench_grpo_loss.py --no-trl --budget 5 --compile full lean \
+# GPU timings are milliseconds: a small budget per shape is plenty; torch.compile (Triton) only where it matters.
+# Both merge their section into cuda-<gpu>.json in the working directory: $RESULTS.
+(cd "$RESULTS" && run timeout 240 "$VPY" "$REPO/bench/bench_grpo_loss.py" --no-trl --budget 5 --compile full lean) \
   || STATUS=1
-run timeout 90 "$VPY" bench/bench_logprobs.py --no-trl --max-wall 30 || STATUS=1
+(cd "$RESULTS" && run timeout 90 "$VPY" "$REPO/bench/bench_logprobs.py" --no-trl --max-wall 30) || STATUS=1
 
 log "done (status $STATUS)"
 exit $STATUS

@@ -1,13 +1,16 @@
-"""Produce the TRL parity fixtures in ``code/dpo_grpo/data/trl_fixtures/`` by running
-TRL 1.16.0's own trainer methods.
+"""Produce the TRL parity fixtures (``code/dpo_grpo/data/trl_fixtures/`` holds the
+shipped ones) by running TRL 1.16.0's own trainer methods.
 
 Run with the optional TRL environment (``requirements-trl.txt``), offline, on CPU, in
 well under a minute::
 
-    # writes code/dpo_grpo/data/trl_fixtures/trl_*.json (6)
+    # writes ./trl_fixtures/trl_*.json (6) in the working directory
     .venv-trl/bin/python scripts/make_trl_fixtures.py
     # writes DIR/trl_*.json instead
     .venv-trl/bin/python scripts/make_trl_fixtures.py --out DIR
+    # refreshes the shipped fixtures (from the repository root): only when named
+    .venv-trl/bin/python scripts/make_trl_fixtures.py \
+        --out code/dpo_grpo/data/trl_fixtures
 
 Nothing here re-types TRL's formulas. Each fixture value is what a real TRL trainer
 object returned or logged:
@@ -100,7 +103,6 @@ transformers.utils.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
 EXPECTED_TRL = "1.16.0"
-REPO_ROOT = Path(__file__).resolve().parents[1]
 GENERATED_BY = "scripts/make_trl_fixtures.py"
 
 # GRPO loss inputs: B sequences of T completion tokens.
@@ -1287,8 +1289,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        default=REPO_ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures",
-        help="folder for the trl_*.json files",
+        default=Path("trl_fixtures"),
+        help="folder for the trl_*.json files (default: trl_fixtures/ in the working "
+        "directory)",
     )
     parser.add_argument(
         "--only",

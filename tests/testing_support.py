@@ -310,3 +310,47 @@ def grade_command(*args) -> list:
         *flags,
         *map(str, args),
     ]
+
+
+#: the data folder of the checkout: what the package ships, and what a command that
+#: reruns a benchmark or a sweep must leave alone unless told to write it
+SHIPPED_DATA = Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data"
+
+
+@contextlib.contextmanager
+def files_kept(*folders):
+    """Snapshot every file under ``folders`` (default :data:`SHIPPED_DATA` and the
+    imported package's data folder; ``__pycache__`` aside); yield a function that
+    lists, as sorted strings, the files written, added or removed since. On exit every
+    file is put back as it was and the added ones are removed, so a test of a command
+    that must not write there leaves the shipped data intact even when it fails."""
+    import dpo_grpo.data
+
+    folders = folders or (SHIPPED_DATA, Path(dpo_grpo.data.__file__).parent)
+    roots = list(dict.fromkeys(Path(f).resolve() for f in folders))
+
+    def files() -> dict:
+        return {
+            p: p.read_bytes()
+            for root in roots
+            for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+
+    before = files()
+
+    def changed() -> list:
+        now = files()
+        return sorted(
+            str(p) for p in before.keys() | now.keys() if before.get(p) != now.get(p)
+        )
+
+    try:
+        yield changed
+    finally:
+        for p in set(files()) - set(before):
+            p.unlink()
+        for p, data in before.items():
+            if not p.is_file() or p.read_bytes() != data:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)

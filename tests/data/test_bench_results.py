@@ -132,7 +132,8 @@ def test_frontend_draw_rows_flag_a_missed_target():
 def test_the_repository_ships_a_browser_redraw_result_for_every_frontend():
     found = br.load_results(br.is_frontend_draw_benchmark)
     assert found, (
-        "bench/bench_frontend_draw.py writes frontend-draw-<host>.json; the "
+        "bench/bench_frontend_draw.py --out "
+        "code/dpo_grpo/data/bench_results/frontend-draw-<host>.json writes it; the "
         "explorables page renders it"
     )
     for _, data in found:

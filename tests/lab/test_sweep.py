@@ -1,5 +1,6 @@
-"""Tests of the lab's multi-seed comparison (dpo_grpo.lab.sweep) and of the results file
-shipped with the package."""
+"""Tests of the lab's multi-seed comparison (dpo_grpo.lab.sweep), of the results file
+shipped with the package and of the command that writes one
+(dpo_grpo.lab.sweep_command)."""
 
 import dataclasses
 
@@ -9,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dpo_grpo import lab  # noqa: E402
-from dpo_grpo.lab import LabConfig, run_lab, sweep  # noqa: E402
+from dpo_grpo.lab import LabConfig, run_lab, sweep, sweep_command  # noqa: E402
 
 
 def _fake(finals: dict, start=0.2) -> dict:
@@ -208,12 +209,12 @@ def test_a_sweep_record_matches_a_live_rerun_bit_for_bit():
 
 def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
     res = sweep.load("cpu")
-    assert res is not None, "run: python -m dpo_grpo.lab.sweep --preset cpu --seeds 10"
+    assert res is not None, f"run: {sweep.refresh_command('cpu')}"
     assert res["format"] == sweep.RESULTS_FORMAT
     cfg = LabConfig.preset("cpu").to_dict()
     cfg.pop("device")
     assert res["config"] == cfg, (
-        "the CPU preset changed: regenerate with python -m dpo_grpo.lab.sweep"
+        f"the CPU preset changed: regenerate with {sweep.refresh_command('cpu')}"
     )
     assert res["seeds"] == list(range(len(res["seeds"]))) and len(res["seeds"]) >= 10
     assert res["methods"] == list(sweep.METHODS)
@@ -252,3 +253,196 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
         assert st["overrides"] == change(LabConfig.preset("cpu"))
         for m in rerun:
             assert [r["seed"] for r in st["runs"][m]] == res["seeds"]
+
+
+# --- the command: python -m dpo_grpo.lab.sweep (dpo_grpo.lab.sweep_command) ---------
+
+
+def _fake_sweep(calls: list):
+    """In place of :func:`sweep.run_sweep`: record the call, return a results dict of
+    the seeds and methods asked for (the format of a real one, no robustness runs)."""
+
+    def run_sweep(preset="cpu", seeds=range(10), methods=sweep.METHODS, **kw):
+        seeds, methods = list(seeds), list(methods)
+        calls.append({"preset": preset, "seeds": seeds, "methods": methods, **kw})
+        res = _fake(
+            {
+                m: [0.3 + 0.01 * k * (s % 3) for s in seeds]
+                for k, m in enumerate(methods)
+            }
+        )
+        for m in methods:
+            for r, s in zip(res["runs"][m], seeds):
+                r["seed"] = s
+        res.update(preset=preset, seeds=seeds, robustness={}, total_seconds=0.0)
+        return res
+
+    return run_sweep
+
+
+@pytest.fixture
+def sweep_calls(monkeypatch, tmp_path):
+    """The sweep's command in an empty working directory, its runs patched out; the
+    shipped data is checked unchanged after the test (and put back in any case)."""
+    from testing_support import files_kept
+
+    calls = []
+    monkeypatch.setattr(sweep, "run_sweep", _fake_sweep(calls))
+    monkeypatch.chdir(tmp_path)
+    with files_kept() as changed:
+        yield calls
+        assert changed() == [], "the command wrote into the package's data"
+
+
+def test_the_command_writes_to_the_working_directory_unless_told(
+    sweep_calls, tmp_path, capsys
+):
+    """A rerun (``--seeds 0-2`` for a quick check included) never replaces the file
+    the package ships; naming that file with ``--out`` is the maintainer's refresh."""
+    from testing_support import files_kept
+
+    shipped = sweep.results_path("cpu")
+    with files_kept() as changed:
+        assert sweep_command.main([]) == 0
+        assert sweep_command.main(["--preset", "gpu", "--seeds", "0-2"]) == 0
+        assert changed() == []
+        assert sweep_command.main(["--seeds", "0-2", "--out", str(shipped)]) == 0
+        assert changed() == [str(shipped)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "lab-cpu.json",
+        "lab-gpu.json",
+    ]
+    first = sweep_calls[0]
+    assert first["preset"] == "cpu" and first["robustness"] is True
+    assert first["seeds"] == list(range(10)) == list(sweep.DEFAULT_SEEDS)
+    assert first["methods"] == list(sweep.METHODS)
+    assert sweep.load(path=tmp_path / "lab-gpu.json")["seeds"] == [0, 1, 2]
+    assert "wrote lab-cpu.json" in capsys.readouterr().out
+    out = tmp_path / "sub" / "quick.json"
+    assert sweep_command.main(["--out", str(out), "--no-robustness"]) == 0
+    assert out.is_file() and sweep_calls[-1]["robustness"] is False
+    assert sweep.refresh_command("cpu") == (
+        "python -m dpo_grpo.lab.sweep --preset cpu "
+        "--out code/dpo_grpo/data/lab_results/lab-cpu.json"
+    )
+
+
+@pytest.mark.parametrize(
+    "given, seeds",
+    [
+        ([], list(range(10))),
+        (["0-9"], list(range(10))),
+        (["0", "1", "2"], [0, 1, 2]),
+        (["3"], [3]),
+        (["0-2", "7"], [0, 1, 2, 7]),
+        (["4-4", "12"], [4, 12]),
+    ],
+)
+def test_seeds_are_listed_or_given_as_ranges(sweep_calls, given, seeds):
+    assert sweep_command.main(["--seeds", *given] if given else []) == 0
+    assert sweep_calls[-1]["seeds"] == seeds
+
+
+@pytest.mark.parametrize(
+    "given", [["x"], ["-1"], ["5-3"], ["1.5"], ["1", "1"], ["0-2", "2"], ["2-"]]
+)
+def test_bad_seeds_are_refused_naming_the_argument(sweep_calls, capsys, given):
+    with pytest.raises(SystemExit) as exc:
+        sweep_command.main(["--seeds", *given])
+    assert exc.value.code == 2 and not sweep_calls
+    assert "error: argument --seeds: " in capsys.readouterr().err
+
+
+def test_methods_are_chosen_among_the_sweeps(sweep_calls, capsys):
+    assert sweep_command.main(["--methods", "grpo", "rft", "--no-robustness"]) == 0
+    assert sweep_calls[-1]["methods"] == ["grpo", "rft"]
+    # robustness settings with only some of their methods: no GRPO - RFT rows printed
+    assert sweep_command.main(["--methods", "dpo"]) == 0
+    assert sweep_calls[-1]["methods"] == ["dpo"]
+    capsys.readouterr()
+    for bad in (["a2c"], ["grpo", "grpo"], []):
+        with pytest.raises(SystemExit):
+            sweep_command.main(["--methods", *bad])
+        err = capsys.readouterr().err
+        assert "error: argument --methods: " in err, err
+    with pytest.raises(SystemExit):
+        sweep_command.main(["--methods", "a2c"])
+    err = capsys.readouterr().err
+    assert all(repr(m) in err for m in sweep.METHODS), err
+    assert len(sweep_calls) == 2
+
+
+def test_python_m_runs_the_command(tmp_path):
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "dpo_grpo.lab.sweep", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    bad = run("--seeds", "5-3")
+    assert bad.returncode == 2, bad.stderr
+    assert "argument --seeds: the range '5-3' holds no seed" in bad.stderr
+    shown = run("--help")
+    assert shown.returncode == 0 and "--methods" in shown.stdout
+    assert " ".join(shown.stdout.split()).endswith(sweep.refresh_command("cpu") + ".")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_results_file_records_the_command_that_reruns_it():
+    line = sweep.command_line("cpu", range(10), sweep.METHODS, robustness=True)
+    assert line == "python -m dpo_grpo.lab.sweep --preset cpu --seeds 0-9"
+    line = sweep.command_line("gpu", [0, 1, 2, 5], ["grpo", "rft"], robustness=False)
+    assert line == (
+        "python -m dpo_grpo.lab.sweep --preset gpu --seeds 0-2 5 --methods grpo rft "
+        "--no-robustness"
+    )
+    args = sweep_command.parse_args(line.split()[3:])
+    assert (args.preset, args.seeds, args.methods) == (
+        "gpu",
+        [0, 1, 2, 5],
+        ["grpo", "rft"],
+    )
+    assert sweep.format_seeds([3, 1, 2, 7, 9, 8]) == "1-3 7-9"
+    for bad, error, name in [
+        (lambda: sweep.format_seeds(None), TypeError, "seeds"),
+        (lambda: sweep.format_seeds([1, 1]), ValueError, "seeds"),
+        (lambda: sweep.format_seeds([-1]), ValueError, "seeds"),
+        (lambda: sweep.command_line("tpu", [0], sweep.METHODS), ValueError, "preset"),
+        (lambda: sweep.command_line("cpu", [0], ["a2c"]), ValueError, "methods"),
+        (lambda: sweep.load("cpu", path=3), TypeError, "path"),
+        (lambda: sweep.refresh_command("tpu"), ValueError, "preset"),
+    ]:
+        with pytest.raises(error, match=name):
+            bad()
+
+
+def test_the_lab_page_shows_the_commands_real_defaults():
+    """Every sweep command the lab page shows parses with the command's parser, and the
+    page states the default seeds and the default output as they are."""
+    import json
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "book" / "lab_tiny_grpo.ipynb"
+    text = "\n".join(
+        "".join(c["source"])
+        for c in json.loads(page.read_text(encoding="utf-8"))["cells"]
+        if c["cell_type"] == "markdown"
+    )
+    shown = re.findall(r"`python -m dpo_grpo\.lab\.sweep([^`]*)`", text)
+    assert shown, "the lab page shows no sweep command"
+    for rest in shown:
+        args = sweep_command.parse_args(rest.split())
+        assert args.seeds == list(sweep.DEFAULT_SEEDS), rest
+        assert args.out == Path(f"lab-{args.preset}.json"), rest
+    first, last = sweep.DEFAULT_SEEDS[0], sweep.DEFAULT_SEEDS[-1]
+    assert f"seeds {first} to {last}" in text
+    assert f"`--seeds {sweep.format_seeds(sweep.DEFAULT_SEEDS)}`" in text
+    assert "`lab-cpu.json` in the working directory" in text
+    assert "five-seed" not in text and "--seeds 10" not in text

@@ -11,7 +11,8 @@ DPO+NLL, RFT), :mod:`~dpo_grpo.lab.run` (a run, its checkpoints),
 :mod:`~dpo_grpo.lab.history`, :mod:`~dpo_grpo.lab.evaluation`,
 :mod:`~dpo_grpo.lab.timing`, :mod:`~dpo_grpo.lab.runtime` and
 :mod:`~dpo_grpo.lab.progress` (progress bars); the multi-seed comparison
-is :mod:`dpo_grpo.lab.sweep` (``python -m dpo_grpo.lab.sweep``). With ``transformers``
+is :mod:`dpo_grpo.lab.sweep` (``python -m dpo_grpo.lab.sweep``, whose options are
+:mod:`~dpo_grpo.lab.sweep_command`'s). With ``transformers``
 installed, :mod:`dpo_grpo.lab.hf` runs the task on a pretrained Hugging Face model, and
 with ``trl``, :mod:`dpo_grpo.lab.trl_scale` runs it with TRL's trainers (both imported
 on demand, not here).

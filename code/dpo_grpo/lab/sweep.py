@@ -1,13 +1,22 @@
 """The lab's controlled comparison: every method, several seeds, one command, one file.
 
-``python -m dpo_grpo.lab.sweep --preset cpu --seeds 10`` runs GRPO, PPO (with its
-critic), DPO, DPO+NLL and RFT (the NLL-only control on the same selected data) from the
-same SFT start for seeds ``0 .. 9``, then the robustness settings (:data:`ROBUSTNESS`:
-another learning rate, twice the budget, on-policy GRPO, no KL term), and writes
-``code/dpo_grpo/data/lab_results/lab-<preset>.json``, which ships with the package and
-which the lab chapter renders. Each run records the SFT start, the final and the best
-held-out pass rate, greedy and sampled, both budget axes and, for the online methods,
-their training curves.
+``python -m dpo_grpo.lab.sweep --preset cpu`` runs GRPO, PPO (with its critic), DPO,
+DPO+NLL and RFT (the NLL-only control on the same selected data) from the same SFT start
+for the seeds :data:`DEFAULT_SEEDS` (``0 .. 9``), then the robustness settings
+(:data:`ROBUSTNESS`: another learning rate, twice the budget, on-policy GRPO, no KL
+term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
+SFT start, the final and the best held-out pass rate, greedy and sampled, both budget
+axes and, for the online methods, their training curves.
+
+Options (:mod:`dpo_grpo.lab.sweep_command`): ``--seeds`` lists seeds, each a number or
+an inclusive range (``--seeds 0 1 2``, ``--seeds 0-9``, ``--seeds 0-4 7``; a lone number
+is one seed: ``--seeds 10`` is seed 10 alone, not ten seeds); ``--methods`` picks among
+:data:`METHODS`; ``--no-robustness`` skips the robustness settings; ``--out FILE``
+writes elsewhere. A rerun never replaces the file the package ships,
+``code/dpo_grpo/data/lab_results/lab-<preset>.json``, which the lab chapter renders: a
+maintainer refreshes it by naming it, from the repository root, with
+:func:`refresh_command`'s command (``python -m dpo_grpo.lab.sweep --preset cpu --out
+code/dpo_grpo/data/lab_results/lab-cpu.json``).
 
 :func:`summarise` gives per-method mean, range and a 95% t-interval of the mean over
 seeds; :func:`paired` gives the same for per-seed differences between two methods (same
@@ -20,9 +29,9 @@ separated".
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -40,6 +49,10 @@ from .run import ALGORITHMS, budget, run_lab
 from .task import make_task
 
 METHODS = ("grpo", "ppo", "dpo", "dpo+nll", "rft")
+#: the seeds of a sweep unless told (``--seeds 0-9``)
+DEFAULT_SEEDS = tuple(range(10))
+#: where the package keeps a preset's results, relative to the repository root
+SHIPPED = "code/dpo_grpo/data/lab_results/lab-{preset}.json"
 NAMES = {
     "grpo": "GRPO",
     "ppo": "PPO",
@@ -184,7 +197,7 @@ ROBUSTNESS = {
 
 def run_sweep(
     preset: str = "cpu",
-    seeds=range(10),
+    seeds=DEFAULT_SEEDS,
     methods=METHODS,
     *,
     device=None,
@@ -256,14 +269,13 @@ def run_sweep(
         shown.close()
     cfg_dict = cfg.to_dict()
     cfg_dict.pop("device")
-    command = f"python -m dpo_grpo.lab.sweep --preset {preset} --seeds {len(seeds)}"
     return {
         "format": RESULTS_FORMAT,
         "preset": preset,
         "overrides": overrides,
         "seeds": seeds,
         "methods": methods,
-        "command": command + ("" if robustness else " --no-robustness"),
+        "command": command_line(preset, seeds, methods, robustness=robustness),
         "config": cfg_dict,
         "n_heldout_prompts": len(make_task(cfg).heldout_prompts()),
         "budget": {m: budget(cfg, m) for m in methods},
@@ -494,6 +506,15 @@ def robustness_table(
     return rows
 
 
+def robustness_lines(results, metric: str = "final_greedy") -> list:
+    """One line per robustness setting: GRPO - RFT under it (the rows of
+    :func:`robustness_table` after the main one), as the command prints them."""
+    return [
+        f"[{row['setting']}] {row['label']}: GRPO - RFT {_span(row)}"
+        for row in robustness_table(results, metric=metric)[1:]
+    ]
+
+
 def sample_size(results) -> float:
     """One sample's share of a sampled pass@1 in ``results``: 1 / (held-out prompts x
     ``eval_samples``)."""
@@ -565,58 +586,60 @@ def results_path(preset: str = "cpu") -> pathlib.Path:
     )
 
 
-def load(preset: str = "cpu"):
-    """The shipped results of a preset, or ``None`` when the package holds none."""
-    path = results_path(preset)
+def load(preset: str = "cpu", path=None):
+    """The results of a preset: the file the package ships, or, given ``path``, a file
+    the sweep wrote (``lab-<preset>.json`` in its working directory); ``None`` when
+    that file does not exist."""
+    shipped = results_path(preset)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    path = shipped if path is None else pathlib.Path(path)
     if not path.is_file():
         return None
     with open(path, encoding="utf-8") as fh:
         return _check_results(json.load(fh))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description="Run every lab method for several seeds, and the robustness "
-        "settings; write the results file."
+def refresh_command(preset: str = "cpu") -> str:
+    """The command, run from the repository root, that rewrites the results file the
+    package ships for ``preset`` (the only way the sweep writes into the package)."""
+    results_path(preset)  # checks the preset
+    return f"python -m dpo_grpo.lab.sweep --preset {preset} --out " + SHIPPED.format(
+        preset=preset
     )
-    parser.add_argument("--preset", default="cpu", choices=("cpu", "gpu"))
-    parser.add_argument(
-        "--seeds", type=int, default=10, help="seeds 0 .. N-1 (default 10)"
-    )
-    parser.add_argument(
-        "--no-robustness",
-        action="store_true",
-        help="skip the robustness settings (ROBUSTNESS)",
-    )
-    parser.add_argument(
-        "--out",
-        type=pathlib.Path,
-        default=None,
-        help="default: the package's lab_results folder",
-    )
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error("--seeds must be >= 1")
-    # a bar where someone watches, else (a log file) one line per run
-    show = wanted(None)
-    results = run_sweep(
-        args.preset,
-        range(args.seeds),
-        log=None if show else (lambda s: print(s, flush=True)),
-        progress=show,
-        robustness=not args.no_robustness,
-    )
-    out = args.out or results_path(args.preset)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    for metric in ("final_greedy", "final_sampled"):
-        for line in gain_verdict(results, metric) + verdict(results, metric):
-            print(line)
-        for row in robustness_table(results, metric=metric)[1:]:
-            print(f"[{row['setting']}] {row['label']}: GRPO - RFT {_span(row)}")
-    print(f"wrote {out} ({results['total_seconds']:.0f} s)")
-    return 0
 
 
-if __name__ == "__main__":
+def format_seeds(seeds) -> str:
+    """``seeds`` as ``--seeds`` takes them, runs of consecutive seeds as ranges:
+    ``[0, 1, 2, 5]`` -> ``"0-2 5"``."""
+    seeds = [v.integer(s, "seeds", minimum=0) for s in v.sequence(seeds, "seeds")]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct seeds, at least one, got {seeds}")
+    parts, run = [], []
+    for s in sorted(seeds):
+        if run and s != run[-1] + 1:
+            parts.append(run)
+            run = []
+        run.append(s)
+    parts.append(run)
+    return " ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in parts if r)
+
+
+def command_line(preset: str, seeds, methods, *, robustness: bool = True) -> str:
+    """The ``python -m dpo_grpo.lab.sweep`` command that runs these seeds and methods
+    (``--methods`` only for some of :data:`METHODS`); a results file records it."""
+    v.choice(preset, "preset", ("cpu", "gpu"))
+    methods = [v.choice(m, "methods", METHODS) for m in v.sequence(methods, "methods")]
+    robustness = v.boolean(robustness, "robustness")
+    line = (
+        f"python -m dpo_grpo.lab.sweep --preset {preset} --seeds {format_seeds(seeds)}"
+    )
+    if list(methods) != list(METHODS):
+        line += " --methods " + " ".join(methods)
+    return line + ("" if robustness else " --no-robustness")
+
+
+if __name__ == "__main__":  # the command's options and main: sweep_command
+    from dpo_grpo.lab.sweep_command import main
+
     sys.exit(main())
