@@ -193,3 +193,21 @@ def test_the_key_stores_no_tolerance_finer_than_its_exponent():
         w = np.asarray(EXERCISES[ex_id].tolerance(), dtype=float).ravel()
         assert np.array_equal(w, 2.0 ** np.asarray(fp["e"], dtype=float)), ex_id
         assert all(abs(o) < wi for o, wi in zip(fp["o"], w)), ex_id
+
+
+def test_regenerating_the_key_leaves_the_shipped_key_alone(tmp_path, monkeypatch):
+    """``python -m dpo_grpo.exercises selfcheck-key`` writes ``_selfcheck_key.py`` in
+    the working directory; the package's key changes only when its path is named."""
+    from pathlib import Path
+
+    import dpo_grpo.exercises
+    from dpo_grpo.exercises.__main__ import main
+    from testing_support import files_kept
+
+    shipped = Path(dpo_grpo.exercises.__file__).resolve().parent
+    monkeypatch.chdir(tmp_path)
+    with files_kept(shipped) as changed:
+        assert main(["selfcheck-key"]) == 0
+        assert changed() == []
+    text = (tmp_path / "_selfcheck_key.py").read_text(encoding="utf-8")
+    assert "KEY = {}" in text and "--out" in text.splitlines()[0]

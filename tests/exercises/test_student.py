@@ -128,9 +128,10 @@ def test_hashed_key_matches_the_registry_and_holds_no_answer():
 
     from dpo_grpo.exercises import EXERCISES
     from dpo_grpo.exercises._selfcheck_key import KEY
+    from dpo_grpo.exercises.selfcheck import KEY_MODULE
 
     assert sorted(KEY) == sorted(EXERCISES), (
-        "run: python -m dpo_grpo.exercises selfcheck-key"
+        "run: python -m dpo_grpo.exercises selfcheck-key --out " + KEY_MODULE
     )
 
     # the public test inputs of code exercises ("cases") are not answers; a

@@ -1,7 +1,7 @@
 """Command line: ``python -m dpo_grpo.exercises grade PATH``,
 ``python -m dpo_grpo.exercises student IN OUT`` and
 ``python -m dpo_grpo.exercises selfcheck-key`` (regenerates the hashed self-check key
-after an exercise changes)."""
+after an exercise changes; it writes the package's key only when ``--out`` names it)."""
 
 import argparse
 import sys
@@ -107,12 +107,17 @@ def main(argv=None) -> int:
             "the graded edition: check() records answers and gives no feedback (no key)"
         ),
     )
+    from .selfcheck import KEY_MODULE
+
     k = sub.add_parser(
-        "selfcheck-key", help="regenerate the hashed self-check key from the registry"
+        "selfcheck-key",
+        help=(
+            "regenerate the hashed self-check key from the registry, into "
+            "./_selfcheck_key.py unless --out names another file (the package's "
+            f"own: --out {KEY_MODULE})"
+        ),
     )
-    k.add_argument(
-        "--out", type=Path, default=Path(__file__).with_name("_selfcheck_key.py")
-    )
+    k.add_argument("--out", type=Path, default=Path("_selfcheck_key.py"))
     args = parser.parse_args(argv)
 
     if args.command == "student":
