@@ -14,8 +14,12 @@
   ``invalid notebook`` and the batch goes on; each notebook's rows are appended to the
   output files as soon as they are known;
 - what the grader discards is not held against a notebook: outputs are dropped before
-  the size limit applies and before validation (:func:`load_notebook`), so missing
-  ``outputs`` keys or a large plot do not fail it.
+  the size limit applies and before validation (:func:`.reading.parse_notebook`), so
+  missing ``outputs`` keys or a large plot do not fail it;
+- untrusted bytes are parsed under limits, in a child process (:mod:`.reading`): the
+  notebook, then the answers file; a batch keeps of each notebook only the exercise
+  ids it checks (for the chapter vote), and the time spent parsing a notebook counts
+  against its timeout.
 
 Verdicts per exercise: ``correct``, ``incorrect``, ``error`` (the student's function
 raised), ``not attempted`` (its check ran with ``None``, or no check of it is in the
@@ -55,11 +59,13 @@ from .feedback import Reply
 from .names import ascii_name, confusable_with, display_name, mixed_scripts
 from .reading import (  # noqa: F401  (MAX_NOTEBOOK_BYTES, exercises_in: re-exported)
     MAX_NOTEBOOK_BYTES,
+    ParsedNotebook,
     exercises_in,
     ids_in_source,
     load_notebook,
+    parse_notebook,
 )
-from .sandbox import Limits, detect_mode, run_sandboxed
+from .sandbox import Limits, RunResult, detect_mode, run_sandboxed
 
 
 @dataclass
@@ -131,8 +137,15 @@ def _named_part(name: str, parts: dict) -> str | None:
     return None
 
 
+def _checked(nb) -> list:
+    """The exercise ids notebook ``nb`` checks: a notebook, or what
+    :func:`.reading.parse_notebook` kept of one."""
+    return list(nb.ids) if isinstance(nb, ParsedNotebook) else ids_in_source(nb)
+
+
 def graded_exercises(nb, name: str, chapter: str) -> list[str]:
-    """The exercises a submitted notebook ``nb`` (None: unreadable) named ``name`` is
+    """The exercises a submitted notebook ``nb`` (a notebook, what
+    :func:`.reading.parse_notebook` kept of one, or None: unreadable) named ``name`` is
     graded on, in chapter order: those of the book's notebook it is a copy of. For a
     chapter shipped as two notebooks (:data:`.core.NOTEBOOKS`) that is the part all its
     checks of the chapter belong to, or without such checks the part its file name
@@ -141,7 +154,7 @@ def graded_exercises(nb, name: str, chapter: str) -> list[str]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
     ids, parts = chapter_exercises(chapter), _parts(chapter)
-    held = set(ids_in_source(nb)) & set(ids) if nb is not None else set()
+    held = set(_checked(nb)) & set(ids) if nb is not None else set()
     if held:
         return next((p for p in parts.values() if held <= set(p)), ids)
     stem = _named_part(name, parts)
@@ -187,7 +200,7 @@ def last_answers(records) -> tuple[dict, set]:
 
 def _chapter_voted(nb):
     counts = Counter(
-        ex_id.split(".")[0] for ex_id in ids_in_source(nb) if ex_id in registry()
+        ex_id.split(".")[0] for ex_id in _checked(nb) if ex_id in registry()
     )
     ranked = counts.most_common(2)
     if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
@@ -196,10 +209,11 @@ def _chapter_voted(nb):
 
 
 def chapter_of(notebooks) -> str:
-    """The chapter of a batch of validated notebooks: each notebook votes for the
-    chapter most of its checks belong to, and a strict majority of the voting notebooks
-    decides. ValueError (asking for ``--chapter``) when no notebook checks a known
-    exercise or no chapter has a majority."""
+    """The chapter of a batch of validated notebooks (each a notebook or what
+    :func:`.reading.parse_notebook` kept of one: its checked ids): each notebook votes
+    for the chapter most of its checks belong to, and a strict majority of the voting
+    notebooks decides. ValueError (asking for ``--chapter``) when no notebook checks a
+    known exercise or no chapter has a majority."""
     votes = Counter(c for c in map(_chapter_voted, notebooks) if c is not None)
     if not votes:
         raise ValueError(
@@ -250,12 +264,20 @@ def _verdicts(ids, answers, untouched, in_source, result, session):
     return verdicts, notes, mistakes
 
 
-def _grade(sub: Submission, session: GradingSession, slot: int = 0) -> NotebookGrade:
-    import nbformat
-
+def _grade(
+    sub: Submission, session: GradingSession, slot: int = 0, voted=None
+) -> NotebookGrade:
+    """Grade ``sub``: parse it (:func:`.reading.parse_notebook`), run it in a sandbox
+    for what is left of the session's timeout once parsing is counted, judge the
+    answers. ``voted``: what the chapter vote made of it (a :class:`ParsedNotebook`
+    whose seconds count, or the ValueError that refused it), or None."""
     start = time.monotonic()
+    if isinstance(voted, ParsedNotebook):
+        start -= voted.seconds
     try:
-        nb = load_notebook(sub.path)
+        if isinstance(voted, ValueError):
+            raise voted
+        nb = parse_notebook(sub.path)
     except ValueError as exc:
         return NotebookGrade(
             sub.name,
@@ -269,17 +291,22 @@ def _grade(sub: Submission, session: GradingSession, slot: int = 0) -> NotebookG
             session.chapter,
         )
     ids = graded_exercises(nb, sub.name, session.chapter)
-    result = run_sandboxed(
-        nbformat.writes(nb),
-        session.wire_cases,
-        session.timeout,
-        slot=slot,
-        limits=session.limits,
-        mode=session.mode,
-    )
+    left = session.timeout - (time.monotonic() - start)
+    if left < 1:
+        took = f"{time.monotonic() - start:.0f} s"
+        result = RunResult(timed_out=True, note=f"timeout: parsing took {took}")
+    else:
+        result = run_sandboxed(
+            nb.text,
+            session.wire_cases,
+            left,
+            slot=slot,
+            limits=session.limits,
+            mode=session.mode,
+        )
     answers, untouched = last_answers(result.answers)
     verdicts, notes, mistakes = _verdicts(
-        ids, answers, untouched, set(ids_in_source(nb)), result, session
+        ids, answers, untouched, set(nb.ids), result, session
     )
     return NotebookGrade(
         sub.name,
@@ -308,21 +335,38 @@ def grade_notebook(
     checks no known exercise and has no ``chapter`` gets no verdicts.
     """
     nb_path = Path(nb_path)
+    voted = None
     if chapter is None:
         try:
-            chapter = chapter_of([load_notebook(nb_path)])
+            voted = parse_notebook(nb_path, text=False)
+            chapter = chapter_of([voted])
         except ValueError as exc:
             return NotebookGrade(nb_path.name, {}, str(exc))
     session = GradingSession(chapter, timeout, seed, limits or Limits())
-    return _grade(submissions([nb_path], nb_path.parent)[0], session)
+    return _grade(submissions([nb_path], nb_path.parent)[0], session, 0, voted)
+
+
+def _vote(subs, jobs: int) -> dict:
+    """What the chapter vote keeps of each submission, ``jobs`` at a time: name ->
+    its checked ids (a :class:`ParsedNotebook` without text) or the ValueError that
+    refused it."""
+
+    def parsed(sub):
+        try:
+            return parse_notebook(sub.path, text=False)
+        except ValueError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(zip((s.name for s in subs), pool.map(parsed, subs)))
 
 
 def notebooks_in(path) -> list[Path]:
     """The notebooks ``path`` names: itself, or every ``*.ipynb`` in the folder and in
     its sub-folders one level down (one per student), sorted by their path in the
     folder. Hidden folders (Jupyter's ``.ipynb_checkpoints``) and links to folders are
-    left out; a file is taken as it is (:func:`load_notebook` refuses what is not a
-    regular file)."""
+    left out; a file is taken as it is (:func:`.reading.parse_notebook` refuses what
+    is not a regular file)."""
     path = Path(path)
     if path.is_dir():
         found = [p for p in path.iterdir() if p.name.endswith(".ipynb")]
@@ -413,14 +457,10 @@ def grade_path(
     notebooks = notebooks_in(path)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     subs = submissions(notebooks, root)
+    voted = {}
     if chapter is None:
-        valid = []
-        for p in notebooks:
-            try:
-                valid.append(load_notebook(p))
-            except ValueError:
-                pass
-        chapter = chapter_of(valid)
+        voted = _vote(subs, jobs)
+        chapter = chapter_of(v for v in voted.values() if not isinstance(v, Exception))
     session = GradingSession(chapter, timeout, seed, limits or Limits())
     detect_mode()  # probe once, before the threads start
     writer = ResultWriter(csv_path, markdown_path)
@@ -434,7 +474,7 @@ def grade_path(
         with lock:
             slot = slots.pop()
         try:
-            g = _grade(sub, session, slot)
+            g = _grade(sub, session, slot, voted.get(sub.name))
         except Exception as exc:  # noqa: BLE001  (a grader fault on one file must not stop the batch)
             g = NotebookGrade(
                 sub.name,

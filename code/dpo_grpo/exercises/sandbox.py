@@ -40,7 +40,6 @@ import os
 import select
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -50,10 +49,13 @@ from pathlib import Path
 
 from ._probe import is_key_file
 from .cgroup import SandboxCgroup
+from .reading import (  # noqa: F401  (MAX_ANSWERS_BYTES: re-exported)
+    MAX_ANSWERS_BYTES,
+    read_answers,
+)
 from .selfcheck import ANSWERS_ENV, CASES_ENV
 from .uids import UidLease
 
-MAX_ANSWERS_BYTES = 32 << 20
 MAX_CAPTURE_BYTES = 64 << 10
 DEADLINE_MARGIN = (
     30.0  # seconds past the notebook's timeout before the sandbox is killed
@@ -304,37 +306,6 @@ def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
         sink.extend(chunk)
         if len(sink) > cap:
             del sink[: len(sink) - cap]
-
-
-def read_answers(path: Path) -> list:
-    """JSON records (dicts) of the answers file, one per line. A symlink, a non-file or
-    anything past the size cap is ignored, and so is any line that does not parse (bad
-    JSON, nesting too deep, an integer too long to convert): a bad record is that
-    record's problem only."""
-    try:
-        fd = os.open(
-            path,
-            os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0),
-        )
-    except OSError:
-        return []
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return []
-        data = fh.read(MAX_ANSWERS_BYTES)
-    records = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except (
-            ValueError,
-            RecursionError,
-            MemoryError,
-        ):  # JSONDecodeError is a ValueError
-            continue
-        if isinstance(rec, dict):
-            records.append(rec)
-    return records
 
 
 def _pid_namespace(pid) -> str | None:
