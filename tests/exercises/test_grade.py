@@ -6,12 +6,12 @@ ships as, graded into one gradebook row per student."""
 import csv
 import json
 import subprocess
-import sys
 
 import nbformat
 import numpy as np
 import pytest
 from dpo_grpo.exercises import EXERCISES
+from testing_support import grade_command
 from dpo_grpo.exercises.core import chapter_exercises, grading_cases, judge
 from dpo_grpo.exercises.grade import (
     NotebookGrade,
@@ -131,12 +131,8 @@ def test_tables(grades):
 def test_cli_appends_rows(folder, tmp_path):
     reports = ["gradebook.csv", "gradebook.md", "summary.csv", "summary.md"]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dpo_grpo.exercises",
-            "grade",
-            str(folder / "a_filled.ipynb"),
+        grade_command(
+            folder / "a_filled.ipynb",
             "--timeout",
             "30",
             "--csv",
@@ -151,7 +147,7 @@ def test_cli_appends_rows(folder, tmp_path):
             str(tmp_path / reports[2]),
             "--summary",
             str(tmp_path / reports[3]),
-        ],
+        ),
         check=False,
         capture_output=True,
         text=True,
@@ -171,8 +167,7 @@ def test_cli_appends_rows(folder, tmp_path):
     assert f"| {NUMERIC} | 1/1 |" in (tmp_path / "summary.md").read_text()
     assert "| student | score | seconds |" in out.stdout  # the gradebook, printed
     bad = subprocess.run(
-        [sys.executable, "-m", "dpo_grpo.exercises", "grade", str(folder)]
-        + ["--gradebook", str(tmp_path / "g.txt")],
+        grade_command(folder, "--gradebook", tmp_path / "g.txt"),
         check=False,
         capture_output=True,
         text=True,

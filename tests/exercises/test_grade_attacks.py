@@ -4,13 +4,13 @@ another chapter, and a progress line that is not a terminal's. (The sandbox atta
 which run notebooks, are in tests/exercises/test_sandbox.py.)"""
 
 import subprocess
-import sys
 
 import nbformat
 import pytest
 
 from dpo_grpo.exercises.core import chapter_exercises
 from dpo_grpo.exercises.grade import chapter_of, grade_path, to_markdown
+from testing_support import grade_command
 
 #: The tests that run grading sandboxes share one xdist worker: each checks that no
 #: sandbox process of its batch outlives grading, which a batch graded at the same time
@@ -57,15 +57,7 @@ def test_names_are_escaped_in_every_report(spoofed, tmp_path):
         markdown_path=tmp_path / "g.md",
     )
     cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dpo_grpo.exercises",
-            "grade",
-            str(spoofed),
-            "--chapter",
-            "04",
-        ],
+        grade_command(spoofed, "--chapter", "04"),
         capture_output=True,
         text=True,
         timeout=120,

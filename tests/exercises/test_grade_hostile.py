@@ -82,6 +82,17 @@ def batch(tmp_path_factory):
     )
     _nb(
         sub
+        # crack the multiple-choice answer with the self-check's hashed key, the oracle
+        # a graded-edition notebook also had during grading
+        / "key_oracle.ipynb",
+        "letter = 'a'\ntry:\n    from dpo_grpo.exercises._selfcheck_key import KEY\n"
+        "    from dpo_grpo.exercises.selfcheck import _digest, _salt\n"
+        "    salt = _salt('04.4')\n"
+        "    letter = next(c for c in 'abcde' if _digest(salt, 'choice', c) == "
+        "KEY['04.4']['answer'])\nexcept Exception:\n    pass\ncheck('04.4', letter)",
+    )
+    _nb(
+        sub
         # patch the checkers and the registry the kernel can reach
         / "monkeypatcher.ipynb",
         "import dpo_grpo.exercises.core as c, dpo_grpo.exercises.selfcheck as s\n"
@@ -219,6 +230,13 @@ def test_every_notebook_has_a_row_and_the_same_denominator(batch):
 def test_key_is_not_reachable_from_the_kernel(batch):
     assert _v(batch, "key_reader.ipynb")["04.1"] == "incorrect"
     assert _v(batch, "key_reader.ipynb")[PROBE] == "incorrect"
+
+
+def test_the_hashed_key_is_not_in_the_sandbox(batch):
+    """The self-check's hashed key is an oracle (a letter is one hash away): the
+    sandbox's package copy leaves it out, so a notebook cannot crack an answer while
+    it is graded."""
+    assert _v(batch, "key_oracle.ipynb")[PROBE] == "incorrect"
 
 
 def test_monkeypatching_does_not_change_verdicts(batch):

@@ -401,14 +401,14 @@ def test_grader_refuses_a_sandbox_that_would_show_the_key(tmp_path, monkeypatch)
     """The start-up probe: a folder holding a chapter registry, bound into the sandbox
     beside the environment, stops the batch before any notebook runs, and says where
     the key is; ``unisolated`` grades anyway."""
-    from dpo_grpo.exercises import sandbox
+    from dpo_grpo.exercises import allowlist, sandbox
 
     leak = tmp_path / "leak" / "dpo_grpo" / "exercises"
     leak.mkdir(parents=True)
     (leak / "ch04.py").write_text("ANSWER = 'b'\n")
-    binds, packages = sandbox.environment_view()
+    binds, packages = allowlist.environment_view()
     extra = [str(tmp_path / "leak")] * 2 + [True]
-    monkeypatch.setattr(sandbox, "_VIEW", (binds + [extra], packages))
+    monkeypatch.setattr(allowlist, "_VIEW", (binds + [extra], packages))
     monkeypatch.setattr(sandbox, "_PROBED", {})
     nb = _nb(tmp_path / "honest.ipynb", "check('04.4', 'b')")
     with pytest.raises(sandbox.KeyInSandbox, match=str(leak / "ch04.py")):

@@ -65,7 +65,7 @@ from .reading import (  # noqa: F401  (MAX_NOTEBOOK_BYTES, exercises_in: re-expo
     load_notebook,
     parse_notebook,
 )
-from .sandbox import Limits, RunResult, detect_mode, run_sandboxed
+from .sandbox import Limits, RunResult, detect_mode, require_no_key, run_sandboxed
 
 
 @dataclass
@@ -320,6 +320,14 @@ def _grade(
     )
 
 
+def _require_isolation(unisolated: bool, limits) -> None:
+    if not isinstance(unisolated, bool):
+        raise TypeError(f"unisolated must be a bool, got {type(unisolated).__name__}")
+    detect_mode()  # once, before any thread starts
+    if not unisolated:
+        require_no_key(limits=limits)
+
+
 def grade_notebook(
     nb_path,
     timeout: float = 120.0,
@@ -327,14 +335,18 @@ def grade_notebook(
     chapter: str | None = None,
     seed: int | None = None,
     limits: Limits | None = None,
+    unisolated: bool = False,
 ) -> NotebookGrade:
     """Execute one notebook in a sandbox and return the verdict of every exercise it is
     graded on (:func:`graded_exercises`).
 
     ``chapter`` defaults to the one the notebook's checks belong to; a notebook that
-    checks no known exercise and has no ``chapter`` gets no verdicts.
+    checks no known exercise and has no ``chapter`` gets no verdicts. Raises
+    :class:`.sandbox.KeyInSandbox` where the sandbox would show the key, unless
+    ``unisolated`` (see :func:`grade_path`).
     """
     nb_path = Path(nb_path)
+    _require_isolation(unisolated, limits)
     voted = None
     if chapter is None:
         try:
@@ -443,6 +455,7 @@ def grade_path(
     markdown_path=None,
     progress: bool = False,
     on_result=None,
+    unisolated: bool = False,
 ) -> list[NotebookGrade]:
     """Grade one notebook or every ``*.ipynb`` in a folder and its students' sub-folders
     (:func:`notebooks_in`), each in its own sandbox, ``jobs`` at a time.
@@ -453,8 +466,15 @@ def grade_path(
     appended to ``csv_path``/``markdown_path`` as each notebook finishes; the returned
     list is sorted by name in the batch (:func:`.report.gradebook` makes one row per
     student of it).
+
+    Before anything is graded, a probe runs in a sandbox made as a notebook's
+    (:func:`.sandbox.require_no_key`); if a notebook there could read an answer or the
+    key, the batch is refused (:class:`.sandbox.KeyInSandbox`, naming what it found),
+    unless ``unisolated`` (``--unisolated``: the teacher accepts marks that are not
+    protected, e.g. practice on macOS).
     """
     notebooks = notebooks_in(path)
+    _require_isolation(unisolated, limits)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     subs = submissions(notebooks, root)
     voted = {}
@@ -462,7 +482,6 @@ def grade_path(
         voted = _vote(subs, jobs)
         chapter = chapter_of(v for v in voted.values() if not isinstance(v, Exception))
     session = GradingSession(chapter, timeout, seed, limits or Limits())
-    detect_mode()  # probe once, before the threads start
     writer = ResultWriter(csv_path, markdown_path)
     bar = BatchProgress(len(notebooks)) if progress else None
     lookalikes = confusable_with([s.name for s in subs])

@@ -6,19 +6,21 @@ What each platform gets (``book/teaching.md`` has the table):
 - **Linux, grader running as root** (``mode="root"``): ``unshare`` gives the notebook
   new mount, network, PID, IPC and UTS namespaces (no network at all; it sees only its
   own processes, and all of them die with the runner); it runs chrooted into a root
-  built from read-only, nosuid bind mounts of ``/usr``, ``/etc``, ... and the Python
-  installation, plus its own folders; the grader's HOME, the submissions, the other
-  notebooks and the package's source are not there. It runs as a dedicated unprivileged
-  uid with no_new_privs.
+  built from read-only, nosuid bind mounts of an allow-list (:mod:`.allowlist`:
+  ``/usr``, ``/etc``, ..., the Python installation and the kernel's ``sys.path``, with
+  the keyless package copy over every ``dpo_grpo`` folder), plus its own folders; the
+  grader's HOME, the submissions, the other notebooks and the answer key are not
+  there. It runs as a dedicated unprivileged uid with no_new_privs.
 - **Linux, not root, with bubblewrap** (``mode="bwrap"``): the same file-system view and
   namespaces through ``bwrap`` (user namespaces), as the grader's own uid mapped inside.
 - **Anywhere else** (``mode="basic"``; macOS, Windows WSL without bubblewrap): its own
   temporary folder, scrubbed environment, empty HOME, read-only package copy and
   resource limits, but the grader's uid, the real file system and the network.
 
-In every mode: a throwaway copy of the notebook; the package imported from a read-only
-copy that holds no answer key (the chapter registries are left out); limits on address
-space, processes, file size, CPU time and open files; on Linux a seccomp filter that
+In every mode: a throwaway copy of the notebook in a folder no other user can read; the
+package imported from a read-only copy that holds no answer key (the chapter registries
+and the hashed key are left out); limits on address space, processes, file size, CPU
+time and open files; on Linux a seccomp filter that
 refuses ``ptrace`` and its kin, and the keyring calls (see ``_sandbox_init``); a
 wall-clock deadline; the output pipe drained with bounded non-blocking reads in the
 grading thread itself, so no process that keeps it open can stall the grader; at the end
@@ -28,9 +30,11 @@ file read only after that. A sandbox whose processes cannot all be killed fails 
 result (a note), never the batch.
 
 In ``root`` mode each sandbox also gets a uid no other sandbox holds
-(:class:`.uids.UidLease`, across concurrent graders), control groups capping the memory
-and tasks of all its processes together (:class:`.cgroup.SandboxCgroup`, where the
-kernel offers them) and a scratch tmpfs capped in bytes and in files for all it writes.
+(:class:`.uids.UidLease`, across concurrent graders), control groups capping the memory,
+tasks and CPU time of all its processes together (:class:`.cgroup.SandboxCgroup`, where
+the kernel offers them) and a scratch tmpfs capped in bytes and in files for all it
+writes. Before a batch, :func:`require_no_key` runs the probe (:mod:`._probe`) in a
+sandbox made as a notebook's and refuses to grade if it finds any of the key.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._probe import is_key_file
+from .allowlist import copy_package, environment_view
 from .cgroup import SandboxCgroup
 from .reading import (  # noqa: F401  (MAX_ANSWERS_BYTES: re-exported)
     MAX_ANSWERS_BYTES,
@@ -114,7 +118,8 @@ class Limits:
 
 @dataclass
 class RunResult:
-    answers: list = field(default_factory=list)  # parsed JSON records, in file order
+    # per exercise, the last record the kernel wrote (.reading.read_answers)
+    answers: list = field(default_factory=list)
     timed_out: bool = False
     note: str = ""
     output_tail: str = ""
@@ -180,109 +185,6 @@ def detect_mode() -> str:
         else:
             _MODE = "basic"
     return _MODE
-
-
-def copy_package(dest: Path) -> Path:
-    """A copy of the installed ``dpo_grpo`` in ``dest/dpo_grpo`` without the answer key
-    (:func:`._probe.is_key_file`: the chapter registries and the hashed key) and
-    without bytecode, made read-only."""
-    import dpo_grpo
-
-    src = Path(dpo_grpo.__file__).resolve().parent
-
-    def ignore(folder, names):
-        return {
-            n
-            for n in names
-            if n == "__pycache__"
-            or n.endswith((".pyc", ".pyo"))
-            or is_key_file(os.path.join(folder, n))
-        }
-
-    shutil.copytree(src, dest / "dpo_grpo", ignore=ignore)
-    for root, dirs, files in os.walk(dest):
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o444)
-        os.chmod(root, 0o555)
-    return dest
-
-
-SYSTEM_FOLDERS = (
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib64",
-    "/lib32",
-    "/libx32",
-    "/etc",
-)
-
-
-def _kernel_path() -> list:
-    """``sys.path`` of this interpreter as the sandbox starts it (no ``PYTHONPATH``, no
-    user site): the standard library and every site folder, ``.pth`` entries
-    included."""
-    out = subprocess.run(
-        [sys.executable, "-s", "-c", "import sys, json; print(json.dumps(sys.path))"],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
-        cwd="/",
-        timeout=60,
-        check=True,
-    )
-    return [p for p in json.loads(out.stdout) if os.path.isabs(p) and os.path.isdir(p)]
-
-
-_VIEW = None
-
-
-def environment_view() -> tuple:
-    """``(binds, package_folders)``: what a sandbox with its own root sees of this
-    machine (cached). ``binds`` are ``[source, target, read-only]``: the system
-    folders, the Python installation and every folder on the kernel's ``sys.path``
-    (:func:`_kernel_path`) that they do not already hold; nothing else (not the
-    grader's HOME, not the submissions). ``package_folders`` are the ``dpo_grpo``
-    folders found on that path: each is covered by the sandbox's keyless copy
-    (:func:`copy_package`), whatever the install (editable, wheel, system-wide)."""
-    global _VIEW
-    if _VIEW is not None:
-        return _VIEW
-    binds, roots = [], []
-
-    def add(p):
-        real = os.path.realpath(p)
-        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
-            return
-        roots.append(real)
-        binds.append([real, real, True])
-        if os.path.abspath(p) != real:
-            binds.append([os.path.abspath(p), os.path.abspath(p), True])
-
-    for p in SYSTEM_FOLDERS:
-        if os.path.islink(p):
-            binds.append([p, p, True])
-        elif os.path.isdir(p):
-            add(p)
-    path = _kernel_path()
-    for p in (
-        sys.base_prefix,
-        sys.prefix,
-        sys.exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-        *path,
-    ):
-        add(p)
-    packages = sorted(
-        {
-            os.path.realpath(os.path.join(p, "dpo_grpo"))
-            for p in path
-            if os.path.isdir(os.path.join(p, "dpo_grpo"))
-        }
-    )
-    _VIEW = (binds, packages)
-    return _VIEW
 
 
 def drain(fd: int, sink: bytearray, cap: int, until: float) -> bool:
