@@ -1,7 +1,10 @@
 """Chapter 10's tables of variants: each paper's change and the TRL 1.16.0 config that
 reproduces its setting (copy-paste ready).
 
-- :class:`Variant`: one row; :func:`config_code` prints its config as Python source.
+- :class:`Variant`: one row; :func:`config_code` prints its config as Python source,
+  with ``cpu=True`` plus :data:`CPU_CONFIG`, the two keywords a CPU runtime needs.
+- The GRPO row is DeepSeekMath's GRPO as :data:`~dpo_grpo.chapters.parity.PAPER_GRPO`
+  states it (chapter 5's paper column), plus the paper's batch geometry.
 - :data:`GRPO_VARIANTS` (GRPOConfig options and RLOOConfig), :data:`DPO_VARIANTS` (the
   ``DPOConfig.loss_type`` values) and :data:`PREFERENCE_TRAINERS` (losses with a trainer
   of their own); :data:`TRL_CONFIG_CLASSES` says where each config class lives.
@@ -16,8 +19,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..i18n import N_
+from .parity import PAPER_GRPO
 
 __all__ = [
+    "CPU_CONFIG",
     "DPO_VARIANTS",
     "GRPO_VARIANTS",
     "PREFERENCE_TRAINERS",
@@ -51,11 +56,12 @@ GRPO_VARIANTS = (
         ),
         "GRPOConfig",
         dict(
-            loss_type="grpo",
-            beta=0.04,
-            epsilon=0.2,
-            scale_rewards="group",
-            num_generations=64,
+            **{
+                k: val
+                for k, val in PAPER_GRPO.items()
+                # std_ddof is not an option; None leaves TRL's default
+                if val is not None and k != "std_ddof"
+            },
             max_completion_length=1024,
             per_device_train_batch_size=16,
             gradient_accumulation_steps=64,
@@ -83,6 +89,7 @@ GRPO_VARIANTS = (
             epsilon=0.2,
             epsilon_high=0.28,
             beta=0.0,
+            scale_rewards="group",
             num_generations=16,
             max_completion_length=20480,
             mask_truncated_completions=True,
@@ -200,19 +207,35 @@ GRPO_VARIANTS = (
             "PPO's clip, mean over answers"
         ),
         "RLOOConfig",
-        dict(beta=0.05, epsilon=0.2, num_generations=4, normalize_advantages=False),
+        dict(
+            beta=0.05,
+            epsilon=0.2,
+            num_generations=4,
+            num_iterations=1,
+            normalize_advantages=False,
+        ),
         "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...)); "
         "one update per rollout (the default) is the paper's on-policy estimator",
     ),
 )
 
 
-def config_code(variant: Variant) -> str:
+#: What every config of the tables needs on a CPU runtime: TRL 1.16.0's configs default
+#: to ``bf16=True``, and building one without a bf16-capable GPU raises "Your setup
+#: doesn't support bf16/gpu"; ``bf16=False`` alone builds it, ``use_cpu=True`` also
+#: keeps the run on the CPU where a GPU is present
+CPU_CONFIG = {"use_cpu": True, "bf16": False}
+
+
+def config_code(variant: Variant, cpu: bool = False) -> str:
     """The TRL 1.16.0 config of ``variant`` as Python source, e.g.
-    ``GRPOConfig(loss_type="dapo", ...)``."""
+    ``GRPOConfig(loss_type="dapo", ...)``; ``cpu=True`` appends :data:`CPU_CONFIG`."""
     if not isinstance(variant, Variant):
         raise TypeError(f"variant must be a Variant, got {type(variant).__name__}")
-    args = ", ".join(f"{k}={v!r}" for k, v in variant.config.items()).replace("'", '"')
+    if not isinstance(cpu, bool):
+        raise TypeError(f"cpu must be a bool, got {type(cpu).__name__}")
+    config = {**variant.config, **(CPU_CONFIG if cpu else {})}
+    args = ", ".join(f"{k}={v!r}" for k, v in config.items()).replace("'", '"')
     return f"{variant.trainer}({args})"
 
 

@@ -11,6 +11,8 @@ on one shared toy batch.
   TRL config that reproduces its setting (copy-paste ready); :func:`run_grpo_variants`
   runs every row on :func:`toy_batch` with :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (or
   :func:`rloo_loss`) and returns the loss, the gradient and the variant's own metric.
+  :func:`trl_grpo_options` resolves a row's config as TRL does (its defaults for what
+  the row leaves out), so the numbers are those of the printed config.
 - :data:`DPO_VARIANTS` and :func:`run_dpo_variants`: the ``DPOConfig.loss_type`` values
   on one toy batch of pairs.
 - :func:`rollout_geometry` and :func:`simpo_target_margin`: what TRL derives from a
@@ -27,7 +29,9 @@ from .. import _validation as v
 from ..trl_exact.advantages import reward_advantages
 from ..trl_exact.dpo import dpo_loss
 from ..trl_exact.grpo import grpo_loss
+from .parity import TRL_GRPO_DEFAULTS
 from .variant_rows import (
+    CPU_CONFIG,
     DPO_VARIANTS,
     GRPO_VARIANTS,
     PREFERENCE_TRAINERS,
@@ -37,6 +41,7 @@ from .variant_rows import (
 )
 
 __all__ = [
+    "CPU_CONFIG",
     "DPO_VARIANTS",
     "GRPO_VARIANTS",
     "PREFERENCE_TRAINERS",
@@ -53,6 +58,7 @@ __all__ = [
     "run_grpo_variants",
     "simpo_target_margin",
     "toy_batch",
+    "trl_grpo_options",
     "variant_loss",
 ]
 
@@ -185,13 +191,29 @@ def reinforcepp_baseline_advantages(rewards, num_generations) -> np.ndarray:
 #: GRPOConfig keywords that only describe the run, not the loss on one batch
 _RUN_ONLY = {
     "num_generations",
+    "num_iterations",
     "max_completion_length",
     "gradient_accumulation_steps",
     "steps_per_generation",
     "mask_truncated_completions",
     "per_device_train_batch_size",
     "scale_rewards",
+    "std_ddof",
 }
+
+
+def trl_grpo_options(variant: Variant) -> dict:
+    """The options TRL 1.16.0 runs a GRPOConfig row with: ``variant.config`` over TRL's
+    defaults (:data:`~dpo_grpo.chapters.parity.TRL_GRPO_DEFAULTS`; ``beta`` 0,
+    ``loss_type`` "dapo", ``use_bias_correction_kl`` True, ...). Returns
+    ``scale_rewards`` and ``grpo_loss``, the keywords of
+    :func:`~dpo_grpo.trl_exact.grpo.grpo_loss` (the options it leaves to its own
+    defaults, ``delta`` and the SAPO/VESPO ones, have TRL's defaults)."""
+    if not isinstance(variant, Variant) or variant.trainer != "GRPOConfig":
+        raise TypeError("variant must be a GRPOConfig Variant")
+    c = {**TRL_GRPO_DEFAULTS, **variant.config}
+    kw = {k: val for k, val in c.items() if k not in _RUN_ONLY}
+    return {"scale_rewards": c["scale_rewards"], "grpo_loss": kw}
 
 
 #: TRL 1.16.0's defaults for the batch geometry of its online trainers' configs
@@ -261,7 +283,9 @@ def rollout_geometry(variant: Variant, num_processes: int = 1) -> Geometry:
 def variant_loss(var: Variant, batch: dict) -> dict:
     """One row of :data:`GRPO_VARIANTS` on ``batch``: ``advantages`` (B,), ``loss``,
     ``grad`` (d loss / d new, (B, T)) and ``metric`` (TRL's name, value), through
-    :func:`rloo_loss` or :func:`grpo_loss` with the row's config."""
+    :func:`rloo_loss` or :func:`grpo_loss` with the row's config as TRL resolves it
+    (:func:`trl_grpo_options`). The batch is one whole micro-batch: ``grpo_loss``
+    normalises by its own width and token count, not the config's geometry."""
     if not isinstance(var, Variant):
         raise TypeError(f"var must be a Variant, got {type(var).__name__}")
     b, g = batch, batch["num_generations"]
@@ -283,12 +307,11 @@ def variant_loss(var: Variant, batch: dict) -> dict:
             "grad": out.grad,
             "metric": metric,
         }
-    scale = var.config.get("scale_rewards", "group")
+    opts = trl_grpo_options(var)
     adv = reward_advantages(
-        np.asarray(b["rewards"]).reshape(-1, 1), g, scale_rewards=scale
+        np.asarray(b["rewards"]).reshape(-1, 1), g, scale_rewards=opts["scale_rewards"]
     ).advantages
-    kw = {k: val for k, val in var.config.items() if k not in _RUN_ONLY}
-    kw.setdefault("beta", 0.0)
+    kw = opts["grpo_loss"]
     ref = b["ref"] if kw["beta"] else None
     out = grpo_loss(
         b["new"],
