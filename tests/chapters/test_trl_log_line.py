@@ -51,3 +51,114 @@ def test_vllm_log_line_on_policy_loss_is_not_zero():
     ref = q.log_line(update_scale=0.0, beta=0.04)
     assert same["metrics"]["loss"] == pytest.approx(ref["metrics"]["loss"], abs=1e-15)
     assert same["metrics"]["grad_norm"] == pytest.approx(ref["metrics"]["grad_norm"])
+
+
+# --------------------------------------------------------------------------------------
+# The page's step through TRL 1.16.0's own GRPOTrainer._compute_loss
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny random Qwen2 and its tokenizer saved to disk (no download)."""
+    pytest.importorskip("trl")
+    from dpo_grpo.lab import hf
+
+    path = tmp_path_factory.mktemp("tiny-qwen2")
+    model, tok = hf.tiny_random_model(0)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path, tok
+
+
+def _zero_reward(prompts, completions, **kwargs):
+    return [0.0] * len(completions)
+
+
+def trl_logged(step, path, tok, tmp_path, **options):
+    """TRL's loss and logged metrics for ``step`` (a :func:`log_line` result): a real
+    ``GRPOTrainer`` built from a ``GRPOConfig`` with the step's options (TRL's defaults
+    for the rest), whose ``_get_per_token_logps_and_entropies`` returns the step's new
+    log-probs as a float64 leaf instead of running the model (the fixtures' method,
+    scripts/make_trl_fixtures.py)."""
+    import warnings
+
+    import torch
+    import trl
+    from datasets import Dataset
+
+    c, inp = step["config"], step["inputs"]
+    n, width = inp["new_logps"].shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path),
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            save_strategy="no",
+            logging_strategy="no",
+            per_device_train_batch_size=n,
+            num_generations=c["num_generations"],
+            max_completion_length=c["max_completion_length"],
+            num_iterations=c["num_iterations"],
+            beta=c["beta"],
+            epsilon=c["epsilon"],
+            **options,
+        )
+        trainer = trl.GRPOTrainer(
+            model=str(path),
+            reward_funcs=[_zero_reward],
+            args=args,
+            train_dataset=Dataset.from_dict({"prompt": ["1+1="] * n}),
+            processing_class=tok,
+        )
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    new = torch.tensor(inp["new_logps"], dtype=torch.float64, requires_grad=True)
+
+    def fake(model, input_ids, attention_mask, logits_to_keep, *a, **kw):
+        assert logits_to_keep == width and input_ids.shape[0] == n
+        return new, torch.zeros(n, width, dtype=torch.float64), None
+
+    trainer._get_per_token_logps_and_entropies = fake
+    mask = torch.tensor(inp["mask"], dtype=torch.long)
+    inputs = {
+        "prompt_ids": torch.full((n, 2), 5, dtype=torch.long),
+        "prompt_mask": torch.ones(n, 2, dtype=torch.long),
+        "completion_ids": torch.where(mask.bool(), 7, 0),
+        "completion_mask": mask,
+        "advantages": torch.tensor(inp["advantages"], dtype=torch.float64),
+        "num_items_in_batch": torch.tensor(int(inp["mask"].sum())),
+        "old_per_token_logps": torch.tensor(inp["old_logps"], dtype=torch.float64),
+        "ref_per_token_logps": torch.tensor(inp["ref_logps"], dtype=torch.float64),
+    }
+    loss = trainer._compute_loss(trainer.model, inputs)
+    logged = {k: v[-1] for k, v in trainer._metrics["train"].items()}
+    return float(loss), logged, trainer
+
+
+@pytest.mark.parametrize("bias_correction", [None, True, False], ids=str)
+def test_the_pages_step_is_what_trl_computes_and_logs(
+    bias_correction, tiny_model_dir, tmp_path
+):
+    # None: TRL's default (use_bias_correction_kl=True), as the page's step runs
+    import trl
+
+    path, tok = tiny_model_dir
+    options = (
+        {} if bias_correction is None else {"use_bias_correction_kl": bias_correction}
+    )
+    step = q.log_line(**options)
+    loss, logged, trainer = trl_logged(step, path, tok, tmp_path, **options)
+    assert trainer.args.use_bias_correction_kl is (bias_correction is not False)
+    assert trainer.loss_type == step["config"]["loss_type"] == "dapo"
+    # one optimiser step without accumulation: the Trainer logs this loss as is
+    # (GRPOTrainer scales for accumulation itself, so training_step does not divide)
+    assert trl.GRPOTrainer.loss_is_scaled_for_ga is True
+    m = step["metrics"]
+    assert m["loss"] == pytest.approx(loss, rel=1e-12, abs=1e-15)
+    for key in ("kl", "clip_ratio/low_mean", "clip_ratio/high_mean"):
+        assert m[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-12), key
+    # the page's formula for the logged kl, by hand, under this setting
+    assert step["checks"]["kl"] == pytest.approx(logged["kl"], rel=1e-6)

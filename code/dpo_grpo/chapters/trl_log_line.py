@@ -16,9 +16,10 @@ from ..trl_exact.grpo import grpo_loss
 #: :func:`log_line`).
 LOG_LINE_MEANINGS = {
     "loss": N_(
-        "clipped surrogate + beta * k3, normalised by loss_type; per log: the sum of "
-        "the micro-batch losses (each / gradient_accumulation_steps) over the "
-        "optimiser steps since the last log"
+        "clipped surrogate + beta * ratio * k3 (beta * k3 with "
+        "use_bias_correction_kl=False), normalised by loss_type; per log: the mean, "
+        "over the optimiser steps since the last log, of each step's loss (the sum of "
+        "its micro-batch losses, which TRL scales for gradient accumulation)"
     ),
     "grad_norm": N_(
         "L2 norm of the gradient over all trainable parameters, before clipping to "
@@ -48,7 +49,10 @@ LOG_LINE_MEANINGS = {
         "fraction of completions whose group has zero std (scale_rewards "
         "'group'/'none' only)"
     ),
-    "kl": N_("masked mean of k3 over the completion tokens (only when beta > 0)"),
+    "kl": N_(
+        "masked mean over the completion tokens of ratio * k3 (TRL's default "
+        "use_bias_correction_kl=True), of k3 with False (only when beta > 0)"
+    ),
     "entropy": N_(
         "masked mean of the policy's per-token entropy over the completion tokens"
     ),
@@ -88,6 +92,7 @@ def log_line(
     beta: float = 0.04,
     epsilon: float = 0.2,
     loss_type: str = "dapo",
+    use_bias_correction_kl: bool = True,
     update_scale: float = 0.2,
     use_vllm: bool = False,
     sampler_noise: float = 0.05,
@@ -105,7 +110,9 @@ def log_line(
     update on this generation batch (``num_iterations=2``): the current logits are the
     old ones moved by ``update_scale`` times a seeded perturbation, so ratios differ
     from 1 and the clip statistics are non-zero; ``update_scale=0`` makes it the first
-    update (every ratio 1).
+    update (every ratio 1). ``use_bias_correction_kl`` is TRL's option, default True
+    as in TRL: the KL term, and the logged ``kl``, is ``ratio * k3`` per token (the
+    importance ratio ``exp(new - old)``), ``k3`` alone with False.
 
     ``use_vllm=True`` adds TRL's default ``vllm_importance_sampling_correction`` (mode
     ``"sequence_mask"``): the sampler's log-probs are the old ones plus seeded noise of
@@ -127,6 +134,8 @@ def log_line(
     )
     vocab = v.integer(vocab, "vocab", minimum=3)
     beta = v.scalar(beta, "beta", nonnegative=True)
+    if not isinstance(use_bias_correction_kl, bool):
+        raise TypeError("use_bias_correction_kl must be a bool")
     old_logits = rng.normal(0.0, 1.0, (n, lmax, vocab))
     old_logits[:, :, 0] -= 1.2  # EOS rarer than the other tokens
     old_lp_all = old_logits - np.log(np.exp(old_logits).sum(-1, keepdims=True))
@@ -164,9 +173,8 @@ def log_line(
         adv.advantages,
         mask,
         beta=beta,
-        epsilon=epsilon,
-        loss_type=loss_type,
-        max_completion_length=lmax,
+        use_bias_correction_kl=use_bias_correction_kl,
+        **kw,
     )
     sampling = {}
     if use_vllm:
@@ -243,13 +251,14 @@ def log_line(
     high = (ratio > 1 + epsilon) & (a > 0)
     total = rpf.sum(axis=1)
     gap = ref - new
+    kl_weight = ratio if use_bias_correction_kl else 1.0
     checks = {
         "reward": float(total.mean()),
         "reward_std": float(np.std(total, ddof=1)),
         "frac_reward_zero_std": float(
             np.repeat(np.ptp(total.reshape(p_, g), axis=1) == 0, g).mean()
         ),
-        "kl": float(((np.exp(gap) - gap - 1) * mask).sum() / mask.sum())
+        "kl": float((kl_weight * (np.exp(gap) - gap - 1) * mask).sum() / mask.sum())
         if beta
         else None,
         "clip_ratio/low_mean": float((low * mask).sum() / mask.sum()),
@@ -283,6 +292,7 @@ def log_line(
             "beta": beta,
             "epsilon": epsilon,
             "loss_type": loss_type,
+            "use_bias_correction_kl": use_bias_correction_kl,
             "max_completion_length": lmax,
             "num_iterations": 2 if update_scale else 1,
             "use_vllm": use_vllm,
