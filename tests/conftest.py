@@ -73,6 +73,18 @@ def _matplotlib_settings_restored():
         yield
 
 
+@pytest.fixture(autouse=True)
+def _logging_switch_restored():
+    """A script imported by a test may turn logging off for the whole process
+    (``logging.disable``, as scripts/make_trl_fixtures.py does): the next test on the
+    same worker starts with logging as the one before it found it."""
+    import logging
+
+    disabled = logging.root.manager.disable
+    yield
+    logging.disable(disabled)
+
+
 @pytest.fixture(scope="session")
 def package_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools

@@ -272,6 +272,11 @@ def check_glyphs(fig):
     getattr(MathTextParser._parse_cached, "cache_clear", lambda: None)()
     width, height = (max(1, round(x)) for x in fig.bbox.size)
     mathtext, found = logging.getLogger("matplotlib.mathtext"), _MissingGlyphs()
+    # the log line is the only sign of a missing math glyph: heard even where logging
+    # was turned down (logging.disable, a quieter level), and only while drawing
+    disabled, level = logging.root.manager.disable, mathtext.level
+    logging.disable(logging.NOTSET)
+    mathtext.setLevel(logging.WARNING)
     mathtext.addHandler(found)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -280,6 +285,8 @@ def check_glyphs(fig):
             fig.draw(RendererAgg(width, height, fig.dpi))
     finally:
         mathtext.removeHandler(found)
+        mathtext.setLevel(level)
+        logging.disable(disabled)
     for w in caught:
         match = _MISSING_GLYPH.match(str(w.message))
         if match:

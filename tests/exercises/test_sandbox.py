@@ -303,7 +303,6 @@ def test_the_guarantees_table_states_the_sandbox_sizes():
 
 # --- issue #40: the key stays out, the envelope is whole, the submission is private ---
 
-REPO = Path(__file__).resolve().parents[2]
 needs_own_root = pytest.mark.skipif(
     MODE == "basic", reason="a sandbox with its own root (root or bwrap mode)"
 )
@@ -328,33 +327,18 @@ probe(bool(read))
 """
 
 
-def _wheel_environment(tmp_path) -> Path:
-    """A fresh virtual environment with the package installed from a wheel built from
-    this checkout (not editable); its other dependencies come from this interpreter's
-    site folders (a ``.pth`` file)."""
-    import shutil
+def _wheel_environment(tmp_path, wheel) -> Path:
+    """A fresh virtual environment with the package installed from ``wheel`` (not
+    editable); its other dependencies come from this interpreter's site folders (a
+    ``.pth`` file)."""
     import site
 
-    src = tmp_path / "src"
-    shutil.copytree(
-        REPO / "code",
-        src / "code",
-        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
-    )
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path, src],
-        check=True,
-        cwd=src,
-    )
-    (wheel,) = tmp_path.glob("dpo_grpo-*.whl")
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
     (site_dir,) = env.glob("lib/python*/site-packages")
     subprocess.run(
-        [*pip, "install", "--no-deps", "--no-compile", "--target", site_dir, wheel],
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "install"]
+        + ["--no-deps", "--no-compile", "--target", site_dir, wheel],
         check=True,
     )
     (site_dir / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
@@ -362,11 +346,11 @@ def _wheel_environment(tmp_path) -> Path:
 
 
 @needs_own_root
-def test_wheel_installed_grader_shows_no_key_to_a_notebook(tmp_path):
+def test_wheel_installed_grader_shows_no_key_to_a_notebook(tmp_path, package_wheel):
     """``pip install dpo-grpo`` (a wheel, not the Makefile's editable install) puts the
     chapter registries in site-packages; a notebook that walks the sandbox for them
     finds nothing to read, and an honest classmate still gets the mark."""
-    env = _wheel_environment(tmp_path)
+    env = _wheel_environment(tmp_path, package_wheel)
     where = subprocess.run(
         [env / "bin" / "python", "-c", "import dpo_grpo; print(dpo_grpo.__file__)"],
         capture_output=True,
@@ -423,7 +407,7 @@ def test_basic_mode_refuses_to_grade_unless_told_unisolated(monkeypatch):
     from dpo_grpo.exercises import sandbox
 
     monkeypatch.setattr(sandbox, "_PROBED", {})
-    with pytest.raises(sandbox.KeyInSandbox, match=r"basic mode.*ch04\.py"):
+    with pytest.raises(sandbox.KeyInSandbox, match=r"basic mode.*/dpo_grpo/exercises/"):
         sandbox.require_no_key("basic")
 
 

@@ -114,6 +114,25 @@ def test_the_glyph_check_names_a_missing_character_and_its_text(monkeypatch, tex
         i18n.check_glyphs(fig)
 
 
+def test_the_glyph_check_hears_mathtext_with_logging_turned_off(monkeypatch):
+    """A process that turned logging off (``logging.disable``, a quiet level for
+    matplotlib) still gets the check; its logging is as it was afterwards."""
+    import logging
+
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    i18n.use_cjk_matplotlib_font()
+    logger = logging.getLogger("matplotlib.mathtext")
+    monkeypatch.setattr(logger, "level", logging.ERROR)
+    logging.disable(logging.WARNING)
+    try:
+        with pytest.raises(ValueError, match=f"'{THAI}'"):
+            i18n.check_glyphs(_figure(f"价值网络 $V$ {THAI}"))
+        assert logging.root.manager.disable == logging.WARNING
+        assert logger.level == logging.ERROR
+    finally:
+        logging.disable(logging.NOTSET)
+
+
 def test_the_glyph_check_passes_chinese_and_returns_the_figure(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     i18n.use_cjk_matplotlib_font()
