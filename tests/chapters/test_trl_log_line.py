@@ -117,9 +117,11 @@ def trl_logged(step, path, tok, tmp_path, **options):
     trainer.current_gradient_accumulation_steps = 1
     new = torch.tensor(inp["new_logps"], dtype=torch.float64, requires_grad=True)
 
+    entropies = torch.tensor(inp["entropies"], dtype=torch.float64)
+
     def fake(model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         assert logits_to_keep == width and input_ids.shape[0] == n
-        return new, torch.zeros(n, width, dtype=torch.float64), None
+        return new, entropies, None
 
     trainer._get_per_token_logps_and_entropies = fake
     mask = torch.tensor(inp["mask"], dtype=torch.long)
@@ -158,7 +160,102 @@ def test_the_pages_step_is_what_trl_computes_and_logs(
     assert trl.GRPOTrainer.loss_is_scaled_for_ga is True
     m = step["metrics"]
     assert m["loss"] == pytest.approx(loss, rel=1e-12, abs=1e-15)
-    for key in ("kl", "clip_ratio/low_mean", "clip_ratio/high_mean"):
+    for key in ("kl", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean"):
         assert m[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-12), key
     # the page's formula for the logged kl, by hand, under this setting
     assert step["checks"]["kl"] == pytest.approx(logged["kl"], rel=1e-6)
+
+
+def test_the_entropy_bonus_is_what_trl_computes_and_logs(tiny_model_dir, tmp_path):
+    # loss = policy_loss - entropy_coef * entropy; TRL logs policy_loss and
+    # entropy_coef only when the bonus is on
+    path, tok = tiny_model_dir
+    step = q.log_line(entropy_coef=0.01)
+    m = step["metrics"]
+    assert m["loss"] == pytest.approx(m["policy_loss"] - 0.01 * m["entropy"])
+    assert m["policy_loss"] == q.log_line()["metrics"]["loss"]
+    loss, logged, _ = trl_logged(step, path, tok, tmp_path, entropy_coef=0.01)
+    assert m["loss"] == pytest.approx(loss, rel=1e-12, abs=1e-15)
+    for key in ("policy_loss", "entropy_coef", "entropy", "kl"):
+        assert m[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-12), key
+    assert "policy_loss" not in q.log_line()["metrics"]
+    # the option is checked like the others
+    with pytest.raises(TypeError):
+        q.log_line(entropy_coef="0.01")
+
+
+# --------------------------------------------------------------------------------------
+# Every key a GRPOTrainer logs: the page's table against TRL's source and a real run
+# --------------------------------------------------------------------------------------
+
+
+def test_the_pages_table_lists_every_key_trls_source_logs():
+    from trl.trainer import grpo_trainer
+
+    keys = [row[0] for row in q.grpo_key_rows(q.log_line()["metrics"])]
+    table = {q.key_pattern(k) for k in keys}
+    assert len(keys) == len(set(keys)) and table == set(q.GRPO_KEY_WHEN)
+    source = q.metric_keys_in_source(grpo_trainer)
+    assert {"policy_loss", "entropy_coef", "aux_loss", "tools/call_frequency"} <= source
+    # exactly: TRL's keys plus the Trainer's, nothing the source does not log
+    assert set(table) - q.TRAINER_KEYS == source, set(table) ^ (source | q.TRAINER_KEYS)
+    meanings = {**q.LOG_LINE_MEANINGS, **q.MORE_MEANINGS}
+    assert set(meanings) >= set(table) - {"rewards/<f>/mean", "rewards/<f>/std"}
+
+
+def accuracy(prompts, completions, **kwargs):
+    return [float(any(ch.isdigit() for ch in c)) for c in completions]
+
+
+def format(prompts, completions, **kwargs):  # TRL logs rewards/format/*
+    return [0.5 if len(c) % 2 else 0.0 for c in completions]
+
+
+def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
+    tiny_model_dir, tmp_path
+):
+    import warnings
+
+    import trl
+    from datasets import Dataset
+
+    path, tok = tiny_model_dir
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path),
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            save_strategy="no",
+            logging_steps=1,
+            max_steps=1,
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=6,
+            beta=0.04,
+            seed=0,
+            disable_tqdm=True,
+        )
+        trainer = trl.GRPOTrainer(
+            model=str(path),
+            reward_funcs=[accuracy, format],
+            args=args,
+            train_dataset=Dataset.from_dict({"prompt": ["1+1="] * 4}),
+            processing_class=tok,
+        )
+        trainer.train()
+    line, last = trainer.state.log_history[0], trainer.state.log_history[-1]
+    logged = {q.key_pattern(k) for k in line} - {"step"}
+    when = q.GRPO_KEY_WHEN
+    every = {k for k, w in when.items() if w.startswith("every line")}
+    # beta > 0 adds kl; nothing else is logged on a default line
+    assert logged == every | {"kl"}, logged ^ (every | {"kl"})
+    assert set(last) - {"step"} == {k for k, w in when.items() if "last line" in w}
+    # the page's step has the same keys, less the Trainer's and the timing
+    assert set(q.log_line()["metrics"]) == set(line) - {
+        "step",
+        "learning_rate",
+        "epoch",
+        "step_time",
+    }

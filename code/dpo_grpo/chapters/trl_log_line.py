@@ -1,8 +1,13 @@
 """One GRPO step logged as TRL 1.16.0 logs it (the page "Reading a TRL run"): every
 metric of the log line recomputed from its definition, with what it measures
-(:data:`LOG_LINE_MEANINGS`) and a second computation to compare (:func:`log_line`)."""
+(:data:`LOG_LINE_MEANINGS`) and a second computation to compare (:func:`log_line`);
+every key a ``GRPOTrainer`` can log, with the options that turn it on
+(:data:`GRPO_KEY_WHEN`, :func:`grpo_key_rows`)."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import numpy as np
 
@@ -46,8 +51,8 @@ LOG_LINE_MEANINGS = {
     "reward": N_("batch mean of the weighted sum of the reward functions"),
     "reward_std": N_("batch std (ddof 1) of that sum"),
     "frac_reward_zero_std": N_(
-        "fraction of completions whose group has zero std (scale_rewards "
-        "'group'/'none' only)"
+        "fraction of completions whose group has zero std (scale_rewards='batch': "
+        "1 only when the whole batch's rewards are equal, else 0)"
     ),
     "kl": N_(
         "masked mean over the completion tokens of ratio * k3 (TRL's default "
@@ -67,6 +72,198 @@ LOG_LINE_MEANINGS = {
     "clip_ratio/high_max": N_("largest per-sequence high fraction"),
     "clip_ratio/region_mean": N_("fraction of tokens on either platform"),
 }
+
+
+#: What the keys this page's step does not log measure: the Trainer's own keys, and
+#: those TRL 1.16.0's GRPOTrainer logs only under an option (``<f>`` is a reward
+#: function's name, ``<name>`` one a reward function passes to ``log_metric``).
+MORE_MEANINGS = {
+    "learning_rate": N_("the scheduler's learning rate at this optimiser step"),
+    "epoch": N_("epochs done: optimiser steps / optimiser steps per epoch"),
+    "step_time": N_(
+        "seconds per optimiser step spent in its training_step calls, generation "
+        "included"
+    ),
+    "policy_loss": N_(
+        "the loss before the entropy bonus: with one micro-batch per optimiser step, "
+        "loss = policy_loss - entropy_coef * entropy"
+    ),
+    "entropy_coef": N_(
+        "the entropy bonus's coefficient; adaptive: it moves by entropy_coef_delta "
+        "each optimiser step, up while the entropy is at or below entropy_target "
+        "(and the bonus applies), down otherwise, within [entropy_coef_min, "
+        "entropy_coef_max]"
+    ),
+    "aux_loss": N_(
+        "the mixture-of-experts router's load-balancing loss, unweighted; loss "
+        "adds router_aux_loss_coef * aux_loss"
+    ),
+    "tools/call_frequency": N_("tool calls per completion"),
+    "tools/failure_frequency": N_("failed tool calls / tool calls (0 without calls)"),
+    "sampling/sampling_logp_difference/mean": N_(
+        "mean over the completion tokens of |log pi_old - log pi_vLLM|"
+    ),
+    "sampling/sampling_logp_difference/max": N_("its largest token value"),
+    "sampling/importance_sampling_ratio/min": N_(
+        "smallest importance weight pi_old / pi_vLLM after truncation or masking "
+        "(per sequence or per token, by vllm_importance_sampling_mode)"
+    ),
+    "sampling/importance_sampling_ratio/mean": N_("mean importance weight"),
+    "sampling/importance_sampling_ratio/max": N_("largest importance weight"),
+    "cispo_clip_ratio": N_(
+        "fraction of tokens with A > 0 and ratio > epsilon_high (replaces clip_ratio/*)"
+    ),
+    "vespo/phi_seq_mean": N_(
+        "masked mean of VESPO's sequence weight phi (replaces clip_ratio/*)"
+    ),
+    "<name>": N_(
+        "a scalar a reward function logs with log_metric(name, value): the mean "
+        "of its values per generation batch"
+    ),
+    "num_input_tokens_seen": N_("the Trainer's token counter: for GRPO, num_tokens"),
+    "train_tokens_per_second": N_("tokens seen in this train() call per second"),
+    "train_runtime": N_("seconds since train() started"),
+    "train_samples_per_second": N_("samples per second of the train() call"),
+    "train_steps_per_second": N_("optimiser steps per second of the train() call"),
+    "total_flos": N_(
+        "the Trainer's floating-point-operation estimate (0 for GRPO: its inputs "
+        "have no input_ids to count)"
+    ),
+    "train_loss": N_("mean of loss over the train() call's optimiser steps"),
+}
+
+_EVERY = N_("every line")
+_CLIP = N_("every line with loss_type grpo, bnpo, dr_grpo, dapo (default) or luspo")
+_BONUS = N_("entropy_coef != 0 or use_adaptive_entropy=True")
+_VLLM = N_("use_vllm=True with vllm_importance_sampling_correction=True (default)")
+_TOKENS = N_("include_num_input_tokens_seen set ('all' or 'non_padding')")
+_END = N_("train()'s last line only")
+
+#: When each key a TRL 1.16.0 GRPOTrainer run logs appears (every key of a log line and
+#: of train()'s last line, transformers 5.24's own included), in the order of the
+#: table: this page's step first. ``<f>`` stands for each reward function's name.
+GRPO_KEY_WHEN = {
+    "loss": _EVERY,
+    "grad_norm": _EVERY,
+    "num_tokens": _EVERY,
+    **{
+        f"completions/{k}": _EVERY
+        for k in (
+            "mean_length",
+            "min_length",
+            "max_length",
+            "clipped_ratio",
+            "mean_terminated_length",
+            "min_terminated_length",
+            "max_terminated_length",
+        )
+    },
+    "rewards/<f>/mean": N_("every line, one per reward function"),
+    "rewards/<f>/std": N_("every line, one per reward function"),
+    "reward": _EVERY,
+    "reward_std": _EVERY,
+    "frac_reward_zero_std": _EVERY,
+    "kl": N_("beta > 0 (default beta = 0: absent)"),
+    "entropy": _EVERY,
+    "clip_ratio/low_mean": _CLIP,
+    "clip_ratio/low_min": _CLIP,
+    "clip_ratio/high_mean": _CLIP,
+    "clip_ratio/high_max": _CLIP,
+    "clip_ratio/region_mean": _CLIP,
+    "learning_rate": _EVERY,
+    "step_time": _EVERY,
+    "epoch": N_("every line, and train()'s last line"),
+    "policy_loss": _BONUS,
+    "entropy_coef": _BONUS,
+    "aux_loss": N_(
+        "a mixture-of-experts model (one with output_router_logits) unless "
+        "router_aux_loss_coef=0"
+    ),
+    "tools/call_frequency": N_("tools=[...]"),
+    "tools/failure_frequency": N_("tools=[...]"),
+    "sampling/sampling_logp_difference/mean": _VLLM,
+    "sampling/sampling_logp_difference/max": _VLLM,
+    "sampling/importance_sampling_ratio/min": _VLLM,
+    "sampling/importance_sampling_ratio/mean": _VLLM,
+    "sampling/importance_sampling_ratio/max": _VLLM,
+    "cispo_clip_ratio": N_("loss_type='cispo'"),
+    "vespo/phi_seq_mean": N_("loss_type='vespo'"),
+    "<name>": N_("a reward function calls log_metric"),
+    "num_input_tokens_seen": _TOKENS,
+    "train_tokens_per_second": _TOKENS,
+    "train_runtime": N_(
+        "train()'s last line; every line with include_num_input_tokens_seen set"
+    ),
+    "train_samples_per_second": _END,
+    "train_steps_per_second": _END,
+    "total_flos": _END,
+    "train_loss": _END,
+}
+
+
+#: The keys of :data:`GRPO_KEY_WHEN` that transformers 5.24's ``Trainer`` adds (every
+#: other key is one TRL appends to ``self._metrics``); a DPOTrainer's lines have them
+#: too.
+TRAINER_KEYS = frozenset(
+    {
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "epoch",
+        "num_input_tokens_seen",
+        "train_tokens_per_second",
+        "train_runtime",
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "total_flos",
+        "train_loss",
+    }
+)
+
+
+def metric_keys_in_source(module) -> set:
+    """The keys a TRL trainer module's source appends to ``self._metrics[...]``
+    (``trl.trainer.grpo_trainer``, ``dpo_trainer``): literals; f-strings with ``<f>``
+    for the reward function's name; ``<name>`` for a variable (a reward function's
+    ``log_metric``). A TRL upgrade that adds a key shows here."""
+    text = Path(module.__file__).read_text()
+    keys = set()
+    pattern = r'_metrics\[(?:mode|"train"|"eval")\]\[(f?"[^"]*"|\w+)\]'
+    for key in re.findall(pattern, text):
+        if key.startswith('f"'):
+            keys.add(re.sub(r"\{[^}]*\}", "<f>", key[2:-1]))
+        elif key.startswith('"'):
+            keys.add(key[1:-1])
+        else:
+            keys.add(f"<{key}>")
+    return keys
+
+
+def key_pattern(key: str, reward_names=("accuracy", "format")) -> str:
+    """The :data:`GRPO_KEY_WHEN` entry of a logged ``key``: ``rewards/<f>/...`` for a
+    reward function's keys, else the key itself."""
+    for name in reward_names:
+        for stat in ("mean", "std"):
+            if key == f"rewards/{name}/{stat}":
+                return f"rewards/<f>/{stat}"
+    return key
+
+
+def grpo_key_rows(metrics: dict) -> list:
+    """The page's table of GRPO log keys: ``[key, value, when it appears, what it
+    measures]`` for every key of ``metrics`` (a :func:`log_line` result's, in its
+    order), then every other key of :data:`GRPO_KEY_WHEN`, with value ``None``."""
+    meanings = {**LOG_LINE_MEANINGS, **MORE_MEANINGS}
+    rows = [
+        [k, float(v), GRPO_KEY_WHEN[key_pattern(k)], meanings[k]]
+        for k, v in metrics.items()
+    ]
+    shown = {key_pattern(k) for k in metrics}
+    return rows + [
+        [k, None, when, meanings[k]]
+        for k, when in GRPO_KEY_WHEN.items()
+        if k not in shown and not k.startswith("rewards/<f>/")
+    ]
 
 
 def _normalise(per_token_loss, mask, loss_type, max_completion_length) -> float:
@@ -97,6 +294,7 @@ def log_line(
     use_vllm: bool = False,
     sampler_noise: float = 0.05,
     vllm_clip_max: float = 3.0,
+    entropy_coef: float = 0.0,
 ) -> dict:
     """One realistic GRPO step, logged as TRL 1.16.0 logs it, every value recomputed
     from its definition.
@@ -119,9 +317,12 @@ def log_line(
     size ``sampler_noise`` (vLLM's numerics differ from the trainer's); the per-sequence
     ratio ``exp(sum of (old - sampler))`` is set to 0 above ``vllm_clip_max`` and
     multiplies the per-token policy loss (not the KL term); the ``sampling/*`` metrics
-    are logged. Returns ``metrics`` (TRL's keys, in :data:`LOG_LINE_MEANINGS` order),
-    ``inputs`` (the arrays that produced them) and ``checks``: each metric recomputed a
-    second way (by hand from the arrays), to compare.
+    are logged. ``entropy_coef`` is TRL's static entropy bonus: ``loss`` becomes
+    ``policy_loss - entropy_coef * entropy`` and both are logged (TRL logs
+    ``policy_loss`` and ``entropy_coef`` only when the bonus is on). Returns
+    ``metrics`` (TRL's keys, in :data:`LOG_LINE_MEANINGS` order), ``inputs`` (the
+    arrays that produced them) and ``checks``: each metric recomputed a second way (by
+    hand from the arrays), to compare.
     """
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     p_, g = (
@@ -206,9 +407,19 @@ def log_line(
     onehot = np.eye(vocab)[tokens]
     grad_params = out.grad[..., None] * (onehot - np.exp(new_full))
     entropy = -(np.exp(new_full) * new_full).sum(-1)
+    entropy_mean = float((entropy * mask).sum() / mask.sum())
+    entropy_coef = v.scalar(entropy_coef, "entropy_coef")
+    loss = out.loss
+    if entropy_coef:
+        # loss - c * masked mean of H; dH/dz = -p (log p + H) per position
+        loss = out.loss - entropy_coef * entropy_mean
+        w = (mask / mask.sum())[..., None]
+        grad_params = grad_params + entropy_coef * w * np.exp(new_full) * (
+            new_full + entropy[..., None]
+        )
     term = ~truncated
     metrics = {
-        "loss": out.loss,
+        "loss": loss,
         "grad_norm": float(np.linalg.norm(grad_params)),
         "num_tokens": float(mask.sum() + n * prompt_len),
         "completions/mean_length": float(lengths.mean()),
@@ -234,7 +445,7 @@ def log_line(
     }
     if beta:
         metrics["kl"] = out.metrics["kl"]
-    metrics["entropy"] = float((entropy * mask).sum() / mask.sum())
+    metrics["entropy"] = entropy_mean
     for key in (
         "clip_ratio/low_mean",
         "clip_ratio/low_min",
@@ -244,6 +455,9 @@ def log_line(
     ):
         metrics[key] = out.metrics[key]
     metrics.update(sampling)
+    if entropy_coef:
+        metrics["policy_loss"] = out.loss
+        metrics["entropy_coef"] = entropy_coef
     # second computations, by hand from the arrays
     ratio = np.exp(new - old)
     a = adv.advantages[:, None] * np.ones_like(mask)
@@ -277,6 +491,7 @@ def log_line(
         "advantages": adv.advantages,
         "ratio": ratio * mask + (1 - mask),
         "new_logps": new,
+        "entropies": entropy,
         "old_logps": old,
         "ref_logps": ref,
     }
@@ -296,5 +511,6 @@ def log_line(
             "max_completion_length": lmax,
             "num_iterations": 2 if update_scale else 1,
             "use_vllm": use_vllm,
+            "entropy_coef": entropy_coef,
         },
     }
