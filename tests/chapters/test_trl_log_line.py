@@ -79,8 +79,10 @@ def trl_logged(step, path, tok, tmp_path, **options):
     """TRL's loss and logged metrics for ``step`` (a :func:`log_line` result): a real
     ``GRPOTrainer`` built from a ``GRPOConfig`` with the step's options (TRL's defaults
     for the rest), whose ``_get_per_token_logps_and_entropies`` returns the step's new
-    log-probs as a float64 leaf instead of running the model (the fixtures' method,
-    scripts/make_trl_fixtures.py)."""
+    log-probs and entropies instead of running the model (the fixtures' method,
+    scripts/make_trl_fixtures.py), computed in float64 from the step's logits as a
+    leaf: ``logged["grad_norm"]`` is the norm of the gradient TRL's loss sends to
+    those logits (the step's parameters)."""
     import warnings
 
     import torch
@@ -115,9 +117,11 @@ def trl_logged(step, path, tok, tmp_path, **options):
         )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
-    new = torch.tensor(inp["new_logps"], dtype=torch.float64, requires_grad=True)
-
-    entropies = torch.tensor(inp["entropies"], dtype=torch.float64)
+    logits = torch.tensor(inp["new_logits"], dtype=torch.float64, requires_grad=True)
+    full = torch.log_softmax(logits, dim=-1)
+    tokens = torch.tensor(inp["tokens"])[..., None]
+    new = full.gather(-1, tokens)[..., 0]
+    entropies = -(full.exp() * full).sum(-1)
 
     def fake(model, input_ids, attention_mask, logits_to_keep, *a, **kw):
         assert logits_to_keep == width and input_ids.shape[0] == n
@@ -137,7 +141,9 @@ def trl_logged(step, path, tok, tmp_path, **options):
     }
     loss = trainer._compute_loss(trainer.model, inputs)
     logged = {k: v[-1] for k, v in trainer._metrics["train"].items()}
-    return float(loss), logged, trainer
+    loss.backward()
+    logged["grad_norm"] = float(logits.grad.norm())
+    return float(loss.detach()), logged, trainer
 
 
 @pytest.mark.parametrize("bias_correction", [None, True, False], ids=str)
@@ -160,7 +166,8 @@ def test_the_pages_step_is_what_trl_computes_and_logs(
     assert trl.GRPOTrainer.loss_is_scaled_for_ga is True
     m = step["metrics"]
     assert m["loss"] == pytest.approx(loss, rel=1e-12, abs=1e-15)
-    for key in ("kl", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean"):
+    keys = ("kl", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean", "grad_norm")
+    for key in keys:
         assert m[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-12), key
     # the page's formula for the logged kl, by hand, under this setting
     assert step["checks"]["kl"] == pytest.approx(logged["kl"], rel=1e-6)
@@ -176,7 +183,7 @@ def test_the_entropy_bonus_is_what_trl_computes_and_logs(tiny_model_dir, tmp_pat
     assert m["policy_loss"] == q.log_line()["metrics"]["loss"]
     loss, logged, _ = trl_logged(step, path, tok, tmp_path, entropy_coef=0.01)
     assert m["loss"] == pytest.approx(loss, rel=1e-12, abs=1e-15)
-    for key in ("policy_loss", "entropy_coef", "entropy", "kl"):
+    for key in ("policy_loss", "entropy_coef", "entropy", "kl", "grad_norm"):
         assert m[key] == pytest.approx(logged[key], rel=1e-6, abs=1e-12), key
     assert "policy_loss" not in q.log_line()["metrics"]
     # the option is checked like the others

@@ -490,6 +490,7 @@ def log_line(
         "rewards_per_func": rpf,
         "advantages": adv.advantages,
         "ratio": ratio * mask + (1 - mask),
+        "new_logits": new_logits,
         "new_logps": new,
         "entropies": entropy,
         "old_logps": old,
