@@ -358,3 +358,94 @@ def test_grpo_names_text_in_chinese_keeps_the_names_and_values(monkeypatch, tmp_
     line = trl_scale.trl_defaults_text(defaults)
     assert HAN.search(line) and line.endswith(str(defaults))
     assert not misses.exists(), misses.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_trl_shards_the_reference_only_under_zero3(monkeypatch, stage):
+    """TRL 1.16.0's own prepare_deepspeed, which GRPOTrainer and DPOTrainer call on
+    the reference model, given the page's ds_config: the stage it hands DeepSpeed
+    (recorded by a stand-in for deepspeed.initialize) is reference_zero_stage's."""
+    import inspect
+    import sys
+    import types
+
+    from trl.models.utils import prepare_deepspeed
+
+    for trainer in (trl.GRPOTrainer, trl.DPOTrainer):
+        src = inspect.getsource(trainer)
+        assert "self.ref_model = prepare_deepspeed(self.ref_model" in src, trainer
+    seen = []
+    fake = types.ModuleType("deepspeed")
+    fake.initialize = lambda model, config: (seen.append(config) or model, None)
+    monkeypatch.setitem(sys.modules, "deepspeed", fake)
+    model = types.SimpleNamespace(
+        config=types.SimpleNamespace(hidden_size=8), eval=lambda: None
+    )
+    plugin = types.SimpleNamespace(deepspeed_config=trl_scale.deepspeed_config(stage))
+    accelerator = types.SimpleNamespace(
+        state=types.SimpleNamespace(deepspeed_plugin=plugin)
+    )
+    prepare_deepspeed(model, accelerator)
+    assert seen[0]["zero_optimization"]["stage"] == trl_scale.reference_zero_stage(
+        stage
+    )
+    assert trl_scale.reference_zero_stage(stage) == (3 if stage == 3 else 0)
+    assert plugin.deepspeed_config["zero_optimization"]["stage"] == stage  # a copy
+
+
+def test_zero_memory_of_7b_and_70b_policies_on_16_gpus():
+    """The page's claims: under ZeRO-2 a 7B policy's state is about 18.7 GiB per GPU
+    on 16 GPUs, with TRL's whole reference copy still under half of an 80 GB GPU; a
+    70B policy needs stage 3 and even then nearly fills an 80 GB GPU."""
+    gib, gpu = 2**30, 80e9 / 2**30  # an "80 GB" GPU holds 74.5 GiB
+    mem = lambda n, s, r=False: trl_scale.zero_memory_per_gpu(n, 16, s, r) / gib  # noqa
+    b7, b70 = 7_000_000_000, 70_000_000_000
+    assert mem(b7, 2) == pytest.approx(18.74, abs=0.005)
+    assert mem(b7, 2, True) - mem(b7, 2) == pytest.approx(2 * b7 / gib)  # whole copy
+    assert mem(b7, 3, True) - mem(b7, 3) == pytest.approx(2 * b7 / 16 / gib)
+    assert mem(b7, 2, True) < gpu / 2
+    assert mem(b70, 2) > gpu and gpu - 2 < mem(b70, 3, True) < gpu
+    with pytest.raises(ValueError, match="zero_stage"):
+        trl_scale.reference_zero_stage(4)
+
+
+def test_the_launchers_no_is_not_the_runs_precision(tmp_path):
+    """check_launch_files reports mixed_precision 'no': the flag accelerate exports
+    when the YAML has none. The script's GRPOConfig (bf16=True), on the launched
+    node, trains in bf16 and sets ds_config.json's "auto" to true, by the steps
+    transformers' TrainingArguments takes under a DeepSpeed launch."""
+    import inspect
+    import os
+
+    import transformers
+
+    trl_scale.write_launch_files(tmp_path, num_machines=2, gpus_per_machine=8)
+    started = trl_scale.check_launch_files(tmp_path, machine_rank=1)
+    assert started["mixed_precision"] == "no"
+    cfg = hf.HFLabConfig.preset("qwen2.5-0.5b")
+    # one process here (its precision does not depend on the number of processes)
+    run = trl_scale.scaled_grpo_args(cfg, str(tmp_path / "out"), 1, vllm="colocate")
+    assert run["bf16"] is trl_scale.scaled_grpo_args(cfg, "o", 16)["bf16"] is True
+    before = dict(os.environ)
+    got = trl_scale.deepspeed_precision(
+        tmp_path, started["env"], run | {"use_cpu": True}
+    )
+    assert {k: os.environ.get(k) for k in started["env"]} == {
+        k: before.get(k) for k in started["env"]
+    }  # restored
+    assert got == {
+        "launcher": "no",
+        "mixed_precision": "bf16",
+        "bf16": True,
+        "fp16": False,
+    }
+    # the steps it re-traces, as transformers takes them
+    src = inspect.getsource(transformers.TrainingArguments.__post_init__)
+    for step in (
+        'self.mixed_precision = os.environ.get("ACCELERATE_MIXED_PRECISION", "no")',
+        'self.mixed_precision = "bf16"',
+        'elif strtobool(os.environ.get("ACCELERATE_USE_DEEPSPEED", "false")):',
+        "self.deepspeed_plugin = DeepSpeedPlugin()",
+        "self.deepspeed_plugin.set_mixed_precision(self.mixed_precision)",
+    ):
+        assert step in src, step

@@ -1,7 +1,8 @@
 """Tests of dpo_grpo.lab.verl_mapping: every setting the lab's PPO reads is mapped to
-verl, and every verl key it names exists in verl's config with the default it states
+verl, every verl key it names exists in verl's config with the default it states
 (the fixture data/verl_fixtures/verl_ppo_trainer_keys.json, read from verl's
-generated ppo_trainer.yaml at the commit it names; no network here)."""
+generated ppo_trainer.yaml at the commit it names; no network here), and the printed
+commands pass verl's start-up checks at that commit (start_up_check)."""
 
 import ast
 import dataclasses
@@ -76,7 +77,7 @@ def test_every_verl_key_exists_in_verls_config_with_the_stated_default():
     for rows in (vm.PPO_TO_VERL, vm.GRPO_TO_VERL):
         named |= {k for _, keys, _ in rows for k in keys}
     for critic in (True, False):
-        named |= set(vm.verl_overrides(cfg, critic=critic))
+        named |= set(vm.run_overrides(vm.verl_overrides(cfg, critic=critic)))
     assert not named - set(known), sorted(named - set(known))
     for key, default in vm.VERL_DEFAULTS.items():
         assert known[key] == default, (key, known[key], default)
@@ -166,13 +167,112 @@ def test_verl_mapping_rejects_what_verl_cannot_express():
         vm.verl_overrides(LabConfig.preset("cpu", scale_rewards="batch"), critic=False)
     with pytest.raises(TypeError, match="overrides"):
         vm.verl_command(["a=1"])
-    text = vm.verl_command({"a.b": True, "c": None, "d": 0.5})
+    text = vm.verl_command({"a.b": True, "c": None, "d": 0.5, "e": ["x"]}, check=False)
     assert text.splitlines() == [
         "python3 -m verl.trainer.main_ppo \\",
         "    a.b=true \\",
         "    c=null \\",
-        "    d=0.5",
+        "    d=0.5 \\",
+        """    e='["x"]'""",
     ]
+    with pytest.raises(ValueError, match="not in the config"):
+        vm.verl_command({"a.b": True})
+
+
+def parse_command(text: str) -> dict:
+    """The overrides of a printed ``main_ppo`` command, as Hydra reads them (the shell's
+    quotes removed; true/false/null, numbers, a JSON list)."""
+    lines = [line.strip().removesuffix("\\").strip() for line in text.splitlines()]
+    assert lines[0] == "python3 -m verl.trainer.main_ppo", lines[0]
+    out = {}
+    for line in lines[1:]:
+        key, _, raw = line.partition("=")
+        if raw.startswith("'"):
+            out[key] = json.loads(raw.strip("'"))
+        else:
+            out[key] = vm._literal(raw)
+    return out
+
+
+@pytest.mark.parametrize("critic", [True, False])
+def test_the_printed_commands_pass_verls_start_up_checks(critic):
+    """The page's commands, parsed back as Hydra reads them: every key in verl's
+    recorded config, the paths, GPUs and micro-batch sizes set, and verl's start-up
+    checks at the recorded commit (re-implemented in start_up_check) pass. The lab's
+    settings alone (verl_overrides) are refused, as verl refused them."""
+    cfg = LabConfig.preset("cpu")
+    lab = vm.verl_overrides(cfg, critic=critic)
+    with pytest.raises(ValueError, match="rollout.name is required"):
+        vm.start_up_check(lab)
+    named = lab | {"actor_rollout_ref.rollout.name": "vllm"}
+    with pytest.raises(ValueError, match="ppo_micro_batch_size"):
+        vm.start_up_check(named)
+    with pytest.raises(ValueError, match="would refuse"):
+        vm.verl_command(lab)
+    run = vm.run_overrides(lab, n_gpus_per_node=8, nnodes=2)
+    printed = parse_command(vm.verl_command(run))
+    assert printed == run
+    assert not set(printed) - set(FIXTURE["keys"])
+    assert {k: printed[k] for k in lab} == lab  # the lab's settings unchanged
+    assert set(vm.VERL_PATH_KEYS) <= set(vm.PLACEHOLDERS)
+    paths = {k for k in vm.PLACEHOLDERS if critic or not k.startswith("critic.")}
+    for key in paths:
+        assert printed[key] == vm.PLACEHOLDERS[key], key
+    for key in ("actor_rollout_ref.model.path", "data.train_files", "data.val_files"):
+        assert printed[key].startswith("$"), key
+    assert ("critic.model.path" in printed) == critic
+    assert printed["trainer.n_gpus_per_node"] == 8 and printed["trainer.nnodes"] == 2
+    got = vm.start_up_check(printed)
+    n = cfg.prompts_per_step * cfg.num_generations
+    assert got == {
+        "n_gpus": 16,
+        "actor_mini_per_gpu": n // 16,
+        "critic_mini_per_gpu": n // 16 if critic else None,
+        "critic": critic,
+        "reference": True,
+    }
+
+
+def test_start_up_check_refuses_what_verl_refuses():
+    """Each refusal of verl's validate_config, ActorConfig/CriticConfig and the FSDP
+    workers' normalisation at the recorded commit, on a complete run changed in one
+    place."""
+    run = vm.run_overrides(vm.verl_overrides(LabConfig.preset("cpu")))  # 128 a step
+    a, c = "actor_rollout_ref.actor.", "critic."
+    refused = {
+        "not in the config": {"critic.model.pth": "x"},
+        "divisible by 48": {"trainer.n_gpus_per_node": 48},  # 128 over 48 GPUs
+        "set at least one": {c + "ppo_micro_batch_size_per_gpu": None},
+        "both": {a + "ppo_micro_batch_size": 8},
+        "should be divisible by ppo_micro_batch_size_per_gpu 3": {
+            a + "ppo_micro_batch_size_per_gpu": 3
+        },
+        "train_batch_size \\(128\\) < critic": {c + "ppo_mini_batch_size": 256},
+        "0 per GPU": {a + "ppo_mini_batch_size": 4},
+        "loss_agg_mode": {a + "loss_agg_mode": "sum"},
+        "log_prob_micro_batch_size": {
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": None
+        },
+        "world size": {"actor_rollout_ref.rollout.tensor_model_parallel_size": 3},
+    }
+    for why, change in refused.items():
+        with pytest.raises(ValueError, match=why):
+            vm.start_up_check(run | change)
+    # dynamic batch sizes lift the micro-batch requirements, as in verl
+    dyn = {k: x for k, x in run.items() if "micro_batch" not in k}
+    assert vm.start_up_check(dyn | {a + "use_dynamic_bsz": True})["critic"]
+    # the critic's per-GPU micro-batch defaults to its global one (an interpolation):
+    # a global one alone counts as both
+    bare = {k: x for k, x in run.items() if k != c + "ppo_micro_batch_size_per_gpu"}
+    with pytest.raises(ValueError, match="both"):
+        vm.start_up_check(bare | {c + "ppo_micro_batch_size": 16})
+    # a deprecated global micro-batch, divided over the GPUs
+    old = {k: x for k, x in run.items() if k != a + "ppo_micro_batch_size_per_gpu"}
+    assert vm.start_up_check(old | {a + "ppo_micro_batch_size": 32})
+    with pytest.raises(ValueError, match="x sp"):
+        vm.start_up_check(old | {a + "ppo_micro_batch_size": 4})
+    with pytest.raises(ValueError, match="micro_batch_size_per_gpu"):
+        vm.run_overrides(run, micro_batch_size_per_gpu=0)
 
 
 HAN = re.compile(r"[\u4e00-\u9fff]")

@@ -10,7 +10,9 @@ prompts and the hyper-parameters are the lab's.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 
 import torch
 
@@ -471,8 +473,6 @@ def check_launch_files(directory, machine_rank: int | None = None) -> dict:
     ``node_rank``, ``zero_stage``, ``mixed_precision``, ``zero3_init_flag`` and ``env``
     (the ``ACCELERATE_*`` variables it exports)."""
     import ast
-    import contextlib
-    import os
     import pathlib
 
     from accelerate.commands.launch import (
@@ -509,17 +509,8 @@ def check_launch_files(directory, machine_rank: int | None = None) -> dict:
         for kw in node.keywords
         if kw.arg == "deepspeed" and isinstance(kw.value, ast.Constant)
     ]
-    saved = {k: os.environ.get(k) for k in env}
-    with contextlib.chdir(d):
-        try:
-            os.environ.update(env)
-            plugin = DeepSpeedPlugin(hf_ds_config=passed[0] if passed else None)
-        finally:
-            for k, x in saved.items():
-                if x is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = x
+    with launched(d, env):
+        plugin = DeepSpeedPlugin(hf_ds_config=passed[0] if passed else None)
     launcher = "torchrun"
     if cmd is not None:  # an external launcher: deepspeed --launcher pdsh, ...
         k = cmd.index("--launcher") if "--launcher" in cmd else len(cmd)
@@ -574,18 +565,29 @@ def scaled_grpo_args(
     return args
 
 
-def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> float:
+def reference_zero_stage(zero_stage: int) -> int:
+    """The ZeRO stage TRL 1.16.0's ``prepare_deepspeed`` gives a frozen model (the
+    reference, a reward model) when the policy runs at ``zero_stage``: 3 stays 3
+    (sharded like the policy); 1 and 2 become 0, a whole copy on every GPU."""
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    return 3 if zero_stage == 3 else 0
+
+
+def zero_memory_per_gpu(
+    n_parameters: int, num_gpus: int, zero_stage: int, reference: bool = False
+) -> float:
     """Bytes of model state per GPU under mixed-precision AdamW (ZeRO paper's
     accounting: 2 bytes of bf16 weights, 2 of bf16 gradients, 12 of fp32 master weights
     and Adam moments per parameter): stage 0 keeps all 16 on every GPU; stage 1 shards
     the 12 optimizer bytes, stage 2 also the gradients, stage 3 also the weights.
-    Activations, the reference model and the generation engine's KV cache come on
-    top."""
+    ``reference=True`` adds a frozen bf16 reference of the same size at the stage TRL
+    gives it (:func:`reference_zero_stage`): 2 bytes per parameter, sharded only at
+    stage 3. Activations and the KV cache of generation come on top."""
     for name, x, low in (("n_parameters", n_parameters, 1), ("num_gpus", num_gpus, 1)):
         if isinstance(x, bool) or not isinstance(x, int) or x < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
-    if zero_stage not in (0, 1, 2, 3):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    sharded_reference = reference_zero_stage(zero_stage) == 3  # checks zero_stage
     w, g, o = 2.0, 2.0, 12.0
     if zero_stage >= 1:
         o /= num_gpus
@@ -593,7 +595,48 @@ def zero_memory_per_gpu(n_parameters: int, num_gpus: int, zero_stage: int) -> fl
         g /= num_gpus
     if zero_stage >= 3:
         w /= num_gpus
-    return (w + g + o) * n_parameters
+    ref = 2.0 / (num_gpus if sharded_reference else 1) * reference
+    return (w + g + o + ref) * n_parameters
+
+
+@contextlib.contextmanager
+def launched(directory, env: dict):
+    """The block runs in ``directory`` with ``env`` exported, as a launched script."""
+    saved = {k: os.environ.get(k) for k in env}
+    with contextlib.chdir(directory):
+        try:
+            os.environ.update(env)
+            yield
+        finally:
+            os.environ.update({k: x for k, x in saved.items() if x is not None})
+            for k in (k for k, x in saved.items() if x is None):
+                os.environ.pop(k, None)
+
+
+def deepspeed_precision(directory, env: dict, grpo_kwargs: dict) -> dict:
+    """The precision the script trains in on a launched node (``directory``, ``env``:
+    :func:`check_launch_files`), by transformers 5.24's ``TrainingArguments`` steps:
+    ``GRPOConfig(**grpo_kwargs)`` sets ``mixed_precision`` from ``bf16`` over the
+    launcher's flag; the ``DeepSpeedPlugin`` of the exported config file then sets its
+    ``"auto"`` ``bf16`` / ``fp16`` from it (the plugin's weak reference, which needs
+    ``deepspeed``, left out). Returns ``launcher``, ``mixed_precision``, ``bf16``,
+    ``fp16``."""
+    import trl
+    from accelerate.utils import DeepSpeedPlugin
+
+    flag = env["ACCELERATE_MIXED_PRECISION"]
+    with launched(directory, {"ACCELERATE_MIXED_PRECISION": flag}):
+        args = trl.GRPOConfig(**grpo_kwargs)
+    with launched(directory, env):
+        plugin = DeepSpeedPlugin()
+        plugin.set_mixed_precision(args.mixed_precision)
+    ds = plugin.deepspeed_config
+    return {
+        "launcher": flag,
+        "mixed_precision": args.mixed_precision,
+        "bf16": ds["bf16"]["enabled"],
+        "fp16": ds["fp16"]["enabled"],
+    }
 
 
 TRAIN_SCRIPT = '''"""GRPO on the lab's addition task with TRL.
