@@ -218,15 +218,15 @@ def format(prompts, completions, **kwargs):  # TRL logs rewards/format/*
     return [0.5 if len(c) % 2 else 0.0 for c in completions]
 
 
-def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
-    tiny_model_dir, tmp_path
-):
+def one_grpo_step(path, tok, tmp_path, **options) -> list:
+    """``log_history`` of a real one-step ``GRPOTrainer.train()`` on the tiny model:
+    one prompt, four completions of at most 6 tokens, rewards ``accuracy`` and
+    ``format``, logged every step; ``options`` go to ``GRPOConfig``."""
     import warnings
 
     import trl
     from datasets import Dataset
 
-    path, tok = tiny_model_dir
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         args = trl.GRPOConfig(
@@ -240,9 +240,9 @@ def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
             per_device_train_batch_size=4,
             num_generations=4,
             max_completion_length=6,
-            beta=0.04,
             seed=0,
             disable_tqdm=True,
+            **options,
         )
         trainer = trl.GRPOTrainer(
             model=str(path),
@@ -252,7 +252,13 @@ def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
             processing_class=tok,
         )
         trainer.train()
-    line, last = trainer.state.log_history[0], trainer.state.log_history[-1]
+    return trainer.state.log_history
+
+
+def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
+    tiny_model_dir, tmp_path
+):
+    line, last = one_grpo_step(*tiny_model_dir, tmp_path, beta=0.04)
     logged = {q.key_pattern(k) for k in line} - {"step"}
     when = q.GRPO_KEY_WHEN
     every = {k for k, w in when.items() if w.startswith("every line")}
@@ -266,3 +272,24 @@ def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
         "epoch",
         "step_time",
     }
+
+
+def test_options_add_the_keys_the_table_names(tiny_model_dir, tmp_path):
+    # the entropy bonus and the Trainer's token counter, in a real step
+    line, last = one_grpo_step(
+        *tiny_model_dir,
+        tmp_path,
+        entropy_coef=0.01,
+        include_num_input_tokens_seen="all",
+    )
+    when = q.GRPO_KEY_WHEN
+    every = {k for k, w in when.items() if w.startswith("every line")}
+    tokens = {k for k, w in when.items() if "include_num_input_tokens_seen" in w}
+    added = {q.key_pattern(k) for k in line} - {"step"} - every
+    assert added == {"policy_loss", "entropy_coef"} | tokens, added
+    assert line["loss"] == pytest.approx(
+        line["policy_loss"] - 0.01 * line["entropy"], rel=1e-5
+    )
+    # the table's meanings: for GRPO the counter is num_tokens, total_flos is 0
+    assert line["num_input_tokens_seen"] == line["num_tokens"]
+    assert last["total_flos"] == 0.0 and "num_input_tokens_seen" in last
