@@ -294,12 +294,14 @@ def dpo_case_row(case) -> dict:
     """Rerun one ``trl_dpo_loss.json`` (or ``trl_dpo_loss_family.json``) case with
     :func:`dpo_grpo.dpo_loss`.
 
-    TRL 1.16.0 ignores ``label_smoothing`` for the loss types that do not read it (e.g.
-    ``sigmoid``, ``hinge``); our function refuses it there, so those cases are rerun
-    with ``label_smoothing=0`` (column ``ls_ignored_by_trl``). In the loss-family file
-    ``loss_type`` is a list (combined with ``loss_weights``) and the token counts are
-    given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is compared at the
-    ``float32_log`` tolerance.
+    TRL 1.16.0 reads ``label_smoothing`` only for ``robust``, ``exo_pair``, ``aot`` and
+    ``aot_unpaired`` (:data:`~dpo_grpo.trl_exact.dpo.LABEL_SMOOTHING_LOSS_TYPES`,
+    checked against TRL's ``DPOTrainer`` in the tests) and ignores it for every other
+    type (e.g. ``sigmoid``, ``hinge``); our function refuses it there, so those cases
+    are rerun with ``label_smoothing=0`` (column ``ls_ignored_by_trl``). In the
+    loss-family file ``loss_type`` is a list (combined with ``loss_weights``) and the
+    token counts are given for ``ipo``, ``sigmoid_norm`` and ``sft``. ``exo_pair`` is
+    compared at the ``float32_log`` tolerance.
     """
     _case(
         case,

@@ -291,7 +291,11 @@ DPO_VARIANTS = (
     Variant(
         "BCO",
         "jung2024bco",
-        N_("binary classifier on each answer's reward with a running shift"),
+        N_(
+            "binary classifier on each answer's own reward, the chosen above 0 and the "
+            "rejected below; no reward shift (TRL's bco_pair drops the paper's "
+            "running mean)"
+        ),
         "DPOConfig",
         dict(loss_type="bco_pair", beta=0.1),
     ),
@@ -306,8 +310,9 @@ DPO_VARIANTS = (
         "AOT",
         "melnyk2024aot",
         N_(
-            "optimal transport: sorts the batch's chosen and rejected log-ratios and "
-            "matches them by rank"
+            "optimal transport: sorts the batch's policy margins (chosen minus "
+            "rejected log-prob) and the reference's, and matches them by rank; "
+            "aot_unpaired sorts the chosen and the rejected log-ratios instead"
         ),
         "DPOConfig",
         dict(loss_type="aot", beta=0.1),
