@@ -160,3 +160,40 @@ def test_reinforcepp_baseline_is_not_trl_batch_scaling():
         reward_advantages(same.reshape(-1, 1), 4, scale_rewards="batch").advantages,
         rtol=1e-3,
     )
+
+
+def _cosine(a, b):
+    a, b = np.ravel(a), np.ravel(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_the_toy_batch_shows_what_dividing_by_the_group_std_does():
+    # section 10.4 compares scale_rewards "group" (GRPO), "none" (Dr. GRPO), "batch"
+    # (the REINFORCE++ row) and REINFORCE++-baseline: with two groups of one std these
+    # are parallel, so the groups' spreads must differ
+    b = V.toy_batch()
+    r, g = b["rewards"], b["num_generations"]
+    std = r.std(axis=1, ddof=1)
+    low = int(np.argmin(std))
+    assert std.max() > 2 * std.min()
+    adv = {
+        s: reward_advantages(r.reshape(-1, 1), g, scale_rewards=s).advantages
+        for s in ("group", "batch", "none")
+    }
+    rpp = V.reinforcepp_baseline_advantages(r, g)
+    assert _cosine(adv["none"], adv["group"]) < 0.95
+    assert _cosine(rpp, adv["group"]) < 0.95
+    assert _cosine(adv["batch"], adv["group"]) < 0.95
+
+    def low_share(x):
+        x = np.abs(np.asarray(x)).reshape(-1, g).sum(axis=1)
+        return x[low] / x.sum()
+
+    # dividing by the group std raises the low-spread group's weight
+    assert low_share(adv["group"]) > low_share(adv["none"]) + 0.2
+    # and so does the on-policy gradient of GRPO's row against Dr. GRPO's and the
+    # REINFORCE++ row's
+    on = {row["name"]: row for row in V.run_grpo_variants(V.toy_batch(0.0))}
+    grpo = low_share(on["GRPO"]["push"])
+    assert grpo > low_share(on["Dr. GRPO"]["push"]) + 0.2
+    assert grpo > low_share(on["REINFORCE++ (approx.)"]["push"]) + 0.2

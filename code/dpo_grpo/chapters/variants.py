@@ -13,6 +13,9 @@ on one shared toy batch.
   :func:`rloo_loss`) and returns the loss, the gradient and the variant's own metric.
   :func:`trl_grpo_options` resolves a row's config as TRL does (its defaults for what
   the row leaves out), so the numbers are those of the printed config.
+- :func:`advantage_scalings` and :func:`group_shares`: how TRL's ``scale_rewards``
+  values and REINFORCE++-baseline share the weight between the toy batch's groups,
+  whose rewards differ in spread.
 - :data:`DPO_VARIANTS` and :func:`run_dpo_variants`: the ``DPOConfig.loss_type`` values
   on one toy batch of pairs.
 - :func:`rollout_geometry` and :func:`simpo_target_margin`: what TRL derives from a
@@ -49,8 +52,10 @@ __all__ = [
     "Geometry",
     "RLOOOutput",
     "Variant",
+    "advantage_scalings",
     "config_code",
     "dpo_toy_pairs",
+    "group_shares",
     "reinforcepp_baseline_advantages",
     "rloo_loss",
     "rollout_geometry",
@@ -65,7 +70,10 @@ __all__ = [
 
 def toy_batch(drift: float = 1.0, seed: int = 0, push: float = 0.22) -> dict:
     """Two prompts x four answers, ragged lengths (2 to 6 tokens), rewards
-    ``[0.2, 0.8, 1.4, 0.6]`` and ``[0, 0, 1, 0]``; ``old`` log-probs (sampling policy),
+    ``[0.6, 0.8, 0.9, 0.7]`` (close scores, sample std 0.13) and ``[0, 0, 1, 0]`` (a
+    pass/fail check, std 0.5): spreads that differ, so that dividing each group by its
+    std (``scale_rewards="group"``) or not changes the direction of the update (with
+    equal spreads the two are parallel). ``old`` log-probs (sampling policy),
     ``new`` = ``old`` + ``drift`` x (``push`` in the direction of each answer's
     advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1``
     is a stale batch (token ratios between about 0.7 and 1.5, so the clips and gates
@@ -74,7 +82,7 @@ def toy_batch(drift: float = 1.0, seed: int = 0, push: float = 0.22) -> dict:
     drift = v.scalar(drift, "drift", nonnegative=True)
     push = v.scalar(push, "push", nonnegative=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
-    rewards = np.array([[0.2, 0.8, 1.4, 0.6], [0.0, 0.0, 1.0, 0.0]])
+    rewards = np.array([[0.6, 0.8, 0.9, 0.7], [0.0, 0.0, 1.0, 0.0]])
     lengths = np.array([5, 2, 4, 3, 6, 3, 2, 5])
     width = int(lengths.max())
     mask = (np.arange(width)[None, :] < lengths[:, None]).astype(float)
@@ -186,6 +194,51 @@ def reinforcepp_baseline_advantages(rewards, num_generations) -> np.ndarray:
     grouped = r.reshape(-1, g)
     centred = (grouped - grouped.mean(axis=1, keepdims=True)).reshape(-1)
     return centred / (np.std(centred, ddof=1) + 1e-4)
+
+
+def group_shares(values, num_generations) -> np.ndarray:
+    """Each group's share of ``sum |values|`` (one value per answer, in groups of
+    ``num_generations``): how an advantage vector, or a gradient's push per answer,
+    shares its weight between prompts."""
+    x = np.abs(v.as_float_array(values, "values").reshape(-1))
+    g = v.integer(num_generations, "num_generations", minimum=1)
+    if x.size % g:
+        raise ValueError(f"values ({x.size}) must come in groups of {g}")
+    per_group = x.reshape(-1, g).sum(axis=1)
+    total = per_group.sum()
+    return per_group / total if total > 0 else np.full(per_group.shape, np.nan)
+
+
+def advantage_scalings(rewards, num_generations) -> dict:
+    """The advantages of one batch under each scaling section 10.4 compares: TRL's
+    ``scale_rewards`` ``"group"`` (GRPO's, TRL's default), ``"none"`` (Dr. GRPO),
+    ``"batch"`` (the REINFORCE++ row) and REINFORCE++-baseline's
+    (:func:`reinforcepp_baseline_advantages`).
+
+    Returns ``{"std": each group's sample std (TRL's torch.std), "scalings": {name:
+    {"advantages", "cosine" (to "group"'s), "group_shares"}}}``. The last three are
+    the group-centred rewards times one number for the whole batch, so they are
+    parallel to each other; against ``"group"`` they differ in direction unless every
+    group has the same std."""
+    r = v.as_float_array(rewards, "rewards").reshape(-1)
+    g = v.integer(num_generations, "num_generations", minimum=2)
+    if r.size % g:
+        raise ValueError(f"rewards ({r.size}) must come in groups of {g}")
+    adv = {
+        s: reward_advantages(r.reshape(-1, 1), g, scale_rewards=s).advantages
+        for s in ("group", "none", "batch")
+    }
+    adv["REINFORCE++-baseline"] = reinforcepp_baseline_advantages(r, g)
+    ref = adv["group"]
+    out = {}
+    for name, a in adv.items():
+        norms = np.linalg.norm(a) * np.linalg.norm(ref)
+        out[name] = {
+            "advantages": a,
+            "cosine": float(a @ ref / norms) if norms > 0 else float("nan"),
+            "group_shares": group_shares(a, g),
+        }
+    return {"std": r.reshape(-1, g).std(axis=1, ddof=1), "scalings": out}
 
 
 #: GRPOConfig keywords that only describe the run, not the loss on one batch
