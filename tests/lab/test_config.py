@@ -51,7 +51,7 @@ def test_the_lab_page_runs_the_gpu_preset_where_cuda_is_usable():
         ("reward", "vibes"),
         ("dpo_beta", 0.0),
         ("dpo_loss_type", "ipo"),
-        ("dpo_label_smoothing", 0.1),
+        ("dpo_label_smoothing", -0.1),
         ("delta", 1.0),
         ("n_heldout", 500),
         ("sft_steps", -1),
@@ -99,3 +99,28 @@ def test_one_base_holds_the_fields_the_lab_and_the_hf_run_share():
         hf.HFLabConfig(n_terms=5)
     with pytest.raises(ValueError, match=r"HFLabConfig\.loss_type\b"):
         hf.HFLabConfig(loss_type="ppo")
+
+
+@pytest.mark.parametrize(
+    "loss_type, smoothing, refused",
+    [
+        ("robust", 0.5, True),  # TRL: [0, 0.5) for robust
+        ("robust", 0.2, False),
+        ("exo_pair", 0.0, True),  # TRL refuses exo_pair without smoothing
+        ("exo_pair", 0.1, False),
+        ("aot", 0.2, False),  # TRL reads it for aot and aot_unpaired too
+        ("aot_unpaired", 0.2, False),
+        ("sigmoid", 0.1, False),  # TRL accepts it (and ignores it)
+    ],
+)
+def test_label_smoothing_is_refused_where_trl_refuses_it(
+    loss_type, smoothing, refused, cpu_cfg
+):
+    """``dpo_label_smoothing`` follows TRL 1.16.0's DPOTrainer: it refuses what TRL
+    refuses and takes what TRL takes."""
+    change = {"dpo_loss_type": loss_type, "dpo_label_smoothing": smoothing}
+    if refused:
+        with pytest.raises(ValueError, match=r"LabConfig\.dpo_label_smoothing\b"):
+            dataclasses.replace(cpu_cfg, **change)
+    else:
+        assert dataclasses.replace(cpu_cfg, **change).dpo_label_smoothing == smoothing

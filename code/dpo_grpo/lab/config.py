@@ -311,13 +311,17 @@ class LabConfig(GRPOTaskConfig):
         v.scalar(
             self.dpo_label_smoothing, name + "dpo_label_smoothing", nonnegative=True
         )
-        if self.dpo_label_smoothing >= 0.5:
-            raise self.field_error("dpo_label_smoothing", "must be < 0.5")
         v.choice(self.reward, name + "reward", REWARDS)
         v.choice(self.dpo_loss_type, name + "dpo_loss_type", DPO_LOSS_TYPES)
-        if self.dpo_loss_type != "robust" and self.dpo_label_smoothing != 0:
+        # as TRL 1.16.0's DPOTrainer: robust needs [0, 0.5), exo_pair a non-zero value;
+        # aot and aot_unpaired read it too, the other types ignore it
+        if self.dpo_loss_type == "robust" and self.dpo_label_smoothing >= 0.5:
             raise self.field_error(
-                "dpo_label_smoothing", "must be 0 unless dpo_loss_type='robust'"
+                "dpo_label_smoothing", "must be < 0.5 for dpo_loss_type='robust'"
+            )
+        if self.dpo_loss_type == "exo_pair" and self.dpo_label_smoothing == 0:
+            raise self.field_error(
+                "dpo_label_smoothing", "must be > 0 for dpo_loss_type='exo_pair'"
             )
         if self.device is not None:
             why = "must be a device string such as 'cpu' or 'cuda', or None"
