@@ -85,6 +85,20 @@ def _logging_switch_restored():
     logging.disable(disabled)
 
 
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny random Qwen2 saved to disk, as TRL's trainers load a model: (path,
+    tokenizer). Built locally, no download (needs transformers)."""
+    pytest.importorskip("transformers")
+    from dpo_grpo.lab import hf
+
+    path = tmp_path_factory.mktemp("tiny-qwen2")
+    model, tok = hf.tiny_random_model(0)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path, tok
+
+
 @pytest.fixture(scope="session")
 def package_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, as a reader's pip builds it (from a copy: setuptools

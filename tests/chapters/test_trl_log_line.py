@@ -59,16 +59,11 @@ def test_vllm_log_line_on_policy_loss_is_not_zero():
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    """A tiny random Qwen2 and its tokenizer saved to disk (no download)."""
+def tiny_model_dir(checkpoint):
+    """The tiny random Qwen2 on disk (tests/conftest.py), for the tests that need
+    TRL."""
     pytest.importorskip("trl")
-    from dpo_grpo.lab import hf
-
-    path = tmp_path_factory.mktemp("tiny-qwen2")
-    model, tok = hf.tiny_random_model(0)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path, tok
+    return checkpoint
 
 
 def _zero_reward(prompts, completions, **kwargs):

@@ -33,20 +33,6 @@ def tiny_cfg(cpu_cfg):
     )
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A tiny random Qwen2 saved to disk, as TRL's trainers load a model: (path,
-    tokenizer). Built locally, no download (needs transformers)."""
-    pytest.importorskip("transformers")
-    from dpo_grpo.lab import hf
-
-    path = tmp_path_factory.mktemp("tiny-qwen2")
-    model, tok = hf.tiny_random_model(0)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path, tok
-
-
 @pytest.fixture(autouse=True)
 def _one_thread():
     before = torch.get_num_threads()
