@@ -88,27 +88,6 @@ def test_trl_step_log_on_policy():
     assert any(r["clip_ratio"] > 0 for r in two if r["iteration"] == 1)
 
 
-def test_length_weights():
-    w = misconceptions.length_weights(lengths=(2, 8), advantages=(1.0, 1.0))
-    assert w["grpo"]["per_answer"][0] == pytest.approx(w["grpo"]["per_answer"][1])
-    assert w["dapo"]["per_token"][0] == pytest.approx(w["dapo"]["per_token"][1])
-    assert w["bnpo"]["per_answer"][1] == pytest.approx(4 * w["bnpo"]["per_answer"][0])
-    assert w["dr_grpo"]["per_token"][0] == pytest.approx(1 / (2 * 8))
-    with pytest.raises(ValueError, match="advantages"):
-        misconceptions.length_weights(lengths=(2, 8), advantages=(1.0,))
-
-
-def test_prompt_weight_matches_the_std_formula():
-    g, eps = 8, 1e-4
-    for r in misconceptions.prompt_weight_by_pass_count(g):
-        k = r["k"]
-        if k in (0, g):
-            assert r["group"] == 0.0 and r["none"] == 0.0
-            continue
-        std = np.sqrt(k * (g - k) / (g * (g - 1)))
-        assert r["ratio"] == pytest.approx(1 / (std + eps), rel=1e-12)
-
-
 def test_kl_pull_back_moves_towards_the_reference():
     h = misconceptions.kl_pull_back(steps=40)
     uniform = np.full(4, 0.25)

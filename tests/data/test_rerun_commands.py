@@ -189,3 +189,23 @@ def test_make_trl_fixtures_writes_to_the_working_directory(monkeypatch, workdir)
     ]
     shipped = SHIPPED_DATA / "trl_fixtures"
     assert sorted(p.name for p in shipped.glob("*.json")) == sorted(script.FILES)
+
+
+def test_verl_metric_keys_writes_to_the_working_directory(monkeypatch, workdir):
+    script = _script(monkeypatch, "scripts/verl_metric_keys.py")
+    checkout = workdir / "verl"
+    for name in script.FILES:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / name).write_text('metrics = {"actor/ppo_kl": 0.0}\n')
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    with files_kept() as changed:
+        monkeypatch.setattr(
+            script.subprocess,
+            "run",
+            lambda *a, **k: SimpleNamespace(stdout="0" * 40 + "\n"),
+        )
+        assert script.main([str(checkout)]) == 0
+        assert changed() == []
+    written = json.loads((workdir / "verl_metric_keys.json").read_text())
+    assert written["keys"] == ["actor/ppo_kl"] and written["verl_commit"] == "0" * 40
+    assert (SHIPPED_DATA / "verl_fixtures" / "verl_metric_keys.json").is_file()

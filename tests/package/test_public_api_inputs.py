@@ -25,6 +25,7 @@ from dpo_grpo.chapters import (
     rollout,
     scoring,
     token_loss,
+    troubleshooting,
     update,
 )
 from dpo_grpo.data import bench_results
@@ -682,11 +683,50 @@ CASES = [
         "temperatures",
         id="group_mean_spread-unnamed",
     ),
+    # troubleshooting (the page "Troubleshooting a run")
     pytest.param(
-        lambda: misconceptions.length_weights(lengths=None),
+        lambda: troubleshooting.lora_learning_rate(learning_rates=[0.0]),
+        ValueError,
+        "learning_rates",
+        id="lora_learning_rate-zero-rate",
+    ),
+    pytest.param(
+        lambda: troubleshooting.engine_weight_spread(lengths=[64.5]),
         TypeError,
         "lengths",
-        id="length_weights-unnamed",
+        id="engine_weight_spread-float-length",
+    ),
+    pytest.param(
+        lambda: troubleshooting.temperature_mismatch(0.0),
+        ValueError,
+        "temperature",
+        id="temperature_mismatch-zero",
+    ),
+    pytest.param(
+        lambda: troubleshooting.eval_groups_fit(4, 8, num_generations_eval=0),
+        ValueError,
+        "num_generations_eval",
+        id="eval_groups_fit-zero-eval-generations",
+    ),
+    pytest.param(
+        lambda: troubleshooting.high_entropy_mask(
+            np.ones((2, 3)), np.ones((2, 3)), 1.5
+        ),
+        ValueError,
+        "top_entropy_quantile",
+        id="high_entropy_mask-quantile-above-1",
+    ),
+    pytest.param(
+        lambda: troubleshooting.adaptive_entropy_coef([[0.1]]),
+        ValueError,
+        "entropies",
+        id="adaptive_entropy_coef-2d",
+    ),
+    pytest.param(
+        lambda: troubleshooting.dpo_truncation(10, 5, 6, 2, 0),
+        ValueError,
+        "max_length",
+        id="dpo_truncation-zero-max-length",
     ),
     # explorables (the data behind the figures)
     pytest.param(

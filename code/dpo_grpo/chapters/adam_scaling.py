@@ -9,6 +9,18 @@ import numpy as np
 from .. import _validation as v
 
 
+def adam_step(param, grad, state, lr, betas=(0.9, 0.999), eps=1e-8):
+    """One Adam step (bias-corrected, no weight decay) on an array or a float.
+    ``state`` is ``None`` before the first step, then what the last call returned:
+    ``(m, s, t)``. Returns ``(param - lr * m_hat / (sqrt(s_hat) + eps), state)``."""
+    m, s, t = (0.0, 0.0, 0) if state is None else state
+    m = betas[0] * m + (1 - betas[0]) * grad
+    s = betas[1] * s + (1 - betas[1]) * grad * grad
+    t += 1
+    m_hat, s_hat = m / (1 - betas[0] ** t), s / (1 - betas[1] ** t)
+    return param - lr * m_hat / (np.sqrt(s_hat) + eps), (m, s, t)
+
+
 def adam_dilution(
     steps: int = 200,
     n_groups: int = 8,
@@ -32,13 +44,10 @@ def adam_dilution(
     f = rng.binomial(n_groups, zero_std_rate, size=steps) / n_groups
 
     def adam(grads):
-        m = s = 0.0
-        out = np.empty(steps)
-        for t, x in enumerate(grads, start=1):
-            m = betas[0] * m + (1 - betas[0]) * x
-            s = betas[1] * s + (1 - betas[1]) * x * x
-            m_hat, s_hat = m / (1 - betas[0] ** t), s / (1 - betas[1] ** t)
-            out[t - 1] = -lr * m_hat / (np.sqrt(s_hat) + eps)
+        x, state, out = 0.0, None, np.empty(steps)
+        for t, g_t in enumerate(grads):
+            new_x, state = adam_step(x, g_t, state, lr, betas, eps)
+            out[t], x = new_x - x, new_x
         return out
 
     plain, const, diluted = adam(g), adam(constant_scale * g), adam((1 - f) * g)

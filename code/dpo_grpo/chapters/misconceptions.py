@@ -1,8 +1,8 @@
 """Counter-examples to common misconceptions (chapter 8) and the trainer logs of the
-page "Reading a TRL run", as functions on the four-action bandit and small softmax
+page "Troubleshooting a run", as functions on the four-action bandit and small softmax
 policies: what a sampled group's gradient is, the group mean as a baseline, reward
-scale, the clip that does not bound the KL, what a GRPO trainer logs, length weights,
-prompt weights, and the KL that pulls back a group whose rewards are all equal.
+scale, the clip that does not bound the KL, what a GRPO trainer logs, and the KL that
+pulls back a group whose rewards are all equal.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from ..reference.advantages import group_advantages
 from ..reference.bandit import DEFAULT_REWARDS, bandit_trajectory
 from ..reference.kl import exact_kl, k3
 from ..reference.softmax import log_softmax, softmax
-from ..trl_exact.advantages import reward_advantages
 from ..reference.grpo import clip_region
 from ..trl_exact.grpo import grpo_loss
 from ..stats import sign_test
@@ -385,81 +384,3 @@ def num_iterations_drift(
         kl[mu], clip[mu] = np.array(kl[mu]), np.array(clip[mu])
     diff = kl[max(mus)] - kl[min(mus)]
     return {"kl": kl, "clip_ratio": clip, "kl_difference": diff, **sign_test(diff)}
-
-
-def length_weights(
-    lengths=(2, 8), advantages=(1.0, 1.0), max_completion_length=None
-) -> dict:
-    """Gradient weight per token, ``|d loss / d log pi(y_t)|``, and per answer for each
-    TRL loss type, on-policy.
-
-    ``{loss_type: {"per_token": [..], "per_answer": [..]}}`` for answers of the given
-    ``lengths`` (one row each). ``grpo`` gives each answer the same total weight (short
-    answers' tokens weigh more); ``bnpo``/``dapo`` give each token the same weight (long
-    answers weigh more); ``dr_grpo`` divides by the constant ``B * max_len``.
-    """
-    lengths = [
-        v.integer(n, "lengths", minimum=1) for n in v.sequence(lengths, "lengths")
-    ]
-    if not lengths:
-        raise ValueError("lengths must not be empty")
-    adv = v.as_float_array(advantages, "advantages", ndim=1)
-    if adv.size != len(lengths):
-        raise ValueError(
-            f"advantages must have one entry per length ({len(lengths)}), "
-            f"got {adv.size}"
-        )
-    width = max(lengths)
-    mask = (np.arange(width)[None, :] < np.array(lengths)[:, None]).astype(float)
-    lp = np.log(np.full(mask.shape, 0.5))
-    out = {}
-    for lt in ("grpo", "bnpo", "dr_grpo", "dapo"):
-        res = grpo_loss(
-            lp,
-            lp,
-            None,
-            adv,
-            mask,
-            beta=0.0,
-            loss_type=lt,
-            max_completion_length=max_completion_length,
-        )
-        g = np.abs(res.grad)
-        out[lt] = dict(
-            per_token=[float(g[i, 0]) for i in range(len(lengths))],
-            per_answer=[float(g[i].sum()) for i in range(len(lengths))],
-            loss=res.loss,
-        )
-    return out
-
-
-def prompt_weight_by_pass_count(group_size=8) -> list:
-    """Total advantage mass ``sum_i |A_i|`` of a group with ``k`` correct answers out of
-    ``G`` (0/1 rewards), under TRL's ``scale_rewards="group"`` and ``"none"``. On-policy
-    this is the prompt's weight in the gradient.
-
-    Rows ``{k, pass_rate, group, none, ratio}``: dividing by the std up-weights very
-    easy and very hard prompts.
-    """
-    g = v.integer(group_size, "group_size", minimum=2)
-    rows = []
-    for k in range(g + 1):
-        rewards = np.array([1.0] * k + [0.0] * (g - k))[:, None]
-        grp = float(
-            np.abs(
-                reward_advantages(rewards, g, scale_rewards="group").advantages
-            ).sum()
-        )
-        none = float(
-            np.abs(reward_advantages(rewards, g, scale_rewards="none").advantages).sum()
-        )
-        rows.append(
-            dict(
-                k=k,
-                pass_rate=k / g,
-                group=grp,
-                none=none,
-                ratio=grp / none if none else float("nan"),
-            )
-        )
-    return rows
