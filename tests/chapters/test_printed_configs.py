@@ -340,3 +340,40 @@ def test_every_printed_config_builds_on_a_cpu_with_the_pages_variant(variant, tm
         + ", ".join(f"{k}={v!r}" for k, v in V.CPU_CONFIG.items())
         + ")"
     )
+
+
+#: The DPO-family rows that set a field away from their TRL config class's default, and
+#: why: the loss needs it (robust, EXO, the SFT mix) or the row is its paper's (SimPO,
+#: PAPER_CLAIMS). Every other field a row prints is TRL's default, as chapter 10.5 says.
+_AWAY_FROM_DEFAULT = {
+    "robust DPO": {"label_smoothing"},
+    "EXO": {"label_smoothing"},
+    "DPO + SFT (RPO-style)": {"loss_weights"},
+    "SimPO": {"beta", "simpo_gamma", "cpo_alpha"},
+}
+
+
+@pytest.mark.parametrize(
+    "variant",
+    V.DPO_VARIANTS + V.PREFERENCE_TRAINERS,
+    ids=lambda v: v.name,
+)
+def test_dpo_family_rows_print_trls_defaults_unless_the_page_says_why(variant):
+    import dataclasses
+
+    pytest.importorskip("trl")
+    module, _, name = V.TRL_CONFIG_CLASSES[variant.trainer].rpartition(".")
+    fields = dataclasses.fields(getattr(importlib.import_module(module), name))
+    default = {
+        f.name: f.default_factory()
+        if f.default is dataclasses.MISSING
+        and f.default_factory is not dataclasses.MISSING
+        else f.default
+        for f in fields
+    }
+    away = {
+        key
+        for key, value in variant.config.items()
+        if key != "loss_type" and default[key] != value
+    }
+    assert away == _AWAY_FROM_DEFAULT.get(variant.name, set()), variant.name
