@@ -13,8 +13,9 @@ a trainer lays it out, ``<bos> prompt answer <eos>`` then padding.
   smoothing, so a pair the corpus never shows keeps a small probability.
 - :func:`encode_batch`: ids, roles (``"P"`` prompt, ``"C"`` completion, ``"."``
   padding) and the loss mask (1 exactly on the completion, ``<eos>`` included).
-- :func:`token_logps`: each token's log-prob, read from the prediction made one
-  position earlier (the shift of a causal language model).
+
+The chapter reads each token's log-prob from the table row of the token before it (the
+shift of a causal language model) in its own cell.
 """
 
 from __future__ import annotations
@@ -134,15 +135,3 @@ def encode_batch(tokenizer, prompt, completions) -> TokenBatch:
         roles[i, : len(head)] = PROMPT
         roles[i, len(head) : len(head) + len(tail)] = COMPLETION
     return TokenBatch(ids, roles, (roles == COMPLETION).astype(np.float64))
-
-
-def token_logps(logprob_table, ids):
-    """``out[:, t] = log P(ids[:, t] | ids[:, t - 1])``: token t is scored by the
-    prediction made at position t - 1. Position 0 has no earlier prediction: 0."""
-    table = v.as_float_array(logprob_table, "logprob_table", ndim=2, finite=False)
-    ids = v.integer_array(ids, "ids", ndim=2)
-    if table.shape[0] != table.shape[1] or ids.min() < 0 or ids.max() >= len(table):
-        raise ValueError("logprob_table must be (V, V) and ids must lie in [0, V)")
-    out = np.zeros(ids.shape)
-    out[:, 1:] = table[ids[:, :-1], ids[:, 1:]]  # the shift
-    return out
