@@ -354,3 +354,49 @@ def files_kept(*folders):
             if not p.is_file() or p.read_bytes() != data:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(data)
+
+
+def accuracy(prompts, completions, **kwargs):
+    return [float(any(ch.isdigit() for ch in c)) for c in completions]
+
+
+def format(prompts, completions, **kwargs):  # TRL logs rewards/format/*
+    return [0.5 if len(c) % 2 else 0.0 for c in completions]
+
+
+def real_grpo_run(path, tok, tmp_path, max_steps=1, **options):
+    """A real ``GRPOTrainer`` after ``train()`` on the tiny model at ``path``: one
+    prompt per step, four completions of at most 6 tokens, rewards ``accuracy`` and
+    ``format``, logged every step; ``options`` go to ``GRPOConfig``. Read its
+    ``state.log_history``. Needs TRL."""
+    import warnings
+
+    import trl
+    from datasets import Dataset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path),
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            save_strategy="no",
+            logging_steps=1,
+            max_steps=max_steps,
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=6,
+            seed=0,
+            disable_tqdm=True,
+            **options,
+        )
+        trainer = trl.GRPOTrainer(
+            model=str(path),
+            reward_funcs=[accuracy, format],
+            args=args,
+            train_dataset=Dataset.from_dict({"prompt": ["1+1="] * 4 * max_steps}),
+            processing_class=tok,
+        )
+        trainer.train()
+    return trainer

@@ -3,6 +3,7 @@ run"), every metric against a second computation."""
 
 import numpy as np
 import pytest
+from testing_support import real_grpo_run
 
 from dpo_grpo.chapters import trl_log_line as q
 
@@ -205,55 +206,10 @@ def test_the_pages_table_lists_every_key_trls_source_logs():
     assert set(meanings) >= set(table) - {"rewards/<f>/mean", "rewards/<f>/std"}
 
 
-def accuracy(prompts, completions, **kwargs):
-    return [float(any(ch.isdigit() for ch in c)) for c in completions]
-
-
-def format(prompts, completions, **kwargs):  # TRL logs rewards/format/*
-    return [0.5 if len(c) % 2 else 0.0 for c in completions]
-
-
-def one_grpo_step(path, tok, tmp_path, **options) -> list:
-    """``log_history`` of a real one-step ``GRPOTrainer.train()`` on the tiny model:
-    one prompt, four completions of at most 6 tokens, rewards ``accuracy`` and
-    ``format``, logged every step; ``options`` go to ``GRPOConfig``."""
-    import warnings
-
-    import trl
-    from datasets import Dataset
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        args = trl.GRPOConfig(
-            output_dir=str(tmp_path),
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
-            save_strategy="no",
-            logging_steps=1,
-            max_steps=1,
-            per_device_train_batch_size=4,
-            num_generations=4,
-            max_completion_length=6,
-            seed=0,
-            disable_tqdm=True,
-            **options,
-        )
-        trainer = trl.GRPOTrainer(
-            model=str(path),
-            reward_funcs=[accuracy, format],
-            args=args,
-            train_dataset=Dataset.from_dict({"prompt": ["1+1="] * 4}),
-            processing_class=tok,
-        )
-        trainer.train()
-    return trainer.state.log_history
-
-
 def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
     tiny_model_dir, tmp_path
 ):
-    line, last = one_grpo_step(*tiny_model_dir, tmp_path, beta=0.04)
+    line, last = real_grpo_run(*tiny_model_dir, tmp_path, beta=0.04).state.log_history
     logged = {q.key_pattern(k) for k in line} - {"step"}
     when = q.GRPO_KEY_WHEN
     every = {k for k, w in when.items() if w.startswith("every line")}
@@ -271,12 +227,12 @@ def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(
 
 def test_options_add_the_keys_the_table_names(tiny_model_dir, tmp_path):
     # the entropy bonus and the Trainer's token counter, in a real step
-    line, last = one_grpo_step(
+    line, last = real_grpo_run(
         *tiny_model_dir,
         tmp_path,
         entropy_coef=0.01,
         include_num_input_tokens_seen="all",
-    )
+    ).state.log_history
     when = q.GRPO_KEY_WHEN
     every = {k for k, w in when.items() if w.startswith("every line")}
     tokens = {k for k, w in when.items() if "include_num_input_tokens_seen" in w}

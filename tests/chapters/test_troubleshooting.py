@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from testing_support import real_grpo_run
 
 from dpo_grpo.chapters import trl_log_line
 from dpo_grpo.chapters import troubleshooting as ts
@@ -178,41 +179,14 @@ def tiny_model_dir(checkpoint):
 def test_adaptive_entropy_coef_is_what_a_real_grpo_trainer_logs(
     tiny_model_dir, tmp_path, target
 ):
-    import warnings
-
-    import trl
-    from datasets import Dataset
-
-    path, tok = tiny_model_dir
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        args = trl.GRPOConfig(
-            output_dir=str(tmp_path),
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
-            save_strategy="no",
-            logging_steps=1,
-            max_steps=3,
-            per_device_train_batch_size=4,
-            num_generations=4,
-            max_completion_length=6,
-            seed=0,
-            disable_tqdm=True,
-            use_adaptive_entropy=True,
-            entropy_coef=0.01,
-            entropy_target=target,
-        )
-        trainer = trl.GRPOTrainer(
-            model=str(path),
-            reward_funcs=[
-                lambda completions, **kw: [float(len(c)) for c in completions]
-            ],
-            args=args,
-            train_dataset=Dataset.from_dict({"prompt": ["1+1="] * 12}),
-            processing_class=tok,
-        )
-        trainer.train()
+    trainer = real_grpo_run(
+        *tiny_model_dir,
+        tmp_path,
+        max_steps=3,
+        use_adaptive_entropy=True,
+        entropy_coef=0.01,
+        entropy_target=target,
+    )
     lines = [line for line in trainer.state.log_history if "entropy_coef" in line]
     assert len(lines) == 3
     ours = ts.adaptive_entropy_coef(
