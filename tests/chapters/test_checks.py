@@ -2,6 +2,7 @@
 article's numbers, reports, and its command line exits 1 when a check fails."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -68,6 +69,20 @@ def test_report(results):
     )
     with pytest.raises(TypeError, match="results"):
         checks.report({"x": 1})
+
+
+def test_report_shows_rounding_level_values_as_a_bound(results):
+    """Issue #43: a value below EXACT_TOL (1e-12) is float64 rounding; the report line
+    shows the bound '< 1e-12', not its digits (4.441e-16, 0.000e+00). Larger values,
+    such as finite-difference errors, keep theirs."""
+    tiny = check_result.check_result("identity", 4.4e-16, 1e-12, "an identity", {})
+    assert "< 1e-12 (threshold 1e-12)" in tiny.line() and "e-16" not in tiny.line()
+    zero = check_result.check_result("zero", 0.0, 1e-12, "an identity", {})
+    assert "< 1e-12" in zero.line() and "0.000e+00" not in zero.line()
+    fd = check_result.check_result("gradient", 1.2416e-11, 1e-8, "a gradient", {})
+    assert "1.242e-11 (threshold 1e-08)" in fd.line()
+    text = checks.report(results)
+    assert not re.search(r"e-(1[3-9]|[2-9]\d)\b|0\.0+e\+00", text), text
 
 
 def test_report_in_chinese(results, monkeypatch):

@@ -62,16 +62,21 @@ class CheckResult:
 
     def line(self) -> str:
         """One report line: PASS/FAIL, name, measured value and threshold; words in the
-        reader's language (:func:`dpo_grpo.i18n.tr`), the name (a key) as it is."""
+        reader's language (:func:`dpo_grpo.i18n.tr`), the name (a key) as it is. A value
+        below :data:`EXACT_TOL` is float64 rounding and shows as that bound
+        (``< 1e-12``), not as its digits."""
         thr = (
             ""
             if self.threshold is None
             else tr(" (threshold {threshold:.0e})", threshold=self.threshold)
         )
         status = tr("PASS") if self.passed else tr("FAIL")
-        return (
-            f"{status}  {self.name:<28} {self.value:.3e}{thr}  {tr(self.description)}"
+        value = (
+            f"{self.value:.3e}"
+            if abs(self.value) >= EXACT_TOL
+            else f"{'< ' + format(EXACT_TOL, '.0e'):>9}"
         )
+        return f"{status}  {self.name:<28} {value}{thr}  {tr(self.description)}"
 
 
 def check_result(name, value, threshold, description, details, passed=None):

@@ -392,11 +392,11 @@ def check_masks() -> CheckResult:
     """Padding cannot pollute the loss, and invalid inputs are rejected.
 
     (1) The article's case: advantages +1/-1, equal ratios, NaN in padding: the ``grpo``
-    loss is exactly 0. (2) A ragged batch with NaN, +inf and -inf written into the
-    padding of the three log-prob arrays gives the same loss and gradient as the clean
-    batch and as each sequence evaluated alone on its valid tokens. (3) Every case of
-    :func:`invalid_input_cases` raises ``ValueError``; ``details['messages']`` holds the
-    messages. Value: the largest loss difference of (1) and (2).
+    loss is 0 to float64 rounding. (2) A ragged batch with NaN, +inf and -inf written
+    into the padding of the three log-prob arrays gives the same loss and gradient as
+    the clean batch and as each sequence evaluated alone on its valid tokens. (3) Every
+    case of :func:`invalid_input_cases` raises ``ValueError``; ``details['messages']``
+    holds the messages. Value: the largest loss difference of (1) and (2).
     """
     mask = np.array([[1, 0, 0], [1, 1, 1]])
     old = np.log(np.full((2, 3), 0.2))
