@@ -29,3 +29,17 @@ def test_sign_test_equals_scipys_exact_binomial_test(ahead, behind):
 def test_sign_test_rejects_what_is_not_a_vector():
     with pytest.raises(ValueError, match="differences"):
         stats.sign_test([[1.0, -1.0]])
+
+
+def test_holm_by_hand():
+    # sorted: 0.01 x 4 = 0.04, 0.02 x 3 = 0.06, 0.04 x 2 = 0.08, 0.30 x 1 = 0.30
+    # (already monotone); given out of order, returned in the input's order
+    out = stats.holm([0.04, 0.30, 0.01, 0.02])
+    assert out == pytest.approx([0.08, 0.30, 0.04, 0.06])
+    # the running maximum: 0.01 x 3 = 0.03, 0.011 x 2 = 0.022 -> 0.03, 0.5 x 1
+    assert stats.holm([0.5, 0.011, 0.01]) == pytest.approx([0.5, 0.03, 0.03])
+    # capped at 1
+    assert stats.holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])
+    for bad in ([0.2, 1.5], []):
+        with pytest.raises(ValueError, match="p_values"):
+            stats.holm(bad)
