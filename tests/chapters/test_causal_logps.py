@@ -53,6 +53,8 @@ def test_temperature_divides_the_logits_as_trl_does(tiny):
     assert (trl.log_probs[:, -keep:] - at_one[:, -keep:]).abs().max() > 1e-3
     # prompt positions are not scored
     assert (trl.log_probs[:, :-keep] == 0).all()
+    # the chapter's helper runs the same head on its own copy of the model
+    assert torch.equal(cl.trl_fused_head_logps(model, ids, labels, 0.7), trl.log_probs)
 
 
 def test_trl_labels_mask_prompt_and_padding():

@@ -124,3 +124,21 @@ def test_masks_from_roles():
     np.testing.assert_array_equal(m["loss"], m["completion"] * m["tool"])
     with pytest.raises(ValueError, match="roles"):
         token_loss.masks_from_roles(np.array([[5]]))
+
+
+def test_roles_from_text_spells_the_roles_of_masks_from_roles():
+    roles = token_loss.roles_from_text(["PPMMTTM.", "PPMMMM.."])
+    assert roles.tolist() == [
+        [token_loss.PROMPT] * 2
+        + [token_loss.MODEL] * 2
+        + [token_loss.TOOL] * 2
+        + [token_loss.MODEL, token_loss.PAD],
+        [token_loss.PROMPT] * 2 + [token_loss.MODEL] * 4 + [token_loss.PAD] * 2,
+    ]
+    assert token_loss.masks_from_roles(roles)["loss"].sum(1).tolist() == [3, 4]
+    with pytest.raises(ValueError, match="one length"):
+        token_loss.roles_from_text(["PM", "PMM"])
+    with pytest.raises(ValueError, match="only P, M, T"):
+        token_loss.roles_from_text(["PX"])
+    with pytest.raises(ValueError, match="rows"):
+        token_loss.roles_from_text([])

@@ -9,8 +9,9 @@ The four details of step 5 that a toy table of logits hides:
   :func:`prefix_forward_logps` recomputes every log-prob from its own prefix, one
   forward pass per position, and :func:`assert_logps_match` fails on the bug.
 - **the temperature**: TRL 1.16.0 divides the logits by ``args.temperature`` before
-  the log-softmax (``add_fused_lm_head(model, temperature=...)``), so the ratio
-  compares the distribution that was sampled.
+  the log-softmax (``add_fused_lm_head(model, temperature=...)``;
+  :func:`trl_fused_head_logps` runs TRL's own head), so the ratio compares the
+  distribution that was sampled.
 - **the masks**: :func:`trl_labels` builds the labels TRL's
   ``_get_per_token_logps_and_entropies`` builds (``-100`` on padding and on the
   prompt); :func:`completion_mask` is 1 up to and including the first EOS.
@@ -110,6 +111,26 @@ def trl_labels(input_ids, attention_mask, logits_to_keep):
     labels = input_ids.masked_fill(attention_mask == 0, -100)
     labels[:, : input_ids.shape[1] - int(logits_to_keep)] = -100
     return labels
+
+
+def trl_fused_head_logps(model, input_ids, labels, temperature=1.0):
+    """The per-token log-probs TRL 1.16.0's fused LM head returns (a copy of ``model``
+    with ``trl.trainer.utils.add_fused_lm_head(model, temperature=...)``), 0 where
+    ``labels`` is ``-100``. Raises ``ImportError`` when TRL is not installed."""
+    import copy
+
+    from trl.trainer.utils import add_fused_lm_head
+
+    fused = copy.deepcopy(model)
+    add_fused_lm_head(fused, temperature=_temperature(temperature))
+    with torch.no_grad():
+        out = fused(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            labels=labels,
+            fused_lm_head=True,
+        )
+    return out.log_probs
 
 
 def old_logps_source(

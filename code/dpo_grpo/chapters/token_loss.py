@@ -99,6 +99,25 @@ def masks_from_roles(roles):
     }
 
 
+#: The letters of :func:`roles_from_text`
+ROLE_LETTERS = {"P": PROMPT, "M": MODEL, "T": TOOL, ".": PAD}
+
+
+def roles_from_text(rows):
+    """Token roles (B, L) from one string per row, a letter per position: ``P``
+    prompt, ``M`` model, ``T`` tool or environment, ``.`` padding (all rows one
+    length), for :func:`masks_from_roles`."""
+    rows = v.sequence(rows, "rows")
+    if not rows or not all(isinstance(r, str) and r for r in rows):
+        raise ValueError("rows must be non-empty strings, one per row")
+    if len({len(r) for r in rows}) != 1:
+        raise ValueError(f"rows must all have one length, got {[len(r) for r in rows]}")
+    bad = sorted(set("".join(rows)) - set(ROLE_LETTERS))
+    if bad:
+        raise ValueError(f"rows may hold only P, M, T and '.', got {bad}")
+    return np.array([[ROLE_LETTERS[c] for c in r] for r in rows], dtype=np.int64)
+
+
 class LossOutput(NamedTuple):
     """Output of :func:`loss_and_grad`: ``loss``, ``grad`` = d loss / d new_logps (N,
     T), the :class:`~dpo_grpo.trl_exact.grpo.GRPOOutput` ``grpo`` (before any engine
