@@ -253,7 +253,7 @@ def test_every_code_exercise_draws_fresh_inputs():
 
 CH03 = chapter_exercises("03")
 PART_A = ["03.1", "03.2", "03.3", "03.4", "03.5"]  # 03_derivations
-PART_B = [i for i in CH03 if i not in PART_A]  # 03b_grpo_derivations
+PART_B = [i for i in CH03 if i not in PART_A]  # 03c_kl_term
 GRADED = "from dpo_grpo.exercises.record import check"
 
 
@@ -285,12 +285,10 @@ def chapter3(tmp_path_factory):
         del cell["outputs"]
     (d / "alice_03_derivations.ipynb").write_text(json.dumps(raw))
     untouched = [f"check({i!r}, None)" for i in PART_B if i != "03.6"]
-    _nb(
-        d / "alice_03b_grpo_derivations.ipynb", GRADED, "check('03.6', 'b')", *untouched
-    )
+    _nb(d / "alice_03c_kl_term.ipynb", GRADED, "check('03.6', 'b')", *untouched)
     (d / "bob").mkdir()
     _nb(
-        d / "bob" / "03b_grpo_derivations.ipynb",
+        d / "bob" / "03c_kl_term.ipynb",
         GRADED,
         "check('03.6', None)",
         *untouched,
@@ -301,8 +299,8 @@ def chapter3(tmp_path_factory):
 def test_each_notebook_of_a_split_chapter_is_graded_on_its_own_exercises(chapter3):
     assert sorted(chapter3) == [
         "alice_03_derivations.ipynb",
-        "alice_03b_grpo_derivations.ipynb",
-        "bob/03b_grpo_derivations.ipynb",
+        "alice_03c_kl_term.ipynb",
+        "bob/03c_kl_term.ipynb",
     ]
     first = chapter3["alice_03_derivations.ipynb"]
     # no outputs keys, and a re-run with None: the answer stands
@@ -310,9 +308,9 @@ def test_each_notebook_of_a_split_chapter_is_graded_on_its_own_exercises(chapter
         "03.1": "correct",
         **{i: "not attempted" for i in PART_A[1:]},
     }, first.note
-    second = chapter3["alice_03b_grpo_derivations.ipynb"]
+    second = chapter3["alice_03c_kl_term.ipynb"]
     assert list(second.verdicts) == PART_B and second.correct == 1
-    untouched = chapter3["bob/03b_grpo_derivations.ipynb"]
+    untouched = chapter3["bob/03c_kl_term.ipynb"]
     # the graded edition's untouched answers are not attempted, not "not reached"
     assert set(untouched.verdicts.values()) == {"not attempted"}, untouched.note
     assert all(g.seconds > 0 for g in chapter3.values())

@@ -21,7 +21,7 @@ from dpo_grpo.exercises.core import chapter_exercises
 BOOK = Path(__file__).resolve().parents[2] / "book"
 CH03 = chapter_exercises("03")
 PART_A = ["03.1", "03.2", "03.3", "03.4", "03.5"]  # 03_derivations
-PART_B = [i for i in CH03 if i not in PART_A]  # 03b_grpo_derivations
+PART_B = [i for i in CH03 if i not in PART_A]  # 03c_kl_term
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +55,7 @@ def test_every_shipped_notebook_is_known_with_the_exercises_it_holds():
         if ids:
             assert sorted(core.notebook_exercises(path.stem)) == sorted(ids), path.name
     assert core.notebook_exercises("03_derivations") == PART_A
-    assert core.notebook_exercises("03b_grpo_derivations") == PART_B
+    assert core.notebook_exercises("03c_kl_term") == PART_B
     with pytest.raises(ValueError, match="stem"):
         core.notebook_exercises("99_nothing")
 
@@ -70,9 +70,7 @@ def test_a_split_chapter_notebook_is_graded_on_the_exercises_it_ships_with():
     assert grade.graded_exercises(_checks("03.1", "03.8"), name, "03") == CH03
     assert grade.graded_exercises(_nb("x = 1"), name, "03") == CH03
     # no check left: the file's name tells which notebook it was
-    assert grade.graded_exercises(
-        _nb("x = 1"), "a_03b_grpo_derivations.ipynb", "03"
-    ) == (PART_B)
+    assert grade.graded_exercises(_nb("x = 1"), "a_03c_kl_term.ipynb", "03") == (PART_B)
     assert grade.graded_exercises(_checks("04.1"), name, "04") == chapter_exercises(
         "04"
     )
@@ -84,8 +82,8 @@ def test_a_split_chapter_notebook_is_graded_on_the_exercises_it_ships_with():
     "name, student",
     [
         ("alice_03_derivations.ipynb", "alice"),
-        ("alice-03b_grpo_derivations.ipynb", "alice"),
-        ("Alice Smith 03B_GRPO_derivations.ipynb", "Alice Smith"),
+        ("alice-03c_kl_term.ipynb", "alice"),
+        ("Alice Smith 03C_KL_term.ipynb", "Alice Smith"),
         ("bob/03_derivations.ipynb", "bob"),
         ("bob/anything.ipynb", "bob"),
         ("carol.ipynb", "carol"),
@@ -227,13 +225,13 @@ def grades():
             notes={"03.5": "close, but not within the tolerance ±0.000977"},
         ),
         _g(
-            "alice_03b_grpo_derivations.ipynb",
+            "alice_03c_kl_term.ipynb",
             "alice",
             {i: "correct" if i == "03.6" else "not attempted" for i in PART_B},
             30.5,
         ),
         _g(
-            "bob/03b_grpo_derivations.ipynb",
+            "bob/03c_kl_term.ipynb",
             "bob",
             {i: "not attempted" for i in PART_B},
             8.0,
@@ -268,7 +266,7 @@ def test_the_gradebook_has_one_row_per_student_over_the_whole_chapter(grades, re
     assert alice.seconds == pytest.approx(42.5)
     assert [g.notebook for g in alice.notebooks] == [
         "alice_03_derivations.ipynb",
-        "alice_03b_grpo_derivations.ipynb",
+        "alice_03c_kl_term.ipynb",
     ]
     # bob handed in only the second notebook: the first's exercises are not attempted
     assert bob.verdicts["03.1"] == "not attempted" and "no notebook" in bob.notes[0]

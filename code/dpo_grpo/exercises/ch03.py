@@ -1,5 +1,5 @@
 """Exercises of chapter 3: Derivations I, DPO (03_derivations), 03.1-03.5; Derivations
-II, GRPO (03b_grpo_derivations), 03.6-03.14. Within each page the levels ascend."""
+II and III, GRPO (03c_kl_term), 03.6-03.14. Within each page the levels ascend."""
 
 import numpy as np
 
@@ -244,7 +244,7 @@ numeric(
 )
 
 
-# --- Derivations II: GRPO (03b_grpo_derivations) --------------------------------------
+# --- Derivations II and III: GRPO (their exercises: 03c_kl_term) ----------------------
 
 choice(
     "03.6",
@@ -284,25 +284,32 @@ choice(
     level=1,
 )
 
-#: 03.7: an affine map of the first reward group, r' = a r + b with a small positive a.
-EX7_SCALE, EX7_SHIFT = 0.001, 5.0
+#: 03.7: the scale a of the rewards at which the guard eps shrinks every advantage by
+#: 1%: std / (std + eps / a) = 0.99 (section 3.4's formula; a shift cancels exactly).
+EX7_EPS, EX7_SHRINK = 1e-4, 0.99
+
+
+def _one_percent_scale(ddof=0, shrink=EX7_SHRINK):
+    std = ex.REWARD_GROUPS[:1].std(ddof=ddof)
+    return EX7_EPS * shrink / ((1 - shrink) * std)
+
 
 numeric(
     "03.7",
-    "Map the first group's rewards [0.2, 0.8, 1.4, 0.6] to r' = 0.001 r + 5 and "
-    "standardise with the population std and eps = 1e-4. Give the four new advantages.",
-    lambda: group_advantages(EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT)[0],
+    "For the first group's rewards [0.2, 0.8, 1.4, 0.6] (population std, eps = 1e-4), "
+    "find the positive scale a of the rewards at which every standardised advantage "
+    "is 1% smaller than with eps = 0.",
+    _one_percent_scale,
     mistakes={
-        "invariant": (
-            lambda: group_advantages(ex.REWARD_GROUPS[:1])[0],
-            "Standardisation cancels an affine map exactly only when eps = 0; here "
-            "eps is fixed while the std shrinks with the scale.",
+        "eps over a is 1% of std": (
+            lambda: EX7_EPS / (0.01 * ex.REWARD_GROUPS[:1].std()),
+            "You set eps / a to 1% of the std. The advantages are std / (std + eps / "
+            "a) times their eps = 0 values, so eps / a must be std / 99.",
         ),
         "ddof 1": (
-            lambda: group_advantages(
-                EX7_SCALE * ex.REWARD_GROUPS[:1] + EX7_SHIFT, ddof=1
-            )[0],
-            "These use the sample std (ddof=1); the exercise uses the population std.",
+            lambda: _one_percent_scale(ddof=1),
+            "You used the sample standard deviation (ddof=1); the exercise uses the "
+            "population one.",
         ),
     },
     level=1,

@@ -235,15 +235,16 @@ def chapter_exercises(chapter: str) -> list[str]:
 
 
 #: The notebooks of the book that hold exercises, and which: a whole chapter (its
-#: number), or for the chapters shipped as two notebooks, the exercises of each part
-#: (the second part numbered on from where the first stops).
+#: number), or for the chapters shipped as several notebooks, the exercises of each part
+#: that holds some (numbered on from where the previous one stops; chapter 3's
+#: 03b_grpo_derivations holds none, its exercises close 03c_kl_term).
 #: ``tests/exercises/test_grade_report.py`` and ``tests/exercises/test_numbering.py``
 #: check this against ``book/``.
 NOTEBOOKS = {
     "01_why": "01",
     "02_minimal_understanding": "02",
     "03_derivations": ("03.1", "03.2", "03.3", "03.4", "03.5"),
-    "03b_grpo_derivations": (
+    "03c_kl_term": (
         "03.6",
         "03.7",
         "03.8",
