@@ -56,15 +56,8 @@ HELPER = "helper: chapters 4-5b"
 LEAD = "lead: chapters 6-10, run page, lab"
 KNOWN_REPEATS: dict[tuple, str] = {
     # the advantages of section 2.2 (home: 02_minimal_understanding, ch02-06)
-    ("output", "04_code", "64d9ef57"): HELPER,
-    ("output", "05b_silent_pitfalls", "ch05-58"): HELPER,
     ("output", "08_misconceptions", "ch08-16"): LEAD,
-    # the four-answer clip example (home: 02_minimal_understanding, section 2.3)
-    ("output", "04_code", "75395780"): HELPER,
-    # TRL's sample-std advantages, printed in 04_code (ch04-27) and again
-    ("output", "05_production", "ch05-14"): HELPER,
     # the KL-direction cell (home: 03c_kl_term, label ch03-kl-direction)
-    ("output", "05_production", "ch05-09a"): HELPER,
     ("output", "trl_reading_a_run", "ch08-38"): LEAD,
     # the memory totals (home: 01_why, section 1.4)
     ("output", "06_costs_and_limits", "ch06-08"): LEAD,
