@@ -27,7 +27,7 @@ import reader_edition  # scripts/ (tests/conftest.py puts it on sys.path)
 import zh_catalog
 
 STEMS = [p.stem for p in zh_catalog.toc_pages() if p.suffix == ".ipynb"]
-#: edition -> its executed notebooks below the build folder (tests/book/test_executed.py)
+#: edition -> its executed notebooks below the build (tests/book/test_executed.py)
 EXECUTED = {
     "en": Path("jupyter_execute"),
     "zh": Path("zh") / "_build" / "jupyter_execute",
