@@ -2,13 +2,14 @@
 (issue #43, item 3).
 
 A paragraph announces a cell when it says so ("the cell below", "the next cell",
-"below:"; in Chinese 下面的单元, 下一个单元, 这个单元) or when it ends with a colon
-(":" or "："). Such a paragraph must reach a code cell the reader sees before any heading: a
-heading between the announcing paragraph and its cell is a splice (a section inserted
-between a lead-in and the cell it introduces). A paragraph that ends with a colon and is
-the last block of its Markdown cell must be followed directly by a visible code cell (a
-cell tagged ``remove-cell`` is skipped, the reader never sees it); one followed by
-another block of its own cell introduces that block (a list, a table, an equation).
+"below:"; in Chinese 下面的单元, 下一个单元, 这个单元) or when it ends
+with a colon (":" or "："). Such a paragraph must reach a code cell the reader sees
+before any heading: a heading between the announcing paragraph and its cell is a
+splice (a section inserted between a lead-in and the cell it introduces). A paragraph
+that ends with a colon and is the last block of its Markdown cell must be followed
+directly by a visible code cell (a cell tagged ``remove-cell`` is skipped, the reader
+never sees it); one followed by another block of its own cell introduces that block (a
+list, a table, an equation).
 
 Both editions are checked on every notebook page of ``_toc.yml``, with no build: the
 executed English pages carry the Markdown cells of ``book/`` unchanged, and the Chinese
