@@ -39,7 +39,6 @@ KNOWN = {
     "02_minimal_understanding": "helper 1-3b",
     "03_derivations": "helper 1-3b",
     "03b_grpo_derivations": "helper 1-3b",
-    "10_further_reading": "lead",
     "appendix_benchmarks": "lead",
     "appendix_trl_parity": "lead",
     "lab_tiny_grpo": "lead",
