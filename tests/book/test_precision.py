@@ -42,7 +42,6 @@ KNOWN = {
     "appendix_benchmarks": "lead",
     "appendix_trl_parity": "lead",
     "lab_tiny_grpo": "lead",
-    "trl_reading_a_run": "lead",
 }
 
 _EDGE = r"(?<![\w.])"
