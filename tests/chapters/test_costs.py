@@ -384,3 +384,15 @@ def test_validation():
         c.Throughput(train_mfu=2.0)
     with pytest.raises(TypeError, match="cost"):
         c.step_time("ppo")
+
+
+def test_budget_rows_without_memory_leave_out_the_two_memory_rows():
+    w = c.Workload(n_params=7_000_000_000)
+    full, lean = c.budget_rows(w), c.budget_rows(w, memory=False)
+    assert [r[0] for r in full[:2]] == [
+        "trainable state per GPU",
+        "frozen weights per GPU",
+    ]
+    assert lean == full[2:]
+    with pytest.raises(TypeError, match="memory"):
+        c.budget_rows(w, memory="no")

@@ -486,14 +486,19 @@ def rollout_crossover(rows, critic_key: str = "critic"):
     return None
 
 
-def budget_rows(workload: Workload, throughput: Throughput | None = None) -> list:
+def budget_rows(
+    workload: Workload, throughput: Throughput | None = None, *, memory: bool = True
+) -> list:
     """The budget of section 6.10 as rows ``(item, unit, {algorithm: value})`` for PPO,
-    GRPO and DPO."""
+    GRPO and DPO; ``memory=False`` leaves out the two memory rows (chapter 1's ledger
+    is their home)."""
     costs = compare(workload)
     times = {a: step_time(c, throughput) for a, c in costs.items()}
-    items = (
+    memory_items = (
         (N_("trainable state per GPU"), "GB", lambda c: c.trainable_bytes / GB),
         (N_("frozen weights per GPU"), "GB", lambda c: c.frozen_bytes / GB),
+    )
+    items = (memory_items if v.boolean(memory, "memory") else ()) + (
         (
             N_("frozen / no-grad forward tokens"),
             N_("tokens"),
