@@ -142,3 +142,5 @@ def test_roles_from_text_spells_the_roles_of_masks_from_roles():
         token_loss.roles_from_text(["PX"])
     with pytest.raises(ValueError, match="rows"):
         token_loss.roles_from_text([])
+    with pytest.raises(TypeError, match="rows"):
+        token_loss.roles_from_text([[2, 2]])

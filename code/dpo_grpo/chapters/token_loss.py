@@ -108,7 +108,9 @@ def roles_from_text(rows):
     prompt, ``M`` model, ``T`` tool or environment, ``.`` padding (all rows one
     length), for :func:`masks_from_roles`."""
     rows = v.sequence(rows, "rows")
-    if not rows or not all(isinstance(r, str) and r for r in rows):
+    if not all(isinstance(r, str) for r in rows):
+        raise TypeError("rows must be strings, one per row")
+    if not rows or not all(rows):
         raise ValueError("rows must be non-empty strings, one per row")
     if len({len(r) for r in rows}) != 1:
         raise ValueError(f"rows must all have one length, got {[len(r) for r in rows]}")
