@@ -40,7 +40,6 @@ KNOWN = {
     "03_derivations": "helper 1-3b",
     "03b_grpo_derivations": "helper 1-3b",
     "appendix_benchmarks": "lead",
-    "appendix_trl_parity": "lead",
     "lab_tiny_grpo": "lead",
 }
 
