@@ -797,3 +797,20 @@ def test_the_torch_loss_takes_the_trl_exact_options_with_the_same_defaults():
     torch_only = {"validate", "fused", "compile", "per_token", "_block_rows"}
     assert [k for k in ours if k not in torch_only] == list(trl)
     assert {k: ours[k].default for k in trl} == {k: p.default for k, p in trl.items()}
+
+
+def test_a_loss_type_without_an_implementation_raises_in_torch_too(monkeypatch):
+    import dpo_grpo.trl_exact.grpo as trl_grpo
+
+    monkeypatch.setattr(trl_grpo, "LOSS_TYPES", trl_grpo.LOSS_TYPES + ("made_up",))
+    lp = tensor(np.log(np.full((2, 3), 0.3)))
+    with pytest.raises(ValueError, match="made_up"):
+        dg.torch_ops.grpo_loss(
+            lp,
+            lp,
+            None,
+            tensor([1.0, -1.0]),
+            tensor(np.ones((2, 3))),
+            loss_type="made_up",
+            beta=0.0,
+        )

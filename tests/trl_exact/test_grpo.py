@@ -309,3 +309,32 @@ def test_vespo_accepts_what_trl_accepts(lam):
         **batch, vespo_lambda_pos=floor, vespo_lambda_neg=floor, **kw
     )
     assert np.isfinite(got.loss) and got.loss == pytest.approx(want.loss, rel=1e-12)
+
+
+def test_a_loss_type_without_an_implementation_raises_instead_of_computing_another(
+    monkeypatch,
+):
+    # a name added to LOSS_TYPES but to no dispatch used to fall into the catch-all
+    # branches (VESPO's policy term with DAPO's normaliser); TRL's dispatch raises
+    import dpo_grpo.trl_exact.grpo as trl_grpo
+
+    monkeypatch.setattr(trl_grpo, "LOSS_TYPES", trl_grpo.LOSS_TYPES + ("made_up",))
+    lp = np.log(np.full((2, 3), 0.3))
+    with pytest.raises(ValueError, match="made_up"):
+        trl_grpo.grpo_loss(
+            lp,
+            lp,
+            None,
+            np.array([1.0, -1.0]),
+            np.ones((2, 3)),
+            loss_type="made_up",
+            beta=0.0,
+        )
+
+
+def test_scale_rewards_without_an_implementation_raises(monkeypatch):
+    import dpo_grpo.trl_exact.advantages as trl_adv
+
+    monkeypatch.setattr(trl_adv, "SCALE_REWARDS", trl_adv.SCALE_REWARDS + ("made_up",))
+    with pytest.raises(ValueError, match="made_up"):
+        trl_adv.reward_advantages(np.array([[1.0], [0.0]]), 2, scale_rewards="made_up")

@@ -145,8 +145,10 @@ def reward_advantages(
         mean = torch.nanmean(groups, dim=1).repeat_interleave(g)
         if scale == "batch":
             std = _nanstd(rewards).expand(n)
-        else:  # "group", and "none" (std only used to count zero-std groups)
+        elif scale in ("group", "none"):  # "none": std only counts zero-std groups
             std = _nanstd(groups, dim=1).repeat_interleave(g)
+        else:
+            raise ValueError(f"scale_rewards {scale!r} has no implementation here")
         advantages = rewards - mean
         if scale != "none":
             advantages = advantages / (std + eps)

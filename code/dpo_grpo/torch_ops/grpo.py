@@ -48,6 +48,7 @@ from ..trl_exact.grpo import (
     GRPOOptions,
     GRPOOutput,
     grpo_options,
+    unimplemented,
 )
 from .grpo_kernel import fused_grpo_loss, maybe_compiled, token_weight
 from .tensors import (
@@ -182,9 +183,11 @@ def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: GRPOOptions):
     ):  # -(4 / tau) sigmoid(tau (rho - 1)) A, tau in float32 as in TRL
         tau = torch.where(a > 0, o.sapo_tau_pos, o.sapo_tau_neg).to(c1.dtype)
         policy = -(torch.sigmoid(tau * (c1 - 1)) * 4 / tau) * a
-    else:  # vespo: -sg(phi(w)) A log pi
+    elif o.loss_type == "vespo":  # -sg(phi(w)) A log pi
         phi = _vespo_weight(log_ratio, a, m, o)
         policy = -phi * a * new
+    else:
+        raise unimplemented(o.loss_type, "policy term")
     per_token_loss = policy * m
     if o.beta != 0:
         per_token_loss = per_token_loss + o.beta * kl_term

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..trl_exact.grpo import GRPOOptions
+from ..trl_exact.grpo import GRPOOptions, unimplemented
 from .tensors import scalar_like
 
 
@@ -29,8 +29,9 @@ def token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
         return scalar_like(1.0 / (bsz * o.max_len * o.gas), n_all)
     if o.loss_type == "luspo":
         return scalar_like(1.0 / (bsz * o.gas), n_all)
-    # dapo, cispo, vespo
-    return 1.0 / (n_items.clamp(min=1.0) / o.nproc * o.gas / o.spg)
+    if o.loss_type in ("dapo", "cispo", "vespo"):
+        return 1.0 / (n_items.clamp(min=1.0) / o.nproc * o.gas / o.spg)
+    raise unimplemented(o.loss_type, "normaliser")
 
 
 _COMPILED: dict = {}

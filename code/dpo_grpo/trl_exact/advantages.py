@@ -125,8 +125,10 @@ def reward_advantages(
         mean = np.repeat(_nanmean(groups, axis=1), g)
         if scale == "batch":
             std = np.full(n, _nanstd(rewards))
-        else:  # "group", and "none" (std only used to count zero-std groups)
+        elif scale in ("group", "none"):  # "none": std only counts zero-std groups
             std = np.repeat(_nanstd(groups, axis=1), g)
+        else:
+            raise ValueError(f"scale_rewards {scale!r} has no implementation here")
         advantages = rewards - mean
         if scale != "none":
             advantages = advantages / (std + eps)

@@ -354,7 +354,7 @@ def grpo_loss_from_options(
         )
     elif o.loss_type == "sapo":
         policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
-    else:  # vespo
+    elif o.loss_type == "vespo":
         phi = vespo_weight(
             log_ratio,
             adv,
@@ -365,6 +365,8 @@ def grpo_loss_from_options(
             o.vespo_lambda_neg,
         )
         policy, d_new = -phi * adv * new, -phi * adv
+    else:
+        raise unimplemented(o.loss_type, "policy term")
     per_token_loss = _full(policy, shape) * m
     if o.beta != 0:
         per_token_loss = per_token_loss + o.beta * kl_term
@@ -453,10 +455,18 @@ def token_weight(o: GRPOOptions, m, n_items=None):
         weight = 1.0 / (bsz * o.max_len * o.gas)
     elif o.loss_type == "luspo":
         weight = 1.0 / (bsz * o.gas)
-    else:  # dapo, cispo, vespo
+    elif o.loss_type in ("dapo", "cispo", "vespo"):
         n_items = float(m.sum()) if n_items is None else n_items
         weight = 1.0 / (max(n_items, 1.0) / o.nproc * o.gas / o.spg)
+    else:
+        raise unimplemented(o.loss_type, "normaliser")
     return _full(weight, m.shape) * m
+
+
+def unimplemented(loss_type: str, part: str) -> ValueError:
+    """The error of a dispatch that meets a ``loss_type`` it has no case for (a name
+    added to :data:`LOSS_TYPES` without its implementation), as TRL's raises."""
+    return ValueError(f"loss_type {loss_type!r} has no {part} in this implementation")
 
 
 def _masked_mean_over(x, m):
