@@ -175,14 +175,13 @@ def test_table_numbers_are_computed_with_the_config_trl_builds(
 PAPER_CLAIMS = {
     # DeepSeekMath (shao2024deepseekmath): eq. for GRPO with the k3 KL in the loss,
     # beta 0.04, 64 samples per question, 1024 tokens, batch 1024, one update per
-    # exploration stage, group-standardised outcome rewards, eps 0.2 both sides
+    # exploration stage, group-standardised outcome rewards; no clip radius is stated
+    # (one update per stage keeps every ratio at 1: the clip never binds)
     "GRPO": dict(
         loss_type="grpo",
         beta=0.04,
         use_bias_correction_kl=False,
         scale_rewards="group",
-        epsilon=0.2,
-        epsilon_high=0.2,
         importance_sampling_level="token",
         num_generations=64,
         max_completion_length=1024,

@@ -93,14 +93,16 @@ TRL_GRPO_DEFAULTS = {
     "std_ddof": 1,
     "max_completion_length": 512,
 }
-#: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting;
-#: the std is unspecified).
+#: DeepSeekMath's GRPO as the article writes it (beta 0.04 is the paper's RL setting).
+#: None: the paper does not state it. Neither the std nor the clip radius is given; with
+#: one update per exploration stage (num_iterations 1) every ratio is 1 and the clip
+#: never binds, so any epsilon gives the same objective.
 PAPER_GRPO = {
     "beta": 0.04,
     "loss_type": "grpo",
     "use_bias_correction_kl": False,
     "scale_rewards": "group",
-    "epsilon": 0.2,
+    "epsilon": None,
     "epsilon_high": None,
     "importance_sampling_level": "token",
     "num_generations": 64,
