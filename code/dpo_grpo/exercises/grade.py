@@ -164,7 +164,7 @@ def graded_exercises(nb, name: str, chapter: str) -> list[str]:
 def student_of(name: str, folder: str = "") -> str:
     """Whose submission ``name`` (its path in the batch) is: the folder it is in
     (``bob/03_derivations.ipynb``: ``bob``), or its file name without ``.ipynb`` and
-    without the name of the book's notebook in it (``alice_03b_grpo_derivations.ipynb``:
+    without the name of the book's notebook in it (``alice_03c_kl_term.ipynb``:
     ``alice``); ``folder`` (the batch folder's name) when nothing else is left."""
     if not isinstance(name, str) or not isinstance(folder, str):
         raise TypeError(
