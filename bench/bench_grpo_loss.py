@@ -12,8 +12,15 @@ sys.path from the repo):
     # without TRL
     .venv/bin/python bench/bench_grpo_loss.py --no-trl
 
-Every number is a median over interleaved repeats of one forward + backward on the same
-(B, T) float32 inputs (see bench/README.md). Results are merged into
+Every torch variant is ``torch_ops.grpo_loss`` called as a reader calls it (the API's
+defaults, ``validate=True`` included) with only the options its name says changed; the
+``_validate`` suffix marks ``validate=True``, a name without it ``validate=False``, and
+each entry records the options of every timed call (``calls``). Every number is a median
+over interleaved repeats of one forward + backward on the same (B, T) float32 inputs,
+and the whole interleaved timing is repeated ``--runs`` times: times are medians of the
+runs' medians, ratios medians of the runs' ratios (see bench/README.md). A forward +
+backward of a small causal LM at the smallest shape is timed beside the default call
+(``model_step``). Results are merged into
 <host-kind>.json in the working directory (or --results FILE) under "grpo_loss";
 bench/README.md says how to refresh the copy the package ships
 (code/dpo_grpo/data/bench_results/, rendered in the benchmark appendix).
@@ -23,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import math
 import os
 import platform
 import random
+import shlex
 import statistics
 import subprocess
 import sys
@@ -183,7 +192,12 @@ def cpu_stall_us() -> int | None:
 
 
 def time_interleaved(
-    fns: dict, device, repeats: int, warmup: int = 2, max_wall_s: float | None = None
+    fns: dict,
+    device,
+    repeats: int,
+    warmup: int = 2,
+    max_wall_s: float | None = None,
+    keep_samples: bool = False,
 ) -> dict:
     """Median (and min, quartiles) seconds of each callable, the callables interleaved
     per repeat.
@@ -197,7 +211,8 @@ def time_interleaved(
     duration had runnable tasks waiting for a core, so it is marked contended. Rounds go
     on until every callable has ``repeats`` uncontended samples (or ``max_wall_s``
     passes); the medians are over uncontended samples when there are at least 3, else
-    over all (``clean_samples`` says which).
+    over all (``clean_samples`` says which). ``keep_samples`` also returns the samples
+    themselves (``_used``: those the median is over), for :func:`pool_runs`.
     """
     for fn in fns.values():
         for _ in range(warmup):
@@ -247,7 +262,44 @@ def time_interleaved(
             "clean_samples": len(clean[name]),
             "median_all_samples_s": statistics.median(samples[name]),
         }
+        if keep_samples:
+            out[name]["_used"] = xs
     return out
+
+
+def pool_runs(runs: list) -> dict:
+    """One timing per variant from several :func:`time_interleaved` runs (each with
+    ``keep_samples``): ``median_s`` is the median of the runs' medians
+    (``runs_median_s`` lists them), the quartiles and minimum are over every sample
+    used."""
+    out = {}
+    for name in runs[0]:
+        xs = [x for run in runs for x in run[name]["_used"]]
+        q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+        medians = [run[name]["median_s"] for run in runs]
+        out[name] = {
+            "median_s": statistics.median(medians),
+            "runs_median_s": medians,
+            "min_s": min(run[name]["min_s"] for run in runs),
+            "q1_s": q[0],
+            "q3_s": q[2],
+            "samples": sum(run[name]["samples"] for run in runs),
+            "clean_samples": sum(run[name]["clean_samples"] for run in runs),
+            "median_all_samples_s": statistics.median(
+                [run[name]["median_all_samples_s"] for run in runs]
+            ),
+        }
+    return out
+
+
+def run_ratios(runs: list, numerator: str, names) -> tuple:
+    """``(median over runs of numerator / name, the runs' ratios)`` per name: each ratio
+    is taken inside one run, where the two were interleaved."""
+    per = {
+        k: [run[numerator]["median_s"] / run[k]["median_s"] for run in runs]
+        for k in names
+    }
+    return {k: statistics.median(v) for k, v in per.items()}, per
 
 
 def _status_bytes(key: str) -> int:
@@ -322,33 +374,71 @@ def make_inputs(b: int, t: int, device, seed: int = 0) -> dict:
     }
 
 
-def torch_variant(
-    x, opts, *, validate=False, fused=None, compile=False, per_token=True
-):
+def torch_variant(x, opts, **options):
+    """One forward + backward of ``torch_ops.grpo_loss`` as a reader calls it: the API's
+    defaults (``validate=True`` among them) except the keyword ``options`` given."""
     new = x["new"].detach().clone().requires_grad_()
     ref = x["ref"] if opts["beta"] != 0 else None
 
-    def fn(n, o, r, a, m):
-        return T.grpo_loss(
-            n,
-            o,
-            r,
-            a,
-            m,
-            validate=validate,
-            fused=fused,
-            compile=compile,
-            per_token=per_token,
-            **opts,
-        )
-
     def run():
         new.grad = None
-        out = fn(new, x["old"], ref, x["adv"], x["mask"])
+        out = T.grpo_loss(new, x["old"], ref, x["adv"], x["mask"], **opts, **options)
         out.loss.backward()
         return out.loss, new.grad
 
     return run
+
+
+#: The options of ``torch_ops.grpo_loss`` the variants change, with the API's defaults.
+CALL_DEFAULTS = {
+    k: p.default
+    for k, p in inspect.signature(T.grpo_loss).parameters.items()
+    if k in ("validate", "fused", "compile", "per_token")
+}
+#: The eager torch variants: label -> options changed from the API's defaults. The
+#: ``_validate`` labels keep ``validate=True`` (the default); ``torch_eager_validate``
+#: is the call as a reader writes it.
+EAGER_VARIANTS = {
+    "torch_eager_validate": {},
+    "torch_eager": {"validate": False},
+    "torch_eager_lean_validate": {"per_token": False},
+    "torch_eager_lean": {"per_token": False, "validate": False},
+    "torch_eager_autograd_validate": {"fused": False},
+    "torch_eager_autograd": {"fused": False, "validate": False},
+}
+#: ``--compile`` choice -> compiled variants (label -> options), each with and without
+#: the value checks.
+COMPILED_VARIANTS = {
+    "full": {
+        "torch_compile_validate": {"compile": True},
+        "torch_compile": {"compile": True, "validate": False},
+    },
+    "lean": {
+        "torch_compile_lean_validate": {"compile": True, "per_token": False},
+        "torch_compile_lean": {"compile": True, "per_token": False, "validate": False},
+    },
+    "autograd": {
+        "torch_compile_autograd_validate": {"compile": True, "fused": False},
+        "torch_compile_autograd": {"compile": True, "fused": False, "validate": False},
+    },
+}
+
+
+def call_record(label: str) -> dict:
+    """What a timed variant calls, with every option of ``torch_ops.grpo_loss`` it ran
+    with (``validate`` None: the call has no such option)."""
+    for options in (EAGER_VARIANTS, *COMPILED_VARIANTS.values()):
+        if label in options:
+            return {
+                "function": "dpo_grpo.torch_ops.grpo_loss",
+                **CALL_DEFAULTS,
+                **options[label],
+            }
+    function = {
+        "numpy": "dpo_grpo.trl_exact.grpo_loss",
+        "trl": "trl.GRPOTrainer._compute_loss",
+    }.get(label, "bandwidth probe")
+    return {"function": function, "validate": None}
 
 
 def numpy_variant(x, opts):
@@ -481,14 +571,12 @@ class TrlHarness:
     def variant(self, name, x, opts):
         trainer = self.trainer(name, opts)
         b, t = x["new"].shape
-        trainer.max_completion_length = t  # dr_grpo's normaliser
         new = x["new"].detach().clone().requires_grad_()
         entropies = torch.zeros_like(new)
-        trainer._get_per_token_logps_and_entropies = lambda *args, **kwargs: (
-            new,
-            entropies,
-            None,
-        )
+
+        def logps_and_entropies(*args, **kwargs):
+            return new, entropies, None
+
         inputs = {
             "prompt_ids": torch.full((b, 1), 5, dtype=torch.long, device=new.device),
             "prompt_mask": torch.ones(b, 1, dtype=torch.long, device=new.device),
@@ -502,6 +590,10 @@ class TrlHarness:
             inputs["ref_per_token_logps"] = x["ref"]
 
         def run():
+            # one trainer serves every shape of a config: this shape's tensors and
+            # length, set at each call
+            trainer._get_per_token_logps_and_entropies = logps_and_entropies
+            trainer.max_completion_length = t  # dr_grpo's normaliser
             new.grad = None
             for values in trainer._metrics["train"].values():
                 values.clear()
@@ -534,35 +626,27 @@ def min_bytes(x, opts, per_token=True) -> int:
     return n * (reads + writes + 2 * elem)
 
 
-COMPILED_VARIANTS = {  # --compile choice: (label, torch_variant keyword arguments)
-    "full": ("torch_compile", dict(compile=True)),
-    "lean": ("torch_compile_lean", dict(compile=True, per_token=False)),
-    "autograd": ("torch_compile_autograd", dict(compile=True, fused=False)),
-}
-
-
 def build_variants(
     x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("full", "lean")
 ):
     variants = {}
     if device.type == "cpu":
         variants["numpy"] = numpy_variant(x, opts)
-    variants["torch_eager"] = torch_variant(x, opts)
-    variants["torch_eager_lean"] = torch_variant(x, opts, per_token=False)
-    variants["torch_eager_validate"] = torch_variant(x, opts, validate=True)
-    variants["torch_eager_autograd"] = torch_variant(x, opts, fused=False)
+    for label, options in EAGER_VARIANTS.items():
+        variants[label] = torch_variant(x, opts, **options)
     if with_compile:
         for choice in compile_which:
-            label, kwargs = COMPILED_VARIANTS[choice]
-            try:
-                run = torch_variant(x, opts, **kwargs)
-                t0 = time.perf_counter()
-                run()
-                errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
-                variants[label] = run
-            except Exception as exc:
-                # torch.compile may be unavailable (no compiler, unsupported platform)
-                errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            for label, options in COMPILED_VARIANTS[choice].items():
+                try:
+                    run = torch_variant(x, opts, **options)
+                    t0 = time.perf_counter()
+                    run()
+                    errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
+                    variants[label] = run
+                except Exception as exc:
+                    # torch.compile may be unavailable (no compiler, unsupported
+                    # platform)
+                    errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
     if trl is not None:
         try:
             variants["trl"] = trl.variant(cfg_name, x, opts)
@@ -651,6 +735,78 @@ def memory_measurements(args, device) -> dict:
     return result
 
 
+def command_record(argv) -> dict:
+    """``argv`` and the command that reproduces the run from the repository root (the
+    interpreter as a path relative to the working directory when it lies inside it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    exe = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        exe = exe.relative_to(Path.cwd())
+    script = Path(__file__).resolve()
+    with contextlib.suppress(ValueError):
+        script = script.relative_to(Path.cwd())
+    return {"argv": argv, "command": shlex.join([str(exe), str(script), *argv])}
+
+
+def model_step(args, device, budget) -> dict:
+    """One forward + backward of a small causal LM (the tests' tiny random Qwen2,
+    ``dpo_grpo.lab.hf.tiny_random_model(0)``, built from a config: no download) on
+    (B, T) random token ids at the smallest benchmark shape, its loss the model's own
+    next-token cross-entropy, interleaved with the GRPO loss as a reader calls it
+    (``torch_eager_validate``, the article's options) on the same (B, T)."""
+    b, t = min(args.shapes, key=lambda s: s[0] * s[1])
+    try:
+        from dpo_grpo.lab import hf
+
+        model, _ = hf.tiny_random_model(0)
+    except ImportError as exc:  # transformers is not installed
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+    model.to(device).train()
+    cfg = model.config
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, cfg.vocab_size, (b, t), generator=g).to(device)
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(input_ids=ids, labels=ids).loss.backward()
+
+    loss_config = "article"
+    fns = {
+        "model_step": step,
+        "torch_eager_validate": torch_variant(
+            make_inputs(b, t, device), CONFIGS[loss_config]
+        ),
+    }
+    t0 = time.perf_counter()
+    step()
+    one = time.perf_counter() - t0
+    repeats = args.repeats or int(min(50, max(3, budget / max(one, 1e-9))))
+    timing = time_interleaved(fns, device, repeats, max_wall_s=3 * budget)
+    return {
+        "model": "dpo_grpo.lab.hf.tiny_random_model(0)",
+        "architecture": type(model).__name__,
+        "config": {
+            k: getattr(cfg, k)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+            )
+        },
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "shape": f"{b}x{t}",
+        "tokens": b * t,
+        "loss_config": loss_config,
+        "calls": {k: call_record(k) for k in fns if k != "model_step"},
+        "timing": timing,
+        "step_over_loss": timing["model_step"]["median_s"]
+        / timing["torch_eager_validate"]["median_s"],
+    }
+
+
 def make_trl(args, device):
     if args.no_trl:
         return None
@@ -702,6 +858,18 @@ def parse_args(argv):
         default=None,
         help="configs that get compiled variants (all)",
     )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="times the whole interleaved timing is repeated (default: 3 on CPU, 1 on "
+        "GPU); times and ratios are medians over the runs",
+    )
+    p.add_argument(
+        "--no-model-step",
+        action="store_true",
+        help="skip timing a small causal LM's forward + backward beside the loss",
+    )
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--memory-timeout", type=float, default=300)
     p.add_argument(
@@ -742,7 +910,7 @@ def main(argv=None) -> int:
     if args.memory_phase:
         print(json.dumps(memory_measurements(args, device)))
         return 0
-    budget = args.budget or ((8 if args.quick else 20) if device.type == "cpu" else 10)
+    budget = args.budget or ((4 if args.quick else 10) if device.type == "cpu" else 10)
     started = time.time()
     trl = make_trl(args, device)
     results = {
@@ -768,6 +936,9 @@ def main(argv=None) -> int:
             "copy_measured_Bps": copy_bandwidth(device, 1 << 28),
             "nominal_Bps": None,
         }
+    runs = args.runs or (3 if device.type == "cpu" else 1)
+    results["runs"] = runs
+    prepared = {}  # key -> (inputs, variants, repeats)
     for cfg_name in args.configs:
         opts = CONFIGS[cfg_name]
         for b, t in args.shapes:
@@ -799,52 +970,70 @@ def main(argv=None) -> int:
             repeats = args.repeats or int(
                 min(200, max(3, budget / max(per_round, 1e-9)))
             )
-            if per_round > budget:
+            # a run of a shape may take 3 budgets (time_interleaved's max_wall_s)
+            if per_round > 3 * budget:
                 results["shapes"][key] = {
-                    "skipped": f"one round takes {per_round:.1f}s > budget {budget}s"
+                    "skipped": f"one round takes {per_round:.1f}s > 3 x budget "
+                    f"{budget}s"
                 }
                 print(
                     f"[bench] {key}: skipped ({per_round:.1f}s per round)",
                     file=sys.stderr,
                 )
                 continue
-            checks = agreement(
-                {k: v for k, v in variants.items() if not k.startswith("probe")}
-            )
-            timing = time_interleaved(variants, device, repeats, max_wall_s=3 * budget)
-            med = {k: v["median_s"] for k, v in timing.items()}
-            entry = {
-                "timing": timing,
-                "agreement_vs_torch_eager": checks,
+            results["shapes"][key] = {
+                "agreement_vs_torch_eager": agreement(
+                    {k: v for k, v in variants.items() if not k.startswith("probe")}
+                ),
                 "errors": errors,
                 "min_bytes": min_bytes(x, opts),
+                "min_bytes_lean": min_bytes(x, opts, per_token=False),
                 "numel": b * t,
+                "calls": {k: call_record(k) for k in variants},
             }
-            loss_names = [k for k in med if not k.startswith("probe")]
-            if "trl" in med:
-                entry["speedup_vs_trl"] = {k: med["trl"] / med[k] for k in loss_names}
-            entry["multiple_of_probe_eager"] = {
-                k: med[k] / med["probe_eager"] for k in loss_names
-            }
-            entry["multiple_of_probe_compiled"] = {
-                k: med[k] / med["probe_compiled"] for k in loss_names
-            }
-            entry["min_bytes_lean"] = min_bytes(x, opts, per_token=False)
-            entry["achieved_Bps"] = {
-                k: entry["min_bytes_lean" if k.endswith("_lean") else "min_bytes"]
-                / med[k]
+            prepared[key] = (variants, repeats)
+    # the runs one after another, each over every shape: a slow spell of the machine
+    # lands in one run, not in every run of one shape
+    timings = {key: [] for key in prepared}
+    for run in range(runs):
+        for key, (variants, repeats) in prepared.items():
+            timings[key].append(
+                time_interleaved(
+                    variants, device, repeats, max_wall_s=3 * budget, keep_samples=True
+                )
+            )
+            med = {k: v["median_s"] for k, v in timings[key][-1].items()}
+            summary = ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in med.items())
+            print(f"[bench] run {run + 1}/{runs} {key}: {summary}", file=sys.stderr)
+    nominal = (
+        results["device_bandwidth"]["nominal_Bps"]
+        or results["device_bandwidth"]["copy_measured_Bps"]
+    )
+    for key, per_run in timings.items():
+        entry = results["shapes"][key]
+        entry["timing"] = pool_runs(per_run)
+        med = {k: v["median_s"] for k, v in entry["timing"].items()}
+        loss_names = [k for k in med if not k.startswith("probe")]
+        if "trl" in med:
+            entry["speedup_vs_trl"], entry["speedup_vs_trl_runs"] = run_ratios(
+                per_run, "trl", loss_names
+            )
+        for probe in ("probe_eager", "probe_compiled"):
+            entry[f"multiple_of_{probe}"] = {
+                k: statistics.median(
+                    run[k]["median_s"] / run[probe]["median_s"] for run in per_run
+                )
                 for k in loss_names
             }
-            nominal = (
-                results["device_bandwidth"]["nominal_Bps"]
-                or results["device_bandwidth"]["copy_measured_Bps"]
-            )
-            entry["fraction_of_bandwidth"] = {
-                k: entry["achieved_Bps"][k] / nominal for k in loss_names
-            }
-            results["shapes"][key] = entry
-            summary = ", ".join(f"{k} {v * 1e3:.2f}ms" for k, v in med.items())
-            print(f"[bench] {key} ({repeats} repeats): {summary}", file=sys.stderr)
+        entry["achieved_Bps"] = {
+            k: entry["min_bytes_lean" if "_lean" in k else "min_bytes"] / med[k]
+            for k in loss_names
+        }
+        entry["fraction_of_bandwidth"] = {
+            k: entry["achieved_Bps"][k] / nominal for k in loss_names
+        }
+    if not args.no_model_step and prepared:
+        results["model_step"] = model_step(args, device, budget)
     if not args.no_memory:
         memory = run_memory_phase(args, device)
         for key, per in memory.items():
@@ -856,7 +1045,7 @@ def main(argv=None) -> int:
     run_info = {
         "started_unix": started,
         "wall_s": round(time.time() - started, 1),
-        "argv": sys.argv[1:],
+        **command_record(argv),
         "load_average_at_end": load_average(),
         "quick": args.quick,
     }

@@ -121,19 +121,23 @@ def test_benchmark_reader(tmp_path):
     assert bm.benchmark_matrix(rows, "x_probe", ("numpy", "torch_eager")) == [
         {"config": "article", "shape": "16x128", "numpy": 8.0, "torch_eager": 4.0}
     ]
+    # a file without calls records: torch_eager is the call with validate=False,
+    # listed with its numbers and no verdict
+    assert rows[1]["call"] == "grpo_loss(validate=False)"
+    assert rows[1]["validate"] is False and rows[0]["validate"] is None
     summary = bm.target_summary(rows)
     assert summary == [
         {
-            "variant": "torch_eager",
+            "variant": "grpo_loss(validate=False)",
             "shapes": 1,
             "min x TRL": 1.0,
             "max x probe": 4.0,
-            "meets x TRL >= 2": False,
-            "meets x probe <= 4": True,
+            "meets x TRL >= 2": None,
+            "meets x probe <= 4": None,
         }
     ]
     md = tables.markdown_table(summary, list(summary[0]))
-    assert "| torch_eager | 1 | 1.0 | 4.0 | **no** | yes |" in md
+    assert "| grpo_loss(validate=False) | 1 | 1.0 | 4.0 | — | — |" in md
     md = tables.markdown_table(
         rows, ["shape", "variant", "median_ms"], {"median_ms": ".3f"}
     )
@@ -185,6 +189,98 @@ def test_benchmark_tables_in_chinese(monkeypatch):
     assert head == "| 前端 | 交互图 | 重绘次数 | 中位数 ms | 最大 ms | 低于 200 ms |"
 
 
+def _calls_file():
+    """Two shapes in the layout bench/bench_grpo_loss.py writes, calls recorded: TRL,
+    the call as written, the same without checks, and compiled as written."""
+
+    def call(validate, **options):
+        return {
+            "function": "dpo_grpo.torch_ops.grpo_loss",
+            "validate": validate,
+            "fused": None,
+            "compile": False,
+            "per_token": True,
+            **options,
+        }
+
+    calls = {
+        "trl": {"function": "trl.GRPOTrainer._compute_loss", "validate": None},
+        "torch_eager_validate": call(True),
+        "torch_eager": call(False),
+        "torch_compile_validate": call(True, compile=True),
+    }
+    shapes = {}
+    for shape, x_trl, x_probe in (
+        ("64x512", (1.8, 2.6, 2.2), (3.0, 2.5, 2.0)),
+        ("512x4096", (3.4, 5.4, 11.0), (6.0, 3.5, 1.5)),
+    ):
+        names = list(calls)[1:]
+        shapes[f"article/{shape}"] = {
+            "timing": {v: {"median_s": 1e-3} for v in calls},
+            "calls": calls,
+            "speedup_vs_trl": {"trl": 1.0, **dict(zip(names, x_trl))},
+            "multiple_of_probe_compiled": {"trl": 9.0, **dict(zip(names, x_probe))},
+        }
+    return {
+        "host": {},
+        "grpo_loss": {"shapes": shapes},
+        "run_info": {
+            "grpo_loss": [
+                {"argv": ["--threads", "1"], "command": "python bench/x.py --threads 1"}
+            ]
+        },
+    }
+
+
+def test_the_call_as_written_is_judged_and_its_twin_shown_beside_it():
+    rows = bm.benchmark_rows(_calls_file())
+    assert {r["call"] for r in rows} == {
+        "trl",
+        "grpo_loss()",
+        "grpo_loss(validate=False)",
+        "grpo_loss(compile=True)",
+    }
+    matrix = bm.call_matrix(rows, "speedup_vs_trl", ".2f")
+    assert matrix[0] == {
+        "config": "article",
+        "shape": "64x512",
+        "trl": "1.00",
+        "grpo_loss()": "1.80 / 2.60",
+        "compile=True": "2.20 / —",
+    }
+    summary = bm.target_summary(rows)
+    assert [
+        (r["variant"], r["meets x TRL >= 2"], r["meets x probe <= 4"]) for r in summary
+    ] == [
+        ("grpo_loss()", False, False),
+        ("grpo_loss(compile=True)", True, True),
+        ("grpo_loss(validate=False)", None, None),
+    ]
+    assert summary[0]["min x TRL"] == 1.8 and summary[0]["max x probe"] == 6.0
+    missed = bm.missed_targets(rows)
+    assert missed == {
+        "x_trl": [{"call": "grpo_loss()", "value": 1.8, "where": "article/64x512"}],
+        "x_probe": [{"call": "grpo_loss()", "value": 6.0, "where": "article/512x4096"}],
+    }
+    assert bm.missed_text(missed["x_trl"]) == "grpo_loss() 1.80x (article/64x512)"
+    assert bm.missed_text([]) == "—"
+    # no TRL: no speed-up to judge, and nothing missed for it
+    for r in rows:
+        r["speedup_vs_trl"] = None
+    assert bm.target_summary(rows)[0]["meets x TRL >= 2"] is None
+    assert bm.missed_targets(rows)["x_trl"] == []
+
+
+def test_run_command_as_recorded_or_rebuilt():
+    assert bm.run_command(_calls_file()) == "python bench/x.py --threads 1"
+    legacy = {"run_info": {"logprobs": {"argv": ["--no-trl", "--max-wall", "30"]}}}
+    assert (
+        bm.run_command(legacy, "logprobs")
+        == "python bench/bench_logprobs.py --no-trl --max-wall 30"
+    )
+    assert bm.run_command({}, "grpo_loss") == "" and bm.run_command([]) == ""
+
+
 def test_logprob_rows_and_shape_order(tmp_path):
     data = _bench_file()
     data["grpo_loss"]["shapes"]["article/64x512"] = data["grpo_loss"]["shapes"][
@@ -230,6 +326,28 @@ def test_logprob_rows_and_shape_order(tmp_path):
         json.dumps({"host": {}, "logprobs": data["logprobs"]})
     )
     assert len(bm.load_benchmarks(tmp_path)) == 1
+
+
+def test_logprob_rows_from_hidden_states():
+    """The layout bench/bench_logprobs.py writes from hidden states: time over naive's,
+    and whether each method built the (B, T, V) logits."""
+    entry = {
+        "timing": {v: {"median_s": t} for v, t in [("naive", 0.2), ("fused", 0.6)]},
+        "time_ratio_over_naive": {"fused": 3.0},
+        "builds_full_logits": {"naive": True, "fused": False},
+        "memory": {
+            v: {"peak_extra_bytes": b, "saved_for_backward_bytes": 4096}
+            for v, b in [("naive", 3e8), ("fused", 6e8)]
+        },
+        "max_abs_err_vs_float64": {"naive": 1e-5, "fused": 5e-6},
+    }
+    rows = bm.logprob_rows({"logprobs": {"dtypes": {"float32": entry}}})
+    assert [
+        (r["variant"], r["x_naive"], r["full_logits"], r["beyond_grad_mb"])
+        for r in rows
+    ] == [("naive", 1.0, True, None), ("fused", 3.0, False, None)]
+    md = tables.markdown_table(rows, ["variant", "full_logits"])
+    assert "| naive | yes |" in md and "| fused | **no** |" in md
 
 
 # --- page weight (bench/bench_pages.py) -----------------------------------------------

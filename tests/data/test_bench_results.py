@@ -188,3 +188,40 @@ def test_a_shipped_page_weight_result_covers_every_page_of_both_editions():
         assert entry["meets"] == benchmarks.page_targets_met(entry, targets), key
     assert data["summary"] == benchmarks.page_weight_summary(data["pages"], targets)
     assert data["method"]["scrolled"] is False
+
+
+def test_call_options_by_record_or_by_name():
+    """A recorded call wins; a file without records is read by the variant's name
+    (``_validate``: the value checks on); TRL, NumPy and the probes are no calls."""
+    compiled = br.call_options("torch_compile_lean_validate")
+    assert compiled == {
+        "validate": True,
+        "fused": None,
+        "compile": True,
+        "per_token": False,
+    }
+    assert br.call_options("torch_eager_autograd")["fused"] is False
+    assert br.call_options("torch_eager")["validate"] is False
+    for other in ("trl", "numpy", "probe_compiled", "torch_unknown"):
+        assert br.call_options(other) is None
+    record = {"function": "dpo_grpo.torch_ops.grpo_loss", "validate": True}
+    entry = {"calls": {"torch_eager": record, "numpy": {"function": "x"}}}
+    assert br.call_options("torch_eager", entry) == br.CALL_DEFAULTS
+    assert br.call_options("numpy", entry) is None
+    with pytest.raises(TypeError, match="variant"):
+        br.call_options(3)
+    with pytest.raises(TypeError, match="entry"):
+        br.call_options("torch_eager", [])
+
+
+def test_call_label_names_what_differs_from_the_defaults():
+    assert br.call_label(br.CALL_DEFAULTS) == "grpo_loss()"
+    options = {**br.CALL_DEFAULTS, "compile": True, "per_token": False}
+    assert br.call_label({**options, "validate": False}) == (
+        "grpo_loss(compile=True, per_token=False, validate=False)"
+    )
+    assert br.call_label({**options, "validate": False}, validate=False) == (
+        "grpo_loss(compile=True, per_token=False)"
+    )
+    with pytest.raises(ValueError, match="options"):
+        br.call_label({"inplace": True})

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from .. import tables
-from ..data.bench_results import load_results
+from ..data.bench_results import call_label, call_options, load_results
 from ..i18n import N_, tr
 
 # Layout of dpo_grpo/data/bench_results/<host-kind>.json (bench/bench_grpo_loss.py):
@@ -71,9 +71,12 @@ def _numel(shape):
 
 def benchmark_rows(data, section="grpo_loss") -> list:
     """One row per (shape, variant) of a per-shape section: ``config``, ``shape``,
-    ``variant``, ``median_ms``, ``iqr_ms``, ``speedup_vs_trl``, ``x_probe`` (time over
-    the fused bandwidth probe's), ``loss_diff``/``grad_diff`` (vs the torch eager
-    variant), ``peak_extra_mb``.
+    ``variant``, ``options`` (the ``torch_ops.grpo_loss`` options it ran with, None
+    for TRL and NumPy: :func:`dpo_grpo.data.bench_results.call_options`),
+    ``validate`` (its ``validate``, None when not a torch call), ``call`` (the call as
+    written, e.g. ``grpo_loss(validate=False)``), ``median_ms``, ``iqr_ms``,
+    ``speedup_vs_trl``, ``x_probe`` (time over the fused bandwidth probe's),
+    ``loss_diff``/``grad_diff`` (vs the torch eager variant), ``peak_extra_mb``.
 
     Rows are ordered by config, then by B x T; missing fields are None; a skipped shape
     gives one row with ``variant="(skipped)"``. Probe variants (bandwidth references,
@@ -106,11 +109,15 @@ def benchmark_rows(data, section="grpo_loss") -> list:
             t = timing.get(var, {})
             agree = entry.get("agreement_vs_torch_eager", {}).get(var, {})
             peak = entry.get("peak_extra_bytes", {}).get(var)
+            options = call_options(var, entry)
             rows.append(
                 {
                     "config": config,
                     "shape": shape,
                     "variant": var,
+                    "options": options,
+                    "validate": None if options is None else options["validate"],
+                    "call": var if options is None else call_label(options),
                     "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
                     "iqr_ms": None
                     if "q1_s" not in t or "q3_s" not in t
@@ -176,13 +183,16 @@ BENCH_RESULTS_HEADERS = (
     N_("meets < 200 ms"),
 )
 
-#: The torch variants the chapters tabulate: eager and compiled, with and without the
-#: per-token outputs.
+#: The torch calls the appendix tabulates, by their names in the results without the
+#: ``_validate`` suffix: the call as written, ``per_token=False``, ``compile=True``
+#: (with and without ``per_token``) and the autograd variant ``fused=False``; each is
+#: timed with ``validate=True`` (the name with ``_validate``) and ``validate=False``.
 TORCH_VARIANTS = (
     "torch_eager",
     "torch_eager_lean",
     "torch_compile",
     "torch_compile_lean",
+    "torch_eager_autograd",
 )
 
 
@@ -202,51 +212,157 @@ def benchmark_matrix(rows, value="speedup_vs_trl", variants=TORCH_VARIANTS) -> l
     return list(out.values())
 
 
-def target_summary(
-    rows, variants=TORCH_VARIANTS, min_speedup=2.0, max_probe=4.0
-) -> list:
-    """Per variant: the smallest speed-up over TRL and the largest multiple of the probe
-    over all shapes and configs, and whether each meets its target (``>= min_speedup``,
-    ``<= max_probe``; None without data)."""
-    out = []
-    for var in variants:
-        mine = [
-            r for r in rows if r["variant"] == var and r.get("median_ms") is not None
-        ]
-        if not mine:
+def _call_column(options) -> str:
+    """A torch call's column: the options it changes besides ``validate``, without
+    spaces (a code name in every language), ``grpo_loss()`` for the call as written."""
+    label = call_label(options, validate=False)
+    return label if label == "grpo_loss()" else label[10:-1].replace(", ", ",")
+
+
+def call_matrix(rows, value="median_ms", spec=".3g", others=("trl", "numpy")) -> list:
+    """One row per (config, shape) from :func:`benchmark_rows`: ``value`` of each of
+    ``others`` (TRL's loss and NumPy's, when present) and, per torch call, the text
+    ``"<validate=True> / <validate=False>"``: the call as a reader writes it, then the
+    same call without its value checks (``—`` where one is missing). The torch columns
+    are named by the options the call changes (``grpo_loss()``, ``per_token=False``,
+    ``compile=True``, ..., ``fused=False``), in :data:`TORCH_VARIANTS`' order."""
+    order = _column_order()
+    out = {}
+    for r in rows:
+        if r.get("median_ms") is None:
             continue
+        row = out.setdefault((r["config"], r["shape"]), {})
+        x = r.get(value)
+        text = "—" if x is None else format(x, spec)
+        if r.get("options") is None:
+            if r["variant"] in others and x is not None:
+                row[r["variant"]] = text
+            continue
+        pair = row.setdefault(_call_column(r["options"]), ["—", "—"])
+        pair[0 if r["options"]["validate"] else 1] = text
+    return [
+        {
+            "config": config,
+            "shape": shape,
+            **{k: row[k] for k in others[:1] if k in row},
+            **{
+                k: " / ".join(row[k])
+                for k in sorted(
+                    (k for k in row if k not in others), key=lambda k: order.get(k, 99)
+                )
+            },
+            **{k: row[k] for k in others[1:] if k in row},
+        }
+        for (config, shape), row in out.items()
+    ]
+
+
+def _column_order() -> dict:
+    return {
+        _call_column(call_options(name)): i for i, name in enumerate(TORCH_VARIANTS)
+    }
+
+
+def _extremes(rows, variants):
+    """``(call, its rows)`` per torch call: the calls as written (``validate=True``)
+    first, each group in :data:`TORCH_VARIANTS`' order."""
+    calls = {}
+    for r in rows:
+        if r.get("median_ms") is None or r.get("options") is None:
+            continue
+        if variants is not None and r["variant"] not in variants:
+            continue
+        calls.setdefault(r["call"], []).append(r)
+    order = _column_order()
+
+    def key(item):
+        options = item[1][0]["options"]
+        return not options["validate"], order.get(_call_column(options), 99)
+
+    return sorted(calls.items(), key=key)
+
+
+def target_summary(rows, variants=None, min_speedup=2.0, max_probe=4.0) -> list:
+    """Per torch call of ``rows`` (of ``variants`` if given; the calls as written,
+    ``validate=True``, first): the shapes timed, the smallest speed-up over TRL and
+    the largest multiple of the probe over all shapes and configs, and whether each
+    target is met (``>= min_speedup``, ``<= max_probe``). Only a call with
+    ``validate=True``, the API's default, is judged: the same call with
+    ``validate=False`` is listed with its numbers and no verdict (None), as is a call
+    without data for a target."""
+    out = []
+    for call, mine in _extremes(rows, variants):
         speed = [
             r["speedup_vs_trl"] for r in mine if r.get("speedup_vs_trl") is not None
         ]
         probe = [r["x_probe"] for r in mine if r.get("x_probe") is not None]
+        judged = mine[0]["validate"] is True
         out.append(
             {
-                N_("variant"): var,
+                N_("variant"): call,
                 N_("shapes"): len(mine),
                 N_("min x TRL"): min(speed) if speed else None,
                 N_("max x probe"): max(probe) if probe else None,
                 # the targets' headers hold a number, so they are translated here
                 tr("meets x TRL >= {target}", target=f"{min_speedup:g}"): None
-                if not speed
+                if not (speed and judged)
                 else min(speed) >= min_speedup,
                 tr("meets x probe <= {target}", target=f"{max_probe:g}"): None
-                if not probe
+                if not (probe and judged)
                 else max(probe) <= max_probe,
             }
         )
     return out
 
 
+def missed_targets(rows, min_speedup=2.0, max_probe=4.0) -> dict:
+    """The calls as written (``validate=True``) that miss a target at one shape or
+    more: ``{"x_trl": [...], "x_probe": [...]}``, each item ``{"call", "value",
+    "where"}`` with the worst value over all shapes and configs and where it was
+    measured (``"<config>/<B>x<T>"``). A call without data for a target is in
+    neither list."""
+    out = {"x_trl": [], "x_probe": []}
+    for call, mine in _extremes(rows, None):
+        if mine[0]["validate"] is not True:
+            continue
+        for key, field, worst, ok in (
+            ("x_trl", "speedup_vs_trl", min, lambda x: x >= min_speedup),
+            ("x_probe", "x_probe", max, lambda x: x <= max_probe),
+        ):
+            have = [r for r in mine if r.get(field) is not None]
+            if not have:
+                continue
+            r = worst(have, key=lambda r, f=field: r[f])
+            if not ok(r[field]):
+                where = f"{r['config']}/{r['shape']}"
+                out[key].append({"call": call, "value": r[field], "where": where})
+    return out
+
+
+def missed_text(items, spec=".2f") -> str:
+    """One line naming each missed target of :func:`missed_targets` (a list):
+    ``grpo_loss() 1.61x (trl_defaults/64x512), ...``; ``—`` when the list is empty.
+    Code, numbers and shapes only, so it reads the same in both editions."""
+    return (
+        ", ".join(f"{m['call']} {m['value']:{spec}}x ({m['where']})" for m in items)
+        or "—"
+    )
+
+
 def logprob_rows(data, section="logprobs") -> list:
     """One row per (dtype, variant) of a per-dtype section
-    (``bench/bench_logprobs.py``): ``dtype``, ``variant``, ``median_ms``,
-    ``peak_extra_mb``, ``beyond_grad_mb`` (peak minus the logits' gradient every method
-    must allocate), ``saved_mb`` (saved for backward) and ``max_abs_err`` (vs
-    float64)."""
+    (``bench/bench_logprobs.py``): ``dtype``, ``variant``, ``median_ms``, ``x_naive``
+    (time over the naive method's), ``peak_extra_mb``, ``saved_mb`` (saved for
+    backward), ``full_logits`` (whether a (B, T, V) tensor was built; None in files
+    from logits, which hold them before the call), ``beyond_grad_mb`` (files from
+    logits: peak minus the logits' gradient every method must allocate) and
+    ``max_abs_err`` (vs float64)."""
     rows = []
     for dtype, entry in _section_entries(data, section, "dtypes", "per-dtype").items():
         timing, memory = entry.get("timing", {}), entry.get("memory", {})
         err = entry.get("max_abs_err_vs_float64", {})
+        ratio = entry.get("time_ratio_over_naive", {})
+        full = entry.get("builds_full_logits", {})
         for var in dict.fromkeys([*memory, *timing]):
             t, m = timing.get(var, {}), memory.get(var, {})
 
@@ -258,13 +374,30 @@ def logprob_rows(data, section="logprobs") -> list:
                     "dtype": dtype,
                     "variant": var,
                     "median_ms": None if "median_s" not in t else 1e3 * t["median_s"],
+                    "x_naive": 1.0 if var == "naive" and ratio else ratio.get(var),
                     "peak_extra_mb": mb("peak_extra_bytes"),
-                    "beyond_grad_mb": mb("peak_extra_beyond_grad_bytes"),
                     "saved_mb": mb("saved_for_backward_bytes"),
+                    "full_logits": full.get(var),
+                    "beyond_grad_mb": mb("peak_extra_beyond_grad_bytes"),
                     "max_abs_err": err.get(var),
                 }
             )
     return rows
+
+
+def run_command(data, section="grpo_loss") -> str:
+    """The command that wrote ``section`` of a results file, from the repository root:
+    the one its latest run recorded (``run_info.<section>.command``), or, for a file
+    written before commands were recorded, the script with the recorded arguments;
+    ``""`` when the file records neither."""
+    runs = (data.get("run_info") or {}).get(section) if isinstance(data, dict) else None
+    run = runs[-1] if isinstance(runs, list) and runs else runs
+    if not isinstance(run, dict):
+        return ""
+    if run.get("command"):
+        return run["command"]
+    script = f"bench/bench_{section}.py"
+    return " ".join(["python", script, *map(str, run.get("argv", []))])
 
 
 def benchmark_hardware(data) -> str:

@@ -3,7 +3,8 @@
 
 The benchmarks are scripts (``bench/*.py``), never timed tests; each writes one JSON
 file per kind of machine. :func:`load_results` finds the files a chapter needs (by a
-predicate on their content); the torch-loss tables are built by
+predicate on their content); :func:`call_options` and :func:`call_label` say which
+``torch_ops.grpo_loss`` call a timed variant is; the torch-loss tables are built by
 :mod:`dpo_grpo.chapters.benchmarks`, the live-widget latency table
 (``bench/bench_widgets.py``) here, by :func:`widget_latency_rows`, and the browser
 redraw table (``bench/bench_frontend_draw.py``) by :func:`frontend_draw_rows`.
@@ -58,6 +59,67 @@ def load_results(predicate, directory=None) -> list:
         if found:
             return found
     return []
+
+
+#: The options of ``dpo_grpo.torch_ops.grpo_loss`` that ``bench/bench_grpo_loss.py``
+#: varies, with the API's defaults: a reader's call changes none of them.
+CALL_DEFAULTS = {"validate": True, "fused": None, "compile": False, "per_token": True}
+#: The options behind each torch variant name, less ``validate``: a name ending in
+#: ``_validate`` keeps ``validate=True``, the same name without it has
+#: ``validate=False``.
+_NAMED_OPTIONS = {
+    "torch_eager": {},
+    "torch_eager_lean": {"per_token": False},
+    "torch_eager_autograd": {"fused": False},
+    "torch_compile": {"compile": True},
+    "torch_compile_lean": {"compile": True, "per_token": False},
+    "torch_compile_autograd": {"compile": True, "fused": False},
+}
+_SUFFIX = "_validate"
+
+
+def call_options(variant, entry=None):
+    """The ``torch_ops.grpo_loss`` options a timed variant ran with (every key of
+    :data:`CALL_DEFAULTS`), or None when the variant is no such call (TRL, NumPy, a
+    probe). ``entry`` is the variant's shape entry: its ``calls`` record wins; a file
+    written before calls were recorded is read by the name (``_validate``: the value
+    checks on, else off)."""
+    if not isinstance(variant, str):
+        raise TypeError(f"variant must be a str, got {type(variant).__name__}")
+    if entry is not None and not isinstance(entry, dict):
+        raise TypeError(
+            f"entry must be one shape's results (a dict) or None, got "
+            f"{type(entry).__name__}"
+        )
+    record = ((entry or {}).get("calls") or {}).get(variant)
+    if isinstance(record, dict):
+        if record.get("function") != "dpo_grpo.torch_ops.grpo_loss":
+            return None
+        return {k: record.get(k, d) for k, d in CALL_DEFAULTS.items()}
+    checked = variant.endswith(_SUFFIX)
+    stem = variant[: -len(_SUFFIX)] if checked else variant
+    if stem not in _NAMED_OPTIONS:
+        return None
+    return {**CALL_DEFAULTS, **_NAMED_OPTIONS[stem], "validate": checked}
+
+
+def call_label(options, *, validate=True) -> str:
+    """The call as a reader writes it: ``grpo_loss(compile=True, validate=False)`` for
+    ``options`` (a dict of :data:`CALL_DEFAULTS` keys), naming only what differs from
+    the defaults; ``validate=False`` leaves ``validate`` out (the column's name)."""
+    if not isinstance(options, dict) or not set(options) <= set(CALL_DEFAULTS):
+        raise ValueError(
+            f"options must be a dict with keys among {list(CALL_DEFAULTS)}, got "
+            f"{options!r}"
+        )
+    changed = [
+        f"{k}={options[k]}"
+        for k in ("compile", "per_token", "fused", "validate")
+        if k in options
+        and options[k] != CALL_DEFAULTS[k]
+        and (validate or k != "validate")
+    ]
+    return f"grpo_loss({', '.join(changed)})"
 
 
 def is_widget_benchmark(data) -> bool:
