@@ -38,7 +38,7 @@ def test_clip_platform_figure_in_english_is_unchanged(monkeypatch):
     assert t["xaxis3"] == "ratio ρ = π_θ / π_old"
     assert t["subplot"] == "A > 0 (a good answer): objective"
     assert t["legend"][0] == "A > 0 (per unit |A|)"
-    assert t["hover"].startswith("answer 0 (r = 0.2)<br>ρ = 1.2840")
+    assert t["hover"].startswith("answer 1 (r = 0.2)<br>ρ = 1.2840")
     assert t["slider"] == "clip radius ε_low = "
     assert t["font"] is None
 

@@ -115,7 +115,9 @@ def _clip_traces(d):
                 "mode": "markers",
                 "x": round_sig([seq["ratio"][i]]),
                 "y": round_sig([seq["objective_unit"][i]]),
-                "name": tr("answer {i}: ρ = {ratio:.4f}", i=i, ratio=seq["ratio"][i]),
+                "name": tr(
+                    "answer {i}: ρ = {ratio:.4f}", i=i + 1, ratio=seq["ratio"][i]
+                ),
                 "marker": {
                     "size": 13,
                     "symbol": SEQ_SYMBOLS[i],

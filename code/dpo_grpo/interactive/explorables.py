@@ -100,8 +100,8 @@ def example_sequences():
         "ratio": ratio,
         "advantage": advantage,
         "label": [
-            tr("answer {i} (r = {r:g})", i=i, r=r)
-            for i, r in enumerate(ex.REWARD_GROUPS[0])
+            tr("answer {i} (r = {r:g})", i=i, r=r)  # numbered 1-4, as the chapters do
+            for i, r in enumerate(ex.REWARD_GROUPS[0], start=1)
         ],
     }
 
