@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import ast
 import base64
+import html
 import json
 import re
 import sys
@@ -474,10 +475,11 @@ def _figure(name: str, arg: str, options: dict, body: str, ctx: Context) -> str:
     number = len(ctx.figures) + 1
     if label:
         ctx.figures[label] = number
+    alt = html.escape(options.get("alt") or f"Figure {number}", quote=True)
     if "image/png" in bundle:
         img = (
             f'<img src="data:image/png;base64,{bundle["image/png"].strip()}" '
-            f'alt="Figure {number}">'
+            f'alt="{alt}">'
         )
     elif "image/svg+xml" in bundle:
         svg = bundle["image/svg+xml"]
@@ -486,7 +488,7 @@ def _figure(name: str, arg: str, options: dict, body: str, ctx: Context) -> str:
             "<img "
             'src="data:image/svg+xml;base64,'
             f'{base64.b64encode(svg.encode()).decode()}" '
-            f'alt="Figure {number}">'
+            f'alt="{alt}">'
         )
     else:
         raise ReaderEditionError(f"{ctx.stem}: glued figure {key!r} has no PNG/SVG")

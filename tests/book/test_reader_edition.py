@@ -102,6 +102,16 @@ def test_figures_numbered_and_referenced():
     )
 
 
+def test_a_glued_figures_alt_text_reaches_the_reader_edition():
+    ctx = _ctx({"f": {"text/plain": "<Figure>", "image/png": PNG}})
+    out = re_.convert_markdown(
+        '```{glue:figure} f\n:alt: Two bars, "A" above B\n\nThe caption.\n```', ctx
+    )
+    assert 'alt="Two bars, &quot;A&quot; above B"' in out
+    plain = re_.convert_markdown("```{glue:figure} f\n\nNo alt.\n```", _ctx(ctx.glue))
+    assert 'alt="Figure 1"' in plain
+
+
 def test_directives_become_plain_markdown():
     src = (
         ":::{exercise} Two groups\n:label: ex-1\nCompute {glue:text}`a:.1f`.\n:::\n\n"
