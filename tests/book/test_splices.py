@@ -37,9 +37,8 @@ ANNOUNCES = re.compile(
 COLON = (":", "：")
 HIDDEN = "remove-cell"
 #: Pages that still have a splice, each with who fixes it; the list only shrinks
-#: (test_known_splices_are_still_there). Chapter 6, section 6.1: the lead-in of the
-#: live cost explorer ends in a colon, and the cell it announces is hidden on the site.
-KNOWN = {"06_costs_and_limits": "lead"}
+#: (test_known_splices_are_still_there).
+KNOWN: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
