@@ -137,7 +137,7 @@ def test_cpu_runs_are_deterministic(algorithm, tiny_cfg):
     assert other.as_dict(include_timing=False) != first.as_dict(include_timing=False)
 
 
-@pytest.mark.parametrize("algorithm", ["grpo", "rft"])
+@pytest.mark.parametrize("algorithm", ["grpo", "rft", "online_rft", "rloo"])
 def test_checkpoint_resume_is_bit_for_bit(tmp_path, algorithm, tiny_cfg):
     cfg = dataclasses.replace(
         tiny_cfg, ref_sync_steps=2 if algorithm == "grpo" else None

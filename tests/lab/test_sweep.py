@@ -244,15 +244,33 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
     # the critic's learning curve, one value per PPO step
     for r in res["runs"]["ppo"]:
         assert len(r["explained_variance"]) == cfg["grpo_steps"]
+    # the chain is in it, with both budget axes and the per-class curves per evaluation
+    assert set(res["methods"]) >= {"rft", "online_rft", "rloo", "grpo", "ppo"}
+    assert res["tuned"] is False  # the page says the settings are not tuned
+    for m in res["methods"]:
+        for r in res["runs"][m]:
+            n_eval = len(r["heldout_pass_rate"])
+            for k in (
+                *sweep.CLASS_CURVES,
+                "eval_forward_tokens",
+                "eval_backward_tokens",
+            ):
+                assert len(r[k]) == n_eval, (m, k)
+            assert r["eval_backward_tokens"][-1] > 0
+    # each seed has its own held-out split
+    assert len({r["n_heldout_prompts"] for r in res["runs"]["rft"]}) > 1
     # the robustness settings: every one, over the same seeds, with the overrides
-    # ROBUSTNESS gives today
-    assert list(res["robustness"]) == list(sweep.ROBUSTNESS)
+    # ROBUSTNESS gives today, in this file or (run with --no-robustness) the previous
+    # sweep's
+    rob = sweep.robustness_results(res)
+    assert (rob is res) == ("--no-robustness" not in res["command"])
+    assert list(rob["robustness"]) == list(sweep.ROBUSTNESS)
     for name, (label, change, rerun) in sweep.ROBUSTNESS.items():
-        st = res["robustness"][name]
+        st = rob["robustness"][name]
         assert st["label"] == label and st["methods"] == list(rerun)
         assert st["overrides"] == change(LabConfig.preset("cpu"))
         for m in rerun:
-            assert [r["seed"] for r in st["runs"][m]] == res["seeds"]
+            assert [r["seed"] for r in st["runs"][m]] == rob["seeds"]
 
 
 # --- the command: python -m dpo_grpo.lab.sweep (dpo_grpo.lab.sweep_command) ---------

@@ -6,13 +6,15 @@ verifiable addition task (needs torch).
 vocabulary and the transformer), :mod:`~dpo_grpo.lab.task` (the parts a run builds from
 its config), :mod:`~dpo_grpo.lab.sft` (the SFT warm-up), :mod:`~dpo_grpo.lab.grpo` (the
 GRPO update, shared with the Hugging Face run), :mod:`~dpo_grpo.lab.ppo` (PPO with a
-critic, the value network GRPO removes) and :mod:`~dpo_grpo.lab.offline` (DPO,
-DPO+NLL, RFT), :mod:`~dpo_grpo.lab.run` (a run, its checkpoints),
+critic, the value network GRPO removes), :mod:`~dpo_grpo.lab.offline` (DPO,
+DPO+NLL, RFT), :mod:`~dpo_grpo.lab.online_rft` and :mod:`~dpo_grpo.lab.rloo` (the
+chain's middle steps), :mod:`~dpo_grpo.lab.run` (a run, its checkpoints),
 :mod:`~dpo_grpo.lab.history`, :mod:`~dpo_grpo.lab.evaluation`,
 :mod:`~dpo_grpo.lab.timing`, :mod:`~dpo_grpo.lab.runtime` and
 :mod:`~dpo_grpo.lab.progress` (progress bars); the multi-seed comparison
 is :mod:`dpo_grpo.lab.sweep` (``python -m dpo_grpo.lab.sweep``, whose options are
-:mod:`~dpo_grpo.lab.sweep_command`'s). With ``transformers``
+:mod:`~dpo_grpo.lab.sweep_command`'s), read as a chain of ingredients by
+:mod:`~dpo_grpo.lab.ablation`. With ``transformers``
 installed, :mod:`dpo_grpo.lab.hf` runs the task on a pretrained Hugging Face model, and
 with ``trl``, :mod:`dpo_grpo.lab.trl_scale` runs it with TRL's trainers (both imported
 on demand, not here).

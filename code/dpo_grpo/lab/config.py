@@ -196,6 +196,12 @@ class LabConfig(GRPOTaskConfig):
     gae_lambda: float = 0.95
     gamma: float = 1.0
     cliprange_value: float = 0.2
+    # the held-out split of run seed s is drawn with task_seed + s (so intervals over
+    # seeds cover splits; seed 0 has task_seed's); False: task_seed's for every seed
+    split_per_seed: bool = True
+    # RLOO (algorithm "rloo"; sampling, steps and learning rate as GRPO): weight of
+    # GRPO's k3 KL term (0: none, REINFORCE's loss alone)
+    rloo_beta: float = 0.0
     # evaluation and runtime
     # offline steps between evaluations (None: eval_every)
     offline_eval_every: int | None = 10
@@ -300,7 +306,7 @@ class LabConfig(GRPOTaskConfig):
         v.scalar(self.cliprange_value, name + "cliprange_value", positive=True)
         for field in ("gae_lambda", "gamma"):
             v.scalar(getattr(self, field), name + field, nonnegative=True, maximum=1)
-        for field in ("weight_decay", "length_bonus", "dpo_sft_weight"):
+        for field in ("weight_decay", "length_bonus", "dpo_sft_weight", "rloo_beta"):
             v.scalar(getattr(self, field), name + field, nonnegative=True)
         v.scalar(
             self.ref_mixup_alpha, name + "ref_mixup_alpha", positive=True, maximum=1
@@ -311,6 +317,7 @@ class LabConfig(GRPOTaskConfig):
         v.scalar(
             self.dpo_label_smoothing, name + "dpo_label_smoothing", nonnegative=True
         )
+        v.boolean(self.split_per_seed, name + "split_per_seed")
         v.choice(self.reward, name + "reward", REWARDS)
         v.choice(self.dpo_loss_type, name + "dpo_loss_type", DPO_LOSS_TYPES)
         # as TRL 1.16.0's DPOTrainer: robust needs [0, 0.5), exo_pair a non-zero value;

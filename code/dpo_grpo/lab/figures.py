@@ -16,6 +16,7 @@ from ..i18n import N_, check_glyphs, language, tr, use_cjk_matplotlib_font
 
 __all__ = [
     "METHOD_COLORS",
+    "compute_axis",
     "critic_by_position",
     "learning_curves",
     "pair_margins",
@@ -31,6 +32,8 @@ METHOD_COLORS = {
     "DPO + NLL": "C1",
     "DPO": "C2",
     "RFT": "C4",
+    "online RFT": "C3",
+    "RLOO": "C6",
 }
 #: the metrics :func:`seed_results` draws, with their panel titles
 SEED_METRICS = {
@@ -336,4 +339,32 @@ def reward_hacking_figure(history, max_completion_length: int):
     for ax in axes:
         ax.set(xlabel=tr("GRPO step"))
         ax.grid(alpha=0.3)
+    return _laid_out(fig)
+
+
+def compute_axis(results: dict, methods: dict, *, target: float | None = None):
+    """Sampled pass@1 on the held-out prompts (mean over seeds at each evaluation)
+    against two budget axes: completions sampled (left) and completion-token passes,
+    forward + backward (right; the seeds' mean at each evaluation). The axes are
+    labelled with the fields the runs record. ``target``: a horizontal line (the
+    pass rate a method must reach). Returns the figure (two axes, shared y)."""
+    from .ablation import AXES
+
+    if not isinstance(methods, dict) or not methods:
+        raise TypeError("methods must be a non-empty dict of name -> algorithm")
+    _histories(methods, "methods")
+    fig, axes = _subplots(1, 2, figsize=(11, 3.6), sharey=True)
+    for ax, (axis, fields) in zip(axes, AXES.items(), strict=True):
+        for name, algorithm in methods.items():
+            rows = results["runs"][algorithm]
+            x = np.mean([np.sum([r[f] for f in fields], axis=0) for r in rows], axis=0)
+            y = np.mean([r["heldout_pass_rate_sampled"] for r in rows], axis=0)
+            ax.plot(x, y, "o-", ms=3, color=METHOD_COLORS[name], label=name)
+        if target is not None:
+            ax.axhline(target, color="grey", ls=":")
+        ax.set(xlabel=" + ".join(fields).replace("eval_", ""))
+        ax.grid(alpha=0.3)
+    axes[0].set(ylabel=tr("held-out pass rate"))
+    axes[0].legend(fontsize=8)
+    fig.suptitle(tr("sampled pass@1 (T = {t})", t=results["config"]["temperature"]))
     return _laid_out(fig)

@@ -137,6 +137,16 @@ def count_rollout(run, rec: dict) -> dict:
     return rec
 
 
+def count_passes(run, tokens: int, cfg, reference: bool, models: int = 1):
+    """Add one rollout's token passes to ``run``'s counters: ``tokens`` completion
+    tokens sampled (a forward each), once more through the reference if
+    ``reference``, and ``num_iterations`` forward and backward passes through each of
+    ``models`` trained models (the policy; PPO's critic too)."""
+    run.forward_tokens += tokens * (1 + int(reference))
+    run.forward_tokens += tokens * cfg.num_iterations * models
+    run.backward_tokens += tokens * cfg.num_iterations * models
+
+
 class GRPO(Algorithm):
     """GRPO on the tiny transformer: every step samples ``num_generations``
     completions for each of ``prompts_per_step`` prompts from the current policy,
@@ -213,6 +223,7 @@ class GRPO(Algorithm):
         lr = finish_update(run)
         synchronize(dev)
         t4 = time.perf_counter()
+        count_passes(run, int(cmask.sum().item()), cfg, ref_logps is not None)
         correct = rpf[:, 0]
         groups = correct.view(-1, g)
         return {

@@ -28,6 +28,8 @@ class LabHistory:
     seed: int
     config: dict
     n_parameters: int = 0
+    #: held-out prompts of this run's split
+    n_heldout_prompts: int = 0
     #: PPO: the critic's parameters (0 without a critic)
     n_critic_parameters: int = 0
     sft_steps: int = 0  #: SFT steps actually taken (early stop at sft_target_pass_rate)
@@ -43,12 +45,26 @@ class LabHistory:
     eval_wall_time_s: list = field(default_factory=list)
     eval_optimizer_steps: list = field(default_factory=list)
     eval_completions_sampled: list = field(default_factory=list)
+    #: cumulative token passes at each evaluation (see ``forward_tokens``)
+    eval_forward_tokens: list = field(default_factory=list)
+    eval_backward_tokens: list = field(default_factory=list)
+    #: greedy and sampled held-out pass rates of the prompts whose answer needs a
+    #: carry (``_carry``) and of those that need none (``_nocarry``)
+    heldout_pass_rate_carry: list = field(default_factory=list)
+    heldout_pass_rate_nocarry: list = field(default_factory=list)
+    heldout_pass_rate_sampled_carry: list = field(default_factory=list)
+    heldout_pass_rate_sampled_nocarry: list = field(default_factory=list)
     # every step (all algorithms)
     step: list = field(default_factory=list)
     #: cumulative optimiser steps (GRPO: num_iterations a step)
     optimizer_steps: list = field(default_factory=list)
     #: cumulative sampled completions
     completions_sampled: list = field(default_factory=list)
+    #: cumulative completion tokens through a forward pass (sampling, reference,
+    #: critic and training passes) and through a backward pass (policy and critic),
+    #: evaluation excluded; prompt tokens are not counted
+    forward_tokens: list = field(default_factory=list)
+    backward_tokens: list = field(default_factory=list)
     loss: list = field(default_factory=list)
     grad_norm: list = field(default_factory=list)
     lr: list = field(default_factory=list)

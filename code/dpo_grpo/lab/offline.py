@@ -68,6 +68,8 @@ def build_preference_set(run):
     rids, rmask = encode_completions(rows["rejected"], width, dev)
     ref_c = (policy_logps(run.ref, pids, pmask, cids, cmask) * cmask).sum(1)
     ref_r = (policy_logps(run.ref, pids, pmask, rids, rmask) * rmask).sum(1)
+    # sampling, then the reference over the pairs
+    run.forward_tokens += n_tokens + int(cmask.sum().item() + rmask.sum().item())
     run.pairs = {
         "prompt_ids": pids,
         "prompt_mask": pmask,
@@ -178,6 +180,9 @@ class Offline(Algorithm):
             build_preference_set(run)
         rec = Offline.update(run)
         run.optimizer_steps += 1
+        # one forward and one backward over the batch's chosen and rejected tokens
+        run.forward_tokens += rec["tokens"]
+        run.backward_tokens += rec["tokens"]
         return rec
 
     @staticmethod

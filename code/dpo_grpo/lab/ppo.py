@@ -36,7 +36,7 @@ from torch import nn
 
 from .. import torch_ops
 from .algorithm import Algorithm
-from .grpo import GRPO, count_rollout, finish_update, reference_logps
+from .grpo import GRPO, count_passes, count_rollout, finish_update, reference_logps
 from .model import count_parameters
 from .runtime import derived_seed, synchronize
 from .task import policy_logps, reward_weights, sample_groups, score
@@ -242,6 +242,9 @@ class PPO(Algorithm):
         run.critic_sched.step()
         synchronize(dev)
         t4 = time.perf_counter()
+        # sampling, reference, the critic's old values, then policy and critic epochs
+        count_passes(run, int(cmask.sum().item()), cfg, ref_logps is not None, 2)
+        run.forward_tokens += int(cmask.sum().item())
         correct = rpf[:, 0]
         return {
             **upd,

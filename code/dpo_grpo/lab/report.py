@@ -419,3 +419,67 @@ def ratio_trend_phrase(ratios) -> str:
     if _rises_each_time(ratios, "ratios"):
         return tr("rises with every doubling of the length")
     return tr("rises overall, though not at every doubling")
+
+
+def verdict_table(rows, names: dict) -> str:
+    """:func:`dpo_grpo.lab.ablation.verdict_family`'s rows as a table: the comparison
+    (``a - b``, or ``a - SFT`` for a gain), the metric, the mean difference with its
+    95% t-interval, the seeds ahead / behind / tied (``+/-/=``), the sign test's p,
+    the t-test's p, Holm's adjusted p and the direction it allows. ``names``:
+    algorithm -> name shown."""
+    names = _dict(names, "names")
+    head = f"{'':<22} {'':<8} {'mean':>7} {'95% t':>17} {'+/-/=':>8} {'sign p':>7}"
+    lines = [head + f" {'t p':>7} {'Holm p':>7}"]
+    for r in rows:
+        what = f"{names[r['a']]} - {names[r['b']] if r['b'] else 'SFT'}"
+        kind = "greedy" if "greedy" in r["metric"] else "sampled"
+        lines.append(
+            f"{what:<22} {pad(tr(kind), 8)} {r['mean']:+7.3f}"
+            f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+            f" {r['ahead']:>2}/{r['behind']}/{r['ties']:<2} {r['sign_p']:7.3f}"
+            f" {r['t_p']:7.3f} {r['holm_p']:7.3f}  {tr(r['direction'])}"
+        )
+    return "\n".join(lines)
+
+
+def class_table(breakdown: dict, names: dict) -> str:
+    """:func:`dpo_grpo.lab.ablation.class_breakdown` as a table: per method, the
+    held-out pass rate of the carry and the no-carry prompts at the SFT start and at
+    the end (means over seeds), and the seeds whose no-carry pass rate fell below its
+    start (``forgot``)."""
+    breakdown, names = _dict(breakdown, "breakdown"), _dict(names, "names")
+    lines = [f"{'':<12} {'carry':>15} {'nocarry':>15} {'forgot':>8}"]
+    for m, b in breakdown.items():
+        cells = [
+            f"{b[c]['start']:.3f} -> {b[c]['final']:.3f}" for c in ("carry", "nocarry")
+        ]
+        lines.append(
+            f"{names[m]:<12} {cells[0]:>15} {cells[1]:>15} {b['forgot']:>4}/{b['n']}"
+        )
+    return "\n".join(lines)
+
+
+def reach_table(reach: dict, names: dict) -> str:
+    """:func:`dpo_grpo.lab.ablation.budget_to_reach` for each method and axis as a
+    table: per axis, the seeds that reached the target (``k/n``) and the mean budget
+    they needed with its 95% t-interval. ``reach``: ``(algorithm, axis)`` -> the
+    function's answer; ``names``: algorithm -> name shown."""
+    reach, names = _dict(reach, "reach"), _dict(names, "names")
+    axes = list(dict.fromkeys(axis for _, axis in reach))
+    methods = list(dict.fromkeys(m for m, _ in reach))
+    lines = [f"{'':<12}" + "".join(f" {axis:>36}" for axis in axes)]
+    for m in methods:
+        cells = []
+        for axis in axes:
+            r = reach[m, axis]
+            if not r["reached"]:
+                cells.append(f"{'0/' + str(r['n']):>36}")
+                continue
+            span = (
+                f"{r['mean']:,.0f} [{r['ci_low']:,.0f}, {r['ci_high']:,.0f}]"
+                if r["reached"] > 1
+                else f"{r['mean']:,.0f}"
+            )
+            cells.append(f"{str(r['reached']) + '/' + str(r['n']):>6} {span:>29}")
+        lines.append(f"{names[m]:<12}" + "".join(f" {c}" for c in cells))
+    return "\n".join(lines)

@@ -28,8 +28,10 @@ from .grpo import GRPO
 from .history import LabHistory
 from .model import count_parameters
 from .offline import OFFLINE, Offline, build_preference_set, pair_margin
+from .online_rft import OnlineRFT
 from .ppo import PPO
 from .progress import bar, wanted
+from .rloo import RLOO
 from .runtime import (
     as_device,
     derived_seed,
@@ -44,11 +46,15 @@ from .runtime import (
 from .sft import SFTResult, sft_warmup
 from .task import PromptStream, make_model, make_task, policy_logps
 
-#: what each algorithm's step is (add an entry to add an algorithm)
+#: what each algorithm's step is (add an entry to add an algorithm); the first five
+#: are the chain that changes one ingredient at a time, offline RFT to PPO
 ALGORITHM_STEPS: dict[str, type[Algorithm]] = {
+    "rft": Offline,
+    "online_rft": OnlineRFT,
+    "rloo": RLOO,
     "grpo": GRPO,
     "ppo": PPO,
-    **{name: Offline for name in OFFLINE},
+    **{name: Offline for name in OFFLINE if name != "rft"},
 }
 ALGORITHMS = tuple(ALGORITHM_STEPS)
 CHECKPOINT_FORMAT = 2
@@ -62,11 +68,12 @@ def checked_algorithm(algorithm) -> str:
 
 
 def budget(cfg: LabConfig, algorithm: str) -> dict:
-    """The two budget axes of a run, before it starts: ``optimizer_steps`` (GRPO and
-    PPO: ``grpo_steps * num_iterations``; offline: ``dpo_steps``) and
-    ``completions_sampled`` (GRPO and PPO: ``grpo_steps * prompts_per_step *
-    num_generations``, from the current policy; offline: ``dpo_prompts *
-    dpo_samples_per_prompt``, all from the SFT policy)."""
+    """The two budget axes of a run, before it starts: ``optimizer_steps`` (online
+    methods, GRPO, PPO, online RFT and RLOO: ``grpo_steps * num_iterations``; offline:
+    ``dpo_steps``) and ``completions_sampled`` (online: ``grpo_steps *
+    prompts_per_step * num_generations``, from the current policy; offline:
+    ``dpo_prompts * dpo_samples_per_prompt``, all from the SFT policy). Token passes
+    (``forward_tokens``, ``backward_tokens``) are counted as a run goes."""
     checked_config(cfg)
     return ALGORITHM_STEPS[checked_algorithm(algorithm)].budget(cfg)
 
@@ -83,7 +90,8 @@ def make_optimizer(params, lr: float, cfg: LabConfig):
 
 
 class LabRun:
-    """One GRPO, PPO or offline (DPO, DPO+NLL, RFT) run after SFT: state, one
+    """One online (GRPO, PPO, online RFT, RLOO) or offline (DPO, DPO+NLL, RFT) run
+    after SFT: state, one
     ``step()``, evaluation, exact checkpoints."""
 
     def __init__(
@@ -105,8 +113,16 @@ class LabRun:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.cfg, self.algorithm, self.seed = cfg, algorithm, int(seed)
         self.device = as_device(device) if device is not None else resolve_device(cfg)
-        self.task = make_task(cfg)
+        self.task = make_task(cfg, self.seed)
         self.heldout = self.task.heldout_prompts()
+        carry = [
+            self.task.answer(t) != self.task.no_carry_answer(t)
+            for t in self.task.heldout_problems
+        ]
+        self.heldout_by_class = {
+            "carry": [p for p, c in zip(self.heldout, carry) if c],
+            "nocarry": [p for p, c in zip(self.heldout, carry) if not c],
+        }
         self.gen = torch.Generator(device=self.device)
         self.gen.manual_seed(derived_seed(self.seed, "sampling"))
         if _skip_sft:
@@ -130,6 +146,8 @@ class LabRun:
         self.optimizer_steps = 0
         self.completions_sampled = 0
         self.tokens_generated = 0
+        self.forward_tokens = 0
+        self.backward_tokens = 0
         self.wall_time = 0.0
         self.pairs = None  # offline preference set (token ids, masks, ref log-probs)
         self.pair_cursor = {"epoch": 0, "pos": 0}
@@ -138,6 +156,7 @@ class LabRun:
             seed=self.seed,
             config=cfg.to_dict(),
             n_parameters=count_parameters(self.policy),
+            n_heldout_prompts=len(self.heldout),
             sft_steps=sft.steps,
             sft_probe_pass_rate=sft.probe_pass_rate,
             sft_wall_time_s=sft.seconds,
@@ -149,32 +168,45 @@ class LabRun:
 
     # -- evaluation --
     def evaluate(self):
-        """Append the held-out pass rate (and, offline, the margin on all pairs) at the
-        current step."""
+        """Append the held-out pass rates, whole and by class (and, offline, the margin
+        on all pairs) at the current step."""
         with torch_threads(self.cfg, self.device):
             self._evaluate()
 
     def _evaluate(self):
         h = self.history
         h.eval_step.append(self.step_count)
-        h.heldout_pass_rate.append(
-            heldout_pass_rate(self.policy, self.heldout, self.cfg, self.device)
-        )
-        if self.cfg.eval_samples:
-            # its own generator, reseeded per evaluation: the training stream is
-            # untouched
-            gen = torch.Generator(device=self.device)
-            gen.manual_seed(derived_seed(self.seed, f"eval-{self.step_count}"))
-            h.heldout_pass_rate_sampled.append(
-                heldout_pass_rate(
+        # each class of held-out prompts (carry / no carry) is scored on its own; the
+        # whole set's pass rates are their prompt-weighted means
+        n = len(self.heldout)
+        whole = {"": 0.0, "sampled_": 0.0}
+        for cls, prompts in self.heldout_by_class.items():
+            if not prompts:
+                continue
+            rates = {"": heldout_pass_rate(self.policy, prompts, self.cfg, self.device)}
+            if self.cfg.eval_samples:
+                # its own generator, reseeded per evaluation: the training stream is
+                # untouched
+                gen = torch.Generator(device=self.device)
+                gen.manual_seed(
+                    derived_seed(self.seed, f"eval-{cls}-{self.step_count}")
+                )
+                rates["sampled_"] = heldout_pass_rate(
                     self.policy,
-                    self.heldout,
+                    prompts,
                     self.cfg,
                     self.device,
                     samples=self.cfg.eval_samples,
                     generator=gen,
                 )
-            )
+            for kind, rate in rates.items():
+                getattr(h, f"heldout_pass_rate_{kind}{cls}").append(rate)
+                whole[kind] += rate * len(prompts) / n
+        h.heldout_pass_rate.append(whole[""])
+        if self.cfg.eval_samples:
+            h.heldout_pass_rate_sampled.append(whole["sampled_"])
+        h.eval_forward_tokens.append(self.forward_tokens)
+        h.eval_backward_tokens.append(self.backward_tokens)
         h.eval_tokens_generated.append(self.tokens_generated)
         h.eval_optimizer_steps.append(self.optimizer_steps)
         h.eval_completions_sampled.append(self.completions_sampled)
@@ -221,6 +253,8 @@ class LabRun:
         h.tokens_generated.append(self.tokens_generated)
         h.optimizer_steps.append(self.optimizer_steps)
         h.completions_sampled.append(self.completions_sampled)
+        h.forward_tokens.append(self.forward_tokens)
+        h.backward_tokens.append(self.backward_tokens)
         h.wall_time_s.append(self.wall_time)
         h.tokens_per_s.append(rec.pop("tokens") / max(seconds, 1e-9))
         h.peak_memory_bytes.append(memory_bytes(self.device))
@@ -267,6 +301,8 @@ class LabRun:
             "wall_time_s": self.wall_time,
             "optimizer_steps": self.optimizer_steps,
             "completions_sampled": self.completions_sampled,
+            "forward_tokens": self.forward_tokens,
+            "backward_tokens": self.backward_tokens,
             "policy": cpu(self.policy.state_dict()),
             "reference": cpu(self.ref.state_dict()),
             "ref_version": self.ref_version,
@@ -321,6 +357,9 @@ class LabRun:
             state["completions_sampled"],
         )
         run.wall_time = state["wall_time_s"]
+        # checkpoints written before token passes were counted have none
+        run.forward_tokens = state.get("forward_tokens", 0)
+        run.backward_tokens = state.get("backward_tokens", 0)
         # checkpoints written before algorithms had their own state have none
         run.method.load_state_dict(run, state.get("algorithm_state") or {})
         run.history = LabHistory(**state["history"])
@@ -340,10 +379,11 @@ def run_lab(
     stop_after: int | None = None,
     progress: bool | None = None,
 ) -> LabHistory:
-    """SFT warm-up, then ``config.grpo_steps`` GRPO (``"grpo"``) or PPO (``"ppo"``, with
-    a critic: :mod:`dpo_grpo.lab.ppo`) steps, or ``config.dpo_steps`` steps of an
-    offline method (``algorithm`` in ``"dpo"``, ``"dpo+nll"``, ``"rft"``); returns the
-    history.
+    """SFT warm-up, then ``config.grpo_steps`` steps of an online method (``"grpo"``;
+    ``"ppo"``, with a critic: :mod:`dpo_grpo.lab.ppo`; ``"online_rft"``:
+    :mod:`dpo_grpo.lab.online_rft`; ``"rloo"``: :mod:`dpo_grpo.lab.rloo`), or
+    ``config.dpo_steps`` steps of an offline method (``algorithm`` in ``"dpo"``,
+    ``"dpo+nll"``, ``"rft"``); returns the history.
 
     ``checkpoint_path`` + ``checkpoint_every=k`` write a checkpoint after every k-th
     step (overwriting); ``resume_from`` continues a saved run exactly (config, algorithm

@@ -23,6 +23,7 @@ _SFT_FIELDS = (
     "n_digits",
     "n_heldout",
     "task_seed",
+    "split_per_seed",
     "d_model",
     "n_layers",
     "n_heads",
@@ -90,7 +91,7 @@ def sft_warmup(cfg: LabConfig, seed: int, device) -> SFTResult:
 
 def _sft(cfg: LabConfig, seed: int, device: torch.device) -> SFTResult:
     t0 = time.perf_counter()
-    task = make_task(cfg)
+    task = make_task(cfg, seed)
     torch.manual_seed(derived_seed(seed, "init"))
     model = make_model(cfg).to(device)
     opt = torch.optim.AdamW(

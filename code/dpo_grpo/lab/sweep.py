@@ -1,7 +1,8 @@
 """The lab's controlled comparison: every method, several seeds, one command, one file.
 
-``python -m dpo_grpo.lab.sweep --preset cpu`` runs GRPO, PPO (with its critic), DPO,
-DPO+NLL and RFT (the NLL-only control on the same selected data) from the same SFT start
+``python -m dpo_grpo.lab.sweep --preset cpu`` runs the chain of methods that changes
+one ingredient at a time (offline RFT, online RFT, RLOO, GRPO, PPO with its critic),
+then DPO and DPO+NLL, from the same SFT start
 for the seeds :data:`DEFAULT_SEEDS` (``0 .. 9``), then the robustness settings
 (:data:`ROBUSTNESS`: another learning rate, twice the budget, on-policy GRPO, no KL
 term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
@@ -48,7 +49,8 @@ from .progress import bar, wanted
 from .run import ALGORITHMS, budget, run_lab
 from .task import make_task
 
-METHODS = ("grpo", "ppo", "dpo", "dpo+nll", "rft")
+#: the chain (offline RFT -> online RFT -> RLOO -> GRPO -> PPO), then DPO and DPO+NLL
+METHODS = ("rft", "online_rft", "rloo", "grpo", "ppo", "dpo", "dpo+nll")
 #: the seeds of a sweep unless told (``--seeds 0-9``)
 DEFAULT_SEEDS = tuple(range(10))
 #: where the package keeps a preset's results, relative to the repository root
@@ -59,6 +61,8 @@ NAMES = {
     "dpo": "DPO",
     "dpo+nll": "DPO + NLL",
     "rft": "RFT",
+    "online_rft": "online RFT",
+    "rloo": "RLOO",
 }
 METRICS = (
     "final_greedy",
@@ -68,14 +72,25 @@ METRICS = (
     "gain_greedy",
     "gain_sampled",
 )
-RESULTS_FORMAT = 2
-#: formats :func:`load` still reads (format 1: no robustness runs, no PPO)
-READABLE_FORMATS = (1, 2)
+RESULTS_FORMAT = 3
+#: formats :func:`load` still reads (format 1: no robustness runs, no PPO; format 2:
+#: no chain, no token passes, no per-class pass rates)
+READABLE_FORMATS = (1, 2, 3)
 LEVEL = 0.95
 #: per-step curves a results file keeps for the online methods
 CURVES = ("train_pass_rate", "reward_mean", "kl", "explained_variance", "value_loss")
+#: per-class held-out curves a results file keeps (carry / no carry, greedy / sampled)
+CLASS_CURVES = (
+    "heldout_pass_rate_carry",
+    "heldout_pass_rate_nocarry",
+    "heldout_pass_rate_sampled_carry",
+    "heldout_pass_rate_sampled_nocarry",
+)
 #: the differences :func:`verdict` states, (a, b) for "a - b"
 PAIRS = (
+    ("online_rft", "rft"),
+    ("rloo", "online_rft"),
+    ("grpo", "rloo"),
     ("grpo", "dpo"),
     ("grpo", "dpo+nll"),
     ("grpo", "rft"),
@@ -128,6 +143,8 @@ def run_record(history) -> dict:
         "sft_probe_pass_rate": history.sft_probe_pass_rate,
         "eval_optimizer_steps": list(history.eval_optimizer_steps),
         "eval_completions_sampled": list(history.eval_completions_sampled),
+        "eval_forward_tokens": list(history.eval_forward_tokens),
+        "eval_backward_tokens": list(history.eval_backward_tokens),
         "heldout_pass_rate": g,
         "heldout_pass_rate_sampled": s,
         "start_greedy": g[0],
@@ -150,7 +167,12 @@ def run_record(history) -> dict:
         else 0,
         "train_wall_time_s": history.wall_time_s[-1] if history.wall_time_s else 0.0,
         "n_pairs": history.n_pairs,
+        "n_heldout_prompts": history.n_heldout_prompts,
     }
+    for name in CLASS_CURVES:
+        curve = list(getattr(history, name))
+        if curve:
+            rec[name] = curve
     for name in CURVES:
         curve = list(getattr(history, name))
         if curve:
@@ -276,6 +298,8 @@ def run_sweep(
         "seeds": seeds,
         "methods": methods,
         "command": command_line(preset, seeds, methods, robustness=robustness),
+        # every method at the preset's settings: none was tuned on a validation split
+        "tuned": False,
         "config": cfg_dict,
         "n_heldout_prompts": len(make_task(cfg).heldout_prompts()),
         "budget": {m: budget(cfg, m) for m in methods},
@@ -563,6 +587,8 @@ def compare(history_or_record, results, method: str) -> dict:
     greedy = worst(GREEDY_COMPARED)
     sampled = worst(SAMPLED_COMPARED)
     sample = sample_size(results)
+    if ref.get("n_heldout_prompts"):  # format 3: each seed has its own split
+        sample = 1.0 / (ref["n_heldout_prompts"] * results["config"]["eval_samples"])
     return {
         "exact": greedy == 0.0 and sampled == 0.0,
         "max_abs_diff": max(greedy, sampled),
@@ -598,6 +624,22 @@ def load(preset: str = "cpu", path=None):
         return None
     with open(path, encoding="utf-8") as fh:
         return _check_results(json.load(fh))
+
+
+#: the previous sweep's file (format 2: one held-out split for every seed, no chain),
+#: kept for its robustness runs
+FIXED_SPLIT = "lab-{preset}-fixed-split.json"
+
+
+def robustness_results(results, preset: str = "cpu"):
+    """``results`` if they hold robustness runs, else the package's previous sweep for
+    ``preset`` (:data:`FIXED_SPLIT`), else None."""
+    _check_results(results)
+    if results.get("robustness"):
+        return results
+    return load(
+        preset, path=results_path(preset).with_name(FIXED_SPLIT.format(preset=preset))
+    )
 
 
 def refresh_command(preset: str = "cpu") -> str:

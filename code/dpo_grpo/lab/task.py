@@ -60,15 +60,20 @@ class PromptStream:
         self.epoch, self.pos, self._perm = int(state["epoch"]), int(state["pos"]), None
 
 
-def make_task(cfg: GRPOTaskConfig) -> AdditionTask:
+def make_task(cfg: GRPOTaskConfig, seed: int | None = None) -> AdditionTask:
     """The addition task of ``cfg`` (a :class:`LabConfig` or any
-    :class:`GRPOTaskConfig`)."""
+    :class:`GRPOTaskConfig`) for run ``seed``: its split is drawn with ``task_seed +
+    seed`` when ``cfg.split_per_seed`` is true (a :class:`LabConfig`'s default), else
+    (or with ``seed=None``) with ``task_seed``."""
     checked_config(cfg, GRPOTaskConfig)
+    split = cfg.task_seed
+    if seed is not None and getattr(cfg, "split_per_seed", False):
+        split += v.integer(seed, "seed", minimum=0)
     return AdditionTask(
         n_terms=cfg.n_terms,
         n_digits=cfg.n_digits,
         n_heldout=cfg.n_heldout,
-        seed=cfg.task_seed,
+        seed=split,
     )
 
 
