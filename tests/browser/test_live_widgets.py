@@ -107,8 +107,9 @@ DRAW_MS_OUT = Path(
 )
 DRAW_MS: dict[str, dict[str, float]] = {}
 #: The gallery's sections whose live widget is one of widgets.WIDGETS (the newer
-#: explorables have their own modules and kernel tests, tests/test_new_explorables.py;
-#: the DPO and memory-ledger widgets live in chapters 3, 1).
+#: explorables have their own modules and kernel tests,
+#: tests/interactive/test_registry.py; the DPO and memory-ledger widgets live in
+#: chapters 3, 1).
 TITLES = {
     "clip_platform": "Clip platforms",
     "zero_std": "Zero-std groups",

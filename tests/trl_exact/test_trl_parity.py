@@ -1,9 +1,9 @@
 """Number-for-number parity of the NumPy package with TRL 1.16.0, on fixtures produced
 by TRL's own code.
 
-The fixtures in ``tests/fixtures/`` were written by ``scripts/make_trl_fixtures.py``
-(TRL 1.16.0, torch 2.13.0, transformers 5.24.0, CPU, offline) from real trainer objects
-built on a tiny random Llama:
+The fixtures in ``code/dpo_grpo/data/trl_fixtures/`` were written by
+``scripts/make_trl_fixtures.py`` (TRL 1.16.0, torch 2.13.0, transformers 5.24.0, CPU,
+offline) from real trainer objects built on a tiny random Llama:
 
 * ``trl_grpo_loss.json``: ``trl.GRPOTrainer._compute_loss`` (float64 ``new_logps`` leaf
   fed through an instance patch of ``_get_per_token_logps_and_entropies``; gradient by

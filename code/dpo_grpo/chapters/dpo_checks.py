@@ -21,7 +21,7 @@ def check_objective_identity(n_policies=200, seed=17) -> CheckResult:
     ``n_policies`` Dirichlet(1) policies.
 
     Computed here with its own formulas (``Z = sum q exp(r/beta)``), then compared with
-    the package's :func:`~dpo_grpo.trl_exact.dpo.max_objective_identity_error`. Value:
+    the package's :func:`~dpo_grpo.reference.dpo.max_objective_identity_error`. Value:
     the largest gap.
     """
     n = v.integer(n_policies, "n_policies", minimum=1)

@@ -5,10 +5,11 @@ The fixtures (``dpo_grpo/data/trl_fixtures/trl_*.json``,
 :data:`dpo_grpo.data.TRL_FIXTURES`) were written by ``scripts/make_trl_fixtures.py``
 from real TRL 1.16.0 trainer objects (``GRPOTrainer._compute_loss``,
 ``GRPOTrainer._generate_and_score_completions``, ``DPOTrainer._compute_loss``).
-:func:`parity_report` feeds each case's inputs to :func:`dpo_grpo.grpo_loss`,
-:func:`dpo_grpo.reward_advantages` or :func:`dpo_grpo.dpo_loss` and returns one row per
-case with the maximum absolute differences (loss, gradient, metrics). Tolerances are
-those of the package's TRL parity tests.
+:func:`parity_report` feeds each case's inputs to the TRL-exact layer
+(:func:`dpo_grpo.trl_exact.grpo_loss`, :func:`dpo_grpo.trl_exact.reward_advantages` or
+:func:`dpo_grpo.trl_exact.dpo_loss`) and returns one row per case with the maximum
+absolute differences (loss, gradient, metrics). Tolerances are those of the package's
+TRL parity tests.
 
 Also here: TRL 1.16.0's GRPO defaults next to the paper's (:data:`TRL_GRPO_DEFAULTS`,
 :data:`PAPER_GRPO`). The tables of the torch benchmark results are in
@@ -194,7 +195,7 @@ def _case(case, keys):
 
 def grpo_case_row(case) -> dict:
     """Rerun one ``trl_grpo_loss.json`` (or ``trl_grpo_loss_types.json``) case with
-    :func:`dpo_grpo.grpo_loss`; differences to TRL's results."""
+    :func:`dpo_grpo.trl_exact.grpo_loss`; differences to TRL's results."""
     _case(case, ("name", "options", "inputs", "loss", "grad_new_logps", "metrics"))
     o, x = case["options"], case["inputs"]
     new = np.array(x["new_logps"])
@@ -258,7 +259,7 @@ def grpo_case_row(case) -> dict:
 
 def advantage_case_row(case) -> dict:
     """Rerun one ``trl_advantages.json`` case with
-    :func:`dpo_grpo.reward_advantages`."""
+    :func:`dpo_grpo.trl_exact.reward_advantages`."""
     _case(case, ("name", "options", "inputs", "advantages", "metrics"))
     o = case["options"]
     rpf = _nan_rows(case["inputs"]["rewards_per_func"])
@@ -294,7 +295,7 @@ def advantage_case_row(case) -> dict:
 
 def dpo_case_row(case) -> dict:
     """Rerun one ``trl_dpo_loss.json`` (or ``trl_dpo_loss_family.json``) case with
-    :func:`dpo_grpo.dpo_loss`.
+    :func:`dpo_grpo.trl_exact.dpo_loss`.
 
     TRL 1.16.0 reads ``label_smoothing`` only for ``robust``, ``exo_pair``, ``aot`` and
     ``aot_unpaired`` (:data:`~dpo_grpo.trl_exact.dpo.LABEL_SMOOTHING_LOSS_TYPES`,

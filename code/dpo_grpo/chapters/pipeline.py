@@ -15,8 +15,8 @@ The seven steps, each a function of its own module:
 5. :func:`~.rollout.token_logps` gives the current and the (cacheable) reference
    log-probs of the stored tokens;
 6. :func:`~.token_loss.loss_and_grad` forms the per-token loss with masks
-   (:func:`dpo_grpo.grpo_loss`, plus the optional inference-engine importance weights of
-   :func:`~.rollout.engine_importance_weights`);
+   (:func:`dpo_grpo.trl_exact.grpo_loss`, plus the optional inference-engine
+   importance weights of :func:`~.rollout.engine_importance_weights`);
 7. :func:`~.update.apply_update` takes the optimizer step and :func:`~.update.monitor`
    returns the dict to log.
 

@@ -64,8 +64,8 @@ def masked_after_exp_loss_buggy(new_logps, old_logps, advantages, mask):
     (unclipped, token mean).
 
     Correct on clean inputs; NaN or inf left in padding leaks through ``0 * inf = nan``
-    and ``0 * nan = nan``. :func:`dpo_grpo.grpo_loss` replaces padding by 0 *before* the
-    exponential instead.
+    and ``0 * nan = nan``. :func:`dpo_grpo.trl_exact.grpo_loss` (as the readable
+    ``dpo_grpo.grpo_loss``) replaces padding by 0 *before* the exponential instead.
     """
     new, old, a, m = _padded_token_inputs(new_logps, old_logps, advantages, mask)
     with np.errstate(all="ignore"):
@@ -441,7 +441,7 @@ def per_sequence_mean_loss(per_token_loss, mask):
 
 def sequence_weights(mask, loss_type="grpo", **grpo_options):
     """DETECTOR: the total weight of each answer in the loss, shape (B,), read off
-    :func:`dpo_grpo.grpo_loss`.
+    :func:`dpo_grpo.trl_exact.grpo_loss`.
 
     On-policy with advantage -1 and beta 0 every token's loss is 1, so d loss / d
     new_logps is each token's weight; summed per row it is the answer's share of the

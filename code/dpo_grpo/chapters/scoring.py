@@ -147,7 +147,7 @@ def group_statistics(
     eps=1e-4,
 ):
     """Step 4: check the group boundaries, then TRL's advantages
-    (:func:`dpo_grpo.reward_advantages`).
+    (:func:`dpo_grpo.trl_exact.reward_advantages`).
 
     ``rewards_per_func`` (N, K) or (N,); the statistics are computed on complete groups,
     which in data-parallel training means *after* gathering every row of a prompt from

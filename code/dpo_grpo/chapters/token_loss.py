@@ -145,9 +145,9 @@ def loss_and_grad(
 
     Old log-probs, advantages and reference log-probs are constants (no gradient flows
     into rewards, group statistics or sampling). ``engine_weights`` (B, T) or (B, 1),
-    from :func:`engine_importance_weights`, multiply the per-token *policy* loss, as TRL
-    does; the KL term is not reweighted. ``grpo_options`` go to
-    :func:`dpo_grpo.grpo_loss`.
+    from :func:`~.rollout.engine_importance_weights`, multiply the per-token *policy*
+    loss, as TRL does; the KL term is not reweighted. ``grpo_options`` go to
+    :func:`dpo_grpo.trl_exact.grpo_loss`.
     """
     require_rollout(rollout)
     full = grpo_loss(

@@ -77,8 +77,8 @@ def toy_batch(drift: float = 1.0, seed: int = 0, push: float = 0.22) -> dict:
     ``new`` = ``old`` + ``drift`` x (``push`` in the direction of each answer's
     advantage + seeded noise of std 0.12), ``ref`` a little below ``old``. ``drift=1``
     is a stale batch (token ratios between about 0.7 and 1.5, so the clips and gates
-    act); :func:`calibrated_drift` gives the drift of one small step
-    (:mod:`~dpo_grpo.chapters.variant_directions`)."""
+    act); :func:`~dpo_grpo.chapters.variant_directions.calibrated_drift` gives the drift
+    of one small step."""
     drift = v.scalar(drift, "drift", nonnegative=True)
     push = v.scalar(push, "push", nonnegative=True)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))

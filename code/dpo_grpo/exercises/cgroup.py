@@ -20,9 +20,10 @@ time per period, however many there are.
 :attr:`SandboxCgroup.enforced` says what was obtained (``memory``, ``pids``, ``cpu``,
 ``kill``);
 the grader reports it. The sandbox joins the groups itself, first thing, by writing
-``0`` to each ``cgroup.procs`` in :attr:`procs_files`, so every process it ever forks is
-inside. Where nothing can be created (not root, no cgroup file system), ``create``
-returns ``None`` and the per-process limits are all there is (``book/teaching.md``).
+``0`` to each ``cgroup.procs`` in :meth:`SandboxCgroup.procs_files`, so every process
+it ever forks is inside. Where nothing can be created (not root, no cgroup file
+system), ``create`` returns ``None`` and the per-process limits are all there is
+(``book/teaching.md``).
 """
 
 from __future__ import annotations

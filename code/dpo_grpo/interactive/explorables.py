@@ -121,7 +121,7 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
     ``epsilon`` is eps_low, ``epsilon_high=None`` means symmetric clipping, ``delta``
     caps the unclipped ratio (two-sided clipping; None = off). Returns ``rho`` (grid),
     ``objective_pos/neg``, ``grad_pos/neg``, ``region_pos/neg``
-    (:func:`~dpo_grpo.trl_exact.grpo.clip_region` labels), ``capped_pos/neg`` (where
+    (:func:`~dpo_grpo.reference.grpo.clip_region` labels), ``capped_pos/neg`` (where
     delta zeroes the gradient), ``bounds`` (``low = 1 - eps_low``,
     ``high = 1 + eps_high``, ``delta``) and ``examples``: the four article sequences
     with their objective per unit |A| (``objective_unit`` = objective at sign(A)), their
@@ -323,7 +323,7 @@ def group_advantage_data(
     ``r -> scale * r + shift``.
 
     Returns ``rewards`` (as given), ``transformed``, ``advantages_ddof0`` /
-    ``advantages_ddof1`` (:func:`~dpo_grpo.trl_exact.advantages.group_advantages`), the
+    ``advantages_ddof1`` (:func:`~dpo_grpo.reference.advantages.group_advantages`), the
     transformed group's ``mean`` and ``std_ddof0/1``, and the invariance curve:
     ``scales`` (log grid) against ``best_advantage_vs_scale[eps]`` = the largest
     advantage (ddof 0) of ``s * r`` for each eps in ``eps_values``. Shifts never change

@@ -2,9 +2,11 @@
 3.1–3.2).
 
 Shapes: sequence log-probs, one entry per preference pair, arrays of shape ``(P,)``;
-answer sets of one prompt (policies, rewards) shape ``(Y,)``. The TRL-exact loss with
+answer sets of one prompt (policies, rewards) shape ``(Y,)``. :func:`dpo_loss` here is
+the readable one the chapters print (``dpo_grpo.dpo_loss``). The TRL-exact loss with
 every ``DPOConfig.loss_type`` is :func:`dpo_grpo.trl_exact.dpo.dpo_loss`
-(``dpo_grpo.dpo_loss``), equal to :func:`dpo_loss` here at its defaults.
+(``dpo_grpo.trl_exact.dpo_loss``), equal to :func:`dpo_loss` here at its defaults
+(``loss_type="sigmoid"``).
 """
 
 from __future__ import annotations

@@ -122,8 +122,9 @@ def random_grpo_batch(
     ref_noise=0.2,
     min_length=1,
 ):
-    """A random ragged GRPO batch: keyword arguments for :func:`dpo_grpo.grpo_loss` (and
-    the torch version).
+    """A random ragged GRPO batch: keyword arguments for
+    :func:`dpo_grpo.trl_exact.grpo_loss` and :func:`dpo_grpo.torch_ops.grpo_loss` (and,
+    without ``adv_2d``, for the readable :func:`dpo_grpo.grpo_loss`).
 
     Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask`` (batch, length);
     ``advantages`` (batch,), or (batch, length) with ``adv_2d``.

@@ -3,11 +3,11 @@ ratio plus a k3 KL penalty.
 
 Shapes: per-token log-probs of the sampled answers ``new_logps``, ``old_logps``,
 ``ref_logps`` and the 0/1 ``mask`` are ``(B, T)`` (B answers padded to T tokens);
-``advantages`` is ``(B,)``, one per answer, shared by its tokens. Every TRL option
-(``loss_type``, ``epsilon_high``, ``delta``, GSPO, ...) is in
-:func:`dpo_grpo.trl_exact.grpo.grpo_loss` (``dpo_grpo.grpo_loss``), equal to
-:func:`grpo_loss` here at ``loss_type="grpo"`` with its other options at their paper
-values.
+``advantages`` is ``(B,)``, one per answer, shared by its tokens. :func:`grpo_loss`
+here is the readable one the chapters print (``dpo_grpo.grpo_loss``). Every TRL option
+(``loss_type``, ``epsilon_high``, ``delta``, GSPO, ...) is in the TRL-exact
+:func:`dpo_grpo.trl_exact.grpo.grpo_loss` (``dpo_grpo.trl_exact.grpo_loss``), equal to
+:func:`grpo_loss` here at its defaults (``loss_type="grpo"``, the paper's objective).
 """
 
 from __future__ import annotations

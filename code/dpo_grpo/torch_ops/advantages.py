@@ -81,7 +81,7 @@ def reward_advantages(
     validate=True,
 ) -> RewardAdvantages:
     """Advantages exactly as TRL 1.16.0's ``GRPOTrainer`` forms them (see
-    :func:`dpo_grpo.reward_advantages`).
+    :func:`dpo_grpo.trl_exact.reward_advantages`).
 
     ``rewards_per_func``: (N, K) (or (N,)), rows in consecutive groups of
     ``num_generations``, NaN = "returned None". ``sum_then_normalize``:

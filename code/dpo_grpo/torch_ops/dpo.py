@@ -91,8 +91,8 @@ def dpo_loss(
     """DPO loss on sequence log-probs (all of one shape, e.g. (P,)), every TRL 1.16.0
     ``DPOConfig.loss_type``.
 
-    Same options, checks and results as :func:`dpo_grpo.dpo_loss` (a name or a list of
-    names with ``loss_weights``; ``label_smoothing``, ``discopop_tau``;
+    Same options, checks and results as :func:`dpo_grpo.trl_exact.dpo_loss` (a name or a
+    list of names with ``loss_weights``; ``label_smoothing``, ``discopop_tau``;
     ``chosen_lengths``/``rejected_lengths`` for ``ipo``, ``sigmoid_norm``, ``sft``),
     differentiated by autograd. ``validate`` runs the finiteness check (one sync). The
     reference log-probs and the token counts are treated as fixed data (detached).
