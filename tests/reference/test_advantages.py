@@ -1,6 +1,8 @@
 """dpo_grpo.reference.advantages: the article's group advantages, conventions,
 invariances and input validation."""
 
+import math
+
 import dpo_grpo as dg
 import numpy as np
 import pytest
@@ -119,3 +121,24 @@ def test_leave_one_out_and_centred():
 def test_invalid_group_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_group_advantages_standardise_within_each_group_with_eps():
+    """Two groups with different spreads, eps 0.5 (large, to be seen). Group 1
+    [1, 0, 0, 1]: mean 0.5, population std 0.5, A = +-0.5 / (0.5 + 0.5) = +-0.5.
+    Group 2 [0, 0, 0, 4]: mean 1, std sqrt(12 / 4) = sqrt(3), A = [-1, -1, -1, 3] /
+    (sqrt(3) + 0.5). Statistics pooled over both groups, or eps added to the variance,
+    give other numbers."""
+    adv = dg.group_advantages([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 4.0]], eps=0.5)
+    np.testing.assert_allclose(adv[0], [0.5, -0.5, -0.5, 0.5], rtol=1e-15)
+    np.testing.assert_allclose(
+        adv[1], np.array([-1, -1, -1, 3]) / (math.sqrt(3) + 0.5), rtol=1e-15
+    )
+
+
+def test_group_advantages_ddof_1_divides_by_the_sample_std():
+    """[1, 0, 0, 1] with ddof=1: std sqrt(1 / 3), as TRL computes it."""
+    adv = dg.group_advantages([[1.0, 0.0, 0.0, 1.0]], eps=1e-4, ddof=1)
+    np.testing.assert_allclose(
+        adv[0], np.array([0.5, -0.5, -0.5, 0.5]) / (math.sqrt(1 / 3) + 1e-4), rtol=1e-15
+    )

@@ -1,5 +1,7 @@
-"""dpo_grpo.reference.dpo: log-sigmoid, the gradient weight, the closed-form optimum and
-the implicit reward."""
+"""dpo_grpo.reference.dpo: the readable DPO loss pinned by hand, log-sigmoid, the
+gradient weight, the closed-form optimum and the implicit reward."""
+
+import math
 
 import dpo_grpo as dg
 import numpy as np
@@ -72,3 +74,25 @@ def test_implicit_reward_recovers_reward_up_to_constant():
     assert dg.bradley_terry_probability(r[2], r[0]) == pytest.approx(
         1 / (1 + np.exp(-(r[2] - r[0])))
     )
+
+
+def test_dpo_loss_is_minus_log_sigmoid_of_beta_margin():
+    """Two pairs, beta 0.5. Pair 1: margin u = (-1 - -3) - (-2 - -2) = 2, logit
+    beta u = 1, loss -log sigma(1) = log(1 + e^-1); pair 2: u = (-2 - -1) - (-1 - -1)
+    = -1, logit -0.5, loss log(1 + e^0.5). The loss is their mean; the logits are
+    returned."""
+    loss, logits = dg.dpo_loss(
+        [-1.0, -2.0], [-3.0, -1.0], [-2.0, -1.0], [-2.0, -1.0], 0.5
+    )
+    np.testing.assert_allclose(logits, [1.0, -0.5], rtol=1e-15)
+    expected = (math.log1p(math.exp(-1.0)) + math.log1p(math.exp(0.5))) / 2
+    assert loss == pytest.approx(expected, rel=1e-14)
+    assert loss == pytest.approx(0.6436693358491648, rel=1e-12)
+
+
+def test_dpo_loss_subtracts_the_reference_margin():
+    """The same policy log-probs against a reference that already prefers the chosen
+    answer by 2 nats: the margin is 0, the loss log 2, whatever beta."""
+    for beta in (0.1, 1.0):
+        loss, logits = dg.dpo_loss([-1.0], [-3.0], [-1.0], [-3.0], beta)
+        assert logits[0] == 0.0 and loss == pytest.approx(math.log(2), rel=1e-15)
