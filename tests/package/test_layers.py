@@ -76,16 +76,16 @@ ALLOWED = {
 TOOLING = ("dpo_grpo_book", "bench", "scripts", "tests", "conftest")
 
 
-def _layer(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
+def _layer(path: Path, root: Path = PACKAGE) -> str:
+    rel = path.relative_to(root)
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def _imports(path: Path):
-    """(absolute module name, line) for every import in ``path``, relative imports
-    resolved."""
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+def _imports(path: Path, root: Path = PACKAGE):
+    """(absolute module name, line) for every import in ``path`` (a module of the
+    package at ``root``), relative imports resolved."""
+    rel = path.relative_to(root.parent).with_suffix("")
+    package = list(rel.parts[:-1])
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -113,6 +113,52 @@ def _layer_of_module(name: str):
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
+def _report(offences: list[str], rule: str) -> str:
+    return f"{rule} ({len(offences)}):\n" + "\n".join(offences)
+
+
+# --- The lint rules: each is a function of the modules, run once over all of them ----
+
+
+def upward_imports(paths, root: Path = PACKAGE) -> list[str]:
+    """``file:line imports name`` for every import of build or benchmark tooling and
+    every import of a layer that the importing layer may not use (``ALLOWED``)."""
+    found = []
+    for path in paths:
+        layer, where = _layer(path, root), path.relative_to(root)
+        for name, line in _imports(path, root):
+            target = _layer_of_module(name)
+            if name.split(".")[0] in TOOLING:
+                found.append(f"{where}:{line} imports build/bench tooling {name}")
+            elif target not in (None, layer) and target not in ALLOWED[layer]:
+                found.append(
+                    f"{where}:{line} imports {name}: layer {layer!r} may import only "
+                    f"{sorted(ALLOWED[layer])}"
+                )
+    return found
+
+
+#: what a module that reads files outside the package would contain
+OUTSIDE = (
+    "parents[2]",
+    "parents[3]",
+    '"tests"',
+    '"bench"',
+    "Path.cwd()",
+    "os.getcwd()",
+)
+
+
+def outside_reads(paths, root: Path = PACKAGE) -> list[str]:
+    """``file (needle)`` for every module whose source holds one of ``OUTSIDE``."""
+    return [
+        f"{path.relative_to(root)} ({needle})"
+        for path in paths
+        for needle in OUTSIDE
+        if needle in path.read_text(encoding="utf-8")
+    ]
+
+
 def test_every_module_belongs_to_a_known_layer():
     unknown = sorted({_layer(p) for p in SOURCES} - set(ALLOWED))
     assert not unknown, (
@@ -120,45 +166,58 @@ def test_every_module_belongs_to_a_known_layer():
     )
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_point_down_the_layers(path):
-    layer = _layer(path)
-    for name, line in _imports(path):
-        assert not name.split(".")[0] in TOOLING, (
-            f"{path.name}:{line} imports build/bench tooling {name}"
-        )
-        target = _layer_of_module(name)
-        if target is None or target == layer:
-            continue
-        assert target in ALLOWED[layer], (
-            f"{path.relative_to(PACKAGE)}:{line} imports {name}: layer {layer!r} "
-            f"may import only {sorted(ALLOWED[layer])}"
-        )
+def test_imports_point_down_the_layers():
+    assert not (found := upward_imports(SOURCES)), _report(
+        found, "imports that point up the layers or at the tooling"
+    )
+
+
+def _fake_package(tmp_path: Path, files: dict) -> Path:
+    """A package ``dpo_grpo`` under ``tmp_path`` with ``files`` ({relative path:
+    source}); returns its folder."""
+    root = tmp_path / "dpo_grpo"
+    for rel, source in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(source, encoding="utf-8")
+    return root
 
 
 def test_the_import_check_catches_an_upward_import(tmp_path):
-    """The checker itself: a reference module importing the TRL layer must be
-    flagged."""
-    fake = PACKAGE / "reference" / "grpo.py"
-    names = [n for n, _ in _imports(fake)]
-    assert "dpo_grpo._validation" in names  # relative imports are resolved
-    assert "trl_exact" not in ALLOWED["reference"]
+    """A reference module importing the TRL layer (relatively and absolutely) and one
+    importing the benchmarks are flagged; a downward import is not."""
+    root = _fake_package(
+        tmp_path,
+        {
+            "reference/grpo.py": "from .. import _validation\n"
+            "from ..trl_exact import grpo\nimport dpo_grpo.torch_ops\n",
+            "reference/kl.py": "import bench.bench_lab\n",
+            "trl_exact/grpo.py": "from ..reference import grpo\n",
+        },
+    )
+    found = upward_imports(sorted(root.rglob("*.py")), root)
+    assert [f.split(" imports ")[0] for f in found] == [
+        "reference/grpo.py:2",
+        "reference/grpo.py:3",
+        "reference/kl.py:1",
+    ], found
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_reads_files_outside_the_package(path):
-    src = path.read_text(encoding="utf-8")
-    for needle in (
-        "parents[2]",
-        "parents[3]",
-        '"tests"',
-        '"bench"',
-        "Path.cwd()",
-        "os.getcwd()",
-    ):
-        assert needle not in src, (
-            f"{path.relative_to(PACKAGE)} looks outside the package ({needle})"
-        )
+def test_no_module_reads_files_outside_the_package():
+    assert not (found := outside_reads(SOURCES)), _report(
+        found, "modules that look outside the package"
+    )
+
+
+def test_the_outside_check_catches_a_module_reading_the_checkout(tmp_path):
+    root = _fake_package(
+        tmp_path,
+        {
+            "chapters/a.py": "ROOT = Path(__file__).resolve().parents[2]\n",
+            "chapters/b.py": "DATA = Path(__file__).parent / 'data'\n",
+        },
+    )
+    found = outside_reads(sorted(root.rglob("*.py")), root)
+    assert found == [f"{Path('chapters/a.py')} (parents[2])"]
 
 
 def test_every_reference_module_names_its_sections():
@@ -345,14 +404,30 @@ def test_the_private_import_check_catches_one(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_imports_another_modules_private_names(path):
-    assert private_imports(path) == []
+def long_modules(paths, root: Path = PACKAGE, limit=MAX_MODULE_LINES) -> list[str]:
+    """``file: N lines`` for every module over ``limit`` lines."""
+    counts = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in paths}
+    return [f"{p.relative_to(root)}: {n} lines" for p, n in counts.items() if n > limit]
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_every_module_holds_at_most_700_lines(path):
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_MODULE_LINES, (
-        f"{path.relative_to(PACKAGE)} has {lines} lines: split it along its seams"
+def test_no_module_imports_another_modules_private_names():
+    found = [
+        f"{p.relative_to(PACKAGE)}: {name}"
+        for p in SOURCES
+        for name in private_imports(p)
+    ]
+    assert not found, _report(found, "private names imported from another module")
+
+
+def test_every_module_holds_at_most_700_lines():
+    assert not (found := long_modules(SOURCES)), _report(
+        found, f"modules over {MAX_MODULE_LINES} lines: split them along their seams"
     )
+
+
+def test_the_length_check_catches_a_long_module(tmp_path):
+    root = _fake_package(
+        tmp_path, {"lab/long.py": "x = 1\n" * 701, "lab/short.py": "x = 1\n" * 700}
+    )
+    found = long_modules(sorted(root.rglob("*.py")), root)
+    assert found == [f"{Path('lab/long.py')}: 701 lines"]
