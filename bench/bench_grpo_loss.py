@@ -735,14 +735,15 @@ def memory_measurements(args, device) -> dict:
     return result
 
 
-def command_record(argv) -> dict:
-    """``argv`` and the command that reproduces the run from the repository root (the
-    interpreter as a path relative to the working directory when it lies inside it)."""
+def command_record(argv, script=__file__) -> dict:
+    """``argv`` and the command that reproduces the run of ``script`` (this one by
+    default) from the working directory: the interpreter and the script as paths
+    relative to it when they lie inside it."""
     argv = list(sys.argv[1:] if argv is None else argv)
     exe = Path(sys.executable)
     with contextlib.suppress(ValueError):
         exe = exe.relative_to(Path.cwd())
-    script = Path(__file__).resolve()
+    script = Path(script).resolve()
     with contextlib.suppress(ValueError):
         script = script.relative_to(Path.cwd())
     return {"argv": argv, "command": shlex.join([str(exe), str(script), *argv])}

@@ -392,7 +392,7 @@ def main(argv=None) -> int:
     run_info = {
         "started_unix": started,
         "wall_s": round(time.time() - started, 1),
-        **command_record(argv),
+        **command_record(argv, __file__),
         "load_average_at_end": load_average(),
     }
     merge_results(path, "logprobs", results, host_info(device), run_info)

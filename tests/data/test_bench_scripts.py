@@ -77,6 +77,8 @@ def test_the_command_is_recorded_from_the_repository_root(monkeypatch):
     assert record["argv"] == ["--threads", "1"]
     assert record["command"].endswith("bench/bench_grpo_loss.py --threads 1")
     assert not record["command"].split()[1].startswith("/")
+    other = loss.command_record([], ROOT / "bench" / "bench_logprobs.py")
+    assert other["command"].split()[1] == "bench/bench_logprobs.py"
 
 
 @pytest.fixture
