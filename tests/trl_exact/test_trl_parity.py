@@ -21,10 +21,11 @@ metrics to 1e-10. TRL computes the ``clip_ratio/*`` metrics and ``rewards/accura
 in float32 (``bool_tensor.float()``) and the advantages, rewards and their metrics in
 float32 end to end, so those are compared at float32 precision.
 
-Tests marked ``trl`` rerun the script into a temporary folder and compare the result
-with the committed files. They need TRL: they run when ``import trl`` works here, or
-when ``DPO_GRPO_TRL_PYTHON`` names an interpreter that has it (for example
-``DPO_GRPO_TRL_PYTHON=.venv-trl/bin/python``); otherwise they are skipped.
+Tests marked ``fixtures`` rerun the script into a temporary folder (about 21 s) and
+compare the result with the committed files; ``make test`` runs them, ``pytest -m "not
+fixtures"`` leaves them out of a quick unit run. They need TRL: they run when ``import
+trl`` works here, or when ``DPO_GRPO_TRL_PYTHON`` names an interpreter that has it (for
+example ``DPO_GRPO_TRL_PYTHON=.venv-trl/bin/python``); otherwise they are skipped.
 """
 
 from __future__ import annotations
@@ -512,8 +513,9 @@ def _assert_same(ours, theirs, path="$", rel_tol=1e-12, abs_tol=1e-13):
         assert ours == theirs, f"{path}: {ours!r} != {theirs!r}"
 
 
-# one xdist worker runs the script (29 s) for all the files, not one run per worker
-@pytest.mark.trl
+# one xdist worker runs the script (about 21 s) for all the files, not one run per
+# worker; marked `fixtures`: `make test` runs it, `-m "not fixtures"` leaves it out
+@pytest.mark.fixtures
 @pytest.mark.xdist_group("trl-regenerate")
 @pytest.mark.parametrize("name", FILES + NEW_FILES)
 def test_regenerated_fixtures_match_committed(regenerated, name):
@@ -529,3 +531,15 @@ def test_regenerated_fixtures_match_committed(regenerated, name):
     # formula change (dropping eps = 1e-4 from an advantage's denominator changes it by
     # about 1e-4, relative).
     _assert_same(new["cases"], committed["cases"], name, rel_tol=1e-6, abs_tol=1e-7)
+
+
+def test_make_test_runs_the_fixture_regeneration():
+    """The regeneration carries its own marker, and ``make test`` runs pytest on every
+    marker: no ``-m`` deselects it there."""
+    marks = {m.name for m in test_regenerated_fixtures_match_committed.pytestmark}
+    assert "fixtures" in marks
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    command = next(line for line in recipe.splitlines() if "pytest tests" in line)
+    pytest_args = command.split("pytest tests", 1)[1].split()
+    assert "-m" not in pytest_args and "fixtures" not in command, command
