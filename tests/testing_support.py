@@ -356,6 +356,86 @@ def files_kept(*folders):
                 p.write_bytes(data)
 
 
+# --------------------------------------------------------------------------------------
+# GRPO batches and TRL's fixture cases, as every layer's loss tests read them
+# (tests/reference, tests/trl_exact, tests/torch_ops, tests/package/test_layers.py)
+# --------------------------------------------------------------------------------------
+
+#: TRL 1.16.0's fixtures as the package ships them (scripts/make_trl_fixtures.py)
+TRL_FIXTURES = SHIPPED_DATA / "trl_fixtures"
+
+
+def grpo_batch(seed=0, b=5, t=6, adv_2d=False, *, garbage_padding=False, **noise):
+    """``(new, old, ref, advantages, mask)`` of
+    :func:`dpo_grpo.reference.examples.random_grpo_batch` (``noise``: its
+    ``new_noise``, ``ref_noise``); ``garbage_padding`` puts NaN, inf and -inf on the
+    padding of new, old and ref, which no loss may let through."""
+    from dpo_grpo.reference import examples
+
+    batch = examples.random_grpo_batch(seed, b, t, adv_2d=adv_2d, **noise)
+    new, old, ref, adv, mask = batch.values()
+    if garbage_padding:
+        pad = mask == 0
+        new[pad], old[pad], ref[pad] = float("nan"), float("inf"), -float("inf")
+    return new, old, ref, adv, mask
+
+
+def trl_fixture(name: str) -> dict:
+    """A fixture file of :data:`TRL_FIXTURES` (``trl_grpo_loss.json``, ...), parsed."""
+    import json
+
+    return json.loads((TRL_FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def nan_array(rows):
+    """A fixture's list (or list of lists) as a float64 array, ``None`` (JSON null, a
+    reward function that returned None) as NaN."""
+    import numpy as np
+
+    def value(x):
+        return float("nan") if x is None else x
+
+    if rows and isinstance(rows[0], list):
+        return np.array([[value(x) for x in row] for row in rows], dtype=np.float64)
+    return np.array([value(x) for x in rows], dtype=np.float64)
+
+
+def grpo_case(case):
+    """A GRPO fixture case as ``grpo_loss``'s arguments: ``((new, old, ref,
+    advantages, mask), options)``, float64 arrays and the case's options (each a
+    keyword of the NumPy and the torch ``grpo_loss``). An on-policy case (``old_logps``
+    null) takes ``old = new``, the values of TRL's ``new_logps.detach()``; ``ref`` is
+    None where the case has no KL term."""
+    x = case["inputs"]
+    new = nan_array(x["new_logps"])
+    old = new.copy() if x["old_logps"] is None else nan_array(x["old_logps"])
+    ref = None if x["ref_logps"] is None else nan_array(x["ref_logps"])
+    adv, mask = nan_array(x["advantages"]), nan_array(x["mask"])
+    return (new, old, ref, adv, mask), dict(case["options"])
+
+
+def dpo_case(case):
+    """A DPO fixture case as ``dpo_loss``'s arguments: ``((policy_chosen,
+    policy_rejected, ref_chosen, ref_rejected), beta, options)``. A one-name list of
+    loss types becomes the name; ``label_smoothing`` is passed only to the loss types
+    TRL 1.16.0 reads it for (the package refuses it elsewhere: TRL ignores it there),
+    the lengths only to those that use them."""
+    from dpo_grpo.trl_exact.dpo import LABEL_SMOOTHING_LOSS_TYPES
+
+    o, x = case["options"], case["inputs"]
+    types = [o["loss_type"]] if isinstance(o["loss_type"], str) else o["loss_type"]
+    options = {"loss_type": types[0] if len(types) == 1 else types}
+    options.update({k: o[k] for k in ("loss_weights", "discopop_tau") if k in o})
+    if any(t in LABEL_SMOOTHING_LOSS_TYPES for t in types):
+        options["label_smoothing"] = o["label_smoothing"]
+    if any(t in ("ipo", "sigmoid_norm", "sft") for t in types):
+        options["chosen_lengths"] = nan_array(x["chosen_lengths"])
+    if any(t in ("ipo", "sigmoid_norm") for t in types):
+        options["rejected_lengths"] = nan_array(x["rejected_lengths"])
+    names = ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")
+    return tuple(nan_array(x[k]) for k in names), o["beta"], options
+
+
 def accuracy(prompts, completions, **kwargs):
     return [float(any(ch.isdigit() for ch in c)) for c in completions]
 

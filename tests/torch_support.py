@@ -1,15 +1,10 @@
 """What the torch_ops tests share (imported by name: tests/ is on ``sys.path``): float64
 tensors from arrays and back, the tolerance of float64 parity, and the CUDA markers."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-FIXTURES = (
-    Path(__file__).resolve().parents[1] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-)
 F64 = torch.float64
 TIGHT = dict(rtol=1e-12, atol=1e-12)
 cuda = pytest.mark.cuda

@@ -24,6 +24,7 @@ from dpo_grpo.trl_exact import dpo as trl_dpo
 from dpo_grpo.trl_exact import grpo as trl_grpo
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testing_support import grpo_batch
 
 PACKAGE = Path(dg.__file__).resolve().parent
 
@@ -254,24 +255,6 @@ def test_reference_functions_name_their_section():
 # --- The exact layers equal the reference layer at the paper's settings ---------------
 
 
-def _ragged_batch(seed, bsz, width, spread):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, width + 1, size=bsz)
-    mask = (np.arange(width)[None, :] < lengths[:, None]).astype(float)
-    new = rng.normal(-1.5, 0.6, (bsz, width))
-    old = new + rng.normal(0, spread, (bsz, width))  # ratios far enough from 1 to clip
-    ref = new + rng.normal(0, spread, (bsz, width))
-    pad = mask == 0
-    # garbage on padding must not matter
-    new[pad], old[pad], ref[pad] = (
-        np.nan,
-        np.inf,
-        -np.inf,
-    )
-    adv = rng.normal(0, 1, bsz)
-    return new, old, ref, adv, mask
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 10_000),
@@ -284,7 +267,9 @@ def _ragged_batch(seed, bsz, width, spread):
 def test_trl_grpo_at_paper_settings_equals_reference(
     seed, bsz, width, spread, epsilon, beta
 ):
-    new, old, ref, adv, mask = _ragged_batch(seed, bsz, width, spread)
+    new, old, ref, adv, mask = grpo_batch(
+        seed, bsz, width, new_noise=spread, ref_noise=spread, garbage_padding=True
+    )
     loss, grad = ref_grpo.grpo_loss(
         new, old, ref, adv, mask, epsilon=epsilon, beta=beta
     )

@@ -3,8 +3,6 @@ and the TRL 1.16.0 fixtures; the same input validation as NumPy."""
 
 from __future__ import annotations
 
-import json
-import math
 
 import numpy as np
 import pytest
@@ -15,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
-from dpo_grpo.reference import examples as ex  # noqa: E402
 
-from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
+from testing_support import grpo_batch, nan_array, trl_fixture  # noqa: E402
+from torch_support import tensor, to_numpy, TIGHT  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------
@@ -25,14 +23,8 @@ from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
 # --------------------------------------------------------------------------------------
 
 
-def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of
-    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
-    return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
-
-
 def test_no_grad_and_autograd_to_ref_and_advantages():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     with torch.no_grad():
         out = T.grpo_loss(
             tensor(new).requires_grad_(),
@@ -217,30 +209,11 @@ def test_reward_advantages_invalid_like_numpy(kwargs, err):
 # --------------------------------------------------------------------------------------
 
 
-def _fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path.name} not generated")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["cases"]
-
-
-def _nan_array(x):
-    return np.array(
-        x
-        if x is None
-        else [[math.nan if v is None else v for v in row] for row in x]
-        if isinstance(x[0], list)
-        else [math.nan if v is None else v for v in x],
-        dtype=np.float64,
-    )
-
-
 def test_advantages_match_trl_fixtures():
-    for case in _fixture("trl_advantages.json"):
+    for case in trl_fixture("trl_advantages.json")["cases"]:
         o = case["options"]
         out = T.reward_advantages(
-            tensor(_nan_array(case["inputs"]["rewards_per_func"])),
+            tensor(nan_array(case["inputs"]["rewards_per_func"])),
             o["num_generations"],
             reward_weights=o["reward_weights"],
             scale_rewards=o["scale_rewards"],

@@ -3,7 +3,6 @@ fixtures; the same input validation as NumPy."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -13,7 +12,8 @@ torch = pytest.importorskip("torch")
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
 
-from torch_support import tensor, to_numpy, FIXTURES, TIGHT  # noqa: E402
+from testing_support import dpo_case, trl_fixture  # noqa: E402
+from torch_support import tensor, to_numpy, TIGHT  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------
@@ -85,32 +85,13 @@ def test_dpo_invalid_like_numpy():
 # --------------------------------------------------------------------------------------
 
 
-def _fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path.name} not generated")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["cases"]
-
-
 def test_dpo_matches_trl_fixtures():
-    for case in _fixture("trl_dpo_loss.json"):
-        o, x = case["options"], case["inputs"]
-        # TRL ignores it for sigmoid and hinge
-        s = o["label_smoothing"] if o["loss_type"] == "robust" else 0.0
-        pc, pr = (
-            tensor(x["policy_chosen"]).requires_grad_(),
-            tensor(x["policy_rejected"]).requires_grad_(),
-        )
-        out = T.dpo_loss(
-            pc,
-            pr,
-            tensor(x["ref_chosen"]),
-            tensor(x["ref_rejected"]),
-            o["beta"],
-            loss_type=o["loss_type"],
-            label_smoothing=s,
-        )
+    for case in trl_fixture("trl_dpo_loss.json")["cases"]:
+        # label_smoothing only where TRL reads it (robust here): it ignores it for
+        # sigmoid and hinge
+        (pc, pr, rc, rr), beta, options = dpo_case(case)
+        pc, pr = tensor(pc).requires_grad_(), tensor(pr).requires_grad_()
+        out = T.dpo_loss(pc, pr, tensor(rc), tensor(rr), beta, **options)
         out.loss.backward()
         np.testing.assert_allclose(
             out.loss.item(), case["loss"], rtol=0, atol=1e-10, err_msg=case["name"]

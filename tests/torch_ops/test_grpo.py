@@ -14,7 +14,6 @@ Documented tolerances (vs NumPy float64 on the same rounded inputs):
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import subprocess
@@ -30,10 +29,10 @@ torch = pytest.importorskip("torch")
 
 import dpo_grpo as dg  # noqa: E402
 from dpo_grpo import torch_ops as T  # noqa: E402
-from dpo_grpo.reference import examples as ex  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-from torch_support import tensor, to_numpy, FIXTURES, F64, TIGHT, cuda, needs_cuda  # noqa: E402
+from testing_support import grpo_batch, grpo_case, trl_fixture  # noqa: E402
+from torch_support import tensor, to_numpy, F64, TIGHT, cuda, needs_cuda  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------
@@ -69,12 +68,6 @@ def test_default_device():
 # --------------------------------------------------------------------------------------
 # GRPO loss: float64 parity with NumPy on every option
 # --------------------------------------------------------------------------------------
-
-
-def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of
-    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
-    return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
 GRID = [
@@ -140,7 +133,7 @@ def _check_against_numpy(
     per_token=True,
     compile=False,
 ):
-    new, old, ref, adv, mask = _batch(seed, b, t, adv_2d)
+    new, old, ref, adv, mask = grpo_batch(seed, b, t, adv_2d)
     # also exercise ref_logps=None
     ref_arg = None if opts.get("beta", 0.04) == 0 and seed % 2 else ref
     expected = dg.trl_exact.grpo_loss(new, old, ref_arg, adv, mask, **opts)
@@ -244,7 +237,7 @@ def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_t
 
 
 def test_num_items_in_batch_as_tensor_and_on_policy_old():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     expected = dg.trl_exact.grpo_loss(
         new, old, ref, adv, mask, loss_type="dapo", num_items_in_batch=40
     )
@@ -291,7 +284,7 @@ def test_num_items_in_batch_as_tensor_and_on_policy_old():
     ids=_ids,
 )
 def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
-    new, old, ref, adv, mask = _batch(3, b=16, t=64)
+    new, old, ref, adv, mask = grpo_batch(3, b=16, t=64)
     tensors = [tensor(x, dtype) for x in (new, old, ref, adv)]
     rounded = [to_numpy(x) for x in tensors]  # NumPy sees exactly the values torch sees
     expected = dg.trl_exact.grpo_loss(*rounded[:3], rounded[3], mask, **opts)
@@ -315,7 +308,7 @@ def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_padding_garbage_cannot_leak(fused, level):
-    new, old, ref, adv, mask = _batch(adv_2d=True)
+    new, old, ref, adv, mask = grpo_batch(adv_2d=True)
     clean = T.grpo_loss(
         tensor(new),
         tensor(old),
@@ -355,7 +348,7 @@ def test_padding_garbage_cannot_leak(fused, level):
 
 
 def test_bool_and_int_masks_and_array_likes():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask).loss
     for m in (tensor(mask) > 0, tensor(mask).long(), mask.tolist()):
         assert (
@@ -382,7 +375,7 @@ def test_bool_and_int_masks_and_array_likes():
 
 
 def _ok():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     return dict(new_logps=new, old_logps=old, ref_logps=ref, advantages=adv, mask=mask)
 
 
@@ -469,47 +462,23 @@ def test_torch_specific_validation():
 # --------------------------------------------------------------------------------------
 
 
-def _fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path.name} not generated")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["cases"]
-
-
-def _nan_array(x):
-    return np.array(
-        x
-        if x is None
-        else [[math.nan if v is None else v for v in row] for row in x]
-        if isinstance(x[0], list)
-        else [math.nan if v is None else v for v in x],
-        dtype=np.float64,
-    )
-
-
 CLIP = set(T.CLIP_METRICS)
 
 
 @pytest.mark.parametrize("per_token", [True, False])
 def test_grpo_matches_trl_fixtures(per_token):
-    for case in _fixture("trl_grpo_loss.json"):
-        o, x = case["options"], case["inputs"]
-        new_t = tensor(x["new_logps"]).requires_grad_()
-        old = (
-            new_t.detach()
-            if x["old_logps"] is None
-            else tensor(_nan_array(x["old_logps"]))
-        )
-        ref = None if x["ref_logps"] is None else tensor(_nan_array(x["ref_logps"]))
+    for case in trl_fixture("trl_grpo_loss.json")["cases"]:
+        (new, old, ref, adv, mask), options = grpo_case(case)
+        new_t = tensor(new).requires_grad_()
+        ref_t = None if ref is None else tensor(ref)
         out = T.grpo_loss(
             new_t,
-            old,
-            ref,
-            tensor(x["advantages"]),
-            tensor(x["mask"]),
+            tensor(old),
+            ref_t,
+            tensor(adv),
+            tensor(mask),
             per_token=per_token,
-            **o,
+            **options,
         )
         out.loss.backward()
         name = case["name"]
@@ -559,7 +528,7 @@ def _naive(logits, ids):
     ids=_ids,
 )
 def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
-    new, old, ref, adv, mask = _batch(4, b=32, t=128)
+    new, old, ref, adv, mask = grpo_batch(4, b=32, t=128)
     expected = dg.trl_exact.grpo_loss(new, old, ref, adv, mask, **opts)
     dev = "cuda"
     new_t = tensor(new, device=dev).requires_grad_()
@@ -627,7 +596,7 @@ def test_traces_without_graph_breaks():
             (True,),
         ),
     ):
-        batch = _batch(adv_2d=adv_2d)
+        batch = grpo_batch(adv_2d=adv_2d)
         expected = dg.trl_exact.grpo_loss(*batch, **opts)
         new, old, ref, adv, mask = (tensor(x) for x in batch)
         for fused in (
@@ -753,7 +722,7 @@ def test_compile_without_a_cxx_compiler_explains(tmp_path):
 
 
 def test_per_token_and_compile_arguments():
-    new, old, ref, adv, mask = (tensor(x) for x in _batch())
+    new, old, ref, adv, mask = (tensor(x) for x in grpo_batch())
     with pytest.raises(TypeError, match="compile must be a bool"):
         T.grpo_loss(new, old, ref, adv, mask, compile="yes")
     with pytest.raises(TypeError, match="per_token must be a bool"):

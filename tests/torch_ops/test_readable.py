@@ -12,25 +12,13 @@ from dpo_grpo import torch_ops  # noqa: E402
 from dpo_grpo.reference import dpo as ref_dpo  # noqa: E402
 from dpo_grpo.reference import grpo as ref_grpo  # noqa: E402
 from dpo_grpo.torch_ops import readable  # noqa: E402
-
-
-def _batch(seed):
-    rng = np.random.default_rng(seed)
-    bsz, width = 5, 7
-    lengths = rng.integers(1, width + 1, size=bsz)
-    mask = (np.arange(width)[None, :] < lengths[:, None]).astype(float)
-    new = rng.normal(-1.5, 0.6, (bsz, width))
-    old = new + rng.normal(0, 0.4, (bsz, width))
-    ref = new + rng.normal(0, 0.4, (bsz, width))
-    adv = rng.normal(0, 1, bsz)
-    new[mask == 0] = np.nan  # padding garbage
-    return new, old, ref, adv, mask
+from testing_support import grpo_batch  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("epsilon, beta", [(0.2, 0.04), (0.1, 0.0), (0.3, 0.5)])
 def test_readable_grpo_equals_reference_and_fused(seed, epsilon, beta):
-    new, old, ref, adv, mask = _batch(seed)
+    new, old, ref, adv, mask = grpo_batch(seed, 5, 7, garbage_padding=True)
     loss_np, grad_np = ref_grpo.grpo_loss(
         new, old, ref, adv, mask, epsilon=epsilon, beta=beta
     )

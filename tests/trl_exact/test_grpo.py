@@ -10,6 +10,7 @@ import pytest
 from dpo_grpo.reference import examples as ex
 from hypothesis import given
 from hypothesis import strategies as st
+from testing_support import grpo_batch
 
 
 def test_article_example():
@@ -29,12 +30,6 @@ def test_article_example():
         "inside",
     ]
     assert out.metrics["clip_ratio/region_mean"] == 0.0
-
-
-def _batch(seed=0, b=5, t=6, adv_2d=False):
-    """(new, old, ref, advantages, mask) of
-    :func:`dpo_grpo.reference.examples.random_grpo_batch`."""
-    return tuple(ex.random_grpo_batch(seed, b, t, adv_2d=adv_2d).values())
 
 
 OPTIONS = [
@@ -60,7 +55,7 @@ OPTIONS = [
 )
 @pytest.mark.parametrize("adv_2d", [False, True])
 def test_gradient_matches_finite_differences(opts, adv_2d):
-    new, old, ref, adv, mask = _batch(adv_2d=adv_2d)
+    new, old, ref, adv, mask = grpo_batch(adv_2d=adv_2d)
     out = dg.trl_exact.grpo_loss(new, old, ref, adv, mask, **opts)
 
     def f(x):
@@ -71,7 +66,7 @@ def test_gradient_matches_finite_differences(opts, adv_2d):
 
 
 def test_loss_types_on_a_ragged_batch():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     per_tok = dg.trl_exact.grpo_loss(new, old, ref, adv, mask).per_token_loss
     b, t = mask.shape
     expect = {
@@ -122,7 +117,7 @@ def test_sequence_level_ratio_is_geometric_mean():
 
 
 def test_padding_garbage_cannot_leak():
-    new, old, ref, adv, mask = _batch(seed=3)
+    new, old, ref, adv, mask = grpo_batch(seed=3)
     clean = dg.trl_exact.grpo_loss(new, old, ref, adv, mask)
     dirty = [x.copy() for x in (new, old, ref)]
     for x, junk in zip(dirty, (np.nan, np.inf, -np.inf)):
@@ -211,13 +206,13 @@ def test_metrics_count_clipped_tokens():
 
 
 def test_on_policy_ratio_is_one_and_nothing_is_clipped():
-    new, _, ref, adv, mask = _batch()
+    new, _, ref, adv, mask = grpo_batch()
     out = dg.trl_exact.grpo_loss(new, new, ref, adv, mask)
     assert np.all(out.ratio == 1.0) and out.metrics["clip_ratio/region_mean"] == 0.0
 
 
 def _ok():
-    new, old, ref, adv, mask = _batch()
+    new, old, ref, adv, mask = grpo_batch()
     return dict(new_logps=new, old_logps=old, ref_logps=ref, advantages=adv, mask=mask)
 
 

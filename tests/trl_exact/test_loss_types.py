@@ -21,9 +21,6 @@ absolute.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 from dpo_grpo.trl_exact import dpo_loss, grpo_loss
@@ -38,10 +35,8 @@ from dpo_grpo.trl_exact.grpo import (
     grpo_loss_from_options,
     grpo_options,
 )
+from testing_support import dpo_case, grpo_case, trl_fixture
 
-FIXTURES = (
-    Path(__file__).resolve().parents[2] / "code" / "dpo_grpo" / "data" / "trl_fixtures"
-)
 EXACT = dict(rtol=0.0, atol=1e-10)
 FLOAT32_RATIO = dict(rtol=0.0, atol=1e-7)
 EXO = dict(
@@ -56,52 +51,12 @@ FLOAT32_METRICS = (
     "cispo_clip_ratio",
     "rewards/accuracies",
 )
-NEW_OPTIONS = (
-    "sapo_temperature_pos",
-    "sapo_temperature_neg",
-    "vespo_k_pos",
-    "vespo_lambda_pos",
-    "vespo_k_neg",
-    "vespo_lambda_neg",
-)
-
-
-def _load(name):
-    with open(FIXTURES / name, encoding="utf-8") as f:
-        return json.load(f)
-
-
-GRPO = _load("trl_grpo_loss_types.json")
-DPO = _load("trl_dpo_loss_family.json")
+GRPO = trl_fixture("trl_grpo_loss_types.json")
+DPO = trl_fixture("trl_dpo_loss_family.json")
 
 
 def _ids(cases):
     return [c["name"] for c in cases]
-
-
-def _grpo_args(case):
-    o, x = case["options"], case["inputs"]
-    new = np.array(x["new_logps"])
-    old = (
-        new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
-    )  # on-policy: old = detach(new)
-    ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
-    kwargs = dict(
-        epsilon=o["epsilon"],
-        beta=o["beta"],
-        loss_type=o["loss_type"],
-        importance_sampling_level=o["importance_sampling_level"],
-        epsilon_high=o["epsilon_high"],
-        delta=o["delta"],
-        use_bias_correction_kl=o["use_bias_correction_kl"],
-        max_completion_length=o["max_completion_length"],
-        num_items_in_batch=o["num_items_in_batch"],
-        gradient_accumulation_steps=o["gradient_accumulation_steps"],
-        steps_per_generation=o["steps_per_generation"],
-        num_processes=o["num_processes"],
-        **{k: o[k] for k in NEW_OPTIONS},
-    )
-    return (new, old, ref, np.array(x["advantages"]), np.array(x["mask"])), kwargs
 
 
 def _check_grpo(loss, grad, metrics, case):
@@ -119,7 +74,7 @@ def _check_grpo(loss, grad, metrics, case):
 
 @pytest.mark.parametrize("case", GRPO["cases"], ids=_ids(GRPO["cases"]))
 def test_grpo_loss_types_match_trl(case):
-    args, kwargs = _grpo_args(case)
+    args, kwargs = grpo_case(case)
     out = grpo_loss(*args, **kwargs)
     _check_grpo(out.loss, np.asarray(out.grad), out.metrics, case)
 
@@ -129,7 +84,7 @@ def test_torch_grpo_loss_types_match_trl(case):
     torch = pytest.importorskip("torch")
     from dpo_grpo import torch_ops
 
-    (new, old, ref, adv, mask), kwargs = _grpo_args(case)
+    (new, old, ref, adv, mask), kwargs = grpo_case(case)
     new_t = torch.tensor(new, dtype=torch.float64, requires_grad=True)
     old_t = (
         new_t.detach()
@@ -209,7 +164,7 @@ def test_float32_constants_matter_and_are_used():
     """SAPO's and VESPO's constants are float32 in TRL: the float64 1.05 gives a visibly
     different loss."""
     case = next(c for c in GRPO["cases"] if c["name"] == "far-sapo-token-beta0.04")
-    args, kwargs = _grpo_args(case)
+    args, kwargs = grpo_case(case)
     assert (
         grpo_options(
             0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7
@@ -265,28 +220,6 @@ def test_grpo_options_reject_bad_new_options():
 # --------------------------------------------------------------------------------------
 
 
-def _dpo_args(case):
-    o, x = case["options"], case["inputs"]
-    types = o["loss_type"]
-    kwargs = dict(
-        loss_type=types if len(types) > 1 else types[0],
-        label_smoothing=o["label_smoothing"],
-        loss_weights=o["loss_weights"],
-        discopop_tau=o["discopop_tau"],
-    )
-    if any(t in ("ipo", "sigmoid_norm", "sft") for t in types):
-        kwargs["chosen_lengths"] = np.array(x["chosen_lengths"])
-    if any(t in ("ipo", "sigmoid_norm") for t in types):
-        kwargs["rejected_lengths"] = np.array(x["rejected_lengths"])
-    if not any(t in LABEL_SMOOTHING_LOSS_TYPES for t in types):
-        assert kwargs.pop("label_smoothing") == 0.0
-    arrays = [
-        np.array(x[k])
-        for k in ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")
-    ]
-    return arrays, o["beta"], kwargs
-
-
 def _check_dpo(loss, gc, gr, metrics, case):
     tol = EXO if "exo_pair" in case["options"]["loss_type"] else EXACT
     np.testing.assert_allclose(loss, case["loss"], **tol, err_msg="loss")
@@ -306,7 +239,7 @@ def _check_dpo(loss, gc, gr, metrics, case):
 
 @pytest.mark.parametrize("case", DPO["cases"], ids=_ids(DPO["cases"]))
 def test_dpo_loss_family_matches_trl(case):
-    arrays, beta, kwargs = _dpo_args(case)
+    arrays, beta, kwargs = dpo_case(case)
     out = dpo_loss(*arrays, beta, **kwargs)
     _check_dpo(
         out.loss, out.grad_policy_chosen, out.grad_policy_rejected, out.metrics, case
@@ -319,7 +252,7 @@ def test_torch_dpo_loss_family_matches_trl(case):
     torch = pytest.importorskip("torch")
     from dpo_grpo import torch_ops
 
-    arrays, beta, kwargs = _dpo_args(case)
+    arrays, beta, kwargs = dpo_case(case)
     pc, pr = (
         torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays[:2]
     )
@@ -345,6 +278,12 @@ def test_dpo_fixture_covers_every_loss_type():
         c["options"]["discopop_tau"] != 0.05
         for c in DPO["cases"]
         if "discopop" in c["options"]["loss_type"]
+    )
+    # label_smoothing is set only where TRL reads it (dpo_case passes it only there)
+    assert all(
+        c["options"]["label_smoothing"] == 0.0
+        for c in DPO["cases"]
+        if not set(c["options"]["loss_type"]) & set(LABEL_SMOOTHING_LOSS_TYPES)
     )
 
 

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dpo_grpo.trl_exact import dpo_loss, grpo_loss, reward_advantages
+from testing_support import TRL_FIXTURES, dpo_case, grpo_case, nan_array, trl_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "code" / "dpo_grpo" / "data" / "trl_fixtures"
 SCRIPT = ROOT / "scripts" / "make_trl_fixtures.py"
 FILES = ("trl_grpo_loss.json", "trl_advantages.json", "trl_dpo_loss.json")
 #: checked by tests/trl_exact/test_loss_types.py; regenerated and compared here too
@@ -64,24 +64,13 @@ CLIP_METRICS = (
 )
 
 
-def _load(name):
-    with open(FIXTURES / name, encoding="utf-8") as f:
-        return json.load(f)
-
-
-GRPO = _load("trl_grpo_loss.json")
-ADV = _load("trl_advantages.json")
-DPO = _load("trl_dpo_loss.json")
+GRPO = trl_fixture("trl_grpo_loss.json")
+ADV = trl_fixture("trl_advantages.json")
+DPO = trl_fixture("trl_dpo_loss.json")
 
 
 def _ids(cases):
     return [c["name"] for c in cases]
-
-
-def _nan(rows):
-    return np.array(
-        [[math.nan if x is None else x for x in row] for row in rows], dtype=np.float64
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -89,37 +78,10 @@ def _nan(rows):
 # --------------------------------------------------------------------------------------
 
 
-def _run_grpo(case):
-    o, x = case["options"], case["inputs"]
-    new = np.array(x["new_logps"])
-    # On-policy (old_logps null): TRL uses new_logps.detach() as the old log-probs, a
-    # constant for the gradient.
-    old = new.copy() if x["old_logps"] is None else np.array(x["old_logps"])
-    ref = None if x["ref_logps"] is None else np.array(x["ref_logps"])
-    return grpo_loss(
-        new,
-        old,
-        ref,
-        np.array(x["advantages"]),
-        np.array(x["mask"]),
-        epsilon=o["epsilon"],
-        beta=o["beta"],
-        loss_type=o["loss_type"],
-        importance_sampling_level=o["importance_sampling_level"],
-        epsilon_high=o["epsilon_high"],
-        delta=o["delta"],
-        use_bias_correction_kl=o["use_bias_correction_kl"],
-        max_completion_length=o["max_completion_length"],
-        num_items_in_batch=o["num_items_in_batch"],
-        gradient_accumulation_steps=o["gradient_accumulation_steps"],
-        steps_per_generation=o["steps_per_generation"],
-        num_processes=o["num_processes"],
-    )
-
-
 @pytest.mark.parametrize("case", GRPO["cases"], ids=_ids(GRPO["cases"]))
 def test_grpo_loss_matches_trl(case):
-    out = _run_grpo(case)
+    args, options = grpo_case(case)
+    out = grpo_loss(*args, **options)
     np.testing.assert_allclose(out.loss, case["loss"], **EXACT, err_msg="loss")
     mask = np.array(case["inputs"]["mask"], dtype=bool)
     grad = np.asarray(out.grad)
@@ -142,7 +104,7 @@ def test_grpo_loss_matches_trl(case):
 def test_reward_advantages_match_trl(case):
     o = case["options"]
     out = reward_advantages(
-        _nan(case["inputs"]["rewards_per_func"]),
+        nan_array(case["inputs"]["rewards_per_func"]),
         o["num_generations"],
         reward_weights=o["reward_weights"],
         scale_rewards=o["scale_rewards"],
@@ -163,16 +125,9 @@ def test_reward_advantages_match_trl(case):
 
 
 def _dpo(case, label_smoothing):
-    o, x = case["options"], case["inputs"]
-    return dpo_loss(
-        np.array(x["policy_chosen"]),
-        np.array(x["policy_rejected"]),
-        np.array(x["ref_chosen"]),
-        np.array(x["ref_rejected"]),
-        o["beta"],
-        loss_type=o["loss_type"],
-        label_smoothing=label_smoothing,
-    )
+    """The case's DPO loss with ``label_smoothing`` passed whatever the loss type."""
+    arrays, beta, options = dpo_case(case)
+    return dpo_loss(*arrays, beta, **{**options, "label_smoothing": label_smoothing})
 
 
 def _check_dpo(out, case):
@@ -408,7 +363,7 @@ def test_advantage_fixture_covers_grid():
     assert None in weights and any(w is not None and len(set(w)) > 1 for w in weights)
     for c in cases:
         assert c["options"]["num_generations"] == 4
-        r = _nan(c["inputs"]["rewards_per_func"])
+        r = nan_array(c["inputs"]["rewards_per_func"])
         assert r.shape == (16, 2)
         assert np.array_equal(
             r[~np.isnan(r)].astype(np.float32).astype(np.float64), r[~np.isnan(r)]
@@ -520,9 +475,9 @@ def _assert_same(ours, theirs, path="$", rel_tol=1e-12, abs_tol=1e-13):
 @pytest.mark.parametrize("name", FILES + NEW_FILES)
 def test_regenerated_fixtures_match_committed(regenerated, name):
     new = json.loads((regenerated / name).read_text(encoding="utf-8"))
-    committed = _load(name)
+    committed = trl_fixture(name)
     assert new["trl_version"] == committed["trl_version"] == TRL_VERSION
-    if (regenerated / name).read_bytes() == (FIXTURES / name).read_bytes():
+    if (regenerated / name).read_bytes() == (TRL_FIXTURES / name).read_bytes():
         # same pinned stack on the same kind of CPU: the script is deterministic, the
         # files are identical
         return
