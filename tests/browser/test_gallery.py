@@ -243,12 +243,12 @@ def _check_bandit(p, data, layout):
 
 
 def _check_length_norm(p, data, layout):
-    from dpo_grpo.interactive.length_norm import LOSS_TYPES, length_norm_data
+    from dpo_grpo.interactive.length_norm import LOSS_TYPES_DRAWN, length_norm_data
 
     d = length_norm_data(other_length=int(p["other_length"]))
     k = 0
     for key in ("push", "total"):
-        for lt in LOSS_TYPES:
+        for lt in LOSS_TYPES_DRAWN:
             for sign in (1, -1):
                 _close(
                     data[k]["y"],

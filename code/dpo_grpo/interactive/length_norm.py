@@ -14,12 +14,16 @@ import numpy as np
 
 from ..i18n import N_, tr
 from .. import _validation as v
-from ..trl_exact.grpo import grpo_loss
+from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
 from .explorable import Explorable, book_subplots, on_subplot, round_sig
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+#: the colour of each loss type the figure draws: the clipped objective under the four
+#: normalisers that count tokens differently (the other loss types change the policy
+#: term or sum per sequence)
 COLORS = {"grpo": "#1f77b4", "bnpo": "#2ca02c", "dr_grpo": "#d62728", "dapo": "#ff7f0e"}
+#: the loss types the figure draws, in the order of TRL's ``LOSS_TYPES``
+LOSS_TYPES_DRAWN = tuple(lt for lt in LOSS_TYPES if lt in COLORS)
 
 
 def length_norm_data(
@@ -46,8 +50,8 @@ def length_norm_data(
         raise ValueError(
             f"lengths and other_length must lie in [1, max_completion_length={lmax}]"
         )
-    push = {lt: {} for lt in LOSS_TYPES}
-    for lt in LOSS_TYPES:
+    push = {lt: {} for lt in LOSS_TYPES_DRAWN}
+    for lt in LOSS_TYPES_DRAWN:
         for sign in (1, -1):
             vals = []
             for length in lens:
@@ -68,7 +72,7 @@ def length_norm_data(
                 )
                 vals.append(-out.grad[0, 0])
             push[lt][sign] = np.array(vals)
-    total = {lt: {s: push[lt][s] * lens for s in (1, -1)} for lt in LOSS_TYPES}
+    total = {lt: {s: push[lt][s] * lens for s in (1, -1)} for lt in LOSS_TYPES_DRAWN}
     return {
         "lengths": lens,
         "push": push,
@@ -84,7 +88,7 @@ def length_norm_data(
 def _traces(d):
     t = []
     for col, key in ((1, "push"), (2, "total")):
-        for lt in LOSS_TYPES:
+        for lt in LOSS_TYPES_DRAWN:
             for sign, dash in ((1, "solid"), (-1, "dash")):
                 t.append(
                     {

@@ -21,16 +21,18 @@ from .tensors import scalar_like
 def token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
     """The per-token weight ``w`` with ``loss = sum(w * mask * l)``: (B, 1) for
     ``grpo``, 0-d otherwise."""
+    accumulation_steps = o.gradient_accumulation_steps
     if o.loss_type in ("grpo", "sapo"):
-        return (1.0 / (bsz * o.gas)) / n_b[:, None]
+        return (1.0 / (bsz * accumulation_steps)) / n_b[:, None]
     if o.loss_type == "bnpo":
-        return (1.0 / o.gas) / n_all
+        return (1.0 / accumulation_steps) / n_all
     if o.loss_type == "dr_grpo":
-        return scalar_like(1.0 / (bsz * o.max_len * o.gas), n_all)
+        return scalar_like(1.0 / (bsz * o.max_len * accumulation_steps), n_all)
     if o.loss_type == "luspo":
-        return scalar_like(1.0 / (bsz * o.gas), n_all)
+        return scalar_like(1.0 / (bsz * accumulation_steps), n_all)
     if o.loss_type in ("dapo", "cispo", "vespo"):
-        return 1.0 / (n_items.clamp(min=1.0) / o.nproc * o.gas / o.spg)
+        items_per_process = n_items.clamp(min=1.0) / o.num_processes
+        return 1.0 / (items_per_process * accumulation_steps / o.steps_per_generation)
     raise unimplemented(o.loss_type, "normaliser")
 
 
@@ -117,7 +119,9 @@ class _BlockConfig(NamedTuple):
     has_ref: bool
 
 
-def _grpo_block(cfg, out, new, old, ref, mask, ab, nab, lower, upper, sign_a) -> dict:
+def _grpo_block(
+    cfg, out, new, old, ref, mask, adv, neg_adv, lower, upper, sign_a
+) -> dict:
     """One block of rows of :func:`_grpo_fused`. ``out``: dict of preallocated views to
     write into (eager, CPU cache blocking), or None for the functional form
     (torch.compile). Returns the block's tensors by name; its ``grad`` is
@@ -129,109 +133,113 @@ def _grpo_block(cfg, out, new, old, ref, mask, ab, nab, lower, upper, sign_a) ->
     def buf(name):
         return None if out is None else out[name]
 
-    def into(
-        name, value
-    ):  # a per-row result: copied into its buffer, or returned as is
+    def into(name, value):  # a per-row result: copied into its buffer, or as is
         return value if out is None else out[name].copy_(value)
 
     if out is None:
         # functional form: plain selects, which inductor vectorises (the bit trick it
         # does not)
         m = mask if mask.dtype == cfg.dt else mask.to(cfg.dt)
-        im = mask.bool()
+        select_mask = mask.bool()
     else:
         # one read of the caller's mask (often int64); the float mask is converted from
-        # the cached int one
-        im = out["int_mask"].copy_(mask)
-        m = mask if out["float_mask"] is None else out["float_mask"].copy_(im)
-        im.neg_()
+        # the cached int one; negated, the int one is all ones (keep) or zeros (drop)
+        select_mask = out["int_mask"].copy_(mask)
+        m = mask if out["float_mask"] is None else out["float_mask"].copy_(select_mask)
+        select_mask.neg_()
     n_raw = torch.sum(m, 1, out=buf("n_raw"))  # valid tokens per row
-    log_ratio = _select_(torch.sub(new, old, out=buf("t1")), im)
-    nb = None
+    log_ratio = _select_(torch.sub(new, old, out=buf("log_ratio")), select_mask)
+    tokens_per_row = None
     if o.token_level:
-        c1 = torch.exp(log_ratio, out=buf("ratio"))  # (b, T), exactly 1 on padding
-        ratio = c1
+        rho = torch.exp(log_ratio, out=buf("ratio"))  # (b, T), exactly 1 on padding
+        ratio = rho
     else:
-        nb = n_raw.clamp(min=1.0)[:, None]  # TRL clamps the token counts at 1
-        c1 = (log_ratio.sum(1, keepdim=True) / nb).exp_()  # (b, 1)
-        ratio = torch.where(mask.bool(), c1, cfg.one, out=buf("ratio"))
+        # TRL clamps the token counts at 1
+        tokens_per_row = n_raw.clamp(min=1.0)[:, None]
+        rho = (log_ratio.sum(1, keepdim=True) / tokens_per_row).exp_()  # (b, 1)
+        ratio = torch.where(mask.bool(), rho, cfg.one, out=buf("ratio"))
     res = {"n_raw": n_raw, "ratio": ratio}
     if cfg.per_seq:
-        clamped = torch.maximum(torch.minimum(c1, upper), lower)
-        s = torch.sub(clamped, c1).sign_()
+        clamped = torch.maximum(torch.minimum(rho, upper), lower)
+        clip_sign = torch.sub(clamped, rho).sign_()
     else:
-        clamped = torch.minimum(c1, upper, out=buf("t2"))
+        clamped = torch.minimum(rho, upper, out=buf("clamped"))
         clamped = torch.maximum(
             clamped, lower, out=clamped if out is not None else None
         )
-        s = torch.sub(clamped, c1, out=buf("t3")).sign_()
-    h = None
-    if (
-        cfg.one_sided
-    ):  # s_sum = (number of low-clipped tokens) - (number of high-clipped tokens)
-        s_sum = s.sum(1)
-        res["low"] = torch.clamp(s_sum, min=0, out=buf("low"))
-        res["high"] = torch.clamp(-s_sum, min=0, out=buf("high"))
-        if cfg.need_grad:
-            h = torch.addcmul(m, s, sign_a, out=buf("t4"))  # = mask * (1 - |s|)
+        clip_sign = torch.sub(clamped, rho, out=buf("clip_sign")).sign_()
+    unclipped = None
+    if cfg.one_sided:
+        # (number of low-clipped tokens) - (number of high-clipped tokens)
+        low_minus_high = clip_sign.sum(1)
+        res["low"] = torch.clamp(low_minus_high, min=0, out=buf("low"))
+        res["high"] = torch.clamp(-low_minus_high, min=0, out=buf("high"))
+        if cfg.need_grad:  # = mask * (1 - |clip_sign|)
+            unclipped = torch.addcmul(m, clip_sign, sign_a, out=buf("unclipped"))
     else:
-        res["low"] = into("low", (s > 0).sum(1).to(cfg.dt))
+        res["low"] = into("low", (clip_sign > 0).sum(1).to(cfg.dt))
         res["high"] = into(
             "high",
             (
-                ((s < 0) & (ab > 0)).sum(1)
+                ((clip_sign < 0) & (adv > 0)).sum(1)
                 if cfg.high_counts
-                else s.new_zeros(s.shape[0])
+                else clip_sign.new_zeros(clip_sign.shape[0])
             ).to(cfg.dt),
         )
         if cfg.per_seq:
-            h = 1.0 - s.abs()
-        else:  # padding: s = 0 and m = 0
-            h = torch.sub(m, torch.abs(s, out=buf("t4")), out=buf("t4"))
+            unclipped = 1.0 - clip_sign.abs()
+        else:  # padding: clip_sign = 0 and m = 0
+            unclipped = torch.sub(
+                m, torch.abs(clip_sign, out=buf("unclipped")), out=buf("unclipped")
+            )
     if cfg.per_seq:
-        ptl = torch.mul(m, clamped * nab, out=buf("per_token_loss"))
+        per_token_loss = torch.mul(m, clamped * neg_adv, out=buf("per_token_loss"))
     else:
-        ptl = torch.mul(clamped, nab, out=buf("per_token_loss")).mul_(m)
-    em = gap = kl_b = None
+        per_token_loss = torch.mul(clamped, neg_adv, out=buf("per_token_loss"))
+        per_token_loss.mul_(m)
+    expm1_gap = gap = kl_b = None
     if cfg.has_ref:
-        gap = _select_(torch.sub(ref, new, out=buf("t1")), im)  # 0 on padding
-        em = torch.expm1(gap, out=buf("t5"))
-        kl_b = torch.sub(em, gap, out=buf("kl"))  # k3, 0 on padding
+        # log(pi_ref / pi), 0 on padding (in the log_ratio workspace, now free)
+        gap = _select_(torch.sub(ref, new, out=buf("log_ratio")), select_mask)
+        expm1_gap = torch.expm1(gap, out=buf("expm1_gap"))
+        kl_b = torch.sub(expm1_gap, gap, out=buf("kl"))  # k3, 0 on padding
         if o.bias_kl:
-            kl_b.mul_(c1)
+            kl_b.mul_(rho)
         res["row_kl"] = torch.sum(kl_b, 1, out=buf("row_kl"))
         if o.beta != 0:
-            ptl.add_(kl_b, alpha=o.beta)
+            per_token_loss.add_(kl_b, alpha=o.beta)
     else:
-        res["row_kl"] = into("row_kl", ptl.new_zeros(ptl.shape[0]))
+        res["row_kl"] = into("row_kl", per_token_loss.new_zeros(len(per_token_loss)))
     res.update(
         kl=kl_b,
-        per_token_loss=ptl,
-        row_loss=torch.sum(ptl, 1, out=buf("row_loss")),
+        per_token_loss=per_token_loss,
+        row_loss=torch.sum(per_token_loss, 1, out=buf("row_loss")),
         grad=None,
     )
-    if (
-        cfg.need_grad
-    ):  # d l / d new, l the per-token loss (w-weighted sums come in the backward)
+    if cfg.need_grad:
+        # d l / d new, l the per-token loss (w-weighted sums come in the backward)
         if o.token_level:
-            g = torch.mul(h, c1, out=buf("grad")).mul_(nab)
+            grad = torch.mul(unclipped, rho, out=buf("grad")).mul_(neg_adv)
         else:
             if cfg.per_seq:  # the same d l / d log_w at each of the n_b valid tokens
-                d_log_w = h * c1 * nab * nb
+                d_log_w = unclipped * rho * neg_adv * tokens_per_row
             else:
-                d_log_w = torch.mul(h, c1, out=buf("t2")).mul_(nab).sum(1, keepdim=True)
+                d_log_w = torch.mul(unclipped, rho, out=buf("clamped"))  # free now
+                d_log_w = d_log_w.mul_(neg_adv).sum(1, keepdim=True)
             if o.beta != 0 and o.bias_kl:  # k3 * rho, rho = exp(log_w)
                 d_log_w = d_log_w + o.beta * res["row_kl"][:, None]
-            g = torch.mul(m, d_log_w / nb, out=buf("grad"))
+            grad = torch.mul(m, d_log_w / tokens_per_row, out=buf("grad"))
         if cfg.has_ref and o.beta != 0:
             if not o.bias_kl:
-                g.add_(em, alpha=-o.beta)  # d k3 / d new = -expm1(ref - new)
+                # d k3 / d new = -expm1(ref - new)
+                grad.add_(expm1_gap, alpha=-o.beta)
             elif o.token_level:
                 # d (k3 rho) / d new = -rho gap
-                g.add_(torch.mul(c1, gap, out=buf("t3")), alpha=-o.beta)
+                rho_gap = torch.mul(rho, gap, out=buf("clip_sign"))  # free now
+                grad.add_(rho_gap, alpha=-o.beta)
             else:
-                g.addcmul_(em, c1, value=-o.beta)
-        res["grad"] = g
+                grad.addcmul_(expm1_gap, rho, value=-o.beta)
+        res["grad"] = grad
     return res
 
 
@@ -290,7 +298,7 @@ def _grpo_fused(
     one_sided = o.token_level and not a2d and o.delta is None
     # exact in any float dtype
     sign_a = torch.where(pos, 1.0, -1.0) if one_sided else None
-    neg_a = -a  # d (policy term) / d (clamped ratio)
+    neg_adv = -a  # d (policy term) / d (clamped ratio)
     int_dtype = _INT_VIEW[dt]
     if block_rows is None:
         # one block on GPU and under torch.compile (whose fused kernels need no cache
@@ -315,7 +323,7 @@ def _grpo_fused(
         torch.compiler.is_compiling()
     ):  # functional form: inductor fuses it, out= buffers would only get in its way
         blk = _grpo_block(
-            cfg, None, new, old, ref, mask, a, neg_a, lower, upper, sign_a
+            cfg, None, new, old, ref, mask, a, neg_adv, lower, upper, sign_a
         )
         ratio, per_token_loss, kl, grad = (
             blk["ratio"],
@@ -339,7 +347,8 @@ def _grpo_fused(
         per_row = new.new_zeros((len(_ROW_STATS), bsz))
         row_views = dict(zip(_ROW_STATS, per_row.unbind(0)))
         # block-sized workspaces, reused by every block through out=: no allocation (on
-        # CPU: no page faults)
+        # CPU: no page faults); each is named for its first use in _grpo_block, which
+        # reuses it once that value is dead
         work = torch.empty((5, rows, width), dtype=dt, device=new.device).unbind(0)
         int_mask = torch.empty((rows, width), dtype=int_dtype, device=new.device)
         float_mask = (
@@ -358,7 +367,7 @@ def _grpo_fused(
             )
             out = dict(
                 zip(
-                    ("t1", "t2", "t3", "t4", "t5"),
+                    ("log_ratio", "clamped", "clip_sign", "unclipped", "expm1_gap"),
                     work if whole else (x[:b] for x in work),
                 )
             )
@@ -383,7 +392,7 @@ def _grpo_fused(
                 None if ref is None else take(ref),
                 take(mask),
                 take(a),
-                take(neg_a),
+                take(neg_adv),
                 take(lower),
                 take(upper),
                 None if sign_a is None else take(sign_a),

@@ -73,9 +73,9 @@ class GRPOOptions(NamedTuple):
     loss_type: str
     token_level: bool
     bias_kl: bool
-    gas: int
-    spg: int
-    nproc: int
+    gradient_accumulation_steps: int
+    steps_per_generation: int
+    num_processes: int
     max_len: int
     sapo_tau_pos: float = 1.0  #: float32(sapo_temperature_pos), as TRL uses it
     sapo_tau_neg: float = float(np.float32(1.05))  #: float32(sapo_temperature_neg)
@@ -135,11 +135,13 @@ def grpo_options(
             "use_bias_correction_kl must be a bool, got "
             f"{type(use_bias_correction_kl).__name__}"
         )
-    gas = v.integer(
+    gradient_accumulation_steps = v.integer(
         gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1
     )
-    spg = v.integer(steps_per_generation, "steps_per_generation", minimum=1)
-    nproc = v.integer(num_processes, "num_processes", minimum=1)
+    steps_per_generation = v.integer(
+        steps_per_generation, "steps_per_generation", minimum=1
+    )
+    num_processes = v.integer(num_processes, "num_processes", minimum=1)
     if max_completion_length is None:
         max_len = width
     else:
@@ -164,9 +166,9 @@ def grpo_options(
         loss_type,
         importance_sampling_level == "token",
         bool(use_bias_correction_kl),
-        gas,
-        spg,
-        nproc,
+        gradient_accumulation_steps,
+        steps_per_generation,
+        num_processes,
         max_len,
         _float32(tau_pos),
         _float32(tau_neg),
@@ -446,18 +448,19 @@ def token_weight(o: GRPOOptions, m, n_items=None):
     ``num_processes / n_items * steps_per_generation / gradient_accumulation_steps``;
     all divided by the accumulation steps.
     """
-    bsz = m.shape[0]
+    bsz, accumulation_steps = m.shape[0], o.gradient_accumulation_steps
     if o.loss_type in ("grpo", "sapo"):
-        weight = 1.0 / (bsz * m.sum(axis=1, keepdims=True) * o.gas)
+        weight = 1.0 / (bsz * m.sum(axis=1, keepdims=True) * accumulation_steps)
     elif o.loss_type == "bnpo":
-        weight = 1.0 / (max(m.sum(), 1.0) * o.gas)
+        weight = 1.0 / (max(m.sum(), 1.0) * accumulation_steps)
     elif o.loss_type == "dr_grpo":
-        weight = 1.0 / (bsz * o.max_len * o.gas)
+        weight = 1.0 / (bsz * o.max_len * accumulation_steps)
     elif o.loss_type == "luspo":
-        weight = 1.0 / (bsz * o.gas)
+        weight = 1.0 / (bsz * accumulation_steps)
     elif o.loss_type in ("dapo", "cispo", "vespo"):
         n_items = float(m.sum()) if n_items is None else n_items
-        weight = 1.0 / (max(n_items, 1.0) / o.nproc * o.gas / o.spg)
+        items_per_process = max(n_items, 1.0) / o.num_processes
+        weight = 1.0 / (items_per_process * accumulation_steps / o.steps_per_generation)
     else:
         raise unimplemented(o.loss_type, "normaliser")
     return _full(weight, m.shape) * m
