@@ -50,7 +50,7 @@ def test_clip_platform_figure_in_chinese(monkeypatch):
     assert t["subplot"] == "A > 0（好回答）：目标"
     assert HAN.search(t["legend"][0])
     # the numbers are the same, the words Chinese
-    assert t["hover"].startswith("回答 0（r = 0.2）<br>ρ = 1.2840")
+    assert t["hover"].startswith("回答 1（r = 0.2）<br>ρ = 1.2840")
     assert "裁剪后的目标" in t["hover"]
     assert t["slider"] == "裁剪半径 ε_low = "
     assert t["font"] == CJK_FONT_FAMILY

@@ -58,20 +58,20 @@ def test_budget_table_in_chinese(monkeypatch):
 
 
 def test_headers_and_label_cells_in_chinese(monkeypatch):
-    rows = [["centred", "GRPOConfig(beta=0.0)", 0.5], ["leave-one-out", "centred", 1.0]]
+    rows = [["ahead", "GRPOConfig(beta=0.0)", 0.5], ["behind", "ahead", 1.0]]
     cols = ["estimator", "loss_type", "mean"]
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     en = html_table(rows, cols, code_columns=(1,))
-    assert ">estimator</th>" in en and ">centred</td>" in en and not HAN.search(en)
+    assert ">estimator</th>" in en and ">ahead</td>" in en and not HAN.search(en)
     assert (
         markdown_table(rows, cols).splitlines()[0] == "| estimator | loss_type | mean |"
     )
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     zh = html_table(rows, cols, code_columns=(1,))
     assert ">估计量</th>" in zh and ">loss_type</th>" in zh and ">均值</th>" in zh
-    assert ">中心化</td>" in zh and ">留一法</td>" in zh
+    assert ">领先</td>" in zh and ">落后</td>" in zh
     # a code column is code: its cells stay as written
-    assert "<code>centred</code>" in zh and "<code>GRPOConfig(beta=0.0)</code>" in zh
+    assert "<code>ahead</code>" in zh and "<code>GRPOConfig(beta=0.0)</code>" in zh
     assert markdown_table(rows, cols).splitlines()[0] == "| 估计量 | loss_type | 均值 |"
     # a header already in Chinese (costs.format_rows) is left alone
     assert ">项目</th>" in html_table([[1]], ["项目"])
