@@ -939,7 +939,7 @@ def main(argv=None) -> int:
         }
     runs = args.runs or (3 if device.type == "cpu" else 1)
     results["runs"] = runs
-    prepared = {}  # key -> (inputs, variants, repeats)
+    prepared = {}  # key -> (variants, repeats)
     for cfg_name in args.configs:
         opts = CONFIGS[cfg_name]
         for b, t in args.shapes:
