@@ -2,7 +2,9 @@
 # One-shot GPU check for dpo_grpo.torch_ops, for a fresh CUDA machine that has only Python and pip (a wheelhouse
 # named by PIP_FIND_LINKS, or a reachable index). In under 8 minutes it:
 #   1. creates a venv (reusing a CUDA torch already installed system-wide, if there is one),
-#   2. installs torch (unpinned CUDA wheel), numpy, pytest, hypothesis and this package (pip install -e .),
+#   2. installs torch (unpinned CUDA wheel), numpy, pytest, hypothesis, TRL and transformers at the pins of
+#      requirements-trl.txt (the benchmarks time TRL's loss and log-prob paths beside this package's), and this
+#      package (code/ on the path),
 #   3. runs tests/torch_ops/ (the CUDA tests included) and both benchmarks,
 #   4. writes cuda-<gpu>.json and gpu_check.log into $GPU_CHECK_RESULTS (default: the working directory it was
 #      started in), and copies them to $OUT if set. The shipped results are replaced only when named, from the
@@ -55,6 +57,13 @@ for pkg in $NEED; do
     || timeout 240 "$VPY" -m pip install -q --no-index "$pkg" >>"$LOG" 2>&1 \
     || { log "could not install $pkg"; exit 1; }
 done
+# TRL at the book's pins, so that both benchmarks time TRL's own code beside the package's (torch is already there)
+if ! "$VPY" -c "import trl" 2>/dev/null; then
+  TRL_PINS=$(grep -E '^(trl|transformers|accelerate|datasets)==' requirements-trl.txt | tr '\n' ' ')
+  timeout 300 "$VPY" -m pip install -q $TRL_PINS >>"$LOG" 2>&1 \
+    || timeout 300 "$VPY" -m pip install -q --no-index $TRL_PINS >>"$LOG" 2>&1 \
+    || { log "could not install $TRL_PINS"; exit 1; }
+fi
 # the package is pure Python under code/: putting code/ on the path is an editable install that needs no build tools
 export PYTHONPATH="$REPO/code${PYTHONPATH:+:$PYTHONPATH}"
 run "$VPY" -c "import torch, numpy, dpo_grpo.torch_ops as T; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
@@ -69,9 +78,9 @@ fi
 run timeout 180 "$VPY" -m pytest tests/torch_ops -q -p no:cacheprovider -rs || STATUS=1
 # GPU timings are milliseconds: a small budget per shape is plenty; torch.compile (Triton) only where it matters.
 # Both merge their section into cuda-<gpu>.json in the working directory: $RESULTS.
-(cd "$RESULTS" && run timeout 240 "$VPY" "$REPO/bench/bench_grpo_loss.py" --no-trl --budget 5 --compile full lean) \
+(cd "$RESULTS" && run timeout 240 "$VPY" "$REPO/bench/bench_grpo_loss.py" --budget 5 --compile full lean) \
   || STATUS=1
-(cd "$RESULTS" && run timeout 90 "$VPY" "$REPO/bench/bench_logprobs.py" --no-trl --max-wall 30) || STATUS=1
+(cd "$RESULTS" && run timeout 90 "$VPY" "$REPO/bench/bench_logprobs.py" --max-wall 30) || STATUS=1
 
 log "done (status $STATUS)"
 exit $STATUS

@@ -131,3 +131,11 @@ def test_the_largest_tensor_tells_who_builds_the_logits(logprobs, monkeypatch):
         "tokens": 2,
         "vocabulary": 32768,
     }
+
+
+def test_the_gpu_check_times_trl_beside_the_package():
+    # the shipped H200 file was measured with --no-trl: no TRL speed-up, no model
+    # step; the next GPU run installs TRL at the book's pins and times it
+    script = (ROOT / "bench" / "gpu_check.sh").read_text()
+    assert "--no-trl" not in script
+    assert "requirements-trl.txt" in script and "import trl" in script

@@ -320,7 +320,6 @@ def _imported_under_its_name(ref, obj, text: Text, where: str) -> list[str]:
 #: benchmarks), reported to it: (file, reference) skipped here until it lands
 ELSEWHERE = {
     ("code/dpo_grpo/lab/timing.py", ":func:`generate`"),
-    ("tests/data/test_bench_results.py", "bench/results"),
 }
 
 
