@@ -3,6 +3,7 @@ shipped with the package and of the command that writes one
 (dpo_grpo.lab.sweep_command)."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -246,7 +247,13 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
         assert len(r["explained_variance"]) == cfg["grpo_steps"]
     # the chain is in it, with both budget axes and the per-class curves per evaluation
     assert set(res["methods"]) >= {"rft", "online_rft", "rloo", "grpo", "ppo"}
-    assert res["tuned"] is False  # the page says the settings are not tuned
+    # each method at the learning rate the shipped tuning file chose on a validation
+    # split, and the file's command says so
+    tuning = json.loads(
+        sweep.results_path("cpu").with_name("lab-cpu-tuning.json").read_text()
+    )
+    assert res["tuned"] == tuning["best"] and set(res["tuned"]) == set(res["methods"])
+    assert "--tuned " in res["command"]
     for m in res["methods"]:
         for r in res["runs"][m]:
             n_eval = len(r["heldout_pass_rate"])

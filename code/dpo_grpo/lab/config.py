@@ -23,6 +23,7 @@ from ..trl_exact.dpo import (
 from ..trl_exact.grpo import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES
 
 REWARDS = ("correct", "length_bonus")
+EVAL_SPLITS = ("heldout", "validation")
 # The options the lab passes to torch_ops, by TRL's names (one definition: the TRL
 # layer's). The DPO loss types that divide by completion lengths are left out: the
 # lab's pairs carry sequence log-probs only.
@@ -199,6 +200,9 @@ class LabConfig(GRPOTaskConfig):
     # the held-out split of run seed s is drawn with task_seed + s (so intervals over
     # seeds cover splits; seed 0 has task_seed's); False: task_seed's for every seed
     split_per_seed: bool = True
+    # "validation": carve n_heldout multisets from the training problems, train on the
+    # rest and evaluate on them (for tuning; the held-out prompts are never seen)
+    eval_split: str = "heldout"
     # RLOO (algorithm "rloo"; sampling, steps and learning rate as GRPO): weight of
     # GRPO's k3 KL term (0: none, REINFORCE's loss alone)
     rloo_beta: float = 0.0
@@ -318,6 +322,7 @@ class LabConfig(GRPOTaskConfig):
             self.dpo_label_smoothing, name + "dpo_label_smoothing", nonnegative=True
         )
         v.boolean(self.split_per_seed, name + "split_per_seed")
+        v.choice(self.eval_split, name + "eval_split", EVAL_SPLITS)
         v.choice(self.reward, name + "reward", REWARDS)
         v.choice(self.dpo_loss_type, name + "dpo_loss_type", DPO_LOSS_TYPES)
         # as TRL 1.16.0's DPOTrainer: robust needs [0, 0.5), exo_pair a non-zero value;

@@ -27,8 +27,9 @@ def correct_nll(logps, mask, keep):
 
 class OnlineRFT(Algorithm):
     """Every step: sample the current policy as GRPO does, keep the finished correct
-    completions, ``num_iterations`` optimiser steps of :func:`correct_nll` on them (no
-    step when none is correct). Learning rate ``grpo_lr``."""
+    completions, ``num_iterations`` optimiser steps of :func:`correct_nll` on them. A
+    rollout with no verified answer takes no step, though its steps still count
+    against the budget. Learning rate ``grpo_lr``."""
 
     learning_rate = GRPO.learning_rate
     total_steps = GRPO.total_steps

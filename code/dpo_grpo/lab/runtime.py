@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import random
 import sys
 
@@ -121,3 +122,27 @@ def set_rng_state(state: dict, gen: torch.Generator):
     gen.set_state(state["sampler"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def environment() -> dict:
+    """What the results depend on besides the config and seed: torch build, CPU model,
+    thread count."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in fh
+                    if line.startswith("model name")
+                ),
+                cpu,
+            )
+    except OSError:
+        pass
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu": cpu,
+    }

@@ -24,6 +24,7 @@ _SFT_FIELDS = (
     "n_heldout",
     "task_seed",
     "split_per_seed",
+    "eval_split",
     "d_model",
     "n_layers",
     "n_heads",

@@ -12,8 +12,9 @@ axes and, for the online methods, their training curves.
 Options (:mod:`dpo_grpo.lab.sweep_command`): ``--seeds`` lists seeds, each a number or
 an inclusive range (``--seeds 0 1 2``, ``--seeds 0-9``, ``--seeds 0-4 7``; a lone number
 is one seed: ``--seeds 10`` is seed 10 alone, not ten seeds); ``--methods`` picks among
-:data:`METHODS`; ``--no-robustness`` skips the robustness settings; ``--out FILE``
-writes elsewhere. A rerun never replaces the file the package ships,
+:data:`METHODS`; ``--no-robustness`` skips the robustness settings; ``--tuned FILE``
+runs each method at the settings a tuning file chose (:mod:`dpo_grpo.lab.tuning`);
+``--out FILE`` writes elsewhere. A rerun never replaces the file the package ships,
 ``code/dpo_grpo/data/lab_results/lab-<preset>.json``, which the lab chapter renders: a
 maintainer refreshes it by naming it, from the repository root, with
 :func:`refresh_command`'s command (``python -m dpo_grpo.lab.sweep --preset cpu --out
@@ -34,7 +35,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import platform
 import sys
 import time
 
@@ -47,6 +47,7 @@ from ..stats import sign_test
 from .config import LabConfig
 from .progress import bar, wanted
 from .run import ALGORITHMS, budget, run_lab
+from .runtime import environment
 from .task import make_task
 
 #: the chain (offline RFT -> online RFT -> RLOO -> GRPO -> PPO), then DPO and DPO+NLL
@@ -104,30 +105,6 @@ PAIRS = (
 GREEDY_COMPARED = ("sft_steps", "start_greedy", "heldout_pass_rate")
 #: fields that may differ by one sample (:func:`compare`)
 SAMPLED_COMPARED = ("start_sampled", "heldout_pass_rate_sampled")
-
-
-def environment() -> dict:
-    """What the results depend on besides the config and seed: torch build, CPU model,
-    thread count."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(
-                (
-                    line.split(":", 1)[1].strip()
-                    for line in fh
-                    if line.startswith("model name")
-                ),
-                cpu,
-            )
-    except OSError:
-        pass
-    return {
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpu": cpu,
-    }
 
 
 def run_record(history) -> dict:
@@ -226,12 +203,16 @@ def run_sweep(
     log=None,
     progress: bool | None = None,
     robustness: bool = False,
+    tuned=None,
+    tuned_from=None,
     **overrides,
 ) -> dict:
     """Run every method for every seed from the preset's config (and, with
     ``robustness=True``, every setting of :data:`ROBUSTNESS`); return the results dict
     (JSON-ready). ``log(line)`` is called after each run; ``progress``: one bar over all
-    runs (:mod:`dpo_grpo.lab.progress`)."""
+    runs (:mod:`dpo_grpo.lab.progress`). ``tuned``: ``{method: {field: value}}`` that
+    replace the preset's for that method's main runs (a tuning file's ``best``, read
+    from ``tuned_from``, :mod:`dpo_grpo.lab.tuning`)."""
     seeds = [v.integer(s, "seeds", minimum=0) for s in v.sequence(list(seeds), "seeds")]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(
@@ -260,7 +241,9 @@ def run_sweep(
                 "methods": [m for m in rerun if m in methods],
                 "config": dataclasses.replace(cfg, **changed),
             }
-    jobs = [(None, cfg, m, s) for s in seeds for m in methods] + [
+    tuned = dict(tuned or {})
+    own = {m: dataclasses.replace(cfg, **tuned.get(m, {})) for m in methods}
+    jobs = [(None, own[m], m, s) for s in seeds for m in methods] + [
         (name, st["config"], m, s)
         for name, st in settings.items()
         for s in seeds
@@ -297,12 +280,14 @@ def run_sweep(
         "overrides": overrides,
         "seeds": seeds,
         "methods": methods,
-        "command": command_line(preset, seeds, methods, robustness=robustness),
-        # every method at the preset's settings: none was tuned on a validation split
-        "tuned": False,
+        "command": command_line(
+            preset, seeds, methods, robustness=robustness, tuned=tuned_from
+        ),
+        # False: every method at the preset's settings; else each method's own
+        "tuned": tuned or False,
         "config": cfg_dict,
         "n_heldout_prompts": len(make_task(cfg).heldout_prompts()),
-        "budget": {m: budget(cfg, m) for m in methods},
+        "budget": {m: budget(own[m], m) for m in methods},
         "environment": environment(),
         "device": str(torch.device(cfg.device)) if cfg.device else None,
         "total_seconds": time.perf_counter() - t0,
@@ -667,7 +652,9 @@ def format_seeds(seeds) -> str:
     return " ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in parts if r)
 
 
-def command_line(preset: str, seeds, methods, *, robustness: bool = True) -> str:
+def command_line(
+    preset: str, seeds, methods, *, robustness: bool = True, tuned=None
+) -> str:
     """The ``python -m dpo_grpo.lab.sweep`` command that runs these seeds and methods
     (``--methods`` only for some of :data:`METHODS`); a results file records it."""
     v.choice(preset, "preset", ("cpu", "gpu"))
@@ -678,7 +665,8 @@ def command_line(preset: str, seeds, methods, *, robustness: bool = True) -> str
     )
     if list(methods) != list(METHODS):
         line += " --methods " + " ".join(methods)
-    return line + ("" if robustness else " --no-robustness")
+    line += "" if robustness else " --no-robustness"
+    return line + (f" --tuned {tuned}" if tuned else "")
 
 
 if __name__ == "__main__":  # the command's options and main: sweep_command

@@ -64,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the robustness settings (ROBUSTNESS)",
     )
     parser.add_argument(
+        "--tuned",
+        default=None,
+        metavar="FILE",
+        help="a tuning file (python -m dpo_grpo.lab.tuning): each method's main runs "
+        "use its best settings",
+    )
+    parser.add_argument(
         "--out",
         type=pathlib.Path,
         default=None,
@@ -101,6 +108,10 @@ def main(argv=None) -> int:
         log=None if show else (lambda s: print(s, flush=True)),
         progress=show,
         robustness=not args.no_robustness,
+        tuned=json.loads(pathlib.Path(args.tuned).read_text())["best"]
+        if args.tuned
+        else None,
+        tuned_from=args.tuned,
     )
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

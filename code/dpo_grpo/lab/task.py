@@ -5,6 +5,8 @@ as reward functions (:func:`score`, :func:`reward_weights`)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -69,12 +71,36 @@ def make_task(cfg: GRPOTaskConfig, seed: int | None = None) -> AdditionTask:
     split = cfg.task_seed
     if seed is not None and getattr(cfg, "split_per_seed", False):
         split += v.integer(seed, "seed", minimum=0)
-    return AdditionTask(
+    task = AdditionTask(
         n_terms=cfg.n_terms,
         n_digits=cfg.n_digits,
         n_heldout=cfg.n_heldout,
         seed=split,
     )
+    if getattr(cfg, "eval_split", "heldout") == "validation":
+        task = validation_task(task, split)
+    return task
+
+
+def validation_task(task: AdditionTask, seed: int) -> AdditionTask:
+    """``task`` with its evaluation problems replaced by a validation set carved from
+    its training problems: ``n_heldout`` multisets of terms (every order of each),
+    drawn with ``seed``; the training problems are the rest. The held-out problems
+    are in neither."""
+    multisets = sorted({tuple(sorted(t)) for t in task.train_problems})
+    if 2 * task.n_heldout > len(multisets):
+        raise ValueError(
+            f"n_heldout ({task.n_heldout}) must be at most half of the "
+            f"{len(multisets)} training multisets to carve a validation set"
+        )
+    rng = np.random.default_rng([seed, 1])
+    chosen = {multisets[i] for i in rng.permutation(len(multisets))[: task.n_heldout]}
+    out = copy.copy(task)
+    valid = tuple(t for t in task.train_problems if tuple(sorted(t)) in chosen)
+    train = tuple(t for t in task.train_problems if tuple(sorted(t)) not in chosen)
+    object.__setattr__(out, "train_problems", train)
+    object.__setattr__(out, "heldout_problems", valid)
+    return out
 
 
 def make_model(cfg: LabConfig) -> TinyTransformer:
