@@ -35,10 +35,6 @@ EXECUTED = {
 #: Pages that still print rounding-level numbers or raw floats, each with who fixes it:
 #: "lead" (chapters 6-10 and the other pages), "helper 1-3b" (chapters 1 to 3b).
 KNOWN = {
-    "01_why": "helper 1-3b",
-    "02_minimal_understanding": "helper 1-3b",
-    "03_derivations": "helper 1-3b",
-    "03b_grpo_derivations": "helper 1-3b",
     "appendix_benchmarks": "lead",
     "lab_tiny_grpo": "lead",
 }
