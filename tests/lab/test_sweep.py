@@ -82,7 +82,8 @@ def test_summary_interval_and_paired_differences_on_known_numbers():
             "GRPO versus DPO on the final greedy pass rate: not separated (mean "
             "difference +0.040, 95% t-interval"
         )
-        and "exact two-sided sign test p = 1.000" in line
+        and "ahead in 3, behind in 2, tied in 0" in line
+        and "sign test on the untied seeds p = 1.000" in line
         for line in lines
     )
     flipped = _fake({"grpo": [0.4] * 5, "rft": [0.5] * 5})

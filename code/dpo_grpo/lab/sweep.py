@@ -434,13 +434,16 @@ _WHAT = {
 def _span(p: dict, what: str = N_("difference")) -> str:
     return tr(
         "mean {what} {mean:+.3f}, 95% t-interval [{lo:+.3f}, {hi:+.3f}] over {n} "
-        "seeds; ahead in {ahead} of {n}, exact two-sided sign test p = {p:.3f}",
+        "seeds; ahead in {ahead}, behind in {behind}, tied in {ties}; exact two-sided "
+        "sign test on the untied seeds p = {p:.3f}",
         what=tr(what),
         mean=p["mean"],
         lo=p["ci_low"],
         hi=p["ci_high"],
         n=p["n"],
         ahead=p["ahead"],
+        behind=p["behind"],
+        ties=p["ties"],
         p=p["sign_p"],
     )
 
