@@ -318,9 +318,7 @@ def _imported_under_its_name(ref, obj, text: Text, where: str) -> list[str]:
 
 #: stale references in files that other work is rewriting now (the lab, the
 #: benchmarks), reported to it: (file, reference) skipped here until it lands
-ELSEWHERE = {
-    ("code/dpo_grpo/lab/timing.py", ":func:`generate`"),
-}
+ELSEWHERE: set[tuple[str, str]] = set()
 
 
 def all_problems(texts) -> list[str]:
