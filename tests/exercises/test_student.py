@@ -270,6 +270,12 @@ def _built_pages_checks():
 RAW_MYST = _built_pages_checks().raw_myst
 
 
+_DOT_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJ"
+    "RU5ErkJggg=="
+)
+
+
 @pytest.fixture(scope="module")
 def standin_reader_edition(tmp_path_factory) -> Path:
     """The reader edition of chapter 4 without a book build: its glued values are
@@ -282,7 +288,10 @@ def standin_reader_edition(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("standin-reader")
     ctx = reader_edition.Context(
         "04_code",
-        AnyKey(lambda: {"text/plain": "1.5", "text/markdown": "md"}),
+        # a glued figure needs an image: a 1x1 PNG stands in
+        AnyKey(
+            lambda: {"text/plain": "1.5", "text/markdown": "md", "image/png": _DOT_PNG}
+        ),
         reader_edition.parse_bib((BOOK / "references.bib").read_text("utf-8")),
         reader_edition.collect_labels(),
         reader_edition.Urls.from_config(),

@@ -23,12 +23,12 @@ from .task import make_model, make_task
 def rollout_vs_train_time(
     cfg: LabConfig, device=None, lengths=(2, 4, 8, 16, 32, 48), batch=128, repeats=3
 ) -> list:
-    """Seconds to sample L tokens (what :func:`~.model.generate` runs: L no-grad forward passes
-    over a growing prefix) versus one training pass (forward + backward over prompt + L
-    tokens), for ``batch`` sequences of the config's model shape (random weights, random
-    tokens: the cost does not depend on them); median of ``repeats``. Returns one dict
-    per length: ``completion_length``, ``rollout_s``, ``train_pass_s``,
-    ``rollout_over_train``."""
+    """Seconds to sample L tokens (what :func:`~.model.generate` runs: L no-grad
+    forward passes over a growing prefix) versus one training pass (forward + backward
+    over prompt + L tokens), for ``batch`` sequences of the config's model shape
+    (random weights, random tokens: the cost does not depend on them); median of
+    ``repeats``. Returns one dict per length: ``completion_length``, ``rollout_s``,
+    ``train_pass_s``, ``rollout_over_train``."""
     checked_config(cfg)
     device = resolve_device(cfg) if device is None else as_device(device)
     lengths = [
