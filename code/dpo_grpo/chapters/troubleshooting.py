@@ -25,6 +25,7 @@ import numpy as np
 from .. import _validation as v
 from ..i18n import N_
 from ..reference.kl import k3
+from ..reference.softmax import log_softmax
 from .adam_scaling import adam_step
 from .rollout import engine_importance_weights
 
@@ -181,10 +182,6 @@ def temperature_mismatch(
     vocab = v.integer(vocab, "vocab", minimum=2)
     rng = np.random.default_rng(v.integer(seed, "seed", minimum=0))
     logits = 2.0 * rng.normal(size=(length, vocab))
-
-    def log_softmax(z):
-        z = z - z.max(axis=-1, keepdims=True)
-        return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
     scaled, raw = log_softmax(logits / t), log_softmax(logits)
     u = rng.random(size=(completions, length, 1))
