@@ -5,12 +5,15 @@ cost comparison with GRPO). CPU only."""
 import dataclasses
 import math
 
+import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from dpo_grpo import lab  # noqa: E402
 from dpo_grpo.lab import LabConfig, LabRun, ppo, run_lab  # noqa: E402
+from dpo_grpo.lab import verl_mapping as vm  # noqa: E402
 
 # --- the pieces, against hand-computed numbers ----------------------------------------
 
@@ -275,9 +278,36 @@ def test_ppo_vs_grpo_cost_counts_the_critic(tiny_cfg):
         ("vf_coef", 0.0),
         ("critic_lr", 0.0),
         ("critic_lr", "fast"),
+        ("critic_warmup", -1),
+        ("critic_warmup", 1.5),
     ],
 )
 def test_ppo_config_fields_are_checked(field, value):
     with pytest.raises(ValueError, match=f"LabConfig.{field}"):
         LabConfig(**{field: value})
     assert set(lab.PPO_FIELDS) <= set(LabConfig().to_dict())
+
+
+def test_during_the_critic_warmup_only_the_critic_learns(tiny_cfg):
+    # verl's trainer.critic_warmup: the first critic_warmup steps train the critic alone
+    cfg = dataclasses.replace(tiny_cfg, critic_warmup=2, grpo_steps=3)
+    run = LabRun(cfg, "ppo", seed=0)
+    policy0 = {k: t.clone() for k, t in run.policy.state_dict().items()}
+    critic0 = {k: t.clone() for k, t in run.critic.state_dict().items()}
+    for _ in range(2):
+        run.step()
+    assert all(torch.equal(policy0[k], t) for k, t in run.policy.state_dict().items())
+    assert not all(
+        torch.equal(critic0[k], t) for k, t in run.critic.state_dict().items()
+    )
+    h = run.history
+    assert h.lr[:2] == [0.0, 0.0] and all(np.isnan(h.clip_ratio_region[:2]))
+    assert np.isfinite(h.value_loss[:2]).all()
+    run.step()  # the third step moves the policy
+    assert not all(
+        torch.equal(policy0[k], t) for k, t in run.policy.state_dict().items()
+    )
+    assert h.lr[2] > 0 and np.isfinite(h.clip_ratio_region[2])
+    # its verl setting: verl updates the actor from the step whose number reaches it
+    assert vm.verl_overrides(cfg)["trainer.critic_warmup"] == 3
+    assert vm.verl_overrides(tiny_cfg)["trainer.critic_warmup"] == 0

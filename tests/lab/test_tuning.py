@@ -9,6 +9,7 @@ import types
 import pytest
 
 pytest.importorskip("torch")
+from dpo_grpo.lab import run as lab_run
 from dpo_grpo.lab import (
     LabConfig,
     LabRun,
@@ -18,6 +19,7 @@ from dpo_grpo.lab import (
     sweep_command,
     tuning,
 )
+from dpo_grpo.lab import budget as lab_budget
 
 
 def _multisets(problems):
@@ -52,33 +54,64 @@ def test_a_validation_run_never_sees_held_out_prompts(tiny_cfg):
 
 
 def test_best_settings_takes_the_highest_mean():
+    def row(settings, per_seed):
+        return {"settings": settings, "per_seed": per_seed}
+
     scores = {
-        "grpo": {("grpo_lr", 1e-4): [0.1, 0.3], ("grpo_lr", 1e-3): [0.25, 0.25]},
-        "rft": {("dpo_lr", 3e-4): [0.2], ("dpo_lr", 1e-3): [0.2]},
+        "grpo": [
+            row({"grpo_lr": 1e-4, "beta": 0.0}, [0.1, 0.3]),
+            row({"grpo_lr": 1e-3, "beta": 0.0}, [0.25, 0.25]),
+        ],
+        "rft": [row({"dpo_lr": 3e-4}, [0.2]), row({"dpo_lr": 1e-3}, [0.2])],
     }
     # 0.2 vs 0.25; a tie keeps the first
     assert tuning.best_settings(scores) == {
-        "grpo": {"grpo_lr": 1e-3},
+        "grpo": {"grpo_lr": 1e-3, "beta": 0.0},
         "rft": {"dpo_lr": 3e-4},
     }
     with pytest.raises(ValueError, match="scores"):
-        tuning.best_settings({"grpo": {}})
+        tuning.best_settings({"grpo": []})
 
 
-def test_tune_runs_the_grid_on_the_validation_split(monkeypatch, tiny_cfg):
+def test_every_grid_point_keeps_the_sampled_completions_and_is_a_valid_config():
+    cfg = LabConfig.preset("cpu")
+    sampled = {m: lab_budget(cfg, m)["completions_sampled"] for m in tuning.GRID}
+    for m in tuning.GRID:
+        points = tuning.grid_points(m)
+        n = 1
+        for dim in tuning.GRID[m]:
+            n *= len(dim)
+        assert len(points) == n == len({json.dumps(p, sort_keys=True) for p in points})
+        for p in points:
+            own = dataclasses.replace(cfg, **p)
+            got = lab_budget(own, m)
+            assert got["completions_sampled"] == sampled[m], (m, p)
+            assert got["optimizer_steps"] <= lab_budget(cfg, m)["optimizer_steps"]
+    # the dimensions the issue asks for
+    fields = {m: {k for p in tuning.grid_points(m) for k in p} for m in tuning.GRID}
+    assert {"grpo_lr", "num_iterations", "num_generations", "beta"} <= fields["grpo"]
+    assert {"grpo_lr", "num_iterations", "critic_lr", "critic_warmup"} <= fields["ppo"]
+    assert fields["rft"] == {"dpo_lr", "dpo_steps"}
+    with pytest.raises(ValueError, match="method"):
+        tuning.grid_points("sft")
+
+
+def test_tune_runs_the_grid_on_the_validation_split(monkeypatch):
     seen = []
 
     def fake_run(cfg, algorithm, seed, progress):
         seen.append((cfg.eval_split, algorithm, cfg.grpo_lr, cfg.dpo_lr, seed))
-        rate = cfg.grpo_lr if algorithm == "grpo" else 1 - cfg.dpo_lr
+        rate = cfg.grpo_lr * cfg.num_iterations if algorithm != "rft" else -cfg.dpo_lr
         return types.SimpleNamespace(heldout_pass_rate_sampled=[0.0, rate])
 
-    monkeypatch.setattr(tuning, "run_lab", fake_run)
+    monkeypatch.setattr(lab_run, "run_lab", fake_run)
     res = tuning.tune("cpu", seeds=[0, 1], methods=("grpo", "rft"))
     assert {s[0] for s in seen} == {"validation"}
-    assert len(seen) == 2 * len(tuning.LEARNING_RATES) * 2
-    lrs = tuning.LEARNING_RATES
-    assert res["best"] == {"grpo": {"grpo_lr": max(lrs)}, "rft": {"dpo_lr": min(lrs)}}
+    n_points = len(tuning.grid_points("grpo")) + len(tuning.grid_points("rft"))
+    assert len(seen) == 2 * n_points
+    best = res["best"]
+    assert best["grpo"]["grpo_lr"] == 3e-3 and best["grpo"]["num_iterations"] == 2
+    assert best["rft"] == {"dpo_lr": 3e-4, "dpo_steps": 40}
     assert res["command"] == "python -m dpo_grpo.lab.tuning --preset cpu --seeds 0 1"
     json.dumps(res)
 

@@ -34,7 +34,14 @@ DPO_LOSS_TYPES = tuple(
     t for t in TRL_DPO_LOSS_TYPES if t not in LENGTH_NORMALISED_LOSS_TYPES
 )
 #: the fields only algorithm "ppo" reads (its critic, GAE and value loss)
-PPO_FIELDS = ("vf_coef", "critic_lr", "gae_lambda", "gamma", "cliprange_value")
+PPO_FIELDS = (
+    "vf_coef",
+    "critic_lr",
+    "critic_warmup",
+    "gae_lambda",
+    "gamma",
+    "cliprange_value",
+)
 
 
 @dataclass(frozen=True)
@@ -191,9 +198,13 @@ class LabConfig(GRPOTaskConfig):
     # where it has one (vf_coef, cliprange_value, gamma; its lam is gae_lambda).
     # vf_coef: weight of the value loss (it scales the critic's gradient, which has
     # its own optimiser); critic_lr: the critic's learning rate (None: grpo_lr);
-    # cliprange_value: new values are clipped to old value +- cliprange_value
+    # cliprange_value: new values are clipped to old value +- cliprange_value;
+    # critic_warmup: the first critic_warmup steps train the critic alone (verl's
+    # trainer.critic_warmup): their rollouts count against the budget, the policy
+    # and its learning-rate schedule wait
     vf_coef: float = 0.1
     critic_lr: float | None = None
+    critic_warmup: int = 0
     gae_lambda: float = 0.95
     gamma: float = 1.0
     cliprange_value: float = 0.2
@@ -276,7 +287,13 @@ class LabConfig(GRPOTaskConfig):
             v.integer(getattr(self, field), name + field, minimum=1)
         if self.d_model % self.n_heads:
             raise self.field_error("n_heads", f"must divide d_model ({self.d_model})")
-        for field in ("sft_steps", "dpo_steps", "warmup_steps", "eval_samples"):
+        for field in (
+            "sft_steps",
+            "dpo_steps",
+            "warmup_steps",
+            "eval_samples",
+            "critic_warmup",
+        ):
             v.integer(getattr(self, field), name + field, minimum=0)
         v.integer(
             self.dpo_samples_per_prompt, name + "dpo_samples_per_prompt", minimum=2

@@ -238,12 +238,14 @@ class PPO(Algorithm):
             old_values,
             returns,
         )
-        lr = finish_update(run)
+        warm = run.step_count < cfg.critic_warmup  # the critic trains alone
+        lr = 0.0 if warm else finish_update(run)
         run.critic_sched.step()
         synchronize(dev)
         t4 = time.perf_counter()
         # sampling, reference, the critic's old values, then policy and critic epochs
-        count_passes(run, int(cmask.sum().item()), cfg, ref_logps is not None, 2)
+        trained = 1 if warm else 2
+        count_passes(run, int(cmask.sum().item()), cfg, ref_logps is not None, trained)
         run.forward_tokens += int(cmask.sum().item())
         correct = rpf[:, 0]
         return {
@@ -274,7 +276,8 @@ class PPO(Algorithm):
         policy's ``loss``, ``grad_norm``, clip fractions and k3 ``kl`` to the reference
         (NaN when ``beta == 0``), the critic's ``value_loss``,
         ``value_clip_fraction`` and ``critic_grad_norm``, and ``sampler_logp_gap``
-        (first epoch)."""
+        (first epoch). During the critic's warm-up (the first ``cfg.critic_warmup``
+        steps) only the critic steps, and the policy's numbers are NaN."""
         cfg = run.cfg
         m = cmask.float()
         keys = (
@@ -290,6 +293,17 @@ class PPO(Algorithm):
         )
         sums = dict.fromkeys(keys, 0.0)
         gap = float("nan")
+        if run.step_count < cfg.critic_warmup:
+            for _ in range(cfg.num_iterations):
+                vloss, vclip, cnorm = PPO.critic_step(
+                    run, pids, pmask, cids, cmask, old_values, returns
+                )
+                for key, value in zip(keys[-3:], (vloss, vclip, cnorm)):
+                    sums[key] += float(value)
+            k = cfg.num_iterations
+            policy = dict.fromkeys(keys[:-3], float("nan"))
+            critic = {key: sums[key] / k for key in keys[-3:]}
+            return {**policy, **critic, "sampler_logp_gap": gap}
         for it in range(cfg.num_iterations):
             new_logps = policy_logps(
                 run.policy, pids, pmask, cids, cmask, cfg.temperature
@@ -316,16 +330,9 @@ class PPO(Algorithm):
                 run.policy.parameters(), cfg.max_grad_norm
             )
             run.opt.step()
-            values = critic_values(run.critic, pids, pmask, cids, cmask)
-            vloss, vclip = value_loss(
-                values, old_values, returns, m, cfg.cliprange_value
+            vloss, vclip, cnorm = PPO.critic_step(
+                run, pids, pmask, cids, cmask, old_values, returns
             )
-            run.critic_opt.zero_grad(set_to_none=True)
-            (cfg.vf_coef * vloss).backward()
-            cnorm = torch.nn.utils.clip_grad_norm_(
-                run.critic.parameters(), cfg.max_grad_norm
-            )
-            run.critic_opt.step()
             if ref_logps is None:
                 kl = float("nan")
             else:
@@ -346,3 +353,20 @@ class PPO(Algorithm):
                 sums[key] += float(value)
         k = cfg.num_iterations
         return {**{key: s / k for key, s in sums.items()}, "sampler_logp_gap": gap}
+
+    @staticmethod
+    def critic_step(run, pids, pmask, cids, cmask, old_values, returns):
+        """One optimiser step of the critic on the clipped value loss (weighted by
+        ``vf_coef``); returns the loss, its clip fraction and the gradient norm."""
+        cfg = run.cfg
+        values = critic_values(run.critic, pids, pmask, cids, cmask)
+        vloss, vclip = value_loss(
+            values, old_values, returns, cmask.float(), cfg.cliprange_value
+        )
+        run.critic_opt.zero_grad(set_to_none=True)
+        (cfg.vf_coef * vloss).backward()
+        cnorm = torch.nn.utils.clip_grad_norm_(
+            run.critic.parameters(), cfg.max_grad_norm
+        )
+        run.critic_opt.step()
+        return vloss.detach(), vclip, cnorm

@@ -15,12 +15,15 @@ GPU, runs are reproducible only up to the non-determinism of the CUDA kernels.
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import random
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 import torch
 
+from .. import _validation as v
 from .algorithm import Algorithm
 from .config import LabConfig, checked_config
 from .evaluation import heldout_pass_rate
@@ -439,3 +442,29 @@ def run_lab(
         run.history.policy = run.policy
         run.history.critic = getattr(run, "critic", None)
         return run.history
+
+
+def _run_and_record(job, record):
+    cfg, algorithm, seed = job
+    return record(run_lab(cfg, algorithm=algorithm, seed=seed, progress=False))
+
+
+def run_many(jobs, record, workers: int = 1):
+    """Run :func:`run_lab` for every ``(config, algorithm, seed)`` of ``jobs`` and
+    yield ``(index, record(history))`` as each run ends: in order with ``workers=1``,
+    else in ``workers`` processes, in the order they finish. ``record`` must be a
+    module-level function (it crosses processes). Every run is seeded, so what a run
+    records does not depend on ``workers``."""
+    jobs = list(jobs)
+    workers = v.integer(workers, "workers", minimum=1)
+    if workers == 1:
+        for i, job in enumerate(jobs):
+            yield i, _run_and_record(job, record)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_run_and_record, job, record): i for i, job in enumerate(jobs)
+        }
+        for done in as_completed(futures):
+            yield futures[done], done.result()

@@ -4,8 +4,8 @@
 one ingredient at a time (offline RFT, online RFT, RLOO, GRPO, PPO with its critic),
 then DPO and DPO+NLL, from the same SFT start
 for the seeds :data:`DEFAULT_SEEDS` (``0 .. 9``), then the robustness settings
-(:data:`ROBUSTNESS`: another learning rate, twice the budget, on-policy GRPO, no KL
-term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
+(:data:`ROBUSTNESS`: GRPO and RFT at the preset's untuned settings, at twice the budget,
+on-policy GRPO, GRPO without its KL term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
 SFT start, the final and the best held-out pass rate, greedy and sampled, both budget
 axes and, for the online methods, their training curves.
 
@@ -14,7 +14,8 @@ an inclusive range (``--seeds 0 1 2``, ``--seeds 0-9``, ``--seeds 0-4 7``; a lon
 is one seed: ``--seeds 10`` is seed 10 alone, not ten seeds); ``--methods`` picks among
 :data:`METHODS`; ``--no-robustness`` skips the robustness settings; ``--tuned FILE``
 runs each method at the settings a tuning file chose (:mod:`dpo_grpo.lab.tuning`);
-``--out FILE`` writes elsewhere. A rerun never replaces the file the package ships,
+``--workers N`` runs N processes (the results do not change); ``--out FILE`` writes
+elsewhere. A rerun never replaces the file the package ships,
 ``code/dpo_grpo/data/lab_results/lab-<preset>.json``, which the lab chapter renders: a
 maintainer refreshes it by naming it, from the repository root, with
 :func:`refresh_command`'s command (``python -m dpo_grpo.lab.sweep --preset cpu --out
@@ -46,7 +47,7 @@ from ..i18n import N_, tr
 from ..stats import sign_test
 from .config import LabConfig
 from .progress import bar, wanted
-from .run import ALGORITHMS, budget, run_lab
+from .run import ALGORITHMS, budget, run_many
 from .runtime import environment
 from .task import make_task
 
@@ -73,10 +74,11 @@ METRICS = (
     "gain_greedy",
     "gain_sampled",
 )
-RESULTS_FORMAT = 3
+RESULTS_FORMAT = 4
 #: formats :func:`load` still reads (format 1: no robustness runs, no PPO; format 2:
-#: no chain, no token passes, no per-class pass rates)
-READABLE_FORMATS = (1, 2, 3)
+#: no chain, no token passes, no per-class pass rates; format 3: robustness overrides
+#: shared by every method)
+READABLE_FORMATS = (1, 2, 3, 4)
 LEVEL = 0.95
 #: per-step curves a results file keeps for the online methods
 CURVES = ("train_pass_rate", "reward_mean", "kl", "explained_variance", "value_loss")
@@ -157,41 +159,76 @@ def run_record(history) -> dict:
     return rec
 
 
-def _robust_lr(cfg) -> dict:
-    return {"grpo_lr": 1e-3, "dpo_lr": 1e-3}
-
-
-def _robust_budget(cfg) -> dict:
+def _robust_preset(own, preset) -> dict:
+    # the preset's value of every field tuning changed
     return {
-        "grpo_steps": 2 * cfg.grpo_steps,
-        "dpo_steps": 2 * cfg.dpo_steps,
-        "dpo_prompts": 2 * cfg.dpo_prompts,
+        k: x
+        for k, x in preset.to_dict().items()
+        if getattr(own, k) != x and k != "device"
     }
 
 
-def _robust_on_policy(cfg) -> dict:
+def _robust_budget(own, preset) -> dict:
+    return {
+        "grpo_steps": 2 * own.grpo_steps,
+        "dpo_steps": 2 * own.dpo_steps,
+        "dpo_prompts": 2 * own.dpo_prompts,
+    }
+
+
+def _robust_on_policy(own, preset) -> dict:
     # one epoch per rollout, as many rollouts as optimiser steps: the same optimiser
-    # steps as the main runs, twice the sampled completions
+    # steps, num_iterations times the sampled completions
     return {
         "num_iterations": 1,
-        "grpo_steps": cfg.grpo_steps * cfg.num_iterations,
-        "eval_every": cfg.eval_every * cfg.num_iterations,
+        "grpo_steps": own.grpo_steps * own.num_iterations,
+        "eval_every": own.eval_every * own.num_iterations,
     }
 
 
-def _robust_beta0(cfg) -> dict:
+def _robust_beta0(own, preset) -> dict:
     return {"beta": 0.0}
 
 
 #: the changed settings under which the GRPO-versus-RFT comparison is rerun: a label,
-#: the overrides (a function of the main config) and the methods rerun; a method not
-#: rerun reads no overridden field, and its main runs are used
+#: the overrides (a function of a method's own config, tuned or not, and of the
+#: preset's) and the methods rerun. A method whose config the overrides leave as it
+#: is, or that a setting does not rerun, keeps its main runs
 ROBUSTNESS = {
-    "lr": ("learning rate 1e-3", _robust_lr, ("grpo", "rft")),
+    "preset": ("the preset's settings (untuned)", _robust_preset, ("grpo", "rft")),
     "budget_x2": ("twice the budget", _robust_budget, ("grpo", "rft")),
     "on_policy": ("on-policy GRPO (1 epoch a rollout)", _robust_on_policy, ("grpo",)),
     "beta_0": ("GRPO without a KL term (beta = 0)", _robust_beta0, ("grpo",)),
 }
+
+
+def robustness_settings(own: dict, preset, methods) -> dict:
+    """``{name: {"label", "overrides": {method: fields}, "methods", "configs"}}``: the
+    settings of :data:`ROBUSTNESS` for the methods' own configs ``own`` (``{method:
+    LabConfig}``), each method rerun only where the overrides change its config; a
+    setting that changes none is left out."""
+    out = {}
+    for name, (label, change, rerun) in ROBUSTNESS.items():
+        configs, overrides = {}, {}
+        for m in rerun:
+            if m not in methods:
+                continue
+            changed = dataclasses.replace(own[m], **change(own[m], preset))
+            if changed != own[m]:
+                configs[m] = changed
+                overrides[m] = {
+                    k: x
+                    for k, x in changed.to_dict().items()
+                    if x != getattr(own[m], k)
+                }
+        if configs:
+            out[name] = {
+                "label": label,
+                "overrides": overrides,
+                "methods": list(configs),
+                "configs": configs,
+            }
+    return out
 
 
 def run_sweep(
@@ -205,6 +242,7 @@ def run_sweep(
     robustness: bool = False,
     tuned=None,
     tuned_from=None,
+    workers: int = 1,
     **overrides,
 ) -> dict:
     """Run every method for every seed from the preset's config (and, with
@@ -212,7 +250,9 @@ def run_sweep(
     (JSON-ready). ``log(line)`` is called after each run; ``progress``: one bar over all
     runs (:mod:`dpo_grpo.lab.progress`). ``tuned``: ``{method: {field: value}}`` that
     replace the preset's for that method's main runs (a tuning file's ``best``, read
-    from ``tuned_from``, :mod:`dpo_grpo.lab.tuning`)."""
+    from ``tuned_from``, :mod:`dpo_grpo.lab.tuning`); the robustness settings change
+    each method's own config. ``workers``: processes
+    (:func:`dpo_grpo.lab.run.run_many`; the results do not depend on it)."""
     seeds = [v.integer(s, "seeds", minimum=0) for s in v.sequence(list(seeds), "seeds")]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(
@@ -231,34 +271,23 @@ def run_sweep(
     )
     if cfg.eval_samples == 0:
         raise ValueError("the sweep reports sampled pass@1: eval_samples must be > 0")
-    settings = {}
-    if robustness:
-        for name, (label, change, rerun) in ROBUSTNESS.items():
-            changed = change(cfg)
-            settings[name] = {
-                "label": label,
-                "overrides": changed,
-                "methods": [m for m in rerun if m in methods],
-                "config": dataclasses.replace(cfg, **changed),
-            }
     tuned = dict(tuned or {})
     own = {m: dataclasses.replace(cfg, **tuned.get(m, {})) for m in methods}
+    settings = robustness_settings(own, cfg, methods) if robustness else {}
     jobs = [(None, own[m], m, s) for s in seeds for m in methods] + [
-        (name, st["config"], m, s)
+        (name, st["configs"][m], m, s)
         for name, st in settings.items()
         for s in seeds
         for m in st["methods"]
     ]
-    runs = {m: [] for m in methods}
-    for st in settings.values():
-        st["runs"] = {m: [] for m in st["methods"]}
+    records = [None] * len(jobs)
     t0 = time.perf_counter()
     shown = bar(len(jobs), f"lab sweep ({preset})", show, unit="run")
     try:
-        for name, run_cfg, m, seed in jobs:
-            h = run_lab(run_cfg, algorithm=m, seed=seed, progress=False)
-            rec = run_record(h)
-            (runs if name is None else settings[name]["runs"])[m].append(rec)
+        done = run_many([job[1:] for job in jobs], run_record, workers)
+        for i, rec in done:
+            records[i] = rec
+            name, _, m, seed = jobs[i]
             where = "" if name is None else f"[{name}] "
             shown.set_postfix_str(f"{where}{NAMES[m]} seed {seed}", refresh=False)
             shown.update(1)
@@ -272,6 +301,12 @@ def run_sweep(
                 )
     finally:
         shown.close()
+    # in job order: per method, the seeds in order
+    runs = {m: [] for m in methods}
+    for st in settings.values():
+        st["runs"] = {m: [] for m in st["methods"]}
+    for (name, _, m, _), rec in zip(jobs, records):
+        (runs if name is None else settings[name]["runs"])[m].append(rec)
     cfg_dict = cfg.to_dict()
     cfg_dict.pop("device")
     return {
@@ -297,7 +332,7 @@ def run_sweep(
                 "label": st["label"],
                 "overrides": st["overrides"],
                 "methods": st["methods"],
-                "budget": {m: budget(st["config"], m) for m in methods},
+                "budget": {m: budget(c, m) for m, c in st["configs"].items()},
                 "runs": st["runs"],
             }
             for name, st in settings.items()
@@ -612,22 +647,6 @@ def load(preset: str = "cpu", path=None):
         return None
     with open(path, encoding="utf-8") as fh:
         return _check_results(json.load(fh))
-
-
-#: the previous sweep's file (format 2: one held-out split for every seed, no chain),
-#: kept for its robustness runs
-FIXED_SPLIT = "lab-{preset}-fixed-split.json"
-
-
-def robustness_results(results, preset: str = "cpu"):
-    """``results`` if they hold robustness runs, else the package's previous sweep for
-    ``preset`` (:data:`FIXED_SPLIT`), else None."""
-    _check_results(results)
-    if results.get("robustness"):
-        return results
-    return load(
-        preset, path=results_path(preset).with_name(FIXED_SPLIT.format(preset=preset))
-    )
 
 
 def refresh_command(preset: str = "cpu") -> str:

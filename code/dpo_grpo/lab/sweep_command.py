@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         "use its best settings",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes that run the runs (default 1; the results do not change)",
+    )
+    parser.add_argument(
         "--out",
         type=pathlib.Path,
         default=None,
@@ -112,6 +119,7 @@ def main(argv=None) -> int:
         if args.tuned
         else None,
         tuned_from=args.tuned,
+        workers=args.workers,
     )
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -158,7 +158,14 @@ PPO_TO_VERL = (
             "'constant' (with warm-up)"
         ),
     ),
-    (N_("(critic trained from step 1)"), ("trainer.critic_warmup",), "0"),
+    (
+        "critic_warmup",
+        ("trainer.critic_warmup",),
+        N_(
+            "the lab's value + 1 (0 stays 0): verl updates the actor from the step "
+            "whose number, counted from 1, reaches critic_warmup"
+        ),
+    ),
     (
         "ref_sync_steps, ref_mixup_alpha",
         (),
@@ -370,7 +377,7 @@ def verl_overrides(cfg: LabConfig, critic: bool = True) -> dict:
         "critic.ppo_mini_batch_size": n,
         "critic.cliprange_value": cfg.cliprange_value,
         "critic.loss_agg_mode": "token-mean",
-        "trainer.critic_warmup": 0,
+        "trainer.critic_warmup": cfg.critic_warmup + 1 if cfg.critic_warmup else 0,
     }
 
 
