@@ -223,8 +223,11 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
     assert res["n_heldout_prompts"] == len(
         lab.make_task(LabConfig(**cfg)).heldout_prompts()
     )
-    # matched budgets
-    assert len({tuple(b.values()) for b in res["budget"].values()}) == 1
+    # matched samples; the tuned passes over them may take fewer optimiser steps
+    preset = lab.budget(LabConfig(**cfg), "grpo")
+    for b in res["budget"].values():
+        assert b["completions_sampled"] == preset["completions_sampled"]
+        assert b["optimizer_steps"] <= preset["optimizer_steps"]
     for m in res["methods"]:
         rows = res["runs"][m]
         assert [r["seed"] for r in rows] == res["seeds"]
@@ -267,18 +270,21 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
             assert r["eval_backward_tokens"][-1] > 0
     # each seed has its own held-out split
     assert len({r["n_heldout_prompts"] for r in res["runs"]["rft"]}) > 1
-    # the robustness settings: every one, over the same seeds, with the overrides
-    # ROBUSTNESS gives today, in this file or (run with --no-robustness) the previous
-    # sweep's
-    rob = sweep.robustness_results(res)
-    assert (rob is res) == ("--no-robustness" not in res["command"])
-    assert list(rob["robustness"]) == list(sweep.ROBUSTNESS)
-    for name, (label, change, rerun) in sweep.ROBUSTNESS.items():
-        st = rob["robustness"][name]
-        assert st["label"] == label and st["methods"] == list(rerun)
-        assert st["overrides"] == change(LabConfig.preset("cpu"))
-        for m in rerun:
-            assert [r["seed"] for r in st["runs"][m]] == rob["seeds"]
+    # the robustness settings, over the same seeds, each applied to every rerun
+    # method's own (tuned) config, as ROBUSTNESS gives them today
+    assert "--no-robustness" not in res["command"]
+    preset_cfg = LabConfig(**cfg)
+    own = {
+        m: dataclasses.replace(preset_cfg, **res["tuned"][m]) for m in res["methods"]
+    }
+    expected = sweep.robustness_settings(own, preset_cfg, res["methods"])
+    assert list(res["robustness"]) == list(expected)
+    for name, st in res["robustness"].items():
+        assert st["label"] == expected[name]["label"]
+        assert st["methods"] == expected[name]["methods"]
+        assert st["overrides"] == json.loads(json.dumps(expected[name]["overrides"]))
+        for m in st["methods"]:
+            assert [r["seed"] for r in st["runs"][m]] == res["seeds"]
 
 
 # --- the command: python -m dpo_grpo.lab.sweep (dpo_grpo.lab.sweep_command) ---------
@@ -472,3 +478,25 @@ def test_the_lab_page_shows_the_commands_real_defaults():
     assert f"`--seeds {sweep.format_seeds(sweep.DEFAULT_SEEDS)}`" in text
     assert "`lab-cpu.json` in the working directory" in text
     assert "five-seed" not in text and "--seeds 10" not in text
+
+
+def test_robustness_settings_change_each_methods_own_config_and_skip_no_ops():
+    preset = LabConfig.preset("cpu")
+    own = {
+        "grpo": dataclasses.replace(preset, grpo_lr=1e-3, num_iterations=1, beta=0.0),
+        "rft": dataclasses.replace(preset, dpo_lr=3e-3),
+    }
+    st = sweep.robustness_settings(own, preset, ["grpo", "rft"])
+    # on-policy and beta = 0 change nothing for this GRPO: not rerun
+    assert list(st) == ["preset", "budget_x2"]
+    assert st["preset"]["overrides"] == {
+        "grpo": {"grpo_lr": preset.grpo_lr, "num_iterations": 2, "beta": preset.beta},
+        "rft": {"dpo_lr": preset.dpo_lr},
+    }
+    assert st["preset"]["configs"]["grpo"] == preset
+    doubled = st["budget_x2"]["configs"]["grpo"]
+    assert doubled.grpo_steps == 2 * preset.grpo_steps and doubled.grpo_lr == 1e-3
+    # an untuned method has no "preset" row; a method not in the sweep none at all
+    st = sweep.robustness_settings({"grpo": preset}, preset, ["grpo"])
+    assert list(st) == ["budget_x2", "on_policy", "beta_0"]
+    assert st["on_policy"]["overrides"]["grpo"]["grpo_steps"] == 80

@@ -43,7 +43,7 @@ WORDS = (
     N_("behind"),
     N_("not separated"),
     N_("main runs"),
-    N_("learning rate 1e-3"),
+    N_("the preset's settings (untuned)"),
     N_("twice the budget"),
     N_("on-policy GRPO (1 epoch a rollout)"),
     N_("GRPO without a KL term (beta = 0)"),
@@ -482,4 +482,26 @@ def reach_table(reach: dict, names: dict) -> str:
             )
             cells.append(f"{str(r['reached']) + '/' + str(r['n']):>6} {span:>29}")
         lines.append(f"{names[m]:<12}" + "".join(f" {c}" for c in cells))
+    return "\n".join(lines)
+
+
+def tuning_table(tune: dict, names: dict) -> str:
+    """A tuning file (:func:`dpo_grpo.lab.tuning.tune`) as a table: per method, its
+    grid points, the mean validation sampled pass@1 of the chosen point and the range
+    of the grid points' means, and the chosen settings. ``names``: algorithm -> name
+    shown."""
+    tune, names = _dict(tune, "tune"), _dict(names, "names")
+    lines = [
+        f"{'':<12} {tr('grid points'):>11} {tr('chosen'):>7} {tr('grid range'):>13}  "
+        + tr("chosen settings")
+    ]
+    for m, rows in tune["scores"].items():
+        means = [sum(r["per_seed"]) / len(r["per_seed"]) for r in rows]
+        chosen = tune["best"][m]
+        best = max(means)
+        settings = ", ".join(f"{k}={x:g}" for k, x in chosen.items())
+        lines.append(
+            f"{names[m]:<12} {len(rows):>11} {best:>7.3f} "
+            f"{min(means):>6.3f}-{best:<6.3f}  {settings}"
+        )
     return "\n".join(lines)

@@ -76,6 +76,24 @@ def grid_points(method: str) -> list:
     ]
 
 
+def grid_text(method: str) -> str:
+    """``method``'s grid in one line, a dimension per factor: ``grpo_lr in {0.0003,
+    0.001, 0.003} x num_iterations in {1, 2} x ...``."""
+    v.choice(method, "method", tuple(GRID))
+    parts = []
+    for dim in GRID[method]:
+        fields = list(dim[0])
+        name = fields[0] if len(fields) == 1 else "(" + ", ".join(fields) + ")"
+        values = [
+            f"{s[fields[0]]:g}"
+            if len(fields) == 1
+            else "(" + ", ".join(f"{s[f]:g}" for f in fields) + ")"
+            for s in dim
+        ]
+        parts.append(f"{name} in {{{', '.join(values)}}}")
+    return " x ".join(parts)
+
+
 def best_settings(scores: dict) -> dict:
     """``{method: settings}``: per method, the settings whose per-seed scores have the
     highest mean (the first such on a tie). ``scores``: ``{method: [{"settings":
