@@ -11,7 +11,6 @@ from dpo_grpo.lab.model import (  # noqa: E402
     EOS,
     PAD,
     VOCAB,
-    AdditionTask,
     TinyTransformer,
     completion_logps,
     encode_completions,
@@ -19,6 +18,7 @@ from dpo_grpo.lab.model import (  # noqa: E402
     generate,
     verify,
 )
+from dpo_grpo.lab.task import AdditionTask  # noqa: E402
 
 
 def _bruteforce_logps(model, prompt, completion_ids):

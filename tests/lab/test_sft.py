@@ -11,7 +11,7 @@ from dpo_grpo import lab  # noqa: E402
 
 
 def test_sft_early_stop_and_noisy_demonstrations(tiny_cfg):
-    from dpo_grpo.lab.model import AdditionTask as Task
+    from dpo_grpo.lab.task import AdditionTask as Task
 
     assert (
         Task.no_carry_answer((7, 8, 5)) == "0"

@@ -33,10 +33,11 @@ from .config import (
 )
 from .evaluation import heldout_pass_rate
 from .history import LabHistory
+from .model import make_model
 from .offline import OFFLINE
 from .run import ALGORITHMS, CHECKPOINT_FORMAT, LabRun, budget, run_lab
 from .sft import SFTResult, clear_sft_cache, sft_warmup
-from .task import PromptStream, make_model, make_task, reward_weights, score
+from .task import PromptStream, make_task, reward_weights, score
 from .timing import ppo_vs_grpo_cost, rollout_vs_train_time
 
 __all__ = [

@@ -73,7 +73,7 @@ class ErrorProfile(NamedTuple):
 def error_profile(model, task, cfg: LabConfig, device) -> ErrorProfile:
     """The greedy completions of ``model`` on ``task``'s held-out prompts: the pass
     rate, the share of wrong answers that are exactly the demonstrator's no-carry
-    answer (:meth:`~dpo_grpo.lab.model.AdditionTask.no_carry_answer`), and the most
+    answer (:meth:`~dpo_grpo.lab.task.AdditionTask.no_carry_answer`), and the most
     common wrong answer with its share of the wrong answers (shares are 0 when no
     answer is wrong). ``task``: :func:`~dpo_grpo.lab.make_task`'s; ``cfg`` gives the
     completion length."""

@@ -29,7 +29,7 @@ from .config import LabConfig, checked_config
 from .evaluation import heldout_pass_rate
 from .grpo import GRPO
 from .history import LabHistory
-from .model import count_parameters
+from .model import count_parameters, make_model
 from .offline import OFFLINE, Offline, build_preference_set, pair_margin
 from .online_rft import OnlineRFT
 from .ppo import PPO
@@ -47,7 +47,7 @@ from .runtime import (
     torch_threads,
 )
 from .sft import SFTResult, sft_warmup
-from .task import PromptStream, make_model, make_task, policy_logps
+from .task import PromptStream, make_task, policy_logps
 
 #: what each algorithm's step is (add an entry to add an algorithm); the first five
 #: are the chain that changes one ingredient at a time, offline RFT to PPO

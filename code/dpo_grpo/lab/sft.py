@@ -15,7 +15,8 @@ from .config import LabConfig, checked_config
 from .evaluation import heldout_pass_rate
 from .model import completion_logps, encode_completions, encode_prompts
 from .runtime import as_device, derived_seed, synchronize, torch_threads
-from .task import block_log_softmax, make_model, make_task
+from .model import make_model
+from .task import block_log_softmax, make_task
 
 _SFT_CACHE: dict = {}
 _SFT_FIELDS = (

@@ -1,11 +1,13 @@
-"""The parts a lab run builds from its config: the task (:func:`make_task`), the
-training prompts in seeded order (:class:`PromptStream`), the tiny transformer
-(:func:`make_model`), its completion log-probs (:func:`policy_logps`) and the verifier
-as reward functions (:func:`score`, :func:`reward_weights`)."""
+"""The addition task (:class:`AdditionTask`, built from a config by :func:`make_task`)
+and what a lab run draws from it: the training prompts in seeded order
+(:class:`PromptStream`), the policy's completion log-probs (:func:`policy_logps`) and
+the verifier as reward functions (:func:`score`, :func:`reward_weights`)."""
 
 from __future__ import annotations
 
 import copy
+import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -15,13 +17,89 @@ from .. import torch_ops
 from .config import GRPOTaskConfig, LabConfig, checked_config
 from .model import (
     VOCAB,
-    AdditionTask,
-    TinyTransformer,
     completion_logps,
     encode_prompts,
     generate,
     verify,
 )
+
+
+@dataclass(frozen=True)
+class AdditionTask:
+    """All problems ``x1+...+xn=`` (``n = n_terms``, ``0 <= xi < 10**n_digits``), split
+    once, seeded, into training and held-out problems.
+
+    The split is by multiset of terms: ``n_heldout`` multisets are drawn, and every
+    order of each (``2+7+3=``, ``3+2+7=``, ...) is a held-out prompt, so the held-out
+    score cannot be earned by memorising a reordered training problem. The training set
+    holds every order of every other multiset.
+    """
+
+    n_terms: int = 3
+    n_digits: int = 1
+    n_heldout: int = 60
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("n_terms", "n_digits", "n_heldout"):
+            v.integer(getattr(self, name), name)
+        v.integer(self.seed, "seed", minimum=0)
+        if not 2 <= self.n_terms <= 4:
+            raise ValueError(f"n_terms must be in 2..4, got {self.n_terms}")
+        if not 1 <= self.n_digits <= 3 or self.n_terms * self.n_digits > 6:
+            raise ValueError(
+                "n_digits must be in 1..3 with n_terms * n_digits <= 6, got "
+                f"{self.n_digits}"
+            )
+        n = 10**self.n_digits
+        multisets = list(
+            itertools.combinations_with_replacement(range(n), self.n_terms)
+        )
+        if not 1 <= self.n_heldout <= len(multisets) // 2:
+            raise ValueError(
+                f"n_heldout must be in 1..{len(multisets) // 2}, got {self.n_heldout}"
+            )
+        rng = np.random.default_rng(self.seed)
+        chosen = rng.permutation(len(multisets))[: self.n_heldout]
+        held = {multisets[i] for i in chosen}
+        heldout, train = [], []
+        for t in itertools.product(range(n), repeat=self.n_terms):
+            (heldout if tuple(sorted(t)) in held else train).append(t)
+        heldout, train = tuple(heldout), tuple(train)
+        object.__setattr__(self, "train_problems", train)
+        object.__setattr__(self, "heldout_problems", heldout)
+
+    @staticmethod
+    def prompt(terms) -> str:
+        return "+".join(str(t) for t in _terms(terms)) + "="
+
+    @staticmethod
+    def answer(terms) -> str:
+        return str(sum(_terms(terms)))
+
+    @staticmethod
+    def no_carry_answer(terms) -> str:
+        """The answer of a demonstrator who adds each column but never carries:
+        ``7+8+5 -> 0``, ``27+45 -> 62``."""
+        out, place, terms = 0, 1, _terms(terms)
+        while any(terms):
+            out += (sum(t % 10 for t in terms) % 10) * place
+            terms, place = [t // 10 for t in terms], place * 10
+        return str(out)
+
+    def train_prompts(self) -> list[str]:
+        return [self.prompt(t) for t in self.train_problems]
+
+    def heldout_prompts(self) -> list[str]:
+        return [self.prompt(t) for t in self.heldout_problems]
+
+
+def _terms(terms) -> list:
+    """The terms of a problem: at least two non-negative integers."""
+    terms = [v.integer(t, "terms", minimum=0) for t in v.sequence(terms, "terms")]
+    if len(terms) < 2:
+        raise ValueError(f"terms must hold at least two numbers, got {terms}")
+    return terms
 
 
 class PromptStream:
@@ -101,18 +179,6 @@ def validation_task(task: AdditionTask, seed: int) -> AdditionTask:
     object.__setattr__(out, "train_problems", train)
     object.__setattr__(out, "heldout_problems", valid)
     return out
-
-
-def make_model(cfg: LabConfig) -> TinyTransformer:
-    checked_config(cfg)
-    return TinyTransformer(
-        len(VOCAB),
-        d_model=cfg.d_model,
-        n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads,
-        d_ff=cfg.d_ff,
-        max_seq_len=cfg.context_length,
-    )
 
 
 def block_log_softmax(logits, token_ids):

@@ -17,7 +17,8 @@ from .model import VOCAB, completion_logps, encode_prompts
 from .model import count_parameters
 from .run import LabRun
 from .runtime import as_device, resolve_device, synchronize, torch_threads
-from .task import make_model, make_task
+from .model import make_model
+from .task import make_task
 
 
 def rollout_vs_train_time(
