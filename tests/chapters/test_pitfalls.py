@@ -16,37 +16,13 @@ IDS = np.repeat(np.arange(4), 4)
 # --- 1. group boundaries --------------------------------------------------------------
 
 
-def test_view_after_shuffle_is_wrong_and_detected():
+def test_group_blocks_detector():
     perm = np.random.default_rng(0).permutation(16)
-    right = pf.advantages_by_prompt_id(R, IDS, 4)
-    # fine while grouped
-    np.testing.assert_allclose(pf.advantages_by_view_buggy(R, 4), right)
-    buggy = pf.advantages_by_view_buggy(R[perm], 4)  # runs...
-    assert np.abs(buggy - right[perm]).max() > 0.5  # ...and is wrong
-    np.testing.assert_allclose(
-        pf.advantages_by_prompt_id(R[perm], IDS[perm], 4), right[perm]
-    )
     pf.assert_group_blocks(IDS, 4)
     with pytest.raises(ValueError, match="group boundary"):
         pf.assert_group_blocks(IDS[perm], 4)
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.integers(0, 10_000))
-def test_fixed_version_is_permutation_equivariant(seed):
-    rng = np.random.default_rng(seed)
-    r = rng.normal(size=16)
-    perm = rng.permutation(16)
-    np.testing.assert_allclose(
-        pf.advantages_by_prompt_id(r[perm], IDS[perm], 4),
-        pf.advantages_by_prompt_id(r, IDS, 4)[perm],
-        atol=1e-12,
-    )
-
-
-def test_incomplete_group_is_rejected():
-    with pytest.raises(ValueError):
-        pf.advantages_by_prompt_id(R[:-1], IDS[:-1], 4)
+    with pytest.raises(ValueError):  # an incomplete group
+        pf.assert_group_blocks(IDS[:-1], 4)
 
 
 # --- 2. population vs sample std ------------------------------------------------------
@@ -55,15 +31,16 @@ def test_incomplete_group_is_rejected():
 @pytest.mark.parametrize("g", [2, 4, 8, 64])
 def test_std_mix_shrinks_by_sqrt_g_minus_1_over_g(g):
     r = np.random.default_rng(g).normal(size=(3, g))
-    ratio = pf.advantages_torch_std_buggy(r, eps=1e-12) / pf.advantages_declared_std(
-        r, 0, eps=1e-12
+    # torch.std's default (G - 1) where the formula says population std (G)
+    ratio = dg.group_advantages(r, eps=1e-12, ddof=1) / dg.group_advantages(
+        r, eps=1e-12, ddof=0
     )
     np.testing.assert_allclose(ratio, np.sqrt((g - 1) / g), rtol=1e-9)
 
 
 def test_infer_and_assert_std_convention():
     r = np.array([[0.2, 0.8, 1.4, 0.6], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
-    a0, a1 = pf.advantages_declared_std(r, 0), pf.advantages_declared_std(r, 1)
+    a0, a1 = dg.group_advantages(r, ddof=0), dg.group_advantages(r, ddof=1)
     # the zero-std row matches neither
     assert pf.infer_std_ddof(a0).tolist() == [
         0,
@@ -80,7 +57,23 @@ def test_infer_and_assert_std_convention():
 # --- 3. per-GPU normalisation ---------------------------------------------------------
 
 
-def test_per_shard_normalisation_depends_on_sharding():
+def _per_shard_advantages_buggy(rewards, prompt_ids, shard_of_row, eps=1e-4):
+    """Chapter 5b's buggy line: each shard standardises its own part of a group."""
+    out = np.empty_like(rewards)
+    for shard in np.unique(shard_of_row):
+        for p in np.unique(prompt_ids[shard_of_row == shard]):
+            rows = (shard_of_row == shard) & (prompt_ids == p)
+            out[rows] = (rewards[rows] - rewards[rows].mean()) / (
+                rewards[rows].std() + eps
+            )
+    return out
+
+
+def _gathered_advantages(rewards, prompt_ids, shard_of_row, group_size):
+    return dg.group_advantages(rewards.reshape(-1, group_size)).reshape(-1)
+
+
+def test_sharding_detectors():
     r = np.array([0.2, 0.8, 1.4, 0.6, 8.0, 9.0, 11.0, 12.0])
     ids = np.repeat([0, 1], 4)
     a, b = pf.shard_rows(8, 2, "round_robin"), pf.shard_rows(8, 4, "contiguous")
@@ -94,17 +87,16 @@ def test_per_shard_normalisation_depends_on_sharding():
         3,
         3,
     ]
-    assert pf.sharding_discrepancy(pf.per_shard_advantages_buggy, r, ids, [a, b]) > 0.1
+    assert pf.sharding_discrepancy(_per_shard_advantages_buggy, r, ids, [a, b]) > 0.1
     assert (
-        pf.sharding_discrepancy(pf.gathered_advantages, r, ids, [a, b], group_size=4)
+        pf.sharding_discrepancy(_gathered_advantages, r, ids, [a, b], group_size=4)
         == 0.0
     )
     right = dg.group_advantages(r.reshape(2, 4)).reshape(-1)
-    np.testing.assert_allclose(pf.gathered_advantages(r, ids, a, 4), right)
     # a sharding that keeps whole groups happens to be right, which is why the bug
     # survives small tests
     whole = pf.shard_rows(8, 2, "contiguous")
-    np.testing.assert_allclose(pf.per_shard_advantages_buggy(r, ids, whole), right)
+    np.testing.assert_allclose(_per_shard_advantages_buggy(r, ids, whole), right)
     pf.assert_shards_hold_complete_groups(ids, whole, 4)
     with pytest.raises(ValueError, match="gather"):
         pf.assert_shards_hold_complete_groups(ids, a, 4)
@@ -120,7 +112,7 @@ def test_retokenised_text_changes_the_actions():
     )
     text = pf.serve_text(sampled, tok)
     assert text == "ab c=a"
-    again = pf.retokenized_ids_buggy(text, tok)
+    again = tok.encode(text)  # the trainer re-encodes the text
     assert again.size < sampled.size and tok.id_of["ab"] in again.tolist()
     with pytest.raises(ValueError, match="round-trip"):
         pf.assert_token_roundtrip(sampled, text, tok)
@@ -132,7 +124,6 @@ def test_retokenised_text_changes_the_actions():
         pf.assert_token_roundtrip(sampled, raw, tok)
     fine = np.array([tok.id_of[t] for t in ["ab", " ", "c", "<eos>"]])
     pf.assert_token_roundtrip(fine, tok.decode(fine), tok)
-    np.testing.assert_array_equal(pf.stored_ids(sampled), sampled)
 
 
 def test_on_policy_ratio_detector():
@@ -142,10 +133,8 @@ def test_on_policy_ratio_detector():
     sampled = np.array([tok.id_of[t] for t in ["a", "b", " ", " ", "c", "<eos>"]])
     old = pf.position_logps(table, sampled)[None]
     mask = np.ones_like(old)
-    pf.assert_on_policy_ratio_is_one(
-        pf.position_logps(table, pf.stored_ids(sampled))[None], old, mask
-    )
-    again = pf.retokenized_ids_buggy(pf.serve_text(sampled, tok), tok)
+    pf.assert_on_policy_ratio_is_one(pf.position_logps(table, sampled)[None], old, mask)
+    again = tok.encode(pf.serve_text(sampled, tok))
     new = np.zeros_like(old)
     new[0, : again.size] = pf.position_logps(table, again)
     with pytest.raises(ValueError, match="on-policy"):
@@ -187,7 +176,8 @@ def test_length_normalisation_changes_the_preference():
     ids, lengths, rewards = pf.simulate_length_correlated_rewards(seed=1)
     width = int(lengths.max())
     mask = (np.arange(width)[None] < lengths[:, None]).astype(float)
-    adv = pf.advantages_by_prompt_id(rewards, ids, 8)
+    assert (ids == np.repeat(np.arange(ids.size // 8), 8)).all()
+    adv = dg.group_advantages(rewards.reshape(-1, 8)).reshape(-1)
     # on-policy surrogate per token: -A
     lt = np.broadcast_to(-adv[:, None], mask.shape) * mask
     assert pf.per_token_mean_loss_buggy(lt, mask) != pytest.approx(
@@ -235,16 +225,6 @@ def test_affine_drift_cancels_ranking_change_does_not():
     assert pf.rank_agreement(calib_q, -calib_q) == 0.0
 
 
-def test_progress_under_a_drifting_judge():
-    samples = [np.full(10, 0.5)] * 4  # the policy's answers do not change
-    judges = [lambda s, k=k: (1 + 0.2 * k) * s + 0.1 * k for k in range(4)]
-    live = pf.progress_under_live_reward_buggy(samples, judges)
-    frozen = pf.progress_under_frozen_reward(samples, judges[0])
-    assert np.all(np.diff(live) > 0) and np.all(np.diff(frozen) == 0)
-    with pytest.raises(ValueError):
-        pf.progress_under_live_reward_buggy(samples, judges[:2])
-
-
 # --- 0. mask before exp ---------------------------------------------------------------
 
 
@@ -272,7 +252,7 @@ def test_detector_messages_in_chinese(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     with pytest.raises(ValueError, match="规范要求 ddof=0"):
         pf.assert_std_convention(
-            pf.advantages_torch_std_buggy(dg.reference.examples.REWARD_GROUPS), ddof=0
+            dg.group_advantages(dg.reference.examples.REWARD_GROUPS, ddof=1), ddof=0
         )
     with pytest.raises(ValueError, match="先收集整组"):
         pf.assert_shards_hold_complete_groups([0, 0, 1, 1], [0, 1, 0, 1], 2)

@@ -1,26 +1,24 @@
 """Six silent pitfalls of a GRPO implementation (chapter 5, page II): each runs without
 error yet gives a wrong number.
 
-For each pitfall the module has the buggy version (``*_buggy``), the fixed version and a
-detector that raises ``ValueError`` (or returns a report) so the bug is caught by an
-assertion rather than by a failed run weeks later.
+The buggy lines and their fixed twins are defined on the page itself
+(``book/05b_silent_pitfalls.ipynb``), side by side; this module holds what the page
+and the tests share: the detectors, each raising ``ValueError`` (or returning a
+measurement) so that a bug is caught by an assertion on the first batch rather than by
+a failed run weeks later, and the toy data the page runs them on.
 
-1. group boundaries: :func:`advantages_by_view_buggy` / :func:`advantages_by_prompt_id`
-   / :func:`assert_group_blocks`
-2. population vs sample std: :func:`advantages_torch_std_buggy` /
-   :func:`advantages_declared_std` / :func:`infer_std_ddof`,
-   :func:`assert_std_convention`
-3. per-GPU normalisation: :func:`per_shard_advantages_buggy` /
-   :func:`gathered_advantages` / :func:`assert_shards_hold_complete_groups`,
-   :func:`sharding_discrepancy`
-4. text vs tokens: :class:`ToyTokenizer`, :func:`retokenized_ids_buggy` / stored ids /
-   :func:`assert_token_roundtrip`, :func:`assert_on_policy_ratio_is_one`
+0. mask before exp: :func:`masked_after_exp_loss_buggy` (chapter 5, page I)
+1. group boundaries: :func:`assert_group_blocks`
+2. population vs sample std: :func:`infer_std_ddof`, :func:`assert_std_convention`
+3. per-GPU normalisation: :func:`shard_rows`,
+   :func:`assert_shards_hold_complete_groups`, :func:`sharding_discrepancy`
+4. text vs tokens: :class:`ToyTokenizer`, :func:`serve_text`,
+   :func:`assert_token_roundtrip`, :func:`assert_on_policy_ratio_is_one`,
+   :func:`position_logps`
 5. length normalisation: :func:`per_token_mean_loss_buggy` /
    :func:`per_sequence_mean_loss` / :func:`sequence_weights`, :func:`push_by_length`,
-   :func:`reward_length_report`
-6. reward drift: :func:`progress_under_live_reward_buggy` /
-   :func:`progress_under_frozen_reward` / :func:`rank_agreement`,
-   :func:`assert_reward_model_consistent`
+   :func:`reward_length_report`, :func:`simulate_length_correlated_rewards`
+6. reward drift: :func:`rank_agreement`, :func:`assert_reward_model_consistent`
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ import numpy as np
 
 from .. import _validation as v
 from ..i18n import tr
-from ..reference.advantages import group_advantages
 from ..trl_exact.grpo import grpo_loss
 from .scoring import assert_complete_groups
 
@@ -95,30 +92,6 @@ def _padded_token_inputs(new_logps, old_logps, advantages, mask):
 # --------------------------------------------------------------------------------------
 
 
-def advantages_by_view_buggy(rewards, group_size, eps=1e-4):
-    """BUGGY: ``rewards.view(-1, G)`` then standardise rows. Correct only if rows are
-    already grouped by prompt; after a shuffle it still runs and mixes prompts in one
-    baseline. Returns (N,)."""
-    r = np.asarray(rewards, dtype=np.float64)
-    return group_advantages(r.reshape(-1, group_size), eps=eps).reshape(-1)
-
-
-def advantages_by_prompt_id(rewards, prompt_ids, group_size, eps=1e-4):
-    """FIXED: group rows by their prompt id (any order), standardise each group, return
-    in the input order (N,).
-
-    Raises ``ValueError`` if a prompt does not have exactly ``group_size`` rows.
-    """
-    r = _rewards_1d(rewards)
-    ids = _ids(prompt_ids, r.size)
-    g = v.integer(group_size, "group_size", minimum=2)
-    order = np.argsort(ids, kind="stable")
-    assert_group_blocks(ids[order], g)
-    out = np.empty_like(r)
-    out[order] = group_advantages(r[order].reshape(-1, g), eps=eps).reshape(-1)
-    return out
-
-
 def assert_group_blocks(prompt_ids, group_size):
     """DETECTOR: every consecutive block of ``group_size`` rows holds one prompt id, and
     each prompt has exactly one block (``ValueError`` otherwise). Run it right before
@@ -129,19 +102,6 @@ def assert_group_blocks(prompt_ids, group_size):
 # --------------------------------------------------------------------------------------
 # 2. Mixing population and sample standard deviations
 # --------------------------------------------------------------------------------------
-
-
-def advantages_torch_std_buggy(rewards, eps=1e-4):
-    """BUGGY when the spec says population std: ``(r - mean) / (r.std() + eps)`` with
-    ``torch.std``'s default (``unbiased=True``, divide by G - 1). Rewards (P, G) -> (P,
-    G); magnitudes shrink by ``sqrt((G - 1) / G)``."""
-    return group_advantages(rewards, eps=eps, ddof=1)
-
-
-def advantages_declared_std(rewards, ddof, eps=1e-4):
-    """FIXED: the standard deviation the formula declares, passed explicitly (``ddof`` 0
-    or 1)."""
-    return group_advantages(rewards, eps=eps, ddof=ddof)
 
 
 def infer_std_ddof(advantages, tol=1e-2):
@@ -193,43 +153,6 @@ def shard_rows(n_rows, n_shards, layout="contiguous"):
     if layout == "round_robin":
         return np.arange(n) % k
     return np.minimum(np.arange(n) * k // n, k - 1)
-
-
-def _local_standardise(r, ids, eps):
-    """Population-std standardisation per prompt id over the rows given (any subgroup
-    size; 1 row -> 0)."""
-    out = np.empty_like(r)
-    for p in np.unique(ids):
-        sel = ids == p
-        x = r[sel]
-        out[sel] = (x - x.mean()) / (x.std() + eps)
-    return out
-
-
-def per_shard_advantages_buggy(rewards, prompt_ids, shard_of_row, eps=1e-4):
-    """BUGGY: each shard standardises the rows of each prompt that it holds, before any
-    gather. Returns (N,).
-
-    The baseline then depends on how rows were split over GPUs, not only on the group.
-    """
-    r = _rewards_1d(rewards)
-    ids = _ids(prompt_ids, r.size)
-    shard = _ids(shard_of_row, r.size, "shard_of_row")
-    eps = v.scalar(eps, "eps", positive=True)
-    out = np.empty_like(r)
-    for s in np.unique(shard):
-        sel = shard == s
-        out[sel] = _local_standardise(r[sel], ids[sel], eps)
-    return out
-
-
-def gathered_advantages(rewards, prompt_ids, shard_of_row, group_size, eps=1e-4):
-    """FIXED: gather every row (all shards), compute the statistics per complete group,
-    slice each shard's rows back out. Returns (N,) in the original row order;
-    independent of ``shard_of_row``."""
-    r = _rewards_1d(rewards)
-    _ids(shard_of_row, r.size, "shard_of_row")
-    return advantages_by_prompt_id(r, prompt_ids, group_size, eps=eps)
 
 
 def assert_shards_hold_complete_groups(prompt_ids, shard_of_row, group_size):
@@ -341,18 +264,6 @@ def serve_text(ids, tokenizer: ToyTokenizer):
     while "  " in text:
         text = text.replace("  ", " ")
     return text
-
-
-def retokenized_ids_buggy(text, tokenizer: ToyTokenizer):
-    """BUGGY: the trainer rebuilds the action sequence by encoding the returned text."""
-    _tokenizer(tokenizer)
-    return tokenizer.encode(text)
-
-
-def stored_ids(rollout_ids):
-    """FIXED: the trainer uses the token ids the sampler emitted (the rollout's primary
-    data)."""
-    return v.integer_array(rollout_ids, "rollout_ids", allow_empty=True).copy()
 
 
 def assert_token_roundtrip(ids, text, tokenizer: ToyTokenizer):
@@ -606,54 +517,3 @@ def assert_reward_model_consistent(calib_old, calib_new, min_agreement=0.95):
             )
         )
     return agree
-
-
-def progress_under_live_reward_buggy(samples_by_step, reward_models):
-    """BUGGY: training progress read off the *current* reward model at each step:
-    ``mean(rm_t(samples_t))``.
-
-    ``samples_by_step`` is a list of (n,) arrays of answer features, ``reward_models`` a
-    list of callables, one per step. A drifting judge makes the curve move even when the
-    answers do not.
-    """
-    steps = _one_model_per_step(samples_by_step, reward_models)
-    return _progress([rm(s) for s, rm in steps], "reward_models")
-
-
-def _one_model_per_step(samples_by_step, reward_models):
-    """Pairs (samples, model), one per step; ``ValueError``/``TypeError`` on mismatched
-    or non-callable input."""
-    samples_by_step = v.sequence(samples_by_step, "samples_by_step")
-    reward_models = v.sequence(reward_models, "reward_models")
-    if len(samples_by_step) != len(reward_models):
-        raise ValueError("need one reward model per step")
-    if not all(callable(rm) for rm in reward_models):
-        raise TypeError("reward_models must be a sequence of callables")
-    return list(zip(samples_by_step, reward_models))
-
-
-def progress_under_frozen_reward(samples_by_step, frozen_model):
-    """FIXED: the same answers scored by one frozen reward model (and an independent
-    evaluation set)."""
-    if not callable(frozen_model):
-        raise TypeError("frozen_model must be callable")
-    return _progress(
-        [frozen_model(s) for s in v.sequence(samples_by_step, "samples_by_step")],
-        "frozen_model",
-    )
-
-
-def _progress(scores, name):
-    """Mean score per step; every score must be a finite number."""
-    out = np.array(
-        [
-            float(np.mean(v.as_float_array(x, f"the scores of {name}", finite=False)))
-            for x in scores
-        ]
-    )
-    if not np.isfinite(out).all():
-        raise ValueError(
-            f"the scores of {name} must be finite (found NaN or inf at steps "
-            f"{np.flatnonzero(~np.isfinite(out)).tolist()[:5]})"
-        )
-    return out
