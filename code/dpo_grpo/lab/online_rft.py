@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from .algorithm import Algorithm
 from .grpo import GRPO, count_rollout, finish_update
 from .task import policy_logps, sample_groups, score
 
@@ -25,16 +24,11 @@ def correct_nll(logps, mask, keep):
     return -(logps * m).sum() / m.sum()
 
 
-class OnlineRFT(Algorithm):
+class OnlineRFT(GRPO):
     """Every step: sample the current policy as GRPO does, keep the finished correct
     completions, ``num_iterations`` optimiser steps of :func:`correct_nll` on them. A
     rollout with no verified answer takes no step, though its steps still count
     against the budget. Learning rate ``grpo_lr``."""
-
-    learning_rate = GRPO.learning_rate
-    total_steps = GRPO.total_steps
-    eval_interval = GRPO.eval_interval
-    budget = GRPO.budget
 
     @staticmethod
     def step(run) -> dict:

@@ -35,7 +35,6 @@ import torch
 from torch import nn
 
 from .. import torch_ops
-from .algorithm import Algorithm
 from .grpo import GRPO, count_passes, count_rollout, finish_update, reference_logps
 from .model import count_parameters
 from .runtime import derived_seed, synchronize
@@ -155,14 +154,9 @@ def _cpu_state(sd: dict) -> dict:
     }
 
 
-class PPO(Algorithm):
+class PPO(GRPO):
     """PPO with a critic (see the module): GRPO's learning rate, number of steps,
-    evaluation interval and budget; its own critic, GAE and value loss."""
-
-    learning_rate = staticmethod(GRPO.learning_rate)
-    total_steps = staticmethod(GRPO.total_steps)
-    eval_interval = staticmethod(GRPO.eval_interval)
-    budget = staticmethod(GRPO.budget)
+    evaluation interval and budget (inherited); its own critic, GAE and value loss."""
 
     @staticmethod
     def setup(run):

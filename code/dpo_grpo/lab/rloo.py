@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from .algorithm import Algorithm
 from .grpo import GRPO, count_rollout, finish_update
 from .task import policy_logps, sample_groups, score
 
@@ -41,15 +40,10 @@ def rloo_loss(new_logps, old_logps, advantages, mask, ref_logps=None, beta=0.0):
     return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
 
 
-class RLOO(Algorithm):
+class RLOO(GRPO):
     """Every step: sample as GRPO, score, :func:`rloo_advantages`,
     ``num_iterations`` optimiser steps of :func:`rloo_loss`. Learning rate
     ``grpo_lr``."""
-
-    learning_rate = GRPO.learning_rate
-    total_steps = GRPO.total_steps
-    eval_interval = GRPO.eval_interval
-    budget = GRPO.budget
 
     @staticmethod
     def step(run) -> dict:
