@@ -19,8 +19,8 @@ each entry records the options of every timed call (``calls``). Every number is 
 over interleaved repeats of one forward + backward on the same (B, T) float32 inputs,
 and the whole interleaved timing is repeated ``--runs`` times: times are medians of the
 runs' medians, ratios medians of the runs' ratios (see bench/README.md). A forward +
-backward of a small causal LM at the smallest shape is timed beside the default call
-(``model_step``). Results are merged into
+backward of a small causal LM at the smallest shape is timed in the same run
+(``model_step``), to set the loss beside a training step. Results are merged into
 <host-kind>.json in the working directory (or --results FILE) under "grpo_loss";
 bench/README.md says how to refresh the copy the package ships
 (code/dpo_grpo/data/bench_results/, rendered in the benchmark appendix).
@@ -393,7 +393,7 @@ def torch_variant(x, opts, **options):
 CALL_DEFAULTS = {
     k: p.default
     for k, p in inspect.signature(T.grpo_loss).parameters.items()
-    if k in ("validate", "fused", "compile", "per_token")
+    if k in ("validate", "compile")
 }
 #: The eager torch variants: label -> options changed from the API's defaults. The
 #: ``_validate`` labels keep ``validate=True`` (the default); ``torch_eager_validate``
@@ -401,33 +401,18 @@ CALL_DEFAULTS = {
 EAGER_VARIANTS = {
     "torch_eager_validate": {},
     "torch_eager": {"validate": False},
-    "torch_eager_lean_validate": {"per_token": False},
-    "torch_eager_lean": {"per_token": False, "validate": False},
-    "torch_eager_autograd_validate": {"fused": False},
-    "torch_eager_autograd": {"fused": False, "validate": False},
 }
-#: ``--compile`` choice -> compiled variants (label -> options), each with and without
-#: the value checks.
+#: The compiled variants (label -> options), with and without the value checks.
 COMPILED_VARIANTS = {
-    "full": {
-        "torch_compile_validate": {"compile": True},
-        "torch_compile": {"compile": True, "validate": False},
-    },
-    "lean": {
-        "torch_compile_lean_validate": {"compile": True, "per_token": False},
-        "torch_compile_lean": {"compile": True, "per_token": False, "validate": False},
-    },
-    "autograd": {
-        "torch_compile_autograd_validate": {"compile": True, "fused": False},
-        "torch_compile_autograd": {"compile": True, "fused": False, "validate": False},
-    },
+    "torch_compile_validate": {"compile": True},
+    "torch_compile": {"compile": True, "validate": False},
 }
 
 
 def call_record(label: str) -> dict:
     """What a timed variant calls, with every option of ``torch_ops.grpo_loss`` it ran
     with (``validate`` None: the call has no such option)."""
-    for options in (EAGER_VARIANTS, *COMPILED_VARIANTS.values()):
+    for options in (EAGER_VARIANTS, COMPILED_VARIANTS):
         if label in options:
             return {
                 "function": "dpo_grpo.torch_ops.grpo_loss",
@@ -613,40 +598,35 @@ def _zero_reward(prompts, completions, **kwargs):
 # --------------------------------------------------------------------------------------
 
 
-def min_bytes(x, opts, per_token=True) -> int:
-    """Bytes a single fused kernel pair must move: read new, old, mask (+ ref), write
-    the gradient and, with ``per_token``, ratio and per-token loss (+ kl); the backward
+def min_bytes(x, opts) -> int:
+    """Bytes a single fused forward and backward must move at least: read new, old,
+    mask (+ ref), write the gradient, ratio and per-token loss (+ kl); the backward
     reads the saved gradient and writes the gradient of new_logps."""
     n = x["new"].numel()
     elem = x["new"].element_size()
-    reads = 2 * elem + x["mask"].element_size() + (elem if opts["beta"] != 0 else 0)
-    writes = elem + (
-        (2 * elem + (elem if opts["beta"] != 0 else 0)) if per_token else 0
-    )
+    kl = elem if opts["beta"] != 0 else 0
+    reads = 2 * elem + x["mask"].element_size() + kl
+    writes = elem + 2 * elem + kl
     return n * (reads + writes + 2 * elem)
 
 
-def build_variants(
-    x, cfg_name, opts, device, trl, with_compile, errors, compile_which=("full", "lean")
-):
+def build_variants(x, cfg_name, opts, device, trl, with_compile, errors):
     variants = {}
     if device.type == "cpu":
         variants["numpy"] = numpy_variant(x, opts)
     for label, options in EAGER_VARIANTS.items():
         variants[label] = torch_variant(x, opts, **options)
     if with_compile:
-        for choice in compile_which:
-            for label, options in COMPILED_VARIANTS[choice].items():
-                try:
-                    run = torch_variant(x, opts, **options)
-                    t0 = time.perf_counter()
-                    run()
-                    errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
-                    variants[label] = run
-                except Exception as exc:
-                    # torch.compile may be unavailable (no compiler, unsupported
-                    # platform)
-                    errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        for label, options in COMPILED_VARIANTS.items():
+            try:
+                run = torch_variant(x, opts, **options)
+                t0 = time.perf_counter()
+                run()
+                errors[f"{label}_compile_s"] = round(time.perf_counter() - t0, 1)
+                variants[label] = run
+            except Exception as exc:
+                # torch.compile may be unavailable (no compiler, unsupported platform)
+                errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
     if trl is not None:
         try:
             variants["trl"] = trl.variant(cfg_name, x, opts)
@@ -698,7 +678,7 @@ def run_memory_phase(args, device) -> dict:
             ]
             + (["--no-trl"] if args.no_trl else [])
             + (["--threads", str(args.threads)] if args.threads else [])
-            + (["--no-compile"] if args.no_compile else ["--compile", *args.compile])
+            + (["--no-compile"] if args.no_compile else [])
             + (
                 ["--compile-configs", *args.compile_configs]
                 if args.compile_configs
@@ -724,9 +704,7 @@ def memory_measurements(args, device) -> dict:
             with_compile = not args.no_compile and (
                 args.compile_configs is None or cfg_name in args.compile_configs
             )
-            variants = build_variants(
-                x, cfg_name, opts, device, trl, with_compile, {}, args.compile
-            )
+            variants = build_variants(x, cfg_name, opts, device, trl, with_compile, {})
             per = {}
             for name, fn in variants.items():
                 fn()  # warm-up (lazy initialisation, autograd graph caches)
@@ -753,8 +731,9 @@ def model_step(args, device, budget) -> dict:
     """One forward + backward of a small causal LM (the tests' tiny random Qwen2,
     ``dpo_grpo.lab.hf.tiny_random_model(0)``, built from a config: no download) on
     (B, T) random token ids at the smallest benchmark shape, its loss the model's own
-    next-token cross-entropy, interleaved with the GRPO loss as a reader calls it
-    (``torch_eager_validate``, the article's options) on the same (B, T)."""
+    next-token cross-entropy. The loss it is set beside is the same run's
+    ``torch_eager_validate`` (the call as a reader writes it) at ``loss_config`` and
+    this shape, in ``shapes``."""
     b, t = min(args.shapes, key=lambda s: s[0] * s[1])
     try:
         from dpo_grpo.lab import hf
@@ -771,13 +750,7 @@ def model_step(args, device, budget) -> dict:
         model.zero_grad(set_to_none=True)
         model(input_ids=ids, labels=ids).loss.backward()
 
-    loss_config = "article"
-    fns = {
-        "model_step": step,
-        "torch_eager_validate": torch_variant(
-            make_inputs(b, t, device), CONFIGS[loss_config]
-        ),
-    }
+    fns = {"model_step": step}
     t0 = time.perf_counter()
     step()
     one = time.perf_counter() - t0
@@ -800,11 +773,8 @@ def model_step(args, device, budget) -> dict:
         "parameters": sum(p.numel() for p in model.parameters()),
         "shape": f"{b}x{t}",
         "tokens": b * t,
-        "loss_config": loss_config,
-        "calls": {k: call_record(k) for k in fns if k != "model_step"},
+        "loss_config": "article",
         "timing": timing,
-        "step_over_loss": timing["model_step"]["median_s"]
-        / timing["torch_eager_validate"]["median_s"],
     }
 
 
@@ -843,16 +813,6 @@ def parse_args(argv):
     )
     p.add_argument("--no-trl", action="store_true")
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument(
-        "--compile",
-        nargs="*",
-        default=["full", "lean"],
-        choices=list(COMPILED_VARIANTS),
-        help=(
-            "which torch paths to also time with compile=True (full: per-token "
-            "outputs, lean: per_token=False, autograd: fused=False)"
-        ),
-    )
     p.add_argument(
         "--compile-configs",
         nargs="*",
@@ -950,7 +910,7 @@ def main(argv=None) -> int:
                 args.compile_configs is None or cfg_name in args.compile_configs
             )
             variants = build_variants(
-                x, cfg_name, opts, device, trl, with_compile, errors, args.compile
+                x, cfg_name, opts, device, trl, with_compile, errors
             )
             probe_eager, probe_fused = probe_variants(x, opts)
             variants["probe_eager"], variants["probe_compiled"] = (
@@ -988,7 +948,6 @@ def main(argv=None) -> int:
                 ),
                 "errors": errors,
                 "min_bytes": min_bytes(x, opts),
-                "min_bytes_lean": min_bytes(x, opts, per_token=False),
                 "numel": b * t,
                 "calls": {k: call_record(k) for k in variants},
             }
@@ -1026,10 +985,7 @@ def main(argv=None) -> int:
                 )
                 for k in loss_names
             }
-        entry["achieved_Bps"] = {
-            k: entry["min_bytes_lean" if "_lean" in k else "min_bytes"] / med[k]
-            for k in loss_names
-        }
+        entry["achieved_Bps"] = {k: entry["min_bytes"] / med[k] for k in loss_names}
         entry["fraction_of_bandwidth"] = {
             k: entry["achieved_Bps"][k] / nominal for k in loss_names
         }

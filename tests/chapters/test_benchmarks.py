@@ -197,9 +197,7 @@ def _calls_file():
         return {
             "function": "dpo_grpo.torch_ops.grpo_loss",
             "validate": validate,
-            "fused": None,
             "compile": False,
-            "per_token": True,
             **options,
         }
 

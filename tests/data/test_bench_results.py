@@ -193,16 +193,24 @@ def test_a_shipped_page_weight_result_covers_every_page_of_both_editions():
 
 def test_call_options_by_record_or_by_name():
     """A recorded call wins; a file without records is read by the variant's name
-    (``_validate``: the value checks on); TRL, NumPy and the probes are no calls."""
-    compiled = br.call_options("torch_compile_lean_validate")
-    assert compiled == {
+    (``_validate``: the value checks on); TRL, NumPy, the probes and the calls of the
+    removed fused kernel are no calls."""
+    assert br.call_options("torch_compile_validate") == {
         "validate": True,
-        "fused": None,
         "compile": True,
-        "per_token": False,
     }
-    assert br.call_options("torch_eager_autograd")["fused"] is False
+    # the autograd path of files measured while the fused kernel existed: today's call
+    assert br.call_options("torch_eager_autograd") == {
+        "validate": False,
+        "compile": False,
+    }
     assert br.call_options("torch_eager")["validate"] is False
+    kernel = {"function": "dpo_grpo.torch_ops.grpo_loss", "validate": True}
+    for removed in ({"fused": None}, {"fused": True}, {"per_token": False}):
+        entry = {"calls": {"torch_eager": {**kernel, **removed}}}
+        assert br.call_options("torch_eager", entry) is None, removed
+    autograd = {"calls": {"torch_eager": {**kernel, "fused": False}}}
+    assert br.call_options("torch_eager", autograd) == br.CALL_DEFAULTS
     for other in ("trl", "numpy", "probe_compiled", "torch_unknown"):
         assert br.call_options(other) is None
     record = {"function": "dpo_grpo.torch_ops.grpo_loss", "validate": True}
@@ -217,12 +225,12 @@ def test_call_options_by_record_or_by_name():
 
 def test_call_label_names_what_differs_from_the_defaults():
     assert br.call_label(br.CALL_DEFAULTS) == "grpo_loss()"
-    options = {**br.CALL_DEFAULTS, "compile": True, "per_token": False}
+    options = {**br.CALL_DEFAULTS, "compile": True}
     assert br.call_label({**options, "validate": False}) == (
-        "grpo_loss(compile=True, per_token=False, validate=False)"
+        "grpo_loss(compile=True, validate=False)"
     )
     assert br.call_label({**options, "validate": False}, validate=False) == (
-        "grpo_loss(compile=True, per_token=False)"
+        "grpo_loss(compile=True)"
     )
     with pytest.raises(ValueError, match="options"):
         br.call_label({"inplace": True})

@@ -33,7 +33,7 @@ def test_every_timed_call_records_the_options_its_name_says(monkeypatch):
     # the writer's defaults are the API's (read from its signature) and the reader's
     assert loss.CALL_DEFAULTS == br.CALL_DEFAULTS
     labels = [*loss.EAGER_VARIANTS]
-    labels += [k for v in loss.COMPILED_VARIANTS.values() for k in v]
+    labels += [*loss.COMPILED_VARIANTS]
     assert "torch_eager_validate" in labels and loss.EAGER_VARIANTS[labels[0]] == {}
     for label in labels:
         record = loss.call_record(label)

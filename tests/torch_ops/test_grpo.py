@@ -1,7 +1,7 @@
-"""dpo_grpo.torch_ops.grpo (and grpo_kernel): parity with the NumPy reference (float64:
-1e-12) for every GRPO option, advantage and DPO variant, on the fused and the autograd
-path; float32/bfloat16 within documented tolerances; padding garbage that cannot leak;
-the same input validation as NumPy; the TRL 1.16.0 fixtures; selective_log_softmax vs
+"""dpo_grpo.torch_ops.grpo: parity with the NumPy reference (float64: 1e-12) for every
+GRPO option, advantage and DPO variant, eager and compiled; float32/bfloat16 within
+documented tolerances; padding garbage that cannot leak; the same input validation as
+NumPy; the TRL 1.16.0 fixtures; selective_log_softmax vs
 the naive log_softmax + gather (values, gradients, saved memory). CUDA tests are marked
 ``cuda`` and skipped without a GPU.
 
@@ -126,11 +126,8 @@ def _check_against_numpy(
     *,
     adv_2d=False,
     seed=0,
-    fused=None,
     b=5,
     t=6,
-    block_rows=None,
-    per_token=True,
     compile=False,
 ):
     new, old, ref, adv, mask = grpo_batch(seed, b, t, adv_2d)
@@ -144,10 +141,7 @@ def _check_against_numpy(
         None if ref_arg is None else tensor(ref_arg),
         tensor(adv),
         tensor(mask),
-        fused=fused,
-        per_token=per_token,
         compile=compile,
-        _block_rows=block_rows,
         **opts,
     )
     out.loss.backward()
@@ -163,15 +157,6 @@ def _check_against_numpy(
         "gradient must be exactly zero on padding"
     )
     _check_metrics(out, expected)
-    if not per_token:
-        # the training hot path: no per-token tensors, the same loss, gradient and
-        # metrics
-        assert (
-            out.ratio is None
-            and out.per_token_loss is None
-            and out.per_token_kl is None
-        )
-        return out
     np.testing.assert_allclose(
         to_numpy(out.ratio), expected.ratio, **TIGHT, err_msg="ratio"
     )
@@ -205,11 +190,8 @@ def _check_metrics(out, expected):
 @pytest.mark.parametrize("opts", GRID + EXTRA, ids=_ids)
 @pytest.mark.parametrize("adv_2d", [False, True], ids=["adv(B,)", "adv(B,T)"])
 def test_grpo_matches_numpy_float64(opts, adv_2d):
-    for fused in (True, False):
-        _check_against_numpy(opts, adv_2d=adv_2d, fused=fused)
-    # several cache blocks
-    _check_against_numpy(opts, adv_2d=adv_2d, seed=1, fused=True, block_rows=2)
-    _check_against_numpy(opts, adv_2d=adv_2d, seed=2, per_token=False, block_rows=2)
+    _check_against_numpy(opts, adv_2d=adv_2d)
+    _check_against_numpy(opts, adv_2d=adv_2d, seed=1)
 
 
 @settings(max_examples=25, deadline=None)
@@ -219,10 +201,8 @@ def test_grpo_matches_numpy_float64(opts, adv_2d):
     t=st.integers(1, 9),
     opts=st.sampled_from(GRID + EXTRA),
     adv_2d=st.booleans(),
-    block_rows=st.sampled_from([None, 1, 2, 4]),
-    per_token=st.booleans(),
 )
-def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_token):
+def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d):
     if opts.get("loss_type") == "dr_grpo" and opts.get("max_completion_length", t) < t:
         opts = {k: v for k, v in opts.items() if k != "max_completion_length"}
     _check_against_numpy(
@@ -231,8 +211,6 @@ def test_grpo_matches_numpy_property(seed, b, t, opts, adv_2d, block_rows, per_t
         seed=seed,
         b=b,
         t=t,
-        block_rows=block_rows,
-        per_token=per_token,
     )
 
 
@@ -305,9 +283,8 @@ def test_grpo_low_precision_within_documented_tolerance(dtype, opts):
         )
 
 
-@pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("level", ["token", "sequence"])
-def test_padding_garbage_cannot_leak(fused, level):
+def test_padding_garbage_cannot_leak(level):
     new, old, ref, adv, mask = grpo_batch(adv_2d=True)
     clean = T.grpo_loss(
         tensor(new),
@@ -332,7 +309,6 @@ def test_padding_garbage_cannot_leak(fused, level):
         tensor(mask),
         importance_sampling_level=level,
         use_bias_correction_kl=True,
-        fused=fused,
     )
     out.loss.backward()
     assert torch.isfinite(out.loss) and torch.isfinite(new_t.grad).all()
@@ -448,8 +424,10 @@ def test_torch_specific_validation():
         )
     with pytest.raises(ValueError, match="num_items_in_batch"):
         T.grpo_loss(**ok, loss_type="dapo", num_items_in_batch=torch.tensor(0.0))
-    with pytest.raises(TypeError, match="fused"):
-        T.grpo_loss(**ok, fused="yes")
+    # the keywords of the removed fused kernel are refused, not ignored
+    for removed in ("fused", "per_token", "_block_rows"):
+        with pytest.raises(TypeError, match=removed):
+            T.grpo_loss(**ok, **{removed: False})
     # validate=False skips the value checks (they are the only host-device
     # synchronisation)
     bad = ok | dict(mask=torch.full((5, 6), 2.0, dtype=F64))
@@ -465,8 +443,7 @@ def test_torch_specific_validation():
 CLIP = set(T.CLIP_METRICS)
 
 
-@pytest.mark.parametrize("per_token", [True, False])
-def test_grpo_matches_trl_fixtures(per_token):
+def test_grpo_matches_trl_fixtures():
     for case in trl_fixture("trl_grpo_loss.json")["cases"]:
         (new, old, ref, adv, mask), options = grpo_case(case)
         new_t = tensor(new).requires_grad_()
@@ -477,7 +454,6 @@ def test_grpo_matches_trl_fixtures(per_token):
             ref_t,
             tensor(adv),
             tensor(mask),
-            per_token=per_token,
             **options,
         )
         out.loss.backward()
@@ -543,25 +519,17 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host-device synchronisation raises
     try:
-        for fused in (True, False):
-            out = T.grpo_loss(new_t, *args, validate=False, fused=fused, **opts)
-            out.loss.backward()
-        T.grpo_loss(
-            new_t, *args, validate=False, per_token=False, **opts
-        ).loss.backward()
+        T.grpo_loss(new_t, *args, validate=False, **opts).loss.backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    # compile=True on the GPU: one Triton kernel, the same numbers
-    for per_token in (True, False):
-        new_t.grad = None
-        out = T.grpo_loss(new_t, *args, compile=True, per_token=per_token, **opts)
-        out.loss.backward()
-        np.testing.assert_allclose(
-            out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12
-        )
-        np.testing.assert_allclose(
-            to_numpy(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
-        )
+    # compile=True on the GPU: Triton kernels, the same numbers
+    new_t.grad = None
+    out = T.grpo_loss(new_t, *args, compile=True, **opts)
+    out.loss.backward()
+    np.testing.assert_allclose(out.loss.item(), expected.loss, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(
+        to_numpy(new_t.grad), expected.grad, rtol=1e-11, atol=1e-12
+    )
     # bfloat16 on the GPU, within the documented tolerance
     new_b = tensor(new, torch.bfloat16, dev).requires_grad_()
     out = T.grpo_loss(new_b, *[x.to(torch.bfloat16) for x in args], **opts)
@@ -583,8 +551,8 @@ def test_cuda_grpo_matches_cpu_and_never_syncs(opts):
 def test_traces_without_graph_breaks():
     """fullgraph=True fails on any graph break; backend="eager" only traces (no code
     generation: fast)."""
-    for opts, adv_2d, paths in (
-        (dict(), False, (True, False)),
+    for opts, adv_2d in (
+        (dict(), False),
         (
             dict(
                 importance_sampling_level="sequence",
@@ -593,32 +561,28 @@ def test_traces_without_graph_breaks():
                 loss_type="dapo",
             ),
             True,
-            (True,),
         ),
     ):
         batch = grpo_batch(adv_2d=adv_2d)
         expected = dg.trl_exact.grpo_loss(*batch, **opts)
         new, old, ref, adv, mask = (tensor(x) for x in batch)
-        for fused in (
-            paths
-        ):  # under tracing the fused path takes its functional (out=-free) form
-            fn = torch.compile(
-                lambda *a, f=fused: T.grpo_loss(*a, validate=False, fused=f, **opts),
-                fullgraph=True,
-                backend="eager",
-            )
-            new_t = new.clone().requires_grad_()
-            out = fn(new_t, old, ref, adv, mask)
-            out.loss.backward()
-            np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
-            np.testing.assert_allclose(to_numpy(new_t.grad), expected.grad, **TIGHT)
+        fn = torch.compile(
+            lambda *a, o=opts: T.grpo_loss(*a, validate=False, **o),
+            fullgraph=True,
+            backend="eager",
+        )
+        new_t = new.clone().requires_grad_()
+        out = fn(new_t, old, ref, adv, mask)
+        out.loss.backward()
+        np.testing.assert_allclose(out.loss.item(), expected.loss, **TIGHT)
+        np.testing.assert_allclose(to_numpy(new_t.grad), expected.grad, **TIGHT)
+        np.testing.assert_allclose(
+            to_numpy(out.per_token_loss), expected.per_token_loss, **TIGHT
+        )
+        for name, value in expected.metrics.items():
             np.testing.assert_allclose(
-                to_numpy(out.per_token_loss), expected.per_token_loss, **TIGHT
+                out.metrics[name].item(), value, **TIGHT, err_msg=name
             )
-            for name, value in expected.metrics.items():
-                np.testing.assert_allclose(
-                    out.metrics[name].item(), value, **TIGHT, err_msg=name
-                )
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(2, 3, 5, generator=g, dtype=F64, requires_grad=True)
     ids = torch.randint(0, 5, (2, 3), generator=g)
@@ -653,9 +617,8 @@ def test_traces_without_graph_breaks():
     ids=_ids,
 )
 def test_compiled_loss_matches_numpy(opts):
-    """compile=True with inductor's real code generation (C++ on CPU): float64 parity
-    with and without the per-token outputs, on a second shape (dynamic, no recompile
-    error), with (B, T) advantages, and the autograd path."""
+    """compile=True with inductor's real code generation (C++ on CPU): float64 parity,
+    on a second shape (dynamic, no recompile error) and with (B, T) advantages."""
     from torch._dynamo.utils import counters
 
     graphs = counters["stats"]["unique_graphs"]
@@ -663,12 +626,7 @@ def test_compiled_loss_matches_numpy(opts):
     assert counters["stats"]["unique_graphs"] > graphs, (
         "compile=True must run the loss through torch.compile"
     )
-    for kw in (
-        dict(per_token=False),
-        dict(b=7, t=9, seed=1),
-        dict(adv_2d=True, seed=2),
-        dict(fused=False),
-    ):
+    for kw in (dict(b=7, t=9, seed=1), dict(adv_2d=True, seed=2)):
         _check_against_numpy(opts, compile=True, **kw)
 
 
@@ -676,20 +634,22 @@ def test_compiled_kernels_past_dynamos_default_limit_do_not_fail(monkeypatch):
     """Each set of options, dtype and device is a kernel of its own; dynamo's default
     limit (8) made the ninth a hard error under fullgraph=True (seen on a GPU: the loss
     on CUDA, then on the CPU). The global limit is set to 1 here, so that two dtypes are
-    already past it."""
-    from dpo_grpo.torch_ops import grpo_kernel
+    already past it (traced with the eager backend: no code generation)."""
+    import functools
+
+    from dpo_grpo.torch_ops import grpo as torch_grpo
 
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
-
-    def double(x):
-        return x * 2
-
-    compiled = grpo_kernel.maybe_compiled(double, True)
+    monkeypatch.setattr(torch_grpo, "_COMPILED", [])
+    monkeypatch.setattr(
+        torch, "compile", functools.partial(torch.compile, backend="eager")
+    )
+    batch = grpo_batch()
     for dtype in (torch.float32, torch.float64):
-        assert compiled(torch.ones(3, dtype=dtype)).tolist() == [2.0, 2.0, 2.0]
-    assert (
-        torch._dynamo.config.recompile_limit == 1
-    )  # the caller's setting is left alone
+        out = T.grpo_loss(*(tensor(x, dtype) for x in batch), compile=True)
+        assert torch.isfinite(out.loss)
+    # the caller's setting is left alone
+    assert torch._dynamo.config.recompile_limit == 1
 
 
 def test_compile_without_a_cxx_compiler_explains(tmp_path):
@@ -721,16 +681,10 @@ def test_compile_without_a_cxx_compiler_explains(tmp_path):
     )
 
 
-def test_per_token_and_compile_arguments():
+def test_compile_argument_and_overflow():
     new, old, ref, adv, mask = (tensor(x) for x in grpo_batch())
     with pytest.raises(TypeError, match="compile must be a bool"):
         T.grpo_loss(new, old, ref, adv, mask, compile="yes")
-    with pytest.raises(TypeError, match="per_token must be a bool"):
-        T.grpo_loss(new, old, ref, adv, mask, per_token=0)
-    with pytest.raises(ValueError, match="per_token=False needs the fused path"):
-        T.grpo_loss(new, old, ref, adv, mask, per_token=False, fused=False)
-    # without the per-token tensors an overflow still raises (it shows in the gradient:
-    # 0 * inf = NaN)
     args = [
         tensor([[1000.0]]).requires_grad_(),
         tensor([[0.0]]),
@@ -739,7 +693,7 @@ def test_per_token_and_compile_arguments():
         tensor([[1.0]]),
     ]
     with pytest.raises(ValueError, match="overflow"):
-        T.grpo_loss(*args, beta=0.0, per_token=False)
+        T.grpo_loss(*args, beta=0.0)
 
 
 def test_bias_corrected_kl_overflow_raises():
@@ -763,7 +717,7 @@ def test_the_torch_loss_takes_the_trl_exact_options_with_the_same_defaults():
 
     trl = inspect.signature(dg.trl_exact.grpo_loss).parameters
     ours = inspect.signature(T.grpo_loss).parameters
-    torch_only = {"validate", "fused", "compile", "per_token", "_block_rows"}
+    torch_only = {"validate", "compile"}
     assert [k for k in ours if k not in torch_only] == list(trl)
     assert {k: ours[k].default for k in trl} == {k: p.default for k, p in trl.items()}
 

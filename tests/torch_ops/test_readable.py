@@ -1,5 +1,5 @@
 """dpo_grpo.torch_ops.readable: the dozen-line torch losses equal the NumPy reference
-and the fused TRL-exact path."""
+and the TRL-exact torch loss."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from testing_support import grpo_batch  # noqa: E402
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("epsilon, beta", [(0.2, 0.04), (0.1, 0.0), (0.3, 0.5)])
-def test_readable_grpo_equals_reference_and_fused(seed, epsilon, beta):
+def test_readable_grpo_equals_reference_and_trl_exact(seed, epsilon, beta):
     new, old, ref, adv, mask = grpo_batch(seed, 5, 7, garbage_padding=True)
     loss_np, grad_np = ref_grpo.grpo_loss(
         new, old, ref, adv, mask, epsilon=epsilon, beta=beta
@@ -33,7 +33,7 @@ def test_readable_grpo_equals_reference_and_fused(seed, epsilon, beta):
     loss.backward()
     assert loss.item() == pytest.approx(loss_np, rel=1e-12)
     np.testing.assert_allclose(new_t.grad.numpy(), grad_np, rtol=1e-10, atol=1e-14)
-    fused = torch_ops.grpo_loss(
+    exact = torch_ops.grpo_loss(
         torch.tensor(new),
         t["old"],
         t["ref"],
@@ -43,7 +43,7 @@ def test_readable_grpo_equals_reference_and_fused(seed, epsilon, beta):
         beta=beta,
         loss_type="grpo",
     )
-    assert fused.loss.item() == pytest.approx(loss.item(), rel=1e-12)
+    assert exact.loss.item() == pytest.approx(loss.item(), rel=1e-12)
 
 
 def test_readable_dpo_equals_reference_and_exact():

@@ -31,9 +31,9 @@ from dpo_grpo.trl_exact.dpo import (
 )
 from dpo_grpo.trl_exact.grpo import (
     LOSS_TYPES,
+    GRPOOptions,
     checked_batch,
     grpo_loss_from_options,
-    grpo_options,
 )
 from testing_support import dpo_case, grpo_case, trl_fixture
 
@@ -165,44 +165,32 @@ def test_float32_constants_matter_and_are_used():
     different loss."""
     case = next(c for c in GRPO["cases"] if c["name"] == "far-sapo-token-beta0.04")
     args, kwargs = grpo_case(case)
-    assert (
-        grpo_options(
-            0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7
-        ).sapo_tau_neg
-        == float(np.float32(1.05))
-        != 1.05
-    )
+    sapo = GRPOOptions(beta=0.0, loss_type="sapo")
+    assert sapo.checked(7).sapo_temperature_neg == float(np.float32(1.05)) != 1.05
     # the math with an unrounded temperature
-    o = grpo_options(
-        0.2,
-        kwargs["beta"],
-        "sapo",
-        "token",
-        None,
-        None,
-        kwargs["use_bias_correction_kl"],
-        None,
-        1,
-        1,
-        1,
-        7,
-    )._replace(sapo_tau_neg=1.05)
-    exact64 = grpo_loss_from_options(*checked_batch(*args, o.beta), o).loss
+    o = GRPOOptions(
+        beta=kwargs["beta"],
+        loss_type="sapo",
+        use_bias_correction_kl=kwargs["use_bias_correction_kl"],
+    )
+    o = o.checked(7)._replace(sapo_temperature_neg=1.05)
+    new = np.asarray(args[0], dtype=float)
+    exact64 = grpo_loss_from_options(*checked_batch(new, *args[1:], o.beta), o).loss
     assert (
         abs(exact64 - case["loss"]) > 1e-10
     )  # float64 constants would fail the 1e-10 parity
 
 
 def test_grpo_options_reject_bad_new_options():
-    base = (0.2, 0.0, "sapo", "token", None, None, False, None, 1, 1, 1, 7)
+    base = dict(beta=0.0, loss_type="sapo")
     for name, bad in (
         ("sapo_temperature_pos", 0.0),
         ("sapo_temperature_neg", -1.0),
     ):
         with pytest.raises(ValueError, match=name):
-            grpo_options(*base, **{name: bad})
+            GRPOOptions(**base, **{name: bad}).checked(7)
     with pytest.raises(TypeError, match="vespo_k_neg"):
-        grpo_options(*base, vespo_k_neg="3")
+        GRPOOptions(**base, vespo_k_neg="3").checked(7)
     assert set(LOSS_TYPES) == {
         "grpo",
         "bnpo",

@@ -184,15 +184,14 @@ BENCH_RESULTS_HEADERS = (
 )
 
 #: The torch calls the appendix tabulates, by their names in the results without the
-#: ``_validate`` suffix: the call as written, ``per_token=False``, ``compile=True``
-#: (with and without ``per_token``) and the autograd variant ``fused=False``; each is
+#: ``_validate`` suffix: the call as written and ``compile=True`` (the ``_autograd``
+#: names: the same calls in files measured while a fused kernel existed); each is
 #: timed with ``validate=True`` (the name with ``_validate``) and ``validate=False``.
 TORCH_VARIANTS = (
     "torch_eager",
-    "torch_eager_lean",
     "torch_compile",
-    "torch_compile_lean",
     "torch_eager_autograd",
+    "torch_compile_autograd",
 )
 
 
@@ -224,8 +223,8 @@ def call_matrix(rows, value="median_ms", spec=".3g", others=("trl", "numpy")) ->
     ``others`` (TRL's loss and NumPy's, when present) and, per torch call, the text
     ``"<validate=True> / <validate=False>"``: the call as a reader writes it, then the
     same call without its value checks (``—`` where one is missing). The torch columns
-    are named by the options the call changes (``grpo_loss()``, ``per_token=False``,
-    ``compile=True``, ..., ``fused=False``), in :data:`TORCH_VARIANTS`' order."""
+    are named by the options the call changes (``grpo_loss()``, ``compile=True``), in
+    :data:`TORCH_VARIANTS`' order."""
     order = _column_order()
     out = {}
     for r in rows:

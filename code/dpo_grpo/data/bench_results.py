@@ -63,17 +63,17 @@ def load_results(predicate, directory=None) -> list:
 
 #: The options of ``dpo_grpo.torch_ops.grpo_loss`` that ``bench/bench_grpo_loss.py``
 #: varies, with the API's defaults: a reader's call changes none of them.
-CALL_DEFAULTS = {"validate": True, "fused": None, "compile": False, "per_token": True}
+CALL_DEFAULTS = {"validate": True, "compile": False}
 #: The options behind each torch variant name, less ``validate``: a name ending in
 #: ``_validate`` keeps ``validate=True``, the same name without it has
-#: ``validate=False``.
+#: ``validate=False``. The ``_autograd`` names come from files measured while the loss
+#: also had a fused kernel: ``fused=False`` ran the autograd path, the one
+#: ``grpo_loss`` runs since the kernel was removed (the kernel's rows were dropped).
 _NAMED_OPTIONS = {
     "torch_eager": {},
-    "torch_eager_lean": {"per_token": False},
-    "torch_eager_autograd": {"fused": False},
     "torch_compile": {"compile": True},
-    "torch_compile_lean": {"compile": True, "per_token": False},
-    "torch_compile_autograd": {"compile": True, "fused": False},
+    "torch_eager_autograd": {},
+    "torch_compile_autograd": {"compile": True},
 }
 _SUFFIX = "_validate"
 
@@ -93,7 +93,10 @@ def call_options(variant, entry=None):
         )
     record = ((entry or {}).get("calls") or {}).get(variant)
     if isinstance(record, dict):
-        if record.get("function") != "dpo_grpo.torch_ops.grpo_loss":
+        removed_kernel = record.get("fused", False) is not False or (
+            record.get("per_token", True) is not True
+        )  # the fused kernel's calls, which no longer exist: no grpo_loss call
+        if record.get("function") != "dpo_grpo.torch_ops.grpo_loss" or removed_kernel:
             return None
         return {k: record.get(k, d) for k, d in CALL_DEFAULTS.items()}
     checked = variant.endswith(_SUFFIX)
@@ -114,7 +117,7 @@ def call_label(options, *, validate=True) -> str:
         )
     changed = [
         f"{k}={options[k]}"
-        for k in ("compile", "per_token", "fused", "validate")
+        for k in ("compile", "validate")
         if k in options
         and options[k] != CALL_DEFAULTS[k]
         and (validate or k != "validate")

@@ -8,9 +8,8 @@ Read in this order (``ls`` shows it):
 - ``grpo.py`` (``grpo_loss``), ``dpo.py`` (``dpo_loss``), ``advantages.py``
   (``group_advantages``, ``reward_advantages``): the same losses with every TRL 1.16.0
   option and value checks that do not synchronise the device, tested equal to
-  ``readable`` and to NumPy; ``grpo_kernel.py``: GRPO's fused analytic-gradient kernel
-  and ``compile=True``; ``tensors.py``: the shared tensor helpers (``default_device``,
-  the compute dtype, argument checks);
+  ``readable`` and to NumPy; ``tensors.py``: the shared tensor helpers
+  (``default_device``, the compute dtype, argument checks);
 - ``logprobs.py``: ``selective_log_softmax`` (per-token log-probs without the (B, T, V)
   log-softmax) and ``saved_tensor_bytes``.
 

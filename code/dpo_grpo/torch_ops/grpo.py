@@ -1,11 +1,12 @@
 """GRPO in PyTorch exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss``, every option,
 with autograd.
 
-Same names, arguments and semantics as :func:`dpo_grpo.trl_exact.grpo.grpo_loss` (tested
-equal), on tensors of any device and floating dtype. :func:`grpo_loss` checks its
-arguments in one call (:func:`_checked_batch`), then runs the fused kernel
-(:mod:`dpo_grpo.torch_ops.grpo_kernel`, clipped loss types) or the loss as TRL writes
-it, differentiated by autograd (:func:`_grpo_autograd`).
+Same names, options (:class:`dpo_grpo.trl_exact.grpo.GRPOOptions`) and semantics as
+:func:`dpo_grpo.trl_exact.grpo.grpo_loss` (tested equal), on tensors of any device and
+floating dtype. :func:`grpo_loss` checks its arguments once (:func:`_checked_batch`),
+then computes the loss as TRL writes it (:func:`_grpo_autograd`), differentiated by
+autograd. There is no hand-written kernel: the loss is a few milliseconds of a training
+step that takes hundreds (``book/appendix_benchmarks.ipynb`` measures both).
 
 Conventions (shared by :mod:`dpo_grpo.torch_ops`):
 
@@ -18,23 +19,20 @@ Conventions (shared by :mod:`dpo_grpo.torch_ops`):
   (loss, per-token tensors, metrics) are float32; gradients have the dtype of the tensor
   they belong to.
 - Padding positions (``mask == 0``) may hold any garbage, NaN and inf included: they are
-  replaced by 0 before any ``exp`` (``torch.where`` semantics, computed as a bitwise
-  select on the fused path), and their gradient is exactly zero.
+  replaced by 0 before any ``exp`` (``torch.where``), and their gradient is exactly
+  zero.
 - Tolerances against the float64 NumPy reference on the same (rounded) inputs, as
   tested: float64 1e-12; float32 loss rtol 1e-5, gradient rtol 1e-5 (+ 1e-5 x
   max|grad|); bfloat16 inputs are computed in float32, so the loss keeps rtol 1e-5,
   while the gradient, stored in bfloat16, is within 2**-7 relative.
 - Every function traces without graph breaks under
   ``torch.compile(..., fullgraph=True)`` (with ``validate=False``).
-  ``grpo_loss(..., compile=True)`` does it for you: its tensor code becomes one
-  generated kernel that reads each input once (measured speed-ups in
-  ``bench/README.md``); ``per_token=False`` skips the per-token outputs a training step
-  does not need.
+  ``grpo_loss(..., compile=True)`` does it for you (one compiled function per process,
+  dynamic shapes): fewer kernel launches, which is what a small loss costs on a GPU.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -43,14 +41,14 @@ import torch
 from .. import _validation as v
 from ..trl_exact.grpo import (
     CLIPPED_LOSS_TYPES,
+    NORMALISER,
     VESPO_LOG_W_MAX,
     VESPO_LOG_W_MIN,
     GRPOOptions,
     GRPOOutput,
-    grpo_options,
+    takes_grpo_options,
     unimplemented,
 )
-from .grpo_kernel import fused_grpo_loss, maybe_compiled, token_weight
 from .tensors import (
     DeferredChecks,
     checked_tensor,
@@ -59,30 +57,180 @@ from .tensors import (
     scalar_like,
 )
 
-__all__ = ["grpo_loss", "GRPOOutput"]
+__all__ = ["GRPOOutput", "grpo_loss"]
 
 
-# typed: True is not 1
-_cached_grpo_options = functools.lru_cache(maxsize=256, typed=True)(grpo_options)
+@takes_grpo_options
+def grpo_loss(
+    new_logps,
+    old_logps,
+    ref_logps,
+    advantages,
+    mask,
+    *,
+    num_items_in_batch=None,
+    validate=True,
+    compile=False,
+    **options,
+) -> GRPOOutput:
+    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and
+    :func:`dpo_grpo.trl_exact.grpo.grpo_loss`); ``options``: the fields of
+    :class:`~dpo_grpo.trl_exact.grpo.GRPOOptions`, by name.
+
+    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T);
+    ``advantages``: (B,) or (B, T). Per token ``l = -min(min(rho, delta) A, clip(rho,
+    1 - eps_low, 1 + eps_high) A) + beta k3`` with ``rho = exp(new - old)`` (GSPO:
+    ``exp(masked mean of new - old)``) and ``k3 = exp(ref - new) - (ref - new) - 1``;
+    ``loss = sum(w * mask * l)`` with the ``loss_type`` weight ``w`` of the NumPy
+    version. ``old_logps`` is fixed data (detached); ``num_items_in_batch`` may be a
+    number or a 0-d tensor (``dapo``, ``cispo``, ``vespo``). ``loss_type`` takes TRL's
+    eight values, with the NumPy version's semantics and options (``cispo``, ``sapo``,
+    ``luspo``, ``vespo``: see :func:`dpo_grpo.trl_exact.grpo.grpo_loss`).
+
+    ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid
+    positions, no overflow), which are the only part that synchronises with the device.
+    ``compile=True`` runs the loss's tensor code through ``torch.compile`` (kept for the
+    process; dynamic shapes): the first call compiles (seconds; on CPU it needs a C++
+    compiler); the numbers are those of ``compile=False`` up to float rounding.
+    """
+    new, old, mask = _checked_logps(new_logps, old_logps, mask)
+    o = GRPOOptions(**options).checked(new.shape[1])
+    x = _checked_batch(
+        new, old, ref_logps, advantages, mask, num_items_in_batch, o, validate
+    )
+    if not isinstance(compile, bool):
+        raise TypeError(f"compile must be a bool, got {type(compile).__name__}")
+    # TRL clamps the token counts at 1 (empty rows add nothing) ...
+    n_b = x.n_raw.clamp(min=1.0)
+    # ... and the batch's, which does not count empty rows
+    n_all = x.n_raw.sum().clamp(min=1.0)
+    n_items = n_all if x.n_items is None else x.n_items
+    loss, rho, kl_term, per_token_loss, metrics = _maybe_compiled(compile)(
+        x.new, x.old, x.ref, x.a, x.act, n_b, n_all, n_items, o
+    )
+    ratio = rho if rho.shape == x.act.shape else torch.where(x.act, rho, 1.0)
+    x.checks.add(
+        lambda: torch.isfinite(
+            torch.stack(
+                [ratio.amax()] + ([] if kl_term is None else [kl_term.detach().amax()])
+            )
+        ).all(),
+        "exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
+        "at a valid position (check the log-probs)",
+    )
+    x.checks.raise_first_failure()
+    return GRPOOutput(
+        loss=loss,
+        ratio=ratio,
+        per_token_kl=kl_term,
+        per_token_loss=per_token_loss,
+        grad=None,
+        metrics=metrics,
+    )
 
 
-def _grpo_options(*args, **kwargs):
-    """:func:`dpo_grpo.trl_exact.grpo.grpo_options` (the one option parser, shared with
-    the NumPy loss), memoised: a training loop passes the same options at every step.
-    Unhashable arguments go to the parser, which explains them."""
-    if (
-        torch.compiler.is_compiling()
-    ):  # dynamo traces the parser itself (and constant-folds it), not the cache
-        return grpo_options(*args, **kwargs)
-    try:
-        return _cached_grpo_options(*args, **kwargs)
-    except TypeError as exc:
-        if "unhashable" not in str(exc):
-            raise
-        return grpo_options(*args, **kwargs)
+def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: GRPOOptions):
+    """The loss written as TRL writes it, differentiated by autograd (w.r.t. new, ref
+    and advantages): ``(loss, ratio, per_token_kl, per_token_loss, metrics)``, the
+    ratio (B, T) or (B, 1) and the metrics detached."""
+    zero = scalar_like(0.0, new)
+    m = act.to(new.dtype)
+    new = torch.where(act, new, zero)
+    log_ratio = new - torch.where(act, old, zero)
+    if o.importance_sampling_level == "token":
+        log_w = log_ratio
+    else:
+        log_w = (log_ratio * m).sum(1, keepdim=True) / n_b[:, None]
+    c1 = torch.exp(log_w)
+    kl_term = None
+    metrics = {}
+    if ref is not None:
+        gap = torch.where(act, ref, zero) - new
+        k3 = torch.expm1(gap) - gap
+        kl_term = (k3 * c1 if o.use_bias_correction_kl else k3) * m
+        if o.beta != 0:
+            metrics["kl"] = kl_term.detach().sum() / n_all
+    # policy term and the metrics TRL logs for it
+    rho = c1.detach()
+    if o.loss_type in CLIPPED_LOSS_TYPES:
+        c2 = torch.clamp(c1, 1 - o.epsilon, 1 + o.epsilon_high)
+        c1_capped = c1 if o.delta is None else torch.clamp(c1, max=o.delta)
+        policy = -torch.min(c1_capped * a, c2 * a)
+        _clip_metrics(metrics, rho, a.detach(), n_b, n_all, o)
+    elif o.loss_type == "cispo":  # -sg(min(rho, eps_max)) A log pi
+        policy = -torch.clamp(rho, max=o.epsilon_high) * a * new
+        clipped = ((rho > o.epsilon_high) & (a > 0)).to(rho.dtype)
+        metrics["cispo_clip_ratio"] = _masked_mean(clipped, act, n_all)
+    elif o.loss_type == "sapo":  # -(4 / tau) sigmoid(tau (rho - 1)) A, tau in float32
+        tau = torch.where(a > 0, o.sapo_temperature_pos, o.sapo_temperature_neg)
+        tau = tau.to(c1.dtype)
+        policy = -(torch.sigmoid(tau * (c1 - 1)) * 4 / tau) * a
+    elif o.loss_type == "vespo":  # -sg(phi(w)) A log pi
+        phi = _vespo_weight(log_ratio, a, m, o)
+        policy = -phi * a * new
+        metrics["vespo/phi_seq_mean"] = _masked_mean(phi, act, n_all)
+    else:
+        raise unimplemented(o.loss_type, "policy term")
+    per_token_loss = policy * m
+    if o.beta != 0:
+        per_token_loss = per_token_loss + o.beta * kl_term
+    loss = (_token_weight(o, n_b, n_all, n_items, new.shape[0]) * per_token_loss).sum()
+    return loss, rho, kl_term, per_token_loss, metrics
 
 
-def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: GRPOOptions):
+def _token_weight(o: GRPOOptions, n_b, n_all, n_items, bsz):
+    """TRL's normaliser (:data:`~dpo_grpo.trl_exact.grpo.NORMALISER`) as the per-token
+    weight ``w`` with ``loss = sum(w * mask * l)``: (B, 1) or 0-d."""
+    steps = o.gradient_accumulation_steps
+    normaliser = NORMALISER.get(o.loss_type)
+    if normaliser == "sequence_mean":
+        return (1.0 / (bsz * steps)) / n_b[:, None]
+    if normaliser == "batch_tokens":
+        return (1.0 / steps) / n_all
+    if normaliser == "max_length":
+        return scalar_like(1.0 / (bsz * o.max_completion_length * steps), n_all)
+    if normaliser == "sequence_sum":
+        return scalar_like(1.0 / (bsz * steps), n_all)
+    if normaliser == "generation_tokens":
+        items_per_process = n_items.clamp(min=1.0) / o.num_processes
+        return 1.0 / (items_per_process * steps / o.steps_per_generation)
+    raise unimplemented(o.loss_type, "normaliser")
+
+
+_COMPILED = []
+#: Kernels dynamo may keep for the loss. Its default (8) counts every set of options,
+#: dtype and device, and with ``fullgraph=True`` the ninth is an error, not a fallback:
+#: seen on a GPU when one process ran the loss on CUDA and then on the CPU. Raised only
+#: while the loss runs, not for the caller's own compiled code.
+RECOMPILE_LIMIT = 64
+
+
+def _maybe_compiled(compile: bool):
+    """:func:`_grpo_autograd`, or its ``torch.compile`` (built once, kept for the
+    process: dynamo caches a kernel per set of options, dtype and device, up to
+    :data:`RECOMPILE_LIMIT`, compiled for dynamic shapes)."""
+    if not compile:
+        return _grpo_autograd
+    if not _COMPILED:
+        compiled = torch.compile(_grpo_autograd, fullgraph=True, dynamic=True)
+
+        def call(*args):
+            try:
+                with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+                    return compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as exc:
+                # e.g. no working C++ compiler on a CPU
+                raise RuntimeError(
+                    "compile=True: torch.compile could not build the loss kernel (on "
+                    "a CPU it needs a C++ compiler such as g++); pass compile=False "
+                    f"to run the eager loss. Cause: {str(exc)[:300]}"
+                ) from exc
+
+        _COMPILED.append(call)
+    return _COMPILED[0]
+
+
+def _clip_metrics(metrics, c1, a, n_b, n_all, o: GRPOOptions):
     """TRL's clip_ratio/* metrics from the uncapped weight ``c1`` ((B,T) or (B,1)) and
     advantages ``a``.
 
@@ -93,7 +241,7 @@ def _clip_metrics(metrics, c1, a, act, n_b, n_all, o: GRPOOptions):
     counts: there the token weight is exp(0) = 1, inside the interval, and the (B, T)
     advantages are 0.
     """
-    lo, hi = 1.0 - o.eps_low, 1.0 + o.eps_high
+    lo, hi = 1.0 - o.epsilon, 1.0 + o.epsilon_high
     is_low = c1 < torch.where(a < 0, lo, scalar_like(0.0, c1))
     if o.delta is None or o.delta > hi:
         is_high = c1 > torch.where(a > 0, hi, scalar_like(math.inf, c1))
@@ -150,224 +298,6 @@ def _masked_mean(x, act, n_all):
     return torch.where(act, x, 0).sum() / n_all
 
 
-def _grpo_autograd(new, old, ref, a, act, n_b, n_all, n_items, o: GRPOOptions):
-    """The same loss written as TRL writes it, differentiated by autograd (w.r.t. new,
-    ref and advantages).
-
-    Also returns the loss type's extra metric tensor: the VESPO weight ``phi`` (or
-    None)."""
-    bsz = new.shape[0]
-    zero = scalar_like(0.0, new)
-    m = act.to(new.dtype)
-    new = torch.where(act, new, zero)
-    log_ratio = new - torch.where(act, old, zero)
-    if o.token_level:
-        log_w = log_ratio
-    else:
-        log_w = (log_ratio * m).sum(1, keepdim=True) / n_b[:, None]
-    c1 = torch.exp(log_w)
-    kl_term = None
-    if ref is not None:
-        gap = torch.where(act, ref, zero) - new
-        k3 = torch.expm1(gap) - gap
-        kl_term = (k3 * c1 if o.bias_kl else k3) * m
-    phi = None
-    if o.loss_type in CLIPPED_LOSS_TYPES:
-        c2 = torch.clamp(c1, 1 - o.eps_low, 1 + o.eps_high)
-        c1_capped = c1 if o.delta is None else torch.clamp(c1, max=o.delta)
-        policy = -torch.min(c1_capped * a, c2 * a)
-    elif o.loss_type == "cispo":  # -sg(min(rho, eps_max)) A log pi
-        policy = -torch.clamp(c1, max=o.eps_high).detach() * a * new
-    elif (
-        o.loss_type == "sapo"
-    ):  # -(4 / tau) sigmoid(tau (rho - 1)) A, tau in float32 as in TRL
-        tau = torch.where(a > 0, o.sapo_tau_pos, o.sapo_tau_neg).to(c1.dtype)
-        policy = -(torch.sigmoid(tau * (c1 - 1)) * 4 / tau) * a
-    elif o.loss_type == "vespo":  # -sg(phi(w)) A log pi
-        phi = _vespo_weight(log_ratio, a, m, o)
-        policy = -phi * a * new
-    else:
-        raise unimplemented(o.loss_type, "policy term")
-    per_token_loss = policy * m
-    if o.beta != 0:
-        per_token_loss = per_token_loss + o.beta * kl_term
-    loss = (token_weight(o, n_b, n_all, n_items, bsz) * per_token_loss).sum()
-    return loss, c1, kl_term, per_token_loss, phi
-
-
-def grpo_loss(
-    new_logps,
-    old_logps,
-    ref_logps,
-    advantages,
-    mask,
-    *,
-    epsilon=0.2,
-    beta=0.04,
-    loss_type="grpo",
-    importance_sampling_level="token",
-    epsilon_high=None,
-    delta=None,
-    use_bias_correction_kl=False,
-    max_completion_length=None,
-    num_items_in_batch=None,
-    gradient_accumulation_steps=1,
-    steps_per_generation=1,
-    num_processes=1,
-    sapo_temperature_pos=1.0,
-    sapo_temperature_neg=1.05,
-    vespo_k_pos=2.0,
-    vespo_lambda_pos=3.0,
-    vespo_k_neg=3.0,
-    vespo_lambda_neg=2.0,
-    validate=True,
-    fused=None,
-    compile=False,
-    per_token=True,
-    _block_rows=None,
-) -> GRPOOutput:
-    """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` (and
-    :func:`dpo_grpo.trl_exact.grpo.grpo_loss`).
-
-    Shapes: ``new_logps``, ``old_logps``, ``ref_logps``, ``mask``: (B, T);
-    ``advantages``: (B,) or (B, T). Per token ``l = -min(min(rho, delta) A, clip(rho,
-    1 - eps_low, 1 + eps_high) A) + beta k3`` with ``rho = exp(new - old)`` (GSPO:
-    ``exp(masked mean of new - old)``) and ``k3 = exp(ref - new) - (ref - new) - 1``;
-    ``loss = sum(w * mask * l)`` with the ``loss_type`` weight ``w`` of the NumPy
-    version. ``old_logps`` is fixed data (detached); ``num_items_in_batch`` may be a
-    number or a 0-d tensor (``dapo``, ``cispo``, ``vespo``). ``loss_type`` takes TRL's
-    eight values, with the NumPy version's semantics and options (``cispo``, ``sapo``,
-    ``luspo``, ``vespo``: see :func:`dpo_grpo.trl_exact.grpo.grpo_loss`). The fused
-    kernel covers the clipped types (``grpo``, ``bnpo``, ``dr_grpo``, ``dapo``,
-    ``luspo``); ``cispo``, ``sapo`` and ``vespo`` always run the autograd path
-    (``fused=True`` falls back to it for them; ``per_token=False`` then drops the
-    per-token outputs after computing them).
-
-    ``fused`` (default: ``True`` unless ``ref_logps`` or ``advantages`` require grad)
-    computes the gradient analytically in the forward pass, reusing its intermediates,
-    and hands it to autograd: faster and lighter than differentiating the composite
-    expression. ``fused=False`` differentiates the composite expression instead.
-    ``validate=False`` skips the value checks (mask 0/1, non-empty rows, finite at valid
-    positions, no overflow), which are the only part that synchronises with the device.
-    ``compile=True`` runs the loss's tensor code through ``torch.compile`` (cached per
-    options, dtype and device; dynamic shapes): on the fused path one generated kernel
-    reads each input once and writes each output once (C++/OpenMP on CPU, Triton on
-    CUDA). The first call compiles (seconds; on CPU it needs a C++ compiler); the
-    numbers are those of ``compile=False`` up to float rounding. ``per_token=False``
-    (fused path) returns ``ratio``, ``per_token_kl`` and ``per_token_loss`` as None
-    instead of writing them: a training step needs only the loss, its gradient and the
-    metrics (as TRL's ``_compute_loss`` returns), and skipping three (B, T) writes saves
-    about a quarter of the loss's memory traffic.
-    """
-    new, old, mask = _checked_logps(new_logps, old_logps, mask)
-    o = _grpo_options(
-        epsilon,
-        beta,
-        loss_type,
-        importance_sampling_level,
-        epsilon_high,
-        delta,
-        use_bias_correction_kl,
-        max_completion_length,
-        gradient_accumulation_steps,
-        steps_per_generation,
-        num_processes,
-        new.shape[1],
-        sapo_temperature_pos=sapo_temperature_pos,
-        sapo_temperature_neg=sapo_temperature_neg,
-        vespo_k_pos=vespo_k_pos,
-        vespo_lambda_pos=vespo_lambda_pos,
-        vespo_k_neg=vespo_k_neg,
-        vespo_lambda_neg=vespo_lambda_neg,
-    )
-    x = _checked_batch(
-        new, old, ref_logps, advantages, mask, num_items_in_batch, o, fused, validate
-    )
-    _check_flags(compile=compile, per_token=per_token)
-    if not per_token and not x.fused_requested:
-        raise ValueError(
-            "per_token=False needs the fused path (fused=None or True, advantages and "
-            "ref_logps not requiring grad)"
-        )
-
-    grad = None
-    if x.fused:
-        loss, grad, ratio, kl_term, per_token_loss, metrics = fused_grpo_loss(
-            new,
-            x.new,
-            x.old,
-            x.ref,
-            x.a,
-            mask,
-            x.n_items,
-            o,
-            per_token,
-            _block_rows,
-            compile,
-        )
-    else:
-        loss, ratio, kl_term, per_token_loss, metrics = _autograd_path(x, o, compile)
-        if not per_token:
-            ratio = kl_term = per_token_loss = None
-
-    def overflow_probes():
-        if ratio is not None:
-            return [ratio.amax()] + (
-                [] if kl_term is None else [kl_term.detach().amax()]
-            )
-        # per_token=False: an overflow shows as a non-finite loss, KL metric or gradient
-        # (0 * inf = NaN)
-        return [loss.detach(), metrics.get("kl", loss.detach())] + (
-            [] if grad is None else [grad.amax()]
-        )
-
-    x.checks.add(
-        lambda: torch.isfinite(torch.stack(overflow_probes())).all(),
-        "exp overflowed: new_logps - old_logps or ref_logps - new_logps is too large "
-        "at a valid position (check the log-probs)",
-    )
-    x.checks.raise_first_failure()
-    return GRPOOutput(
-        loss=loss,
-        ratio=ratio,
-        per_token_kl=kl_term,
-        per_token_loss=per_token_loss,
-        grad=None,
-        metrics=metrics,
-    )
-
-
-def _autograd_path(x, o: GRPOOptions, compile: bool):
-    """The loss by :func:`_grpo_autograd` and TRL's metrics:
-    ``(loss, ratio, kl, per_token_loss, metrics)``."""
-    # TRL clamps the token counts at 1 (empty rows add nothing) ...
-    n_b = x.n_raw.clamp(min=1.0)
-    # ... and the batch's, which does not count empty rows
-    n_all = x.n_raw.sum().clamp(min=1.0)
-    n_items = n_all if x.n_items is None else x.n_items
-    loss, c1, kl_term, per_token_loss, phi = maybe_compiled(_grpo_autograd, compile)(
-        x.new, x.old, x.ref, x.a, x.act, n_b, n_all, n_items, o
-    )
-    act, a = x.act, x.a
-    with torch.no_grad():
-        c1 = c1.detach()
-        metrics = {}
-        if o.beta != 0:
-            metrics["kl"] = kl_term.detach().sum() / n_all
-        if o.loss_type in CLIPPED_LOSS_TYPES:
-            _clip_metrics(metrics, c1, a.detach(), act, n_b, n_all, o)
-        elif o.loss_type == "cispo":
-            metrics["cispo_clip_ratio"] = _masked_mean(
-                ((c1 > o.eps_high) & (a > 0)).to(c1.dtype), act, n_all
-            )
-        elif o.loss_type == "vespo":
-            metrics["vespo/phi_seq_mean"] = _masked_mean(phi, act, n_all)
-        ratio = (
-            c1 if c1.shape == act.shape else torch.where(act, c1, scalar_like(1.0, c1))
-        )
-    return loss, ratio, kl_term, per_token_loss, metrics
-
-
 # --- argument checks ------------------------------------------------------------------
 
 
@@ -379,13 +309,9 @@ class _Batch(NamedTuple):
     old: torch.Tensor  #: (B, T) detached
     ref: torch.Tensor | None  #: (B, T)
     a: torch.Tensor  #: (B, 1), or (B, T) with 0 on padding
-    act: torch.Tensor | None  #: (B, T) bool mask (None on the fused hot path)
-    #: (B,) valid tokens per row (None on the fused hot path)
-    n_raw: torch.Tensor | None
+    act: torch.Tensor  #: (B, T) bool mask
+    n_raw: torch.Tensor  #: (B,) valid tokens per row
     n_items: torch.Tensor | None  #: 0-d num_items_in_batch (None: the batch's tokens)
-    #: ``fused`` resolved (None -> True unless ref/advantages need grad)
-    fused_requested: bool
-    fused: bool  #: the fused kernel runs (requested, and a clipped loss type)
     checks: DeferredChecks  #: value checks, resolved with one sync at the end
 
 
@@ -408,7 +334,7 @@ def _checked_logps(new_logps, old_logps, mask):
 
 
 def _checked_batch(
-    new, old, ref_logps, advantages, mask, num_items_in_batch, o, fused, validate
+    new, old, ref_logps, advantages, mask, num_items_in_batch, o, validate
 ) -> _Batch:
     """The rest of :func:`grpo_loss`'s arguments, checked (shapes, dtypes and options
     now; values in the returned :class:`DeferredChecks`), and every tensor cast to the
@@ -430,44 +356,25 @@ def _checked_batch(
             f"advantages must have shape ({bsz},) or ({bsz}, {width}), got "
             f"{tuple(adv.shape)}"
         )
-    if num_items_in_batch is not None and not isinstance(
-        num_items_in_batch, torch.Tensor
-    ):
+    if isinstance(num_items_in_batch, torch.Tensor):
+        if num_items_in_batch.numel() != 1:
+            raise ValueError(
+                f"num_items_in_batch must be a number or a one-element tensor, "
+                f"got shape {tuple(num_items_in_batch.shape)}"
+            )
+    elif num_items_in_batch is not None:
         num_items_in_batch = v.scalar(
             num_items_in_batch, "num_items_in_batch", positive=True
         )
-    elif (
-        isinstance(num_items_in_batch, torch.Tensor) and num_items_in_batch.numel() != 1
-    ):
-        raise ValueError(
-            f"num_items_in_batch must be a number or a one-element tensor, "
-            f"got shape {tuple(num_items_in_batch.shape)}"
-        )
-    if fused is None:
-        fused = not ((ref is not None and ref.requires_grad) or adv.requires_grad)
-    elif not isinstance(fused, bool):
-        raise TypeError(f"fused must be None or a bool, got {type(fused).__name__}")
     if not isinstance(validate, bool):
         raise TypeError(f"validate must be a bool, got {type(validate).__name__}")
-    fused_requested = fused
-    # the kernel implements the clipped surrogate only
-    fused = fused and o.loss_type in CLIPPED_LOSS_TYPES
 
     cdt = compute_dtype(new.dtype)
-    # the boolean mask is only needed off the fused token-level hot path (which builds
-    # its masks per cache block)
-    act = (
-        (mask if mask.dtype == torch.bool else mask.bool())
-        if (validate or adv.dim() == 2 or not fused)
-        else None
-    )
-    # token counts: the fused path counts them in its own pass; the rest needs them
-    # first
-    n_raw = mask.sum(1).to(cdt) if (validate or not fused) else None
+    act = mask if mask.dtype == torch.bool else mask.bool()
+    n_raw = mask.sum(1).to(cdt)
     checks = DeferredChecks(validate)
-    if (
-        mask.dtype != torch.bool
-    ):  # m (m - 1) vanishes exactly on 0 and 1 (NaN stays NaN, hence nonzero)
+    if mask.dtype != torch.bool:
+        # m (m - 1) vanishes exactly on 0 and 1 (NaN stays NaN, hence nonzero)
         checks.add(
             lambda: torch.count_nonzero(mask * (mask - 1)) == 0,
             "mask must contain only 0 and 1",
@@ -506,7 +413,6 @@ def _checked_batch(
         if adv.dim() == 1
         else torch.where(act, cast(adv), scalar_like(0.0, new.to(cdt)))
     )
-
     return _Batch(
         cast(new),
         cast(old.detach()),
@@ -515,16 +421,8 @@ def _checked_batch(
         act,
         n_raw,
         n_items,
-        fused_requested,
-        fused,
         checks,
     )
-
-
-def _check_flags(**flags):
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
 
 
 def _finite_where(x, act):

@@ -3,8 +3,8 @@
 
 Same formulas as :func:`dpo_grpo.reference.grpo.grpo_loss` and
 :func:`dpo_grpo.reference.dpo.dpo_loss` (the tests prove it); the production versions,
-with every TRL option, value checks and a fused kernel, are
-:func:`dpo_grpo.torch_ops.grpo_loss` and :func:`dpo_grpo.torch_ops.dpo_loss`.
+with every TRL option and value checks, are :func:`dpo_grpo.torch_ops.grpo_loss` and
+:func:`dpo_grpo.torch_ops.dpo_loss`.
 """
 
 from __future__ import annotations

@@ -12,15 +12,19 @@ are averaged. TRL 1.16.0's four newer loss types replace the clipped surrogate:
 ratio), ``luspo`` (the clipped surrogate, summed per sequence) and ``vespo`` (a detached
 Gamma-kernel weight of the sequence ratio on ``log pi``); see :func:`grpo_loss`.
 
-The per-token clipped objective itself (``clipped_objective``,
-``clipped_objective_grad``, ``clip_region``) lives in the readable layer,
-:mod:`dpo_grpo.reference.grpo`; its checks (``clip_bounds``) are shared with
-:func:`grpo_options`.
+The options are one :class:`GRPOOptions` (TRL's names and the article's defaults),
+checked once by :meth:`GRPOOptions.checked` and passed whole to the computation; the
+torch loss (:func:`dpo_grpo.torch_ops.grpo_loss`) takes the same options. Each dispatch
+on ``loss_type`` (policy term, :data:`NORMALISER`, metrics) names every case and raises
+on any other (:func:`unimplemented`). The per-token clipped objective itself
+(``clipped_objective``, ``clipped_objective_grad``, ``clip_region``) lives in the
+readable layer, :mod:`dpo_grpo.reference.grpo`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 from typing import NamedTuple
 
@@ -33,6 +37,22 @@ LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vesp
 #: loss types whose policy term is TRL's clipped surrogate (they log the clip_ratio/*
 #: metrics)
 CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+#: How each loss type divides ``sum(mask * l)`` (TRL's ``_compute_loss``), before the
+#: division by ``gradient_accumulation_steps``: ``sequence_mean``, each sequence's token
+#: mean, then the batch mean; ``batch_tokens``, the batch's valid tokens;
+#: ``max_length``, ``B * max_completion_length``; ``sequence_sum``, each sequence's sum,
+#: then the batch mean; ``generation_tokens``, ``num_items_in_batch / num_processes``
+#: (valid tokens of the whole generation batch) over ``steps_per_generation``.
+NORMALISER = {
+    "grpo": "sequence_mean",
+    "sapo": "sequence_mean",
+    "bnpo": "batch_tokens",
+    "dr_grpo": "max_length",
+    "luspo": "sequence_sum",
+    "dapo": "generation_tokens",
+    "cispo": "generation_tokens",
+    "vespo": "generation_tokens",
+}
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 CLIP_METRICS = (
     "clip_ratio/low_mean",
@@ -63,26 +83,102 @@ class GRPOOutput(NamedTuple):
 
 
 class GRPOOptions(NamedTuple):
-    """Validated options of :func:`grpo_loss` (shared with
-    :func:`dpo_grpo.torch_ops.grpo_loss`)."""
+    """TRL 1.16.0's GRPO loss options, by TRL's names, with the article's defaults
+    (TRL's own: ``beta=0``, ``loss_type="dapo"``, ``use_bias_correction_kl=True``).
+    The one list of the options: :func:`grpo_loss` and
+    :func:`dpo_grpo.torch_ops.grpo_loss` take them as keywords; :meth:`checked` checks
+    them."""
 
-    eps_low: float
-    eps_high: float
-    beta: float
-    delta: float | None
-    loss_type: str
-    token_level: bool
-    bias_kl: bool
-    gradient_accumulation_steps: int
-    steps_per_generation: int
-    num_processes: int
-    max_len: int
-    sapo_tau_pos: float = 1.0  #: float32(sapo_temperature_pos), as TRL uses it
-    sapo_tau_neg: float = float(np.float32(1.05))  #: float32(sapo_temperature_neg)
-    vespo_k_pos: float = 2.0  #: float32(vespo_k_pos)
-    vespo_lambda_pos: float = 3.0  #: float32(vespo_lambda_pos)
-    vespo_k_neg: float = 3.0  #: float32(vespo_k_neg)
-    vespo_lambda_neg: float = 2.0  #: float32(vespo_lambda_neg)
+    epsilon: float = 0.2
+    beta: float = 0.04
+    loss_type: str = "grpo"
+    importance_sampling_level: str = "token"
+    epsilon_high: float | None = None  #: None: ``epsilon``, as in TRL
+    delta: float | None = None
+    use_bias_correction_kl: bool = False
+    max_completion_length: int | None = None  #: None: the mask's width
+    gradient_accumulation_steps: int = 1
+    steps_per_generation: int = 1
+    num_processes: int = 1
+    sapo_temperature_pos: float = 1.0
+    sapo_temperature_neg: float = 1.05
+    vespo_k_pos: float = 2.0
+    vespo_lambda_pos: float = 3.0
+    vespo_k_neg: float = 3.0
+    vespo_lambda_neg: float = 2.0
+
+    def checked(self, width: int) -> GRPOOptions:
+        """The options checked (as TRL's ``GRPOConfig.__post_init__`` and
+        ``GRPOTrainer.__init__`` check them; ``width`` = the mask's T), with what TRL
+        fills in: ``epsilon_high`` (None: ``epsilon``, also for ``cispo``, where it is
+        the absolute cap ``eps_max`` on the ratio), ``max_completion_length`` (None:
+        ``width``), and SAPO's and VESPO's constants rounded to float32, the values TRL
+        computes with (it builds them with ``torch.where`` from Python floats). The one
+        place options are checked; the loss bodies trust them."""
+        eps_low, eps_high, delta = clip_bounds(
+            self.epsilon, self.epsilon_high, self.delta
+        )
+        v.choice(self.loss_type, "loss_type", LOSS_TYPES)
+        v.choice(
+            self.importance_sampling_level,
+            "importance_sampling_level",
+            IMPORTANCE_SAMPLING_LEVELS,
+        )
+        max_len = self.max_completion_length
+        if max_len is None:
+            max_len = width
+        else:
+            max_len = v.integer(max_len, "max_completion_length", minimum=1)
+            if max_len < width:
+                raise ValueError(
+                    f"max_completion_length ({max_len}) must be >= the mask's width "
+                    f"({width})"
+                )
+        counts = {
+            name: v.integer(getattr(self, name), name, minimum=1)
+            for name in (
+                "gradient_accumulation_steps",
+                "steps_per_generation",
+                "num_processes",
+            )
+        }
+        # TRL accepts any float for VESPO's k and lambda (its weight floors lambda at
+        # float32(1e-4)): so do we; SAPO's temperatures must be > 0
+        float32 = {
+            name: _float32(
+                v.scalar(getattr(self, name), name, positive=name.startswith("sapo"))
+            )
+            for name in self._fields
+            if name.startswith(("sapo_", "vespo_"))
+        }
+        checked = dict(
+            epsilon=eps_low,
+            epsilon_high=eps_high,
+            delta=delta,
+            beta=v.scalar(self.beta, "beta", nonnegative=True),
+            use_bias_correction_kl=v.boolean(
+                self.use_bias_correction_kl, "use_bias_correction_kl"
+            ),
+            max_completion_length=max_len,
+            **counts,
+            **float32,
+        )
+        # a new tuple rather than _replace: torch.compile traces this (no graph break)
+        return GRPOOptions(**{**self._asdict(), **checked})
+
+
+def takes_grpo_options(fn):
+    """Give ``fn`` (a loss taking ``**options``) a signature that lists every field of
+    :class:`GRPOOptions` with its default, as keywords: ``help(grpo_loss)`` and
+    ``inspect.signature`` show the options one by one."""
+    sig = inspect.signature(fn)
+    params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in GRPOOptions._field_defaults.items()
+    ]
+    fn.__signature__ = sig.replace(parameters=params)
+    return fn
 
 
 def _float32(x) -> float:
@@ -92,93 +188,7 @@ def _float32(x) -> float:
     return float(np.float32(x))
 
 
-def grpo_options(
-    epsilon,
-    beta,
-    loss_type,
-    importance_sampling_level,
-    epsilon_high,
-    delta,
-    use_bias_correction_kl,
-    max_completion_length,
-    gradient_accumulation_steps,
-    steps_per_generation,
-    num_processes,
-    width,
-    *,
-    sapo_temperature_pos=1.0,
-    sapo_temperature_neg=1.05,
-    vespo_k_pos=2.0,
-    vespo_lambda_pos=3.0,
-    vespo_k_neg=3.0,
-    vespo_lambda_neg=2.0,
-) -> GRPOOptions:
-    """Check every scalar option of :func:`grpo_loss` (``width`` = the mask's T) and
-    return them validated.
-
-    The one place where options are checked (as TRL's ``GRPOConfig.__post_init__`` and
-    ``GRPOTrainer.__init__`` do); the loss bodies only compute. ``epsilon_high=None``
-    becomes ``epsilon``, as in TRL, also for ``cispo``, where it is the absolute cap
-    ``eps_max`` on the ratio. SAPO's temperatures and VESPO's ``k``/``lambda`` are
-    stored rounded to float32, the values TRL 1.16.0 computes with.
-    """
-    eps_low, eps_high, delta = clip_bounds(epsilon, epsilon_high, delta)
-    beta = v.scalar(beta, "beta", nonnegative=True)
-    v.choice(loss_type, "loss_type", LOSS_TYPES)
-    v.choice(
-        importance_sampling_level,
-        "importance_sampling_level",
-        IMPORTANCE_SAMPLING_LEVELS,
-    )
-    if not isinstance(use_bias_correction_kl, (bool, np.bool_)):
-        raise TypeError(
-            "use_bias_correction_kl must be a bool, got "
-            f"{type(use_bias_correction_kl).__name__}"
-        )
-    gradient_accumulation_steps = v.integer(
-        gradient_accumulation_steps, "gradient_accumulation_steps", minimum=1
-    )
-    steps_per_generation = v.integer(
-        steps_per_generation, "steps_per_generation", minimum=1
-    )
-    num_processes = v.integer(num_processes, "num_processes", minimum=1)
-    if max_completion_length is None:
-        max_len = width
-    else:
-        max_len = v.integer(max_completion_length, "max_completion_length", minimum=1)
-        if max_len < width:
-            raise ValueError(
-                f"max_completion_length ({max_len}) must be >= the mask's width "
-                f"({width})"
-            )
-    tau_pos = v.scalar(sapo_temperature_pos, "sapo_temperature_pos", positive=True)
-    tau_neg = v.scalar(sapo_temperature_neg, "sapo_temperature_neg", positive=True)
-    # TRL accepts any float here (its weight floors lambda at float32(1e-4)): so do we
-    k_pos = v.scalar(vespo_k_pos, "vespo_k_pos")
-    k_neg = v.scalar(vespo_k_neg, "vespo_k_neg")
-    lam_pos = v.scalar(vespo_lambda_pos, "vespo_lambda_pos")
-    lam_neg = v.scalar(vespo_lambda_neg, "vespo_lambda_neg")
-    return GRPOOptions(
-        eps_low,
-        eps_high,
-        beta,
-        delta,
-        loss_type,
-        importance_sampling_level == "token",
-        bool(use_bias_correction_kl),
-        gradient_accumulation_steps,
-        steps_per_generation,
-        num_processes,
-        max_len,
-        _float32(tau_pos),
-        _float32(tau_neg),
-        _float32(k_pos),
-        _float32(lam_pos),
-        _float32(k_neg),
-        _float32(lam_neg),
-    )
-
-
+@takes_grpo_options
 def grpo_loss(
     new_logps,
     old_logps,
@@ -186,27 +196,11 @@ def grpo_loss(
     advantages,
     mask,
     *,
-    epsilon=0.2,
-    beta=0.04,
-    loss_type="grpo",
-    importance_sampling_level="token",
-    epsilon_high=None,
-    delta=None,
-    use_bias_correction_kl=False,
-    max_completion_length=None,
     num_items_in_batch=None,
-    gradient_accumulation_steps=1,
-    steps_per_generation=1,
-    num_processes=1,
-    sapo_temperature_pos=1.0,
-    sapo_temperature_neg=1.05,
-    vespo_k_pos=2.0,
-    vespo_lambda_pos=3.0,
-    vespo_k_neg=3.0,
-    vespo_lambda_neg=2.0,
+    **options,
 ) -> GRPOOutput:
     """GRPO loss exactly as TRL 1.16.0's ``GRPOTrainer._compute_loss`` computes it, for
-    its eight loss types.
+    its eight loss types. ``options``: the fields of :class:`GRPOOptions`, by name.
 
     Policy term per token, with ``rho`` the importance weight (token ratio
     ``exp(new - old)``, or with ``importance_sampling_level="sequence"`` (GSPO)
@@ -219,46 +213,25 @@ def grpo_loss(
     - ``cispo``, ``sapo``, ``vespo``: see :func:`cispo_policy_term`,
       :func:`sapo_policy_term`, :func:`vespo_weight`.
 
-    Normalisation of ``sum(l * mask)`` by ``loss_type`` (each also divided by
-    ``gradient_accumulation_steps``): ``grpo`` and ``sapo`` per-sequence token mean,
-    then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by the number of valid
-    tokens; ``dr_grpo`` by ``B * max_completion_length``; ``luspo`` per-sequence *sum*,
-    then batch mean (each GSPO sequence loss scaled by its length); ``dapo``, ``cispo``
-    and ``vespo`` by ``num_items_in_batch / num_processes * gradient_accumulation_steps
-    / steps_per_generation`` instead (valid tokens of the whole generation batch).
+    Normalisation of ``sum(l * mask)`` by ``loss_type`` (:data:`NORMALISER`; each also
+    divided by ``gradient_accumulation_steps``): ``grpo`` and ``sapo`` per-sequence
+    token mean, then batch mean (DeepSeekMath's 1/G sum 1/|y_i|); ``bnpo`` by the
+    number of valid tokens; ``dr_grpo`` by ``B * max_completion_length``; ``luspo``
+    per-sequence *sum*, then batch mean (each GSPO sequence loss scaled by its length);
+    ``dapo``, ``cispo`` and ``vespo`` by ``num_items_in_batch / num_processes *
+    gradient_accumulation_steps / steps_per_generation`` instead (valid tokens of the
+    whole generation batch).
 
     ``use_bias_correction_kl`` multiplies k3 by the (differentiable, uncapped)
     importance weight, for every loss type. TRL warns (and we follow it silently) when
     ``luspo`` runs at token level or ``vespo`` at sequence level; ``vespo`` builds its
     own sequence weight from the token log-ratios, so ``importance_sampling_level`` then
-    only changes the bias-corrected KL. Defaults follow the article (``beta=0.04``,
-    ``loss_type="grpo"``, no bias correction); TRL's own defaults are ``beta=0``,
-    ``loss_type="dapo"``, ``use_bias_correction_kl=True``; the SAPO and VESPO options
-    have TRL's defaults. Metrics: ``kl`` (when ``beta != 0``); the five ``clip_ratio/*``
-    for the clipped types; ``cispo_clip_ratio`` for ``cispo``; ``vespo/phi_seq_mean``
-    for ``vespo``; none else (as TRL logs them).
+    only changes the bias-corrected KL. Metrics: ``kl`` (when ``beta != 0``); the five
+    ``clip_ratio/*`` for the clipped types; ``cispo_clip_ratio`` for ``cispo``;
+    ``vespo/phi_seq_mean`` for ``vespo``; none else (as TRL logs them).
     """
     new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
-    o = grpo_options(
-        epsilon,
-        beta,
-        loss_type,
-        importance_sampling_level,
-        epsilon_high,
-        delta,
-        use_bias_correction_kl,
-        max_completion_length,
-        gradient_accumulation_steps,
-        steps_per_generation,
-        num_processes,
-        new.shape[1],
-        sapo_temperature_pos=sapo_temperature_pos,
-        sapo_temperature_neg=sapo_temperature_neg,
-        vespo_k_pos=vespo_k_pos,
-        vespo_lambda_pos=vespo_lambda_pos,
-        vespo_k_neg=vespo_k_neg,
-        vespo_lambda_neg=vespo_lambda_neg,
-    )
+    o = GRPOOptions(**options).checked(new.shape[1])
     n_items = v.scalar(
         num_items_in_batch, "num_items_in_batch", positive=True, allow_none=True
     )
@@ -266,11 +239,11 @@ def grpo_loss(
     return grpo_loss_from_options(*arrays, o, n_items)
 
 
-def checked_batch(new_logps, old_logps, ref_logps, advantages, mask, beta):
-    """The arrays of :func:`grpo_loss`, checked: ``(new, old, ref, adv, m)`` in float64,
-    log-probs and ``m`` (the 0/1 mask) (B, T) with padding set to 0 (so it never reaches
-    an exp), ``ref`` None when ``beta == 0`` allows it, ``adv`` (B, 1) or (B, T)."""
-    new = v.as_float_array(new_logps, "new_logps", ndim=2, finite=False)
+def checked_batch(new, old_logps, ref_logps, advantages, mask, beta):
+    """The arrays of :func:`grpo_loss`, checked (``new`` already a float array):
+    ``(new, old, ref, adv, m)`` in float64, log-probs and ``m`` (the 0/1 mask) (B, T)
+    with padding set to 0 (so it never reaches an exp), ``ref`` None when ``beta == 0``
+    allows it, ``adv`` (B, 1) or (B, T)."""
     old = v.as_float_array(old_logps, "old_logps", ndim=2, finite=False)
     v.same_shape(new_logps=new, old_logps=old)
     active = v.binary_mask(mask, "mask", new.shape)
@@ -317,7 +290,7 @@ def grpo_loss_from_options(
     importance weight, KL, policy term, normaliser, metrics (then the gradient, which
     TRL leaves to autograd).
 
-    Takes :func:`checked_batch`'s arrays, the options of :func:`grpo_options` and
+    Takes :func:`checked_batch`'s arrays, the options of :meth:`GRPOOptions.checked` and
     ``n_items`` (TRL's ``num_items_in_batch``; None: the batch's valid tokens).
     """
     shape = new.shape
@@ -325,7 +298,8 @@ def grpo_loss_from_options(
 
     # importance weight: per token, or GSPO's geometric mean over the sequence (B, 1)
     log_ratio = new - old
-    if o.token_level:
+    token_level = o.importance_sampling_level == "token"
+    if token_level:
         log_w = log_ratio
     else:
         log_w = (log_ratio * m).sum(axis=1, keepdims=True) / n_tok
@@ -339,34 +313,33 @@ def grpo_loss_from_options(
         with _exp_overflow(_LOG_GAPS):
             k3 = (np.expm1(gap) - gap) * m
         kl_term = k3
-        if o.bias_kl:
+        if o.use_bias_correction_kl:
             with _exp_overflow("the bias-corrected KL term k3 * ratio"):
                 kl_term = k3 * coef1
         kl_term = _full(kl_term, shape) * m
 
-    # policy term; d_log_w: its derivative through the importance weight; d_new: its
-    # direct derivative (cispo and vespo multiply log pi by a detached weight). Shapes
-    # broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
-    d_log_w = d_new = coef1_capped = phi = None
-    if o.loss_type == "cispo":
-        policy, d_new = cispo_policy_term(coef1, adv, new, o.eps_high)
-    elif o.loss_type in CLIPPED_LOSS_TYPES:
+    # policy term and the metrics TRL logs for it; d_log_w: its derivative through the
+    # importance weight; d_new: its direct derivative (cispo and vespo multiply log pi
+    # by a detached weight). Shapes broadcast: coef (B,T) or (B,1); adv (B,1) or (B,T).
+    metrics = {} if o.beta == 0 else {"kl": _masked_mean_over(kl_term, m)}
+    d_log_w = d_new = None
+    if o.loss_type in CLIPPED_LOSS_TYPES:
         policy, d_log_w, coef1_capped = clipped_policy_term(
-            coef1, adv, o.eps_low, o.eps_high, o.delta
+            coef1, adv, o.epsilon, o.epsilon_high, o.delta
         )
+        metrics.update(_clip_metrics(coef1_capped, adv, m, o.epsilon, o.epsilon_high))
+    elif o.loss_type == "cispo":
+        policy, d_new = cispo_policy_term(coef1, adv, new, o.epsilon_high)
+        is_clipped = (coef1 > o.epsilon_high) & (adv > 0)
+        metrics["cispo_clip_ratio"] = _masked_mean_over(is_clipped.astype(float), m)
     elif o.loss_type == "sapo":
-        policy, d_log_w = sapo_policy_term(coef1, adv, o.sapo_tau_pos, o.sapo_tau_neg)
-    elif o.loss_type == "vespo":
-        phi = vespo_weight(
-            log_ratio,
-            adv,
-            m,
-            o.vespo_k_pos,
-            o.vespo_lambda_pos,
-            o.vespo_k_neg,
-            o.vespo_lambda_neg,
+        policy, d_log_w = sapo_policy_term(
+            coef1, adv, o.sapo_temperature_pos, o.sapo_temperature_neg
         )
+    elif o.loss_type == "vespo":
+        phi = vespo_weight(log_ratio, adv, m, o)
         policy, d_new = -phi * adv * new, -phi * adv
+        metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
     else:
         raise unimplemented(o.loss_type, "policy term")
     per_token_loss = _full(policy, shape) * m
@@ -377,22 +350,11 @@ def grpo_loss_from_options(
     weight = token_weight(o, m, n_items)
     loss = float((weight * per_token_loss).sum())
 
-    metrics = {}
-    if o.beta != 0:
-        metrics["kl"] = _masked_mean_over(kl_term, m)
-    if o.loss_type in CLIPPED_LOSS_TYPES:
-        metrics.update(_clip_metrics(coef1_capped, adv, m, o.eps_low, o.eps_high))
-    elif o.loss_type == "cispo":
-        is_clipped = (coef1 > o.eps_high) & (adv > 0)
-        metrics["cispo_clip_ratio"] = _masked_mean_over(is_clipped.astype(float), m)
-    elif o.loss_type == "vespo":
-        metrics["vespo/phi_seq_mean"] = _masked_mean_over(phi, m)
-
     # analytic gradient d loss / d new (old and ref are fixed data)
     grad = np.zeros(shape)
     if d_log_w is not None:
         d_policy = _full(d_log_w, shape) * weight  # d loss / d log_w, per token
-        if o.token_level:
+        if token_level:
             grad += d_policy
         else:
             grad += d_policy.sum(axis=1, keepdims=True) * m / n_tok
@@ -400,9 +362,9 @@ def grpo_loss_from_options(
         grad += _full(d_new, shape) * weight
     if o.beta != 0:
         d_k3 = -np.expm1(gap) * m  # d k3 / d new
-        if not o.bias_kl:
+        if not o.use_bias_correction_kl:
             grad += o.beta * weight * d_k3
-        elif o.token_level:
+        elif token_level:
             grad += o.beta * weight * coef1 * (d_k3 + k3)
         else:
             grad += o.beta * weight * coef1 * d_k3
@@ -439,28 +401,23 @@ def _exp_overflow(what):
 
 
 def token_weight(o: GRPOOptions, m, n_items=None):
-    """TRL's normaliser as a per-token weight (B, T), 0 on padding:
-    ``loss = sum(weight * per_token_loss)``.
-
-    ``grpo``/``sapo``: ``1 / (B |y_i|)``; ``bnpo``: 1 / valid tokens; ``dr_grpo``:
-    ``1 / (B max_completion_length)``; ``luspo``: ``1 / B``;
-    ``dapo``/``cispo``/``vespo``:
-    ``num_processes / n_items * steps_per_generation / gradient_accumulation_steps``;
-    all divided by the accumulation steps.
-    """
-    bsz, accumulation_steps = m.shape[0], o.gradient_accumulation_steps
-    if o.loss_type in ("grpo", "sapo"):
-        weight = 1.0 / (bsz * m.sum(axis=1, keepdims=True) * accumulation_steps)
-    elif o.loss_type == "bnpo":
-        weight = 1.0 / (max(m.sum(), 1.0) * accumulation_steps)
-    elif o.loss_type == "dr_grpo":
-        weight = 1.0 / (bsz * o.max_len * accumulation_steps)
-    elif o.loss_type == "luspo":
-        weight = 1.0 / (bsz * accumulation_steps)
-    elif o.loss_type in ("dapo", "cispo", "vespo"):
+    """TRL's normaliser (:data:`NORMALISER`) as a per-token weight (B, T), 0 on padding:
+    ``loss = sum(weight * per_token_loss)``; ``n_items``: ``num_items_in_batch`` (None:
+    the batch's valid tokens)."""
+    bsz, steps = m.shape[0], o.gradient_accumulation_steps
+    normaliser = NORMALISER.get(o.loss_type)
+    if normaliser == "sequence_mean":
+        weight = 1.0 / (bsz * m.sum(axis=1, keepdims=True) * steps)
+    elif normaliser == "batch_tokens":
+        weight = 1.0 / (max(m.sum(), 1.0) * steps)
+    elif normaliser == "max_length":
+        weight = 1.0 / (bsz * o.max_completion_length * steps)
+    elif normaliser == "sequence_sum":
+        weight = 1.0 / (bsz * steps)
+    elif normaliser == "generation_tokens":
         n_items = float(m.sum()) if n_items is None else n_items
         items_per_process = max(n_items, 1.0) / o.num_processes
-        weight = 1.0 / (items_per_process * accumulation_steps / o.steps_per_generation)
+        weight = 1.0 / (items_per_process * steps / o.steps_per_generation)
     else:
         raise unimplemented(o.loss_type, "normaliser")
     return _full(weight, m.shape) * m
@@ -554,7 +511,8 @@ def sapo_policy_term(coef1, adv, tau_pos, tau_neg):
     ``s = sigmoid(tau (rho - 1))``, 1 at ``rho = 1`` and decaying on both sides.
     ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``; TRL builds the ``tau`` tensor
     from Python floats with ``torch.where``, so it holds float32 values (1.05 becomes
-    1.0499999523...), which the caller passes (:func:`grpo_options` rounds them).
+    1.0499999523...), which the caller passes (:meth:`GRPOOptions.checked` rounds
+    them).
     Returns the per-token term and its derivative with respect to ``log rho``."""
     tau = np.where(adv > 0, tau_pos, tau_neg)
     s = _sigmoid(tau * (coef1 - 1))
@@ -567,7 +525,7 @@ VESPO_LOG_W_MIN = math.log(1e-8)
 VESPO_LOG_W_MAX = 20.0
 
 
-def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
+def vespo_weight(log_ratio, adv, m, o: GRPOOptions):
     """VESPO's Gamma-kernel weight (Shen et al. 2026, :cite:`shen2026vespo`; TRL's
     ``loss_type="vespo"``).
 
@@ -575,14 +533,16 @@ def vespo_weight(log_ratio, adv, m, k_pos, lambda_pos, k_neg, lambda_neg):
     ``w = exp(sum_t clip(new_t - old_t, -20, 20))`` the sequence probability ratio (a
     *sum* of token log-ratios, not GSPO's mean), ``log w`` clipped to
     ``[log 1e-8, 20]``, and ``(k, lambda) = (k_pos, lambda_pos)`` where ``A >= 0``, else
-    the ``_neg`` pair (``lambda`` floored at float32(1e-4)). The loss is
-    ``-sg(phi) A log pi``: the weight is detached. TRL builds ``k`` and ``lambda`` with
-    ``torch.where`` from Python floats, i.e. in float32; the caller passes those values.
+    the ``_neg`` pair (``lambda`` floored at float32(1e-4); ``o``'s ``vespo_*`` options,
+    in float32 as TRL builds them). The loss is ``-sg(phi) A log pi``: the weight is
+    detached.
     Shape (B, 1), or (B, T) for (B, T) advantages."""
     lr = np.clip(log_ratio, -20.0, 20.0) * m
     log_w = np.clip(lr.sum(axis=1, keepdims=True), VESPO_LOG_W_MIN, VESPO_LOG_W_MAX)
     nonneg = adv >= 0
-    k = np.where(nonneg, k_pos, k_neg)
-    lam = np.maximum(np.where(nonneg, lambda_pos, lambda_neg), _float32(1e-4))
+    k = np.where(nonneg, o.vespo_k_pos, o.vespo_k_neg)
+    lam = np.maximum(
+        np.where(nonneg, o.vespo_lambda_pos, o.vespo_lambda_neg), _float32(1e-4)
+    )
     phi = np.exp(lam + k * log_w - lam * np.exp(log_w))
     return np.nan_to_num(phi, nan=0.0, posinf=0.0, neginf=0.0)
