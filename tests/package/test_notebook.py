@@ -12,6 +12,7 @@ import dpo_grpo as dg
 import pytest
 from dpo_grpo.notebook import SourceListing, glue, show_source
 from dpo_grpo.reference import grpo
+from testing_support import ImportAliases, parse_cell, resolve_dotted
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -66,21 +67,30 @@ def test_glue_publishes_myst_nbs_bundle(value, display, monkeypatch):
 
 
 def _listings():
-    """(notebook, expression, the other code cells) for every ``show_source(...)`` cell
-    of the book."""
+    """(notebook, expression, the other code cells, the object the expression names
+    through the notebook's own imports) for every ``show_source(...)`` cell of the
+    book."""
     for path in CHAPTERS:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        aliases = ImportAliases()
+        for src in code:
+            tree = parse_cell(src)
+            if tree is not None:
+                aliases.learn(tree)
         for src in code:
             for node in ast.walk(ast.parse(src)) if "show_source(" in src else ():
                 if (
                     isinstance(node, ast.Call)
                     and getattr(node.func, "id", None) == "show_source"
                 ):
+                    expr = ast.unparse(node.args[0])
+                    dotted = aliases.path(expr)
                     yield (
                         path.name,
-                        ast.unparse(node.args[0]),
+                        expr,
                         [s for s in code if s is not src],
+                        resolve_dotted(dotted) if dotted else None,
                     )
 
 
@@ -88,7 +98,7 @@ LISTINGS = list(_listings())
 
 
 def test_chapters_3_to_5_show_their_code():
-    shown = {(nb, expr) for nb, expr, _ in LISTINGS}
+    shown = {(nb, expr) for nb, expr, _, _ in LISTINGS}
     assert {nb for nb, _ in shown} >= {
         "03_derivations.ipynb",
         "04_code.ipynb",
@@ -112,7 +122,8 @@ def _reachable(chapter_code: str) -> set:
     roots = [vars(dg)] + [
         vars(m)
         for n, m in sys.modules.items()
-        if n.startswith("dpo_grpo.reference.") or n == "dpo_grpo.torch_ops.readable"
+        if n.startswith(("dpo_grpo.reference.", "dpo_grpo.chapters."))
+        or n == "dpo_grpo.torch_ops.readable"
     ]
     seen, todo = set(), []
     for name in set(re.findall(r"[A-Za-z_]\w*", chapter_code)):
@@ -126,7 +137,11 @@ def _reachable(chapter_code: str) -> set:
         seen.add(id(obj))
         members = list(vars(obj).values()) if inspect.isclass(obj) else []
         module_ns = vars(sys.modules[obj.__module__])
-        names = set(re.findall(r"[A-Za-z_]\w*", inspect.getsource(obj)))
+        try:
+            source = inspect.getsource(obj)
+        except (OSError, TypeError):  # made at run time (a NamedTuple's __new__)
+            continue
+        names = set(re.findall(r"[A-Za-z_]\w*", source))
         todo += members + [x for n in names for x in resolve(n, [module_ns])]
     # the reference layer is imported, so its modules are in sys.modules
     assert reference
@@ -134,18 +149,14 @@ def _reachable(chapter_code: str) -> set:
 
 
 @pytest.mark.parametrize(
-    "notebook, expr, others", LISTINGS, ids=[f"{n}:{e}" for n, e, _ in LISTINGS]
+    "notebook, expr, others, fn",
+    LISTINGS,
+    ids=[f"{n}:{e}" for n, e, _, _ in LISTINGS],
 )
-def test_every_listing_is_a_reference_function_the_chapter_runs(notebook, expr, others):
-    from dpo_grpo.reference import bandit, dpo  # noqa: F401  (names the chapters use)
-    from dpo_grpo.torch_ops import readable
-
-    names = {"dg": dg, "grpo": grpo, "dpo": dpo, "bandit": bandit, "readable": readable}
-    if notebook == "lab_tiny_grpo.ipynb":
-        from dpo_grpo.lab import online_rft, rloo
-
-        names.update(online_rft=online_rft, rloo=rloo)
-    fn = eval(expr, names)
+def test_every_listing_is_a_reference_function_the_chapter_runs(
+    notebook, expr, others, fn
+):
+    assert fn is not None, f"{notebook}: show_source({expr}) names nothing it imports"
     target = inspect.unwrap(fn)
     module = target.__module__
     if notebook == "lab_tiny_grpo.ipynb" and module.startswith("dpo_grpo.lab."):
@@ -161,9 +172,10 @@ def test_every_listing_is_a_reference_function_the_chapter_runs(notebook, expr, 
             f"{notebook} shows {expr}, which no lab algorithm's step calls"
         )
         return
-    assert (
-        module.startswith("dpo_grpo.reference.")
-        or module == "dpo_grpo.torch_ops.readable"
+    # the readable layers, or a chapter's own experiment code (issue #44: a helper a
+    # chapter is about, kept in the package because tests or other pages share it)
+    assert module.startswith(("dpo_grpo.reference.", "dpo_grpo.chapters.")) or (
+        module == "dpo_grpo.torch_ops.readable"
     ), f"{notebook} shows {expr} from {module}: listings show the readable layers"
     # the function shown is the one that runs: the chapter's other code cells reach it
     assert id(target) in _reachable("\n".join(others)), (
