@@ -2,10 +2,10 @@
 
 ``python -m dpo_grpo.lab.sweep --preset cpu`` runs the chain of methods that changes
 one ingredient at a time (offline RFT, online RFT, RLOO, GRPO, PPO with its critic),
-then DPO and DPO+NLL, from the same SFT start
-for the seeds :data:`DEFAULT_SEEDS` (``0 .. 9``), then the robustness settings
-(:data:`ROBUSTNESS`: GRPO and RFT at the preset's untuned settings, at twice the budget,
-on-policy GRPO, GRPO without its KL term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
+then DPO and DPO+NLL, from the same SFT start for the seeds :data:`DEFAULT_SEEDS`
+(``0 .. 9``), then the robustness settings (:data:`ROBUSTNESS`: GRPO and RFT at the
+preset's untuned settings, at twice the budget, on-policy GRPO, GRPO without its KL
+term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
 SFT start, the final and the best held-out pass rate, greedy and sampled, both budget
 axes and, for the online methods, their training curves.
 

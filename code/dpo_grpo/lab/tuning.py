@@ -7,10 +7,10 @@ set. Every grid point samples the same completions as the preset, so none gets m
 data than the comparison allows; some take fewer optimiser steps. The grid: the learning
 rate and the passes over each batch of samples for every method (the offline methods'
 ``dpo_steps`` 40 or 80, about 4 or 8 epochs over their pairs; the online methods'
-``num_iterations`` 1 or 2); for GRPO also the group size at a fixed number of completions
-a step (8 or 4, with 16 or 32 prompts) and the KL weight; for PPO also the critic's
-learning rate and its warm-up. :func:`best_settings` keeps, per method, the grid point
-with the highest mean final sampled pass@1 over the seeds.
+``num_iterations`` 1 or 2); for GRPO also the group size at a fixed number of
+completions a step (8 or 4, with 16 or 32 prompts) and the KL weight; for PPO also the
+critic's learning rate and its warm-up. :func:`best_settings` keeps, per method, the
+grid point with the highest mean final sampled pass@1 over the seeds.
 
 ``python -m dpo_grpo.lab.tuning --seeds 0 1 2 --workers 2 --out FILE`` writes the
 grid's scores and the chosen settings (JSON, with the command that made it).
