@@ -191,7 +191,8 @@ def test_grpo_options_reject_bad_new_options():
             GRPOOptions(**base, **{name: bad}).checked(7)
     with pytest.raises(TypeError, match="vespo_k_neg"):
         GRPOOptions(**base, vespo_k_neg="3").checked(7)
-    assert set(LOSS_TYPES) == {
+    # every loss type of TRL 1.16.0 (more may be added: README, "Adding a loss type")
+    assert set(LOSS_TYPES) >= {
         "grpo",
         "bnpo",
         "dr_grpo",

@@ -9,12 +9,18 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
-from ..trl_exact.grpo import LOSS_TYPES, grpo_loss
+from ..trl_exact.grpo import LOSS_TYPES, NORMALISER, grpo_loss
 from .rollout import Rollout, as_array, require_rollout
 
-#: the loss type whose token aggregation each loss type shares (sapo: grpo's; cispo,
-#: vespo: dapo's)
-_AGGREGATION_OF = {"sapo": "grpo", "cispo": "dapo", "vespo": "dapo"}
+#: a clipped loss type of each of TRL's normalisers (trl_exact.grpo.NORMALISER): the
+#: type whose token aggregation a loss type shares (sapo: grpo's; cispo, vespo: dapo's)
+_CLIPPED_WITH = {
+    "sequence_mean": "grpo",
+    "batch_tokens": "bnpo",
+    "max_length": "dr_grpo",
+    "sequence_sum": "luspo",
+    "generation_tokens": "dapo",
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -43,7 +49,7 @@ def aggregate(
     active = v.binary_mask(mask, "mask", lt.shape)
     m = active.astype(np.float64)
     v.choice(loss_type, "loss_type", LOSS_TYPES)
-    loss_type = _AGGREGATION_OF.get(loss_type, loss_type)
+    loss_type = _CLIPPED_WITH[NORMALISER[loss_type]]
     masked = lt * m
     if loss_type == "luspo":
         return float(masked.sum(axis=1).mean())
@@ -198,7 +204,7 @@ def loss_and_grad(
         policy_opts,
         importance_sampling_level="token",
         delta=None,
-        loss_type=_AGGREGATION_OF.get(loss_type, loss_type),
+        loss_type=_CLIPPED_WITH[NORMALISER[loss_type]],
     )
     zeros = np.zeros(shape)
     token_weight = grpo_loss(
