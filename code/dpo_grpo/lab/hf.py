@@ -8,7 +8,7 @@ lab: prompts ``"27+45="`` sent as a user message through the model's own chat te
 the completion decoded with its own tokenizer up to its end-of-turn token, stripped of
 surrounding white space, and scored by the same verifier
 (:func:`dpo_grpo.lab.model.verify`). The loss is the book's
-(:func:`dpo_grpo.torch_ops.grpo_loss`, fused; ``torch.compile`` on CUDA), the advantages
+(:func:`dpo_grpo.torch_ops.grpo_loss`; ``torch.compile`` on CUDA), the advantages
 :func:`dpo_grpo.torch_ops.reward_advantages` (TRL's: sample std, ddof = 1).
 
 Offline (tests, CI), :func:`tiny_random_model` builds a randomly initialised model of
@@ -394,7 +394,7 @@ def run_hf_grpo(
     ``heldout_pass_rate`` (greedy, on the first ``eval_prompts`` held-out prompts);
     ``kl`` is 0 when ``beta == 0``. The update is the tiny lab's
     (:func:`dpo_grpo.lab.grpo.grpo_update`) with :func:`hf_logps`. ``compile`` (default:
-    on CUDA) passes ``compile=True`` to the book's fused GRPO loss. ``reward_fn(prompts,
+    on CUDA) passes ``compile=True`` to the book's GRPO loss. ``reward_fn(prompts,
     texts, finished) -> (N, 1)`` replaces the verifier (:func:`hf_score`, the default).
     """
     checked_config(cfg, HFLabConfig)
