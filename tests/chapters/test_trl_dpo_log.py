@@ -38,18 +38,6 @@ def test_the_pages_pair_batch_metrics_by_hand():
         )
 
 
-def test_the_dpo_table_lists_every_key_trls_source_logs():
-    from trl.trainer import dpo_trainer
-
-    source = g.metric_keys_in_source(dpo_trainer)
-    assert set(d.DPO_LOG_MEANINGS) == set(d.DPO_KEY_WHEN)
-    assert set(d.DPO_LOG_MEANINGS) - g.TRAINER_KEYS == source, set(
-        d.DPO_LOG_MEANINGS
-    ) ^ (source | g.TRAINER_KEYS)
-    # train()'s last line has the Trainer's keys, explained in the GRPO table
-    assert g.TRAINER_KEYS <= set(g.GRPO_KEY_WHEN)
-
-
 PAIRS = {
     "prompt": ["3+5=", "7+8=", "1+2=", "9+9="],
     "chosen": ["8", "15", "3", "18"],

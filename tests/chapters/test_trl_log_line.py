@@ -1,6 +1,9 @@
 """dpo_grpo.chapters.trl_log_line: one GRPO step's log line (the page "Reading a TRL
 run"), every metric against a second computation."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from testing_support import real_grpo_run
@@ -192,18 +195,69 @@ def test_the_entropy_bonus_is_what_trl_computes_and_logs(tiny_model_dir, tmp_pat
 # --------------------------------------------------------------------------------------
 
 
+#: The keys of ``q.GRPO_KEY_WHEN`` that transformers 5.24's ``Trainer`` adds (every
+#: other key is one TRL appends to ``self._metrics``); a DPOTrainer's lines have them.
+TRAINER_KEYS = frozenset(
+    {
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "epoch",
+        "num_input_tokens_seen",
+        "train_tokens_per_second",
+        "train_runtime",
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "total_flos",
+        "train_loss",
+    }
+)
+
+
+def metric_keys_in_source(module) -> set:
+    """The keys a TRL trainer module's source appends to ``self._metrics[...]``
+    (``trl.trainer.grpo_trainer``, ``dpo_trainer``): literals; f-strings with ``<f>``
+    for the reward function's name; ``<name>`` for a variable (a reward function's
+    ``log_metric``). A TRL upgrade that adds a key shows here."""
+    text = Path(module.__file__).read_text()
+    keys = set()
+    pattern = r'_metrics\[(?:mode|"train"|"eval")\]\[(f?"[^"]*"|\w+)\]'
+    for key in re.findall(pattern, text):
+        if key.startswith('f"'):
+            keys.add(re.sub(r"\{[^}]*\}", "<f>", key[2:-1]))
+        elif key.startswith('"'):
+            keys.add(key[1:-1])
+        else:
+            keys.add(f"<{key}>")
+    return keys
+
+
 def test_the_pages_table_lists_every_key_trls_source_logs():
     from trl.trainer import grpo_trainer
 
     keys = [row[0] for row in q.grpo_key_rows(q.log_line()["metrics"])]
     table = {q.key_pattern(k) for k in keys}
     assert len(keys) == len(set(keys)) and table == set(q.GRPO_KEY_WHEN)
-    source = q.metric_keys_in_source(grpo_trainer)
+    source = metric_keys_in_source(grpo_trainer)
     assert {"policy_loss", "entropy_coef", "aux_loss", "tools/call_frequency"} <= source
     # exactly: TRL's keys plus the Trainer's, nothing the source does not log
-    assert set(table) - q.TRAINER_KEYS == source, set(table) ^ (source | q.TRAINER_KEYS)
+    assert set(table) - TRAINER_KEYS == source, set(table) ^ (source | TRAINER_KEYS)
     meanings = {**q.LOG_LINE_MEANINGS, **q.MORE_MEANINGS}
     assert set(meanings) >= set(table) - {"rewards/<f>/mean", "rewards/<f>/std"}
+
+
+def test_the_dpo_table_lists_every_key_trls_source_logs():
+    from trl.trainer import dpo_trainer
+
+    from dpo_grpo.chapters import trl_dpo_log as d
+
+    source = metric_keys_in_source(dpo_trainer)
+    assert set(d.DPO_LOG_MEANINGS) == set(d.DPO_KEY_WHEN)
+    assert set(d.DPO_LOG_MEANINGS) - TRAINER_KEYS == source, set(d.DPO_LOG_MEANINGS) ^ (
+        source | TRAINER_KEYS
+    )
+    # train()'s last line has the Trainer's keys, explained in the GRPO table
+    assert TRAINER_KEYS <= set(q.GRPO_KEY_WHEN)
 
 
 def test_a_real_grpo_step_logs_exactly_the_tables_every_line_keys(

@@ -16,7 +16,6 @@ from dpo_grpo.exercises.core import chapter_exercises, grading_cases, judge
 from dpo_grpo.exercises.grade import (
     NotebookGrade,
     csv_cell,
-    grade_notebook,
     grade_path,
     to_csv,
     to_markdown,
@@ -179,10 +178,8 @@ def test_cli_appends_rows(folder, tmp_path):
 def test_bad_path(tmp_path):
     with pytest.raises(ValueError, match="path"):
         grade_path(tmp_path / "nope.txt")
-    g = grade_notebook(_nb(tmp_path / "none.ipynb", "x = 1"))
-    assert g.verdicts == {} and "chapter" in g.note
     with pytest.raises(ValueError, match="chapter"):
-        grade_notebook(tmp_path / "none.ipynb", chapter="99")
+        grade_path(_nb(tmp_path / "none.ipynb", "x = 1"), chapter="99")
 
 
 def test_judge_compares_with_the_key():

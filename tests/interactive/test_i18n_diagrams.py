@@ -13,6 +13,16 @@ from testing_support import drawn_as_boxes
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
+def figure_texts(fig) -> list:
+    """All text strings drawn in ``fig``: texts in drawing order, then legends."""
+    texts = []
+    for ax in fig.axes:
+        texts += [t.get_text() for t in ax.texts]
+        if ax.get_legend() is not None:
+            texts += [t.get_text() for t in ax.get_legend().get_texts()]
+    return texts
+
+
 def _by_gid(fig) -> dict:
     return {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts}
 
@@ -20,7 +30,7 @@ def _by_gid(fig) -> dict:
 def test_figure_one_in_english_is_unchanged(monkeypatch):
     monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
     fig = diagrams.draw_pipelines()
-    texts = diagrams.figure_texts(fig)
+    texts = figure_texts(fig)
     assert texts[0] == "What each method keeps and drops"
     assert not any(HAN.search(t) for t in texts)
     g = _by_gid(fig)
@@ -34,7 +44,7 @@ def test_figure_one_in_chinese(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     fig = diagrams.draw_pipelines()
     assert drawn_as_boxes(fig) == []
-    texts = diagrams.figure_texts(fig)
+    texts = figure_texts(fig)
     g = _by_gid(fig)
     assert texts[0] == "每种方法保留什么、去掉什么"
     assert g["title/GRPO"] == "GRPO"  # method names stay

@@ -6,9 +6,6 @@ every key a ``GRPOTrainer`` can log, with the options that turn it on
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import numpy as np
 
 from .. import _validation as v
@@ -199,44 +196,6 @@ GRPO_KEY_WHEN = {
     "total_flos": _END,
     "train_loss": _END,
 }
-
-
-#: The keys of :data:`GRPO_KEY_WHEN` that transformers 5.24's ``Trainer`` adds (every
-#: other key is one TRL appends to ``self._metrics``); a DPOTrainer's lines have them
-#: too.
-TRAINER_KEYS = frozenset(
-    {
-        "loss",
-        "grad_norm",
-        "learning_rate",
-        "epoch",
-        "num_input_tokens_seen",
-        "train_tokens_per_second",
-        "train_runtime",
-        "train_samples_per_second",
-        "train_steps_per_second",
-        "total_flos",
-        "train_loss",
-    }
-)
-
-
-def metric_keys_in_source(module) -> set:
-    """The keys a TRL trainer module's source appends to ``self._metrics[...]``
-    (``trl.trainer.grpo_trainer``, ``dpo_trainer``): literals; f-strings with ``<f>``
-    for the reward function's name; ``<name>`` for a variable (a reward function's
-    ``log_metric``). A TRL upgrade that adds a key shows here."""
-    text = Path(module.__file__).read_text()
-    keys = set()
-    pattern = r'_metrics\[(?:mode|"train"|"eval")\]\[(f?"[^"]*"|\w+)\]'
-    for key in re.findall(pattern, text):
-        if key.startswith('f"'):
-            keys.add(re.sub(r"\{[^}]*\}", "<f>", key[2:-1]))
-        elif key.startswith('"'):
-            keys.add(key[1:-1])
-        else:
-            keys.add(f"<{key}>")
-    return keys
 
 
 def key_pattern(key: str, reward_names=("accuracy", "format")) -> str:

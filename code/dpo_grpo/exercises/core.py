@@ -29,15 +29,6 @@ from .feedback import CaseError, Reply, code_reply, numeric_reply
 from .tolerance import close_tolerance, exponents, steps, within
 
 EXERCISES: dict[str, "Exercise"] = {}
-VERDICTS = (
-    "correct",
-    "incorrect",
-    "error",
-    "not attempted",
-    "not reached",
-    "timeout",
-    "invalid notebook",
-)
 
 
 @dataclass

@@ -320,44 +320,6 @@ def _grade(
     )
 
 
-def _require_isolation(unisolated: bool, limits) -> None:
-    if not isinstance(unisolated, bool):
-        raise TypeError(f"unisolated must be a bool, got {type(unisolated).__name__}")
-    detect_mode()  # once, before any thread starts
-    if not unisolated:
-        require_no_key(limits=limits)
-
-
-def grade_notebook(
-    nb_path,
-    timeout: float = 120.0,
-    *,
-    chapter: str | None = None,
-    seed: int | None = None,
-    limits: Limits | None = None,
-    unisolated: bool = False,
-) -> NotebookGrade:
-    """Execute one notebook in a sandbox and return the verdict of every exercise it is
-    graded on (:func:`graded_exercises`).
-
-    ``chapter`` defaults to the one the notebook's checks belong to; a notebook that
-    checks no known exercise and has no ``chapter`` gets no verdicts. Raises
-    :class:`.sandbox.KeyInSandbox` where the sandbox would show the key, unless
-    ``unisolated`` (see :func:`grade_path`).
-    """
-    nb_path = Path(nb_path)
-    _require_isolation(unisolated, limits)
-    voted = None
-    if chapter is None:
-        try:
-            voted = parse_notebook(nb_path, text=False)
-            chapter = chapter_of([voted])
-        except ValueError as exc:
-            return NotebookGrade(nb_path.name, {}, str(exc))
-    session = GradingSession(chapter, timeout, seed, limits or Limits())
-    return _grade(submissions([nb_path], nb_path.parent)[0], session, 0, voted)
-
-
 def _vote(subs, jobs: int) -> dict:
     """What the chapter vote keeps of each submission, ``jobs`` at a time: name ->
     its checked ids (a :class:`ParsedNotebook` without text) or the ValueError that
@@ -474,7 +436,11 @@ def grade_path(
     protected, e.g. practice on macOS).
     """
     notebooks = notebooks_in(path)
-    _require_isolation(unisolated, limits)
+    if not isinstance(unisolated, bool):
+        raise TypeError(f"unisolated must be a bool, got {type(unisolated).__name__}")
+    detect_mode()  # once, before any thread starts
+    if not unisolated:
+        require_no_key(limits=limits)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     subs = submissions(notebooks, root)
     voted = {}

@@ -305,60 +305,39 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
     t = Throughput() if throughput is None else throughput
     style = {"description_width": "150px"}
     lay = W.Layout(width="420px")
-    c = {
-        "n_params": W.FloatLogSlider(
-            value=base.n_params,
-            base=10,
-            min=8.5,
-            max=11,
-            step=0.05,
-            description=tr("policy parameters"),
+
+    def slider(key, description, lo, hi, log=False, **kw):
+        cls = W.FloatLogSlider if log else W.IntSlider
+        extra = {"base": 10} if log else {}
+        return cls(
+            value=getattr(base, key),
+            min=lo,
+            max=hi,
+            description=description,
             style=style,
             layout=lay,
+            **extra,
+            **kw,
+        )
+
+    def checkbox(key, description):
+        return W.Checkbox(value=getattr(base, key), description=description)
+
+    c = {
+        "n_params": slider(
+            "n_params",
+            tr("policy parameters"),
+            8.5,
+            11,
+            True,
+            step=0.05,
             readout_format=".3g",
         ),
-        "group_size": W.IntSlider(
-            value=base.group_size,
-            min=2,
-            max=128,
-            description="G (GRPO)",
-            style=style,
-            layout=lay,
-        ),
-        "ppo_samples": W.IntSlider(
-            value=base.ppo_samples,
-            min=1,
-            max=128,
-            description=tr("PPO answers/prompt"),
-            style=style,
-            layout=lay,
-        ),
-        "prompts": W.IntSlider(
-            value=base.prompts,
-            min=1,
-            max=1024,
-            description=tr("prompts per step"),
-            style=style,
-            layout=lay,
-        ),
-        "prompt_len": W.IntSlider(
-            value=base.prompt_len,
-            min=16,
-            max=8192,
-            step=16,
-            description=tr("prompt tokens"),
-            style=style,
-            layout=lay,
-        ),
-        "answer_len": W.IntSlider(
-            value=base.answer_len,
-            min=16,
-            max=32768,
-            step=16,
-            description=tr("answer tokens"),
-            style=style,
-            layout=lay,
-        ),
+        "group_size": slider("group_size", "G (GRPO)", 2, 128),
+        "ppo_samples": slider("ppo_samples", tr("PPO answers/prompt"), 1, 128),
+        "prompts": slider("prompts", tr("prompts per step"), 1, 1024),
+        "prompt_len": slider("prompt_len", tr("prompt tokens"), 16, 8192, step=16),
+        "answer_len": slider("answer_len", tr("answer tokens"), 16, 32768, step=16),
         "reward": W.Dropdown(
             options=[(tr("rule checker (no model)"), 0.0)]
             + [
@@ -370,42 +349,20 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
             style=style,
             layout=lay,
         ),
-        "inner_epochs": W.IntSlider(
-            value=base.inner_epochs,
-            min=1,
-            max=8,
-            description=tr("updates per rollout"),
-            style=style,
-            layout=lay,
-        ),
-        "trainable_fraction": W.FloatLogSlider(
-            value=base.trainable_fraction,
-            base=10,
-            min=-4,
-            max=0,
+        "inner_epochs": slider("inner_epochs", tr("updates per rollout"), 1, 8),
+        "trainable_fraction": slider(
+            "trainable_fraction",
+            tr("trainable fraction"),
+            -4,
+            0,
+            True,
             step=0.25,
-            description=tr("trainable fraction"),
-            style=style,
-            layout=lay,
             readout_format=".2g",
         ),
-        "n_gpus": W.IntSlider(
-            value=base.n_gpus,
-            min=1,
-            max=256,
-            description=tr("GPUs"),
-            style=style,
-            layout=lay,
-        ),
-        "shard_states": W.Checkbox(
-            value=base.shard_states, description=tr("shard states (ZeRO-3/FSDP)")
-        ),
-        "critic_remote": W.Checkbox(
-            value=base.critic_remote, description=tr("critic in a separate service")
-        ),
-        "reward_remote": W.Checkbox(
-            value=base.reward_remote, description=tr("reward scorer remote")
-        ),
+        "n_gpus": slider("n_gpus", tr("GPUs"), 1, 256),
+        "shard_states": checkbox("shard_states", tr("shard states (ZeRO-3/FSDP)")),
+        "critic_remote": checkbox("critic_remote", tr("critic in a separate service")),
+        "reward_remote": checkbox("reward_remote", tr("reward scorer remote")),
     }
     out = W.Output()
     state = {}
@@ -454,8 +411,5 @@ def cost_explorer(base: Workload | None = None, throughput: Throughput | None = 
     )
     ui = W.HBox([W.VBox(list(c.values()) + [note]), out])
     # for programmatic use: ui.controls["group_size"].value = 16
-    ui.controls, ui.state = (
-        c,
-        state,
-    )
+    ui.controls, ui.state = c, state
     return ui

@@ -362,25 +362,3 @@ def draw_pipelines(
         )
         y -= 0.034 * n_lines + 0.012
     return check_glyphs(fig) if zh else fig
-
-
-def figure_texts(fig) -> list:
-    """All text strings drawn in ``fig``: titles, labels and notes in drawing order,
-    then the legend entries."""
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    texts = []
-    for ax in fig.axes:
-        texts += [t.get_text() for t in ax.texts]
-        legend = ax.get_legend()
-        if legend is not None:
-            texts += [t.get_text() for t in legend.get_texts()]
-    return texts
-
-
-def figure_boxes(fig) -> dict:
-    """``{"method/role": patch}`` for every component box drawn by
-    :func:`draw_pipelines` in ``fig``."""
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    return {p.get_gid(): p for ax in fig.axes for p in ax.patches if p.get_gid()}
