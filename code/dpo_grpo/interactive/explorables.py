@@ -114,7 +114,7 @@ def _delta_mask(rho, delta):
     )
 
 
-def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
+def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None):
     """Per-token objective ``min(rho A, clip(rho, 1-eps_low, 1+eps_high) A)`` and
     ``d/d rho`` for A = +1 and -1.
 
@@ -136,7 +136,7 @@ def clip_platform_data(epsilon=0.2, epsilon_high=None, delta=None, rho=None):
     delta = v.scalar(delta, "delta", allow_none=True)
     if delta is not None and delta <= 1.0:
         raise ValueError(f"delta must be > 1 (it caps ratios above 1), got {delta}")
-    rho = DEFAULT_RHO if rho is None else v.as_float_array(rho, "rho", ndim=1)
+    rho = DEFAULT_RHO
     kw = dict(epsilon=eps_low, epsilon_high=eps_high, delta=delta)
     out = {
         "rho": rho,
@@ -199,12 +199,9 @@ def zero_std_data(
     *,
     p_grid=None,
     g_grid=None,
-    mc_p=None,
     n_groups=2000,
     n_prompts=256,
-    concentration=2.0,
     seed=0,
-    gaps=None,
 ):
     """Everything the zero-std explorable draws, for 0/1 rewards.
 
@@ -236,23 +233,15 @@ def zero_std_data(
         if g_grid is None
         else v.sequence(g_grid, "g_grid")
     )
-    mc_p = (
-        np.round(np.linspace(0.05, 0.95, 19), 6)
-        if mc_p is None
-        else _unit_grid(mc_p, "mc_p", ndim=1)
-    )
-    gaps = ex.TWO_SAMPLE_GAPS if gaps is None else v.sequence(gaps, "gaps")
-    gaps = np.array(
-        [v.scalar(d, "gaps", positive=True) for d in gaps], dtype=np.float64
-    )
+    mc_p = np.round(np.linspace(0.05, 0.95, 19), 6)
+    gaps = np.array(ex.TWO_SAMPLE_GAPS, dtype=np.float64)
     g_key = tuple(v.integer(k, "g_grid", minimum=2) for k in g_grid)
     n_groups = v.integer(n_groups, "n_groups", minimum=1)
     n_prompts = v.integer(n_prompts, "n_prompts", minimum=1)
-    concentration = v.scalar(concentration, "concentration", positive=True)
     seed = v.integer(seed, "seed", minimum=0)
     mc_vs_p = _zero_mc_vs_p(tuple(mc_p.tolist()), g, n_groups, seed)
     batch, prob_vs_g, mc_vs_g, expected_vs_g, simulated_vs_g = _zero_vs_g(
-        p, g_key, n_groups, n_prompts, concentration, seed
+        p, g_key, n_groups, n_prompts, seed
     )
     gap, two_sample, at_gaps = _zero_two_sample(eps, tuple(gaps.tolist()))
     return {
@@ -290,8 +279,8 @@ def _zero_mc_vs_p(mc_p, g, n_groups, seed):
 
 
 @lru_cache(maxsize=256)
-def _zero_vs_g(p, g_grid, n_groups, n_prompts, concentration, seed):
-    batch = difficulty_spread(p, n_prompts, concentration, seed)
+def _zero_vs_g(p, g_grid, n_groups, n_prompts, seed):
+    batch = difficulty_spread(p, n_prompts, seed=seed)
     return _readonly(
         batch,
         np.array([zero_std_probability(p, k) for k in g_grid]),
@@ -317,7 +306,7 @@ def _zero_two_sample(eps, gaps):
 
 
 def group_advantage_data(
-    rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, scales=None, eps_values=None
+    rewards=None, scale=1.0, shift=0.0, eps=1e-4, *, eps_values=None
 ):
     """Advantages of one group of G rewards (2 <= G <= 16) after the affine map
     ``r -> scale * r + shift``.
@@ -339,11 +328,7 @@ def group_advantage_data(
     b = v.scalar(shift, "shift")
     eps = v.scalar(eps, "eps", positive=True)
     t = a * r + b
-    scales = (
-        np.logspace(-7, 2, 91)
-        if scales is None
-        else v.as_float_array(scales, "scales", ndim=1)
-    )
+    scales = np.logspace(-7, 2, 91)
     eps_values = (
         (1e-8, 1e-6, 1e-4, 1e-2)
         if eps_values is None
@@ -385,7 +370,6 @@ def dpo_data(
     ref_chosen=None,
     ref_rejected=None,
     *,
-    margins=None,
     betas=(0.05, 0.1, 0.5, 1.0),
 ):
     """DPO (sigmoid) loss ``-log sigmoid(beta u)`` and gradient weight
@@ -409,11 +393,7 @@ def dpo_data(
         ("ref_rejected", ref_rejected),
     ):
         logps[name] = float(pair[name][0]) if value is None else v.scalar(value, name)
-    m = (
-        np.round(np.linspace(-12.0, 12.0, 241), 6)
-        if margins is None
-        else v.as_float_array(margins, "margins")
-    )
+    m = np.round(np.linspace(-12.0, 12.0, 241), 6)
     betas = tuple(
         v.scalar(b, "betas", positive=True) for b in v.sequence(betas, "betas")
     )
@@ -444,9 +424,7 @@ def dpo_data(
 # --------------------------------------------------------------------------------------
 
 
-def kl_estimator_data(
-    delta=0.5, mix=1.0, p=None, q=None, old=None, *, deltas=None, mixes=None
-):
+def kl_estimator_data(delta=0.5, mix=1.0, p=None, q=None, old=None, *, mixes=None):
     """The three sampled KL estimators and the off-policy bias of k3 (section 3.5).
 
     ``Delta = log pi_ref - log pi_theta`` at a sampled token: curves ``k1 = -Delta``,
@@ -466,11 +444,7 @@ def kl_estimator_data(
     q = v.probability_vector(ex.KL_EXAMPLE["q"] if q is None else q, "q")
     old = v.probability_vector(ex.KL_EXAMPLE["old"] if old is None else old, "old")
     v.same_shape(p=p, q=q, old=old)
-    deltas = (
-        np.round(np.linspace(-3.0, 3.0, 121), 6)
-        if deltas is None
-        else v.as_float_array(deltas, "deltas")
-    )
+    deltas = np.round(np.linspace(-3.0, 3.0, 121), 6)
     mixes = (
         np.round(np.linspace(0.0, 1.0, 51), 6)
         if mixes is None

@@ -52,7 +52,7 @@ ESTIMATORS = (
 )
 
 
-def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
+def kl_variance_data(gap=1.0, p=None, q=None) -> dict:
     """Mean, standard deviation and expected loss gradient of k1, k2, k3 for one token
     drawn from ``p(gap)``.
 
@@ -65,11 +65,7 @@ def kl_variance_data(gap=1.0, p=None, q=None, *, gaps=None) -> dict:
     p = v.probability_vector(ex.KL_EXAMPLE["p"] if p is None else p, "p")
     q = v.probability_vector(ex.KL_EXAMPLE["q"] if q is None else q, "q")
     v.same_shape(p=p, q=q)
-    gaps = (
-        np.linspace(0.0, 2.0, 101)
-        if gaps is None
-        else v.as_float_array(gaps, "gaps", ndim=1)
-    )
+    gaps = np.linspace(0.0, 2.0, 101)
     curves = {
         "mean": {k: [] for k, _, _ in ESTIMATORS},
         "std": {k: [] for k, _, _ in ESTIMATORS},
