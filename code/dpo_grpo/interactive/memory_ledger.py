@@ -246,13 +246,19 @@ def memory_ledger_widget(
     from .widgets import CONTROL_STYLE, ExplorableWidget, log_slider
 
     dtypes = ["fp32", "bf16", "fp16", "fp8"]
-    drop = lambda name, options, value: W.Dropdown(
-        options=options,
-        value=value,
-        description=name,  # noqa: E731
-        style=CONTROL_STYLE,
-        layout=W.Layout(width="220px"),
-    )
+
+    def drop(name, options, value):
+        return W.Dropdown(
+            options=options,
+            value=value,
+            description=name,
+            style=CONTROL_STYLE,
+            layout=W.Layout(width="220px"),
+        )
+
+    def check(name, value):
+        return W.Checkbox(value=value, description=name, style=CONTROL_STYLE)
+
     controls = {
         "n_billion": log_slider(
             tr("parameters (billions)"), n_billion, -1, 3, 0.05, ".3g"
@@ -266,25 +272,13 @@ def memory_ledger_widget(
         "weight_dtype": drop(tr("weights"), dtypes, weight_dtype),
         "grad_dtype": drop(tr("gradients"), dtypes, grad_dtype),
         "optimizer": drop(tr("optimizer"), ["adamw", "sgd_momentum", "sgd"], optimizer),
-        "master_weights": W.Checkbox(
-            value=master_weights,
-            description=tr("fp32 master weights"),
-            style=CONTROL_STYLE,
+        "master_weights": check(tr("fp32 master weights"), master_weights),
+        "reward_model": check(tr("PPO: reward model (same size)"), reward_model),
+        "grpo_reward_model": check(
+            tr("GRPO: reward model (else rule-based)"), grpo_reward_model
         ),
-        "reward_model": W.Checkbox(
-            value=reward_model,
-            description=tr("PPO: reward model (same size)"),
-            style=CONTROL_STYLE,
-        ),
-        "grpo_reward_model": W.Checkbox(
-            value=grpo_reward_model,
-            description=tr("GRPO: reward model (else rule-based)"),
-            style=CONTROL_STYLE,
-        ),
-        "precomputed_reference": W.Checkbox(
-            value=precomputed_reference,
-            description=tr("DPO: precomputed reference log-probs"),
-            style=CONTROL_STYLE,
+        "precomputed_reference": check(
+            tr("DPO: precomputed reference log-probs"), precomputed_reference
         ),
     }
     return ExplorableWidget(
