@@ -5,8 +5,8 @@ fresh venvs with Colab's package versions (``tests/colab/requirements-colab.txt`
 fake ``google.colab`` module imported by ``sitecustomize`` (so the set-up branch and
 plotly's Colab renderer are taken), and take the reader edition
 (``scripts/reader_edition.py``; glue values from the test run's one book build: the
-``reader_notebooks`` fixture of tests/conftest.py). Then each notebook of ``EXECUTED`` is
-copied alone into an empty folder and executed in a kernel of such a venv, with no
+``reader_notebooks`` fixture of tests/conftest.py). Then each notebook of ``EXECUTED``
+is copied alone into an empty folder and executed in a kernel of such a venv, with no
 repository on the path; its set-up cell installs the package from the wheel
 (``DPO_GRPO_SOURCE``). A notebook fails on any cell error, any MyST left in its
 Markdown, and any output saying "not found", "no results", "Set-up failed" or showing a
@@ -29,19 +29,20 @@ reused; the two Colab venvs are 63 of them). Here run the notebooks of ``EXECUTE
 per way a reader's session installs and runs the package: a NumPy chapter on Python
 3.12 without torch, a torch chapter on Python 3.11 offline, and the TRL page with its
 own install from PyPI (``test_python_312_is_simulated`` and
-``test_the_executed_notebooks_stand_for_what_they_were_chosen_for`` fail if a chapter's
-edit moves one of them off its runtime or takes away what it was chosen for). What the other chapters' runs here checked is checked as follows:
+``test_the_executed_notebooks_stand_for_what_they_were_chosen_for`` fail if a
+chapter's edit moves one of them off its runtime or takes away what it was chosen
+for). What the other chapters' runs here checked is checked as follows:
 
 - every cell of every chapter runs without error: the book build,
   tests/book/test_executed.py (in ``make test`` the build's kernels take the package
   from the wheel, which the Makefile puts first on their path);
 - no failure words in any output: ``test_no_executed_output_says_it_failed`` below,
   on the executed build of both editions;
-- no MyST left, with the build's real glue values: ``test_no_myst_in_any_reader_notebook``
-  below (and tests/book/test_built_pages.py, test_reader_edition.py for every
-  construct); solution cells run silently: test_reader_edition.py
-  (``test_every_chapter_converts_with_no_myst_left`` checks each starts with
-  ``%%capture``, ``test_run_all_prints_no_solution`` runs that in a kernel);
+- no MyST left, with the build's real glue values:
+  ``test_no_myst_in_any_reader_notebook`` below (and tests/book/test_built_pages.py,
+  test_reader_edition.py for every construct); solution cells run silently:
+  test_reader_edition.py (``test_every_chapter_converts_with_no_myst_left`` checks each
+  starts with ``%%capture``, ``test_run_all_prints_no_solution`` runs that in a kernel);
 - the set-up cell: every chapter's is the one template (tests/book/test_notebooks.py,
   ``test_first_code_cell_is_the_colab_setup_rendered_from_config``), whose branches
   tests/book/test_setup_cell.py runs, and which runs here on both runtimes;
@@ -355,7 +356,8 @@ def test_no_myst_in_any_reader_notebook(reader_notebooks, stem):
     assert left == [], f"{stem}: MyST left (cell, constructs): {left}"
 
 
-#: edition -> its executed notebooks below the build folder (tests/book/test_executed.py)
+#: edition -> its executed notebooks below the build folder
+#: (tests/book/test_executed.py)
 BUILT = {"en": Path("jupyter_execute"), "zh": Path("zh") / "_build" / "jupyter_execute"}
 
 
@@ -418,7 +420,8 @@ def test_every_chapters_imports_resolve_with_colabs_versions(
     """What every chapter imports (the package from the wheel, IPython, ipywidgets,
     matplotlib, ...) imports in the Colab venv of the chapter's runtime, with Colab's
     versions: the chapters not executed here meet those versions this far. (The
-    online page is executed here in full; what it installs itself is not in the venv.)"""
+    online page is executed here in full; what it installs itself is not in the
+    venv.)"""
     site = tmp_path / "wheel"  # the wheel unpacked, as pip would install it
     with zipfile.ZipFile(package_wheel) as wheel:
         wheel.extractall(site)
