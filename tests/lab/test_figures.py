@@ -215,7 +215,7 @@ COST = {
 def tables() -> dict:
     results = sweep.load("cpu")
     rob = {
-        m: sweep.robustness_table(sweep.robustness_results(results), "grpo", "rft", m)
+        m: sweep.robustness_table(results, "grpo", "rft", m)
         for m in ("final_greedy", "final_sampled")
     }
     return {

@@ -41,7 +41,7 @@ def old_notes():
 
 
 def rob_table() -> dict:
-    results = sweep.robustness_results(sweep.load("cpu"))
+    results = sweep.load("cpu")
     return {
         m: sweep.robustness_table(results, "grpo", "rft", m)
         for m in ("final_greedy", "final_sampled")
