@@ -18,7 +18,8 @@ runs each method at the settings a tuning file chose (:mod:`dpo_grpo.lab.tuning`
 elsewhere. A rerun never replaces the file the package ships,
 ``code/dpo_grpo/data/lab_results/lab-<preset>.json``, which the lab chapter renders: a
 maintainer refreshes it by naming it, from the repository root, with
-:func:`refresh_command`'s command (``python -m dpo_grpo.lab.sweep --preset cpu --out
+:func:`refresh_command`'s command (``python -m dpo_grpo.lab.sweep --preset cpu --seeds
+0-9 --tuned code/dpo_grpo/data/lab_results/lab-cpu-tuning.json --out
 code/dpo_grpo/data/lab_results/lab-cpu.json``).
 
 :func:`summarise` gives per-method mean, range and a 95% t-interval of the mean over
@@ -651,11 +652,14 @@ def load(preset: str = "cpu", path=None):
 
 def refresh_command(preset: str = "cpu") -> str:
     """The command, run from the repository root, that rewrites the results file the
-    package ships for ``preset`` (the only way the sweep writes into the package)."""
-    results_path(preset)  # checks the preset
-    return f"python -m dpo_grpo.lab.sweep --preset {preset} --out " + SHIPPED.format(
-        preset=preset
-    )
+    package ships for ``preset`` (the only way the sweep writes into the package): at
+    the settings of the tuning file shipped beside it, if there is one."""
+    tuning = results_path(preset).with_name(f"lab-{preset}-tuning.json")
+    line = f"python -m dpo_grpo.lab.sweep --preset {preset} --seeds "
+    line += format_seeds(DEFAULT_SEEDS)
+    if tuning.is_file():
+        line += " --tuned " + str(pathlib.Path(SHIPPED).parent / tuning.name)
+    return line + " --out " + SHIPPED.format(preset=preset)
 
 
 def format_seeds(seeds) -> str:
