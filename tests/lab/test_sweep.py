@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dpo_grpo import lab  # noqa: E402
-from dpo_grpo.lab import LabConfig, run_lab, sweep, sweep_command  # noqa: E402
+from dpo_grpo.lab import LabConfig, robustness, run_lab, sweep, sweep_command  # noqa: E402
 
 
 def _fake(finals: dict, start=0.2) -> dict:
@@ -277,7 +277,7 @@ def test_shipped_results_file_is_the_current_cpu_preset_with_ten_seeds():
     own = {
         m: dataclasses.replace(preset_cfg, **res["tuned"][m]) for m in res["methods"]
     }
-    expected = sweep.robustness_settings(own, preset_cfg, res["methods"])
+    expected = robustness.robustness_settings(own, preset_cfg, res["methods"])
     assert list(res["robustness"]) == list(expected)
     for name, st in res["robustness"].items():
         assert st["label"] == expected[name]["label"]
@@ -487,7 +487,7 @@ def test_robustness_settings_change_each_methods_own_config_and_skip_no_ops():
         "grpo": dataclasses.replace(preset, grpo_lr=1e-3, num_iterations=1, beta=0.0),
         "rft": dataclasses.replace(preset, dpo_lr=3e-3),
     }
-    st = sweep.robustness_settings(own, preset, ["grpo", "rft"])
+    st = robustness.robustness_settings(own, preset, ["grpo", "rft"])
     # on-policy and beta = 0 change nothing for this GRPO: not rerun
     assert list(st) == ["preset", "budget_x2"]
     assert st["preset"]["overrides"] == {
@@ -498,6 +498,6 @@ def test_robustness_settings_change_each_methods_own_config_and_skip_no_ops():
     doubled = st["budget_x2"]["configs"]["grpo"]
     assert doubled.grpo_steps == 2 * preset.grpo_steps and doubled.grpo_lr == 1e-3
     # an untuned method has no "preset" row; a method not in the sweep none at all
-    st = sweep.robustness_settings({"grpo": preset}, preset, ["grpo"])
+    st = robustness.robustness_settings({"grpo": preset}, preset, ["grpo"])
     assert list(st) == ["budget_x2", "on_policy", "beta_0"]
     assert st["on_policy"]["overrides"]["grpo"]["grpo_steps"] == 80

@@ -37,7 +37,7 @@ METRIC_NAMES = {
     "final_sampled": N_("final sampled"),
 }
 #: :func:`dpo_grpo.lab.sweep.direction`'s words, and the robustness settings' labels
-#: (:data:`dpo_grpo.lab.sweep.ROBUSTNESS`), translated where they are printed
+#: (:data:`dpo_grpo.lab.robustness.ROBUSTNESS`), translated where they are printed
 WORDS = (
     N_("ahead"),
     N_("behind"),

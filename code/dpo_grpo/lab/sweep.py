@@ -3,11 +3,12 @@
 ``python -m dpo_grpo.lab.sweep --preset cpu`` runs the chain of methods that changes
 one ingredient at a time (offline RFT, online RFT, RLOO, GRPO, PPO with its critic),
 then DPO and DPO+NLL, from the same SFT start for the seeds :data:`DEFAULT_SEEDS`
-(``0 .. 9``), then the robustness settings (:data:`ROBUSTNESS`: GRPO and RFT at the
-preset's untuned settings, at twice the budget, on-policy GRPO, GRPO without its KL
-term), and writes ``lab-<preset>.json`` in the working directory. Each run records the
-SFT start, the final and the best held-out pass rate, greedy and sampled, both budget
-axes and, for the online methods, their training curves.
+(``0 .. 9``), then the robustness settings
+(:data:`~dpo_grpo.lab.robustness.ROBUSTNESS`: GRPO and RFT at the preset's untuned
+settings, at twice the budget, on-policy GRPO, GRPO without its KL term), and writes
+``lab-<preset>.json`` in the working directory. Each run records the SFT start, the
+final and the best held-out pass rate, greedy and sampled, both budget axes and, for
+the online methods, their training curves.
 
 Options (:mod:`dpo_grpo.lab.sweep_command`): ``--seeds`` lists seeds, each a number or
 an inclusive range (``--seeds 0 1 2``, ``--seeds 0-9``, ``--seeds 0-4 7``; a lone number
@@ -48,6 +49,7 @@ from ..i18n import N_, tr
 from ..stats import sign_test
 from .config import LabConfig
 from .progress import bar, wanted
+from .robustness import robustness_settings
 from .run import ALGORITHMS, budget, run_many
 from .runtime import environment
 from .task import make_task
@@ -160,78 +162,6 @@ def run_record(history) -> dict:
     return rec
 
 
-def _robust_preset(own, preset) -> dict:
-    # the preset's value of every field tuning changed
-    return {
-        k: x
-        for k, x in preset.to_dict().items()
-        if getattr(own, k) != x and k != "device"
-    }
-
-
-def _robust_budget(own, preset) -> dict:
-    return {
-        "grpo_steps": 2 * own.grpo_steps,
-        "dpo_steps": 2 * own.dpo_steps,
-        "dpo_prompts": 2 * own.dpo_prompts,
-    }
-
-
-def _robust_on_policy(own, preset) -> dict:
-    # one epoch per rollout, as many rollouts as optimiser steps: the same optimiser
-    # steps, num_iterations times the sampled completions
-    return {
-        "num_iterations": 1,
-        "grpo_steps": own.grpo_steps * own.num_iterations,
-        "eval_every": own.eval_every * own.num_iterations,
-    }
-
-
-def _robust_beta0(own, preset) -> dict:
-    return {"beta": 0.0}
-
-
-#: the changed settings under which the GRPO-versus-RFT comparison is rerun: a label,
-#: the overrides (a function of a method's own config, tuned or not, and of the
-#: preset's) and the methods rerun. A method whose config the overrides leave as it
-#: is, or that a setting does not rerun, keeps its main runs
-ROBUSTNESS = {
-    "preset": ("the preset's settings (untuned)", _robust_preset, ("grpo", "rft")),
-    "budget_x2": ("twice the budget", _robust_budget, ("grpo", "rft")),
-    "on_policy": ("on-policy GRPO (1 epoch a rollout)", _robust_on_policy, ("grpo",)),
-    "beta_0": ("GRPO without a KL term (beta = 0)", _robust_beta0, ("grpo",)),
-}
-
-
-def robustness_settings(own: dict, preset, methods) -> dict:
-    """``{name: {"label", "overrides": {method: fields}, "methods", "configs"}}``: the
-    settings of :data:`ROBUSTNESS` for the methods' own configs ``own`` (``{method:
-    LabConfig}``), each method rerun only where the overrides change its config; a
-    setting that changes none is left out."""
-    out = {}
-    for name, (label, change, rerun) in ROBUSTNESS.items():
-        configs, overrides = {}, {}
-        for m in rerun:
-            if m not in methods:
-                continue
-            changed = dataclasses.replace(own[m], **change(own[m], preset))
-            if changed != own[m]:
-                configs[m] = changed
-                overrides[m] = {
-                    k: x
-                    for k, x in changed.to_dict().items()
-                    if x != getattr(own[m], k)
-                }
-        if configs:
-            out[name] = {
-                "label": label,
-                "overrides": overrides,
-                "methods": list(configs),
-                "configs": configs,
-            }
-    return out
-
-
 def run_sweep(
     preset: str = "cpu",
     seeds=DEFAULT_SEEDS,
@@ -247,7 +177,8 @@ def run_sweep(
     **overrides,
 ) -> dict:
     """Run every method for every seed from the preset's config (and, with
-    ``robustness=True``, every setting of :data:`ROBUSTNESS`); return the results dict
+    ``robustness=True``, every setting of
+    :data:`~dpo_grpo.lab.robustness.ROBUSTNESS`); return the results dict
     (JSON-ready). ``log(line)`` is called after each run; ``progress``: one bar over all
     runs (:mod:`dpo_grpo.lab.progress`). ``tuned``: ``{method: {field: value}}`` that
     replace the preset's for that method's main runs (a tuning file's ``best``, read
