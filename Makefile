@@ -58,10 +58,8 @@ wheel: $(STAMP)
 # One pytest worker per CPU (pytest-xdist). The tests that read the book build run last; the first worker to reach
 # them builds the book (a file lock, tests/conftest.py) and both then read it. The 25 slowest tests are listed.
 TEST_WORKERS ?= auto
-# OMP_NUM_THREADS=1: each worker's torch uses one thread, as the book build's kernels do (scripts/build_book.py); two
-# workers of two threads each on two cores spend CPU time waiting for each other.
 test: $(STAMP) $(NODE_STAMP) wheel
-	OMP_NUM_THREADS=1 PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	PYTHONPATH=$(WHEEL_SITE) DPO_GRPO_FROM_WHEEL=1 $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The reader edition for Jupyter/Colab (no MyST; numbers from the executed build in _build/jupyter_execute, or
 # executed here when `make book` has not run): _build/notebooks/. The Pages workflow publishes it on the
