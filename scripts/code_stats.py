@@ -140,7 +140,8 @@ def _parse(source: str):
         return None
 
 
-def _dotted(node) -> str | None:
+def dotted_name(node) -> str | None:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -164,7 +165,7 @@ def _learn_imports(tree, alias: dict[str, str]) -> None:
                 alias[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
-def _resolve(path: str):
+def resolve_dotted(path: str):
     """The object at a dotted path (``dpo_grpo.reference.dpo.dpo_loss``), or None."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
@@ -235,13 +236,13 @@ def shown_on_page(path: Path, warnings: list[str] | None = None) -> list[Shown]:
         for node in ast.walk(tree) if output_shown else ():
             if not (isinstance(node, ast.Call) and node.args):
                 continue
-            callee = _dotted(node.func)
+            callee = dotted_name(node.func)
             if callee is None or callee.rsplit(".", 1)[-1] != "show_source":
                 continue
-            argument = _dotted(node.args[0])
+            argument = dotted_name(node.args[0])
             head = (argument or "").partition(".")[0]
             target = alias[head] + argument[len(head) :] if head in alias else None
-            obj = _resolve(target) if target else None
+            obj = resolve_dotted(target) if target else None
             if obj is None:
                 warnings.append(
                     f"{page}: show_source({ast.unparse(node.args[0])}) not resolved"

@@ -6,7 +6,6 @@ import ast
 import contextlib
 import functools
 import http.server
-import importlib
 import os
 import re
 import subprocess
@@ -15,6 +14,11 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+
+# the notebooks' dotted names, as scripts/code_stats.py reads them (scripts/ is on
+# sys.path: conftest.py); re-exported for the tests
+from code_stats import dotted_name as dotted_name
+from code_stats import resolve_dotted as resolve_dotted
 
 #: Headless Chromium for the browser tests (tests/browser/): Debian's package, which
 #: .ci/run installs, started with the flags that keep it from reaching the network by
@@ -197,23 +201,6 @@ def parse_cell(source: str):
         return ast.parse(re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M))
     except SyntaxError:
         return None
-
-
-def resolve_dotted(path: str):
-    """The object at a dotted path (``dpo_grpo.reference.dpo.dpo_loss``), or None."""
-    parts = path.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
 
 
 class ImportAliases:
@@ -480,3 +467,14 @@ def real_grpo_run(path, tok, tmp_path, max_steps=1, **options):
         )
         trainer.train()
     return trainer
+
+
+def figure_texts(fig) -> list:
+    """All text strings drawn in a matplotlib ``fig``: texts in drawing order, then
+    legends."""
+    texts = []
+    for ax in fig.axes:
+        texts += [t.get_text() for t in ax.texts]
+        if ax.get_legend() is not None:
+            texts += [t.get_text() for t in ax.get_legend().get_texts()]
+    return texts

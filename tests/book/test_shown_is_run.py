@@ -15,21 +15,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from testing_support import ImportAliases, parse_cell, resolve_dotted
+from testing_support import ImportAliases, dotted_name, parse_cell, resolve_dotted
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 PACKAGE = "dpo_grpo"
-
-
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
 
 
 def violations(cells: list[str]) -> list[str]:
@@ -42,11 +32,11 @@ def violations(cells: list[str]) -> list[str]:
             continue
         names.learn(tree)
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and _dotted(node.func)):
+            if not (isinstance(node, ast.Call) and dotted_name(node.func)):
                 continue
-            dotted = _dotted(node.func)
-            if dotted == "show_source" and node.args and _dotted(node.args[0]):
-                target = names.path(_dotted(node.args[0]))
+            dotted = dotted_name(node.func)
+            if dotted == "show_source" and node.args and dotted_name(node.args[0]):
+                target = names.path(dotted_name(node.args[0]))
                 obj = resolve_dotted(target) if target else None
                 if obj is not None:
                     shown[getattr(obj, "__name__", "")] = (inspect.unwrap(obj), target)

@@ -12,16 +12,7 @@ from matplotlib.figure import Figure
 
 import dpo_grpo as dg
 from dpo_grpo.interactive import diagrams as dgm
-
-
-def figure_texts(fig) -> list:
-    """All text strings drawn in ``fig``: texts in drawing order, then legends."""
-    texts = []
-    for ax in fig.axes:
-        texts += [t.get_text() for t in ax.texts]
-        if ax.get_legend() is not None:
-            texts += [t.get_text() for t in ax.get_legend().get_texts()]
-    return texts
+from testing_support import figure_texts
 
 
 def figure_boxes(fig) -> dict:

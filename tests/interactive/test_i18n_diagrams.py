@@ -8,19 +8,10 @@ from __future__ import annotations
 import re
 
 from dpo_grpo.interactive import diagrams
+from testing_support import figure_texts
 from testing_support import drawn_as_boxes
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
-
-
-def figure_texts(fig) -> list:
-    """All text strings drawn in ``fig``: texts in drawing order, then legends."""
-    texts = []
-    for ax in fig.axes:
-        texts += [t.get_text() for t in ax.texts]
-        if ax.get_legend() is not None:
-            texts += [t.get_text() for t in ax.get_legend().get_texts()]
-    return texts
 
 
 def _by_gid(fig) -> dict:
