@@ -19,6 +19,7 @@ grid's scores and the chosen settings (JSON, with the command that made it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import pathlib
@@ -131,11 +132,7 @@ def tune(
     methods = [v.choice(m, "methods", tuple(GRID)) for m in methods]
     base = LabConfig.preset(preset, eval_split="validation", **overrides)
     points = [(m, p) for m in methods for p in grid_points(m)]
-    jobs = [
-        (base.__class__(**{**base.to_dict(), **p}), m, s)
-        for m, p in points
-        for s in seeds
-    ]
+    jobs = [(dataclasses.replace(base, **p), m, s) for m, p in points for s in seeds]
     scores = [[None] * len(seeds) for _ in points]
     t0 = time.perf_counter()
     for done, (i, score) in enumerate(run_many(jobs, final_sampled, workers), 1):
