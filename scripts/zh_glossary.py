@@ -6,7 +6,10 @@ targets left out), the translation must contain the term's Chinese (one of them,
 the entry lists several), unless the English word sits in one of the entry's ``unless``
 phrases. Terms listed under ``kept`` stay in English and must appear as they are; the
 names under ``untranslated`` (TRL's and the package's) must appear verbatim wherever the
-English has them in code (or, for names with ``_`` or capitals, anywhere).
+English has them in code (or, for names with ``_`` or capitals, anywhere). A translation
+must not use a rendering listed under ``forbidden`` (a regular expression over its Chinese
+prose, with what to write instead): calques, a second name for a term, English glued
+into a Chinese sentence, italics on Chinese.
 """
 
 from __future__ import annotations
@@ -37,9 +40,18 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Forbidden:
+    #: a regular expression over Chinese prose
+    zh: str
+    #: what to write instead
+    use: str
+
+
+@dataclass(frozen=True)
 class Glossary:
     terms: tuple[Term, ...]
     untranslated: tuple[str, ...]
+    forbidden: tuple[Forbidden, ...] = ()
 
 
 def _words(phrase: str) -> str:
@@ -61,7 +73,19 @@ def load(path: Path = GLOSSARY) -> Glossary:
     terms += [
         Term((word,), (word,), case_sensitive=True) for word in data.get("kept", [])
     ]
-    return Glossary(tuple(terms), tuple(data.get("untranslated", [])))
+    forbidden = tuple(Forbidden(f["zh"], f["use"]) for f in data.get("forbidden", []))
+    return Glossary(tuple(terms), tuple(data.get("untranslated", [])), forbidden)
+
+
+def forbidden_renderings(chinese: str, glossary: Glossary) -> list[str]:
+    """The renderings of ``glossary.forbidden`` that the Chinese text ``chinese`` uses
+    in its prose (code, math, roles and link targets left out)."""
+    text = prose(chinese)
+    return [
+        f"{m.group(0)!r} is a forbidden rendering: use {rule.use}"
+        for rule in glossary.forbidden
+        if (m := re.search(rule.zh, text))
+    ]
 
 
 def prose(text: str) -> str:
@@ -114,4 +138,4 @@ def violations(msgid: str, msgstr: str, glossary: Glossary) -> list[str]:
             found.append(
                 f"the name {name!r} is missing (TRL/package names stay as they are)"
             )
-    return found
+    return found + forbidden_renderings(msgstr, glossary)

@@ -273,9 +273,7 @@ def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code()
         "It drops zero-std\n   groups.", "它去掉相同分数的组。", glossary
     )
     assert (
-        zh_glossary.violations(
-            "It drops zero-std\n   groups.", "它去掉 zero-std 组。", glossary
-        )
+        zh_glossary.violations("It drops zero-std\n   groups.", "它去掉同分组。", glossary)
         == []
     )
     # the text between two roles is prose, not inline code: "check" there is the English
@@ -294,6 +292,63 @@ def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code()
         )
         == []
     )
+
+
+#: One sentence per forbidden rendering of the glossary, and the same sentence as it
+#: should read.
+FORBIDDEN_EXAMPLES = [
+    ("价值网络是最难自圆其说的成本。", "价值网络是最难解释的成本。"),
+    ("每次训练前向都要算一遍。", "每一次训练（前向 + 反向）都要算一遍。"),
+    ("两者分不开。", "两者无法区分；区分不开也一样。"),
+    ("这个回答变得更可能。", "这个回答的概率升高。"),
+    ("裸 k3 有偏差。", "单独的 k3 有偏差。"),
+    ("诚实的总结是：没有。", "如实地说：没有。"),
+    ("相对而言小了三倍。", "小到原来的三分之一。"),
+    ("在每个一个服务的地方。", "在每一个服务的地方。"),
+    ("AdamW 看不出常数权重。", "AdamW 对常数缩放不敏感。"),
+    ("本书 package 的账本。", "本书 `dpo_grpo` 包的账本。"),
+    ("运行下一个单元。", "运行下一个单元格；单元测试不变。"),
+    ("每个批次有 8 条。", "每个 batch 有 8 条。"),
+    ("同一基座。", "同一底座。"),
+    ("训练适配器。", "训练 adapter。"),
+    ("标准差保护项是 ε。", "防零项是 ε。"),
+    ("比率被裁剪。", "概率比被裁剪；裁剪比例是 0.1。"),
+    ("zero-std 组没有信号。", "同分组没有信号。"),
+    ("16.8 百万个参数。", "1680 万个参数。"),
+    ("列印成 PDF。", "打印成 PDF。"),
+    ("这是*重点*。", "这是**重点**，`a*b*c` 与 $a*b$ 不算。"),
+]
+
+
+def test_every_forbidden_rendering_has_an_example():
+    rules = zh_glossary.load().forbidden
+    caught = [
+        {r.zh for r in rules if re.search(r.zh, zh_glossary.prose(bad))}
+        for bad, _ in FORBIDDEN_EXAMPLES
+    ]
+    assert set().union(*caught) == {r.zh for r in rules}
+
+
+@pytest.mark.parametrize(("bad", "good"), FORBIDDEN_EXAMPLES)
+def test_glossary_check_catches_a_forbidden_rendering(bad, good):
+    glossary = zh_glossary.load()
+    assert zh_glossary.forbidden_renderings(bad, glossary)
+    assert zh_glossary.forbidden_renderings(good, glossary) == []
+
+
+def test_package_strings_use_no_forbidden_rendering():
+    """The package's own Chinese (figures, tables, check messages) follows the same
+    rules as the catalogs."""
+    glossary = zh_glossary.load()
+    strings = json.loads(
+        (ROOT / "code/dpo_grpo/data/i18n/zh.json").read_text(encoding="utf-8")
+    )
+    found = {
+        en: bad
+        for en, zh in strings.items()
+        if (bad := zh_glossary.forbidden_renderings(zh, glossary))
+    }
+    assert not found
 
 
 # --------------------------------------------------------------------------------------
