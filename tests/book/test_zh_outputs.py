@@ -90,8 +90,12 @@ def _outputs(cell) -> list[tuple[str, str, bool]]:
         if out.output_type == "stream":
             found.append(("stream", out.text, False))
             continue
-        data = out.get("data", {})
-        glued = "scrapbook" in out.get("metadata", {})
+        glue = out.get("metadata", {}).get("scrapbook")
+        glued = glue is not None
+        prefix = (glue or {}).get("mime_prefix", "")
+        # a glued value's mimetypes carry glue's prefix
+        # ("application/papermill.record/text/plain")
+        data = {k.removeprefix(prefix): v for k, v in out.get("data", {}).items()}
         for kind in (*FIGURES, "text/html", "text/markdown", "text/plain"):
             if kind in data:
                 value = data[kind]
@@ -140,7 +144,13 @@ def untranslated(page: str, english, chinese, kept: set[str]) -> list[Finding]:
                 continue  # show_source: a listing is code
             en_lines = set(_lines(kind, en_text))
             for line in _lines(zh_kind, zh_text):
-                words = english_words(line, allowed) if line in en_lines else []
+                # a glued value is pasted into a Chinese sentence: the cell's own
+                # English words are English there too
+                words = (
+                    english_words(line, kept if glued else allowed)
+                    if line in en_lines
+                    else []
+                )
                 if words:
                     what = "glued" if glued else kind
                     found.append(Finding(page, k, what, f"{words}: {line}"))
@@ -170,8 +180,13 @@ def _stream(text):
 
 
 def _display(kind, value, glued=False):
-    meta = {"scrapbook": {"name": "k", "mime_prefix": ""}} if glued else {}
-    return nbformat.v4.new_output("display_data", data={kind: value}, metadata=meta)
+    prefix = "application/papermill.record/"
+    if not glued:
+        return nbformat.v4.new_output("display_data", data={kind: value})
+    meta = {"scrapbook": {"name": "k", "mime_prefix": prefix}}
+    return nbformat.v4.new_output(
+        "display_data", data={prefix + kind: value}, metadata=meta
+    )
 
 
 def _check(en_outputs, zh_outputs, source="show()", tags=()):
@@ -227,6 +242,9 @@ def test_a_glued_english_word_is_untranslated_and_a_hidden_output_is_not():
     assert _check([glued], [glued], tags=["remove-cell"])
     word = _display("text/plain", "cpu with 2 CPUs", glued=True)
     assert _check([word], [word], tags=["remove-cell"])
+    # the cell's own literal, glued: English in a Chinese sentence all the same
+    source = 'glue("ok", "all" if ok else "NOT all")'
+    assert _check([glued], [glued], source=source, tags=["remove-cell"])
     assert not _check([hidden], [hidden], tags=["remove-cell"])
     markdown = _display("text/markdown", '`loss_type="dapo"`', glued=True)
     assert not _check([markdown], [markdown], tags=["remove-cell"])
