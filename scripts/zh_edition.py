@@ -22,7 +22,8 @@ current translation (missing or fuzzy) stays English, and the page then opens wi
 note saying how many blocks are still English. Its
 ``_config.yml`` is the English one with the Chinese title, ``language: zh_CN``, the
 language switch pointing back to the English site and the launch buttons pointing at the
-Chinese reader edition; its ``_toc.yml`` has the captions translated.
+Chinese reader edition, and ``locale_dirs`` pointing at its copy of the theme's
+catalogs (``i18n/zh/theme/``); its ``_toc.yml`` has the captions translated.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 #: The site's labels of a cell's toggle (myst-nb's ``code_prompt_show``/``_hide`` in the
 #: cell metadata ``mystnb``, set by scripts/sync_colab_cells.py), in Chinese
 PROMPTS_ZH = {"Show the solution": "显示解答", "Hide the solution": "隐藏解答"}
+#: The theme's words in Chinese (Sphinx's, the themes', myst-nb's: i18n/zh/theme/*.po),
+#: copied into the source's Sphinx ``locale_dirs`` (Sphinx and book/_ext compile them)
+THEME_CATALOGS = zh_catalog.CATALOGS / "theme"
+LOCALE_DIR = "_locale"
 FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英文原文。\n:::"
 
 
@@ -160,6 +165,8 @@ def config_zh(config: dict, title: str, search_dict: Path | None = None) -> dict
     cfg["title"] = title
     sphinx_config = cfg.setdefault("sphinx", {}).setdefault("config", {})
     sphinx_config["language"] = zh_catalog.LOCALE
+    # the theme's words (write_theme_catalogs; book/_ext/dpo_grpo_book/theme_i18n.py)
+    sphinx_config["locale_dirs"] = [LOCALE_DIR]
     sphinx_config["book_assets_node_modules"] = str(ROOT / "node_modules")
     sphinx_config["book_language_switch"] = {"label": "English", "root": "../"}
     sphinx_config["book_reader_prefix"] = SITE_PREFIX
@@ -168,6 +175,14 @@ def config_zh(config: dict, title: str, search_dict: Path | None = None) -> dict
     if search_dict is not None:  # sphinx.search.zh loads it into jieba
         sphinx_config["html_search_options"] = {"dict": str(search_dict.resolve())}
     return cfg
+
+
+def write_theme_catalogs(out: Path, catalogs: Path = THEME_CATALOGS) -> list[Path]:
+    """Copy the theme's catalogs into ``out``'s Sphinx locale folder, where Sphinx finds
+    them by their gettext domain (``sphinx.po``, ``booktheme.po``)."""
+    target = out / LOCALE_DIR / zh_catalog.LOCALE / "LC_MESSAGES"
+    target.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(po, target)) for po in sorted(catalogs.glob("*.po"))]
 
 
 def toc_zh(toc: dict, cat) -> dict:
@@ -242,6 +257,7 @@ def generate(
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     title = zh_catalog.translation(book_cat, config["title"]) or config["title"]
     (out / SEARCH_WORDS).write_text(search_words(), encoding="utf-8")
+    write_theme_catalogs(out, catalogs / "theme")
     (out / "_config.yml").write_text(
         yaml.safe_dump(
             config_zh(config, title, out / SEARCH_WORDS),

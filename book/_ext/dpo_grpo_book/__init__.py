@@ -66,6 +66,10 @@ disk or a local server):
    language) and loads ``static/exercises.js``, which answers them under their answer
    cells with the verdict and the words of ``dpo_grpo.exercises.check``
    (:mod:`dpo_grpo_book.exercises`).
+8. **The theme's words in the page's language.** In a build in another language (the
+   Chinese edition, ``language: zh_CN``), the theme's labels, tooltips and footer come
+   from the book's catalogs (``i18n/zh/theme/``), looked in before the theme's own
+   (:mod:`dpo_grpo_book.theme_i18n`). An English build is left as it is.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ from pathlib import Path
 
 from dpo_grpo.interactive.explorable import PLOTLY_CONFIG, plotly_fragment  # noqa: F401 (re-exported for tests)
 
-from . import exercises
+from . import exercises, theme_i18n
 
 EXTENSION = "dpo_grpo_book"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -706,6 +710,7 @@ def setup(app):
     app.add_config_value("book_reader_prefix", "", "html", types=[str])
     app.add_config_value("book_cjk_web_font", False, "html", types=[bool])
     app.connect("config-inited", _configure)
+    app.connect("config-inited", theme_i18n.setup_language)
     app.connect("builder-inited", _declare_parallel_safe)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("build-finished", _finish_pages)
