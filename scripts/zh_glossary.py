@@ -6,10 +6,10 @@ targets left out), the translation must contain the term's Chinese (one of them,
 the entry lists several), unless the English word sits in one of the entry's ``unless``
 phrases. Terms listed under ``kept`` stay in English and must appear as they are; the
 names under ``untranslated`` (TRL's and the package's) must appear verbatim wherever the
-English has them in code (or, for names with ``_`` or capitals, anywhere). A translation
-must not use a rendering listed under ``forbidden`` (a regular expression over its Chinese
-prose, with what to write instead): calques, a second name for a term, English glued
-into a Chinese sentence, italics on Chinese.
+English has them in code (or, for names with ``_`` or capitals, anywhere). A
+translation must not use a rendering listed under ``forbidden`` (a regular expression
+over its Chinese prose, with what to write instead): calques, a second name for a term,
+English glued into a Chinese sentence, italics on Chinese.
 """
 
 from __future__ import annotations

@@ -273,7 +273,9 @@ def test_glossary_check_reads_wrapped_terms_and_not_text_between_roles_as_code()
         "It drops zero-std\n   groups.", "它去掉相同分数的组。", glossary
     )
     assert (
-        zh_glossary.violations("It drops zero-std\n   groups.", "它去掉同分组。", glossary)
+        zh_glossary.violations(
+            "It drops zero-std\n   groups.", "它去掉同分组。", glossary
+        )
         == []
     )
     # the text between two roles is prose, not inline code: "check" there is the English

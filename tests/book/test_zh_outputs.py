@@ -7,11 +7,12 @@ by cell, and a test fails on
 - a figure (PNG or plotly) identical to the English one: its title, axes and legend are
   still English;
 - a line of output the English cell printed too, with an English word that is neither
-  in the cell's own source (a code cell's string literals stay English, i18n/README.md)
-  nor code: names (``loss_type``, ``clip_ratio/low_mean``, ``Qwen2ForCausalLM``), quoted
-  or back-quoted values and HTML ``<code>``, ``True``/``False``/``None``, a command line,
-  a printed program or config, an exception's own
-  message (``ValueError: ...``, the API's words, as TRL's are), a source listing;
+  in the cell's own source (a code cell's string literals stay English,
+  i18n/README.md) nor code: names (``loss_type``, ``clip_ratio/low_mean``,
+  ``Qwen2ForCausalLM``), quoted or back-quoted values and HTML ``<code>``,
+  ``True``/``False``/``None``, a command line, a printed program or config, an
+  exception's own message (``ValueError: ...``, the API's words, as TRL's are), a source
+  listing;
 - a glued value with such a word: it would be pasted into a Chinese sentence.
 
 The words the glossary keeps in English (``token``, ``prompt``, ...) are Chinese text.
@@ -43,7 +44,8 @@ CODE = re.compile(
 #: (a comment, an import, an assignment, a YAML ``key: value``), an exception's own
 #: message (``ValueError: ...``; the package's and TRL's "x must be y, got z")
 CODE_LINE = re.compile(
-    r"^\s*(?:\$ |python3? |\.venv/|accelerate |torchrun |pip |make |git |# |\"\"\"|from \w|import \w)"
+    r"^\s*(?:\$ |python3? |\.venv/|accelerate |torchrun |pip |make |git "
+    r"|# |\"\"\"|from \w|import \w)"
     r"|^\s*[\w.\[\]'\"]+\s*=[^=]|^\s*[\w.-]+:\s*\S+\s*$|[(,\\]\s*$"
     r"|\b\w*(?:Error|Exception|Warning)\b:|\bmust (?:be|have|contain)\b.*\bgot\b"
 )

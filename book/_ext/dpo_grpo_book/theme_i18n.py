@@ -1,12 +1,12 @@
 """The theme's words in the language of the build (the Chinese edition; issue #45).
 
-Sphinx, pydata-sphinx-theme and sphinx-book-theme mark their words as gettext messages,
-and Sphinx translates them from message catalogs: its own and the themes' (the ``sphinx``
-domain), and sphinx-book-theme's (the ``booktheme`` domain). The book's catalogs of both
-domains (``i18n/zh/theme/``) sit in the Chinese source's ``locale_dirs``
-(``scripts/zh_edition.py``). For the ``sphinx`` domain Sphinx compiles and loads them
-itself, before its own catalog. For ``booktheme`` the book does the same here, when the
-configuration is read (:func:`setup_language`):
+Sphinx, pydata-sphinx-theme and sphinx-book-theme mark their words as gettext
+messages, and Sphinx translates them from message catalogs: its own and the themes'
+(the ``sphinx`` domain), and sphinx-book-theme's (the ``booktheme`` domain). The
+book's catalogs of both domains (``i18n/zh/theme/``) sit in the Chinese source's
+``locale_dirs`` (``scripts/zh_edition.py``). For the ``sphinx`` domain Sphinx compiles
+and loads them itself, before its own catalog. For ``booktheme`` the book does the same
+here, when the configuration is read (:func:`setup_language`):
 
 1. :func:`compile_catalogs` compiles the ``booktheme.po`` of ``locale_dirs`` (Sphinx's
    own helper, with babel);
