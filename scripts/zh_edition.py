@@ -50,6 +50,14 @@ LANG_LINES = (
     "import os\n\n"
     'os.environ["DPO_GRPO_LANG"] = "zh"  # 中文版：图、控件和 check 的反馈用中文\n'
 )
+#: The end of the English set-up cell (scripts/sync_colab_cells.py), and what the
+#: Chinese one adds there: matplotlib figures drawn by a page's own cells get the CJK
+#: font (the package's figures set it themselves), so no English page says so.
+RUNTIME_LINE = re.compile(r"^    print\(runtime_summary\(.*\)\)$", re.MULTILINE)
+FONT_LINES = (
+    "\n\n    from dpo_grpo.i18n import use_cjk_matplotlib_font\n\n"
+    "    use_cjk_matplotlib_font()  # 中文版：matplotlib 的图用含中文字形的字体"
+)
 #: What the English set-up cell installs (scripts/sync_colab_cells.py), and the Chinese
 #: one: also the ``zh`` extra (pyproject.toml).
 EXTRAS_LINES = (
@@ -71,13 +79,20 @@ FALLBACK_NOTE = ":::{{note}}\n本页尚未全部译成中文：{n} 段仍是英�
 
 def setup_cell_zh(source: str) -> str:
     """The set-up cell of the Chinese edition: the English one with ``DPO_GRPO_LANG=zh``
-    set before any code, installing the ``zh`` extra too."""
+    set before any code, installing the ``zh`` extra too, and giving matplotlib the CJK
+    font at its end."""
     en, zh = EXTRAS_LINES
     if source.count(en) != 1:
         raise ValueError(
             f"the set-up cell must have the line {en!r} once (run "
             "scripts/sync_colab_cells.py)"
         )
+    if len(RUNTIME_LINE.findall(source)) != 1:
+        raise ValueError(
+            "the set-up cell must end its install with one "
+            "'    print(runtime_summary(...))' line (run scripts/sync_colab_cells.py)"
+        )
+    source = RUNTIME_LINE.sub(lambda m: m.group(0) + FONT_LINES, source)
     lines = source.replace(en, zh).split("\n")
     k = 0
     while k < len(lines) and lines[k].startswith("#"):

@@ -409,10 +409,11 @@ def test_chinese_notebook_keeps_the_code_and_sets_the_language(zh_source, stem):
             assert _sets_lang_first(zh.source), stem
             en_extras, zh_extras = zh_edition.EXTRAS_LINES
             assert zh_extras in zh.source, stem  # installs the zh extra (its font)
+            assert zh_edition.FONT_LINES in zh.source, stem  # matplotlib's CJK font
             assert (
-                zh.source.replace(zh_edition.LANG_LINES, "").replace(
-                    zh_extras, en_extras
-                )
+                zh.source.replace(zh_edition.LANG_LINES, "")
+                .replace(zh_extras, en_extras)
+                .replace(zh_edition.FONT_LINES, "")
                 == en.source
             )
         else:
