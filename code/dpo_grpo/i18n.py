@@ -26,7 +26,8 @@ build, writing a page of the Chinese edition).
 glyphs when the language is ``"zh"`` (matplotlib's: Noto Sans CJK SC from the mplfonts
 package, the ``zh`` extra); :func:`check_glyphs` fails a matplotlib figure that would
 draw a character as a box; :func:`pad` lines up text tables whose cells hold Chinese
-(two columns a character).
+(two columns a character). :func:`large_count` writes a large count in the reader's
+units (English millions, Chinese 万).
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
+import numbers
 import os
 import re
 import unicodedata
 import warnings
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
@@ -52,6 +56,7 @@ __all__ = [
     "cjk_font_file",
     "display_width",
     "language",
+    "large_count",
     "needs_translation",
     "pad",
     "plotly_font",
@@ -181,6 +186,35 @@ def pad(text: str, width: int, align: str = "<") -> str:
     gap = max(0, width - display_width(text))
     left = {"<": 0, ">": gap, "^": gap // 2}[align]
     return " " * left + text + " " * (gap - left)
+
+
+def large_count(n, digits: int = 1, lang: str | None = None) -> str:
+    """The count ``n`` in the reader's units for large numbers (``lang``, default
+    :func:`language`): English in millions, or billions from 1,000 million, with
+    ``digits`` decimals (``"16.8 million"``, ``"7.0 billion"``); Chinese in 万, or 亿
+    from 1 亿, at the English value's precision (``"1,680 万"``, ``"70 亿"``). The
+    Chinese is the English rounded value, written in other units: both editions say the
+    same number."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):
+        raise TypeError(f"n must be a real number, got {type(n).__name__}")
+    if not math.isfinite(n) or n < 0:
+        raise ValueError(f"n must be a finite count >= 0, got {n!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be an int >= 0, got {digits!r}")
+    lang = language() if lang is None else lang
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}, got {lang!r}")
+    # the English value as printed (str.format's rounding), then the count it stands for
+    power, word = 6, "million"
+    if float(f"{n / 10**power:.{digits}f}") >= 1000:
+        power, word = 9, "billion"
+    shown = f"{n / 10**power:,.{digits}f}"
+    if lang == "en":
+        return f"{shown} {word}"
+    count = Decimal(shown.replace(",", "")).scaleb(power)
+    zh_power, unit = (8, "亿") if count >= 10**8 else (4, "万")
+    decimals = max(0, zh_power - (power - digits))
+    return f"{count.scaleb(-zh_power):,.{decimals}f} {unit}"
 
 
 def _record_miss(text: str) -> None:

@@ -117,6 +117,35 @@ def notebook_table_headers(book: Path = BOOK):
     return headers, patterns, constants
 
 
+def notebook_tr_strings(book: Path = BOOK) -> dict[str, str]:
+    """English text -> where, of every string literal a code cell of ``book/*.ipynb``
+    passes to ``tr`` (the labels of a figure the page draws itself)."""
+    found = {}
+    for nb in sorted(book.glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        for k, cell in enumerate(cells):
+            src = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "tr(" not in src:
+                continue
+            tree = ast.parse(
+                "\n".join(
+                    "" if line.lstrip().startswith(("%", "!")) else line
+                    for line in src.splitlines()
+                )
+            )
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "tr"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
+                    found.setdefault(node.args[0].value, f"{nb.name} cell {k}")
+    return found
+
+
 def exercise_hints() -> set[str]:
     """The hints and explanations ``check`` prints (read from the self-check key it
     reads them from)."""
@@ -279,7 +308,7 @@ def test_catalog_rejects_english_and_unknown_languages():
 
 
 def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
-    used = literal_strings(PACKAGE)
+    used = literal_strings(PACKAGE) | notebook_tr_strings()
     missing = {t: where for t, where in used.items() if t not in zh}
     missing |= {h: "exercise hint" for h in exercise_hints() if h not in zh}
     assert not missing, (
@@ -291,6 +320,7 @@ def test_every_wrapped_string_and_exercise_hint_has_a_chinese_entry(zh):
 def test_no_catalog_entry_is_stale(zh):
     headers, patterns, constants = notebook_table_headers()
     used = set(literal_strings(PACKAGE)) | exercise_hints() | set(headers) | constants
+    used |= set(notebook_tr_strings())
     stale = sorted(
         t for t in set(zh) - used if not any(re.fullmatch(p, t) for p in patterns)
     )
@@ -364,6 +394,24 @@ def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
     assert "a new header" not in zh
 
 
+def test_the_notebook_collector_sees_a_label_passed_to_tr(tmp_path, zh):
+    """The guard itself: a figure label a notebook cell passes to tr() is found, and a
+    string it leaves alone is not."""
+    src = (
+        "from dpo_grpo.i18n import tr\n"
+        "%matplotlib inline\n"
+        "ax.set_title(tr('a title nobody translated'))\n"
+        "ax.set_xlabel(tr('{n} steps', n=3)); ax.plot(x, label='left alone')\n"
+    )
+    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {}}]}
+    (tmp_path / "x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    assert notebook_tr_strings(tmp_path) == {
+        "a title nobody translated": "x.ipynb cell 0",
+        "{n} steps": "x.ipynb cell 0",
+    }
+    assert "a title nobody translated" not in zh
+
+
 def test_the_catalog_is_read_from_the_package():
     assert CATALOG.is_file()
     assert i18n.catalog("zh") == json.loads(CATALOG.read_text(encoding="utf-8"))
@@ -389,5 +437,51 @@ def test_pad_counts_the_columns_of_a_monospaced_font():
     ],
 )
 def test_pad_names_a_bad_argument(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize(
+    "n, digits, en, zh",
+    [
+        # chapter 5's LoRA adapters: 32 x 4 x (2 x 4096 x 16) parameters
+        (16_777_216, 1, "16.8 million", "1,680 万"),
+        (16_777_216, 2, "16.78 million", "1,678 万"),
+        (168_435_456, 1, "168.4 million", "1.684 亿"),
+        (7e9, 1, "7.0 billion", "70 亿"),
+        (7_241_000_000, 2, "7.24 billion", "72.4 亿"),
+        # rounded to 1,000 million: billions, and the same number in Chinese
+        (999_960_000, 1, "1.0 billion", "10 亿"),
+        (1_234_567_890_123, 1, "1,234.6 billion", "12,346 亿"),
+    ],
+)
+def test_large_count_says_the_same_number_in_each_languages_units(n, digits, en, zh):
+    assert i18n.large_count(n, digits, lang="en") == en
+    assert i18n.large_count(n, digits, lang="zh") == zh
+    # the English is the number str.format prints
+    assert en.split()[0] == f"{n / (1e9 if 'billion' in en else 1e6):,.{digits}f}"
+
+
+def test_large_count_speaks_the_readers_language(monkeypatch):
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    assert i18n.large_count(16_777_216) == "16.8 million"
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    assert i18n.large_count(16_777_216) == "1,680 万"
+    assert "百万" not in i18n.large_count(16_777_216)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: i18n.large_count("16"), TypeError, "n must be a real number"),
+        (lambda: i18n.large_count(True), TypeError, "n must be a real number"),
+        (lambda: i18n.large_count(-1), ValueError, "n must be a finite count"),
+        (lambda: i18n.large_count(float("nan")), ValueError, "finite"),
+        (lambda: i18n.large_count(1e7, -1), ValueError, "digits must be an int"),
+        (lambda: i18n.large_count(1e7, 1.0), ValueError, "digits"),
+        (lambda: i18n.large_count(1e7, lang="fr"), ValueError, "lang must be one"),
+    ],
+)
+def test_large_count_names_a_bad_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()

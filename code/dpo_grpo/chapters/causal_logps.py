@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from .. import _validation as v
+from ..i18n import tr
 from ..torch_ops.logprobs import selective_log_softmax
 
 
@@ -87,8 +88,12 @@ def assert_logps_match(logps, reference, mask=None, atol=1e-4):
     worst = float(diff.max()) if diff.numel() else 0.0
     if not worst <= atol:
         raise ValueError(
-            f"per-token log-probs differ from the prefix forward passes by up to "
-            f"{worst:.3g} (> {atol:g}): are the logits shifted against the labels?"
+            tr(
+                "per-token log-probs differ from the prefix forward passes by up to "
+                "{worst:.3g} (> {atol:g}): are the logits shifted against the labels?",
+                worst=worst,
+                atol=atol,
+            )
         )
     return worst
 

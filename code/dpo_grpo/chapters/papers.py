@@ -44,6 +44,14 @@ class Result(NamedTuple):
     protocol: str
     value: float  #: percent, as printed
 
+    def protocol_text(self) -> str:
+        """The evaluation protocol, in the reader's language."""
+        return tr(self.protocol)
+
+    def source_text(self) -> str:
+        """Where in the paper, in the reader's language."""
+        return tr(self.source)
+
 
 PAPERS = (
     Paper(
@@ -101,11 +109,13 @@ PAPERS = (
 #: the protocols of the quoted results
 CHAIN_OF_THOUGHT = N_("chain-of-thought, one answer per problem")
 MAJORITY_64 = N_("self-consistency: majority vote over 64 sampled answers")
+#: where in the paper
+TABLE_5, ABSTRACT = N_("Table 5"), N_("abstract")
 
 RESULTS = (
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-Instruct 7B",
         "GSM8K",
         CHAIN_OF_THOUGHT,
@@ -113,7 +123,7 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-RL 7B",
         "GSM8K",
         CHAIN_OF_THOUGHT,
@@ -121,7 +131,7 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-Instruct 7B",
         "MATH",
         CHAIN_OF_THOUGHT,
@@ -129,18 +139,18 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-RL 7B",
         "MATH",
         CHAIN_OF_THOUGHT,
         51.7,
     ),
     Result(
-        "shao2024deepseekmath", "abstract", "DeepSeekMath 7B", "MATH", MAJORITY_64, 60.9
+        "shao2024deepseekmath", ABSTRACT, "DeepSeekMath 7B", "MATH", MAJORITY_64, 60.9
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-Instruct 7B",
         "MGSM-zh",
         CHAIN_OF_THOUGHT,
@@ -148,7 +158,7 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-RL 7B",
         "MGSM-zh",
         CHAIN_OF_THOUGHT,
@@ -156,7 +166,7 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-Instruct 7B",
         "CMATH",
         CHAIN_OF_THOUGHT,
@@ -164,7 +174,7 @@ RESULTS = (
     ),
     Result(
         "shao2024deepseekmath",
-        "Table 5",
+        TABLE_5,
         "DeepSeekMath-RL 7B",
         "CMATH",
         CHAIN_OF_THOUGHT,

@@ -71,27 +71,30 @@ class TrainerState:
     policy_version: int = 0
 
 
-#: What a checkpoint must contain to resume the same optimisation, and why.
+#: What a checkpoint must contain to resume the same optimisation, and why (the reasons
+#: are English, marked with N_: show them with tr)
 CHECKPOINT_KEYS = {
-    "policy": "the actor's weights",
-    "optimizer": (
+    "policy": N_("the actor's weights"),
+    "optimizer": N_(
         "Adam's moments and step count: without them the next step has a different "
         "size and direction"
     ),
-    "scheduler": "the learning-rate schedule's position: without it warm-up restarts",
-    "reference_version": (
+    "scheduler": N_(
+        "the learning-rate schedule's position: without it warm-up restarts"
+    ),
+    "reference_version": N_(
         "which reference the KL term anchors to: re-initialising it from the loaded "
         "actor silently moves the anchor"
     ),
-    "rollout_generation": (
+    "rollout_generation": N_(
         "temperature, maximum length, group size, sampler state: they define pi_old's "
         "data"
     ),
-    "reward_version": (
+    "reward_version": N_(
         "which reward model or verifier scored the rollouts: a new one changes the "
         "objective"
     ),
-    "data_cursor": (
+    "data_cursor": N_(
         "where the prompt stream stopped: without it the run revisits the first prompts"
     ),
 }
@@ -284,9 +287,16 @@ def restore(ckpt, *, strict=True):
     missing = missing_checkpoint_keys(ckpt)
     strict = v.boolean(strict, "strict")
     if missing and strict:
+        zh = language() == "zh"
+        parts = [
+            f"{k}（{tr(CHECKPOINT_KEYS[k])}）" if zh else f"{k} ({CHECKPOINT_KEYS[k]})"
+            for k in missing
+        ]
         raise ValueError(
-            "checkpoint cannot resume the same run; missing: "
-            + "; ".join(f"{k} ({CHECKPOINT_KEYS[k]})" for k in missing)
+            tr(
+                "checkpoint cannot resume the same run; missing: {parts}",
+                parts=("；" if zh else "; ").join(parts),
+            )
         )
     if "policy" not in ckpt:
         raise ValueError("checkpoint has no policy weights")

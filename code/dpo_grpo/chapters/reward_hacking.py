@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_
 from ..reference.softmax import log_softmax, softmax
 from ..reference.advantages import group_advantages
 from ..reference.dpo import optimal_policy
@@ -43,7 +44,7 @@ from ..trl_exact.grpo import grpo_loss
 class AnswerTypes(NamedTuple):
     """The toy's answer types; every array has shape ``(K,)``."""
 
-    names: tuple
+    names: tuple  #: English labels (shown with :func:`dpo_grpo.i18n.tr`)
     length: np.ndarray  #: tokens
     p_correct: np.ndarray  #: final answer correct (the true quality)
     p_valid: np.ndarray  #: reasoning valid
@@ -54,7 +55,7 @@ class AnswerTypes(NamedTuple):
 #: the default task: a concise derivation is the most accurate; padding and rambling are
 #: longer and worse
 ANSWER_TYPES = AnswerTypes(
-    names=("terse", "concise", "detailed", "padded", "rambling"),
+    names=(N_("terse"), N_("concise"), N_("detailed"), N_("padded"), N_("rambling")),
     length=np.array([40.0, 150.0, 400.0, 900.0, 1600.0]),
     p_correct=np.array([0.75, 0.78, 0.72, 0.55, 0.20]),
     p_valid=np.array([0.30, 0.75, 0.70, 0.45, 0.10]),

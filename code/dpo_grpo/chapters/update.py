@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import tr
 from .rollout import EOS, Rollout, as_theta, require_rollout
 from .scoring import GroupStats
 from .token_loss import LossOutput
@@ -207,9 +208,13 @@ def warning_signs(
         )
         if r1 > r0 and l1 > length_growth * l0:
             flags.append(
-                f"reward up ({r0:.3g} -> {r1:.3g}) while completion length grows "
-                f"{l1 / l0:.2f}x: "
-                "check the reward for a length loophole"
+                tr(
+                    "reward up ({r0:.3g} -> {r1:.3g}) while completion length grows "
+                    "{growth:.2f}x: check the reward for a length loophole",
+                    r0=r0,
+                    r1=r1,
+                    growth=l1 / l0,
+                )
             )
     kls = [r["kl"] for r in history if "kl" in r]
     if (
@@ -218,13 +223,21 @@ def warning_signs(
         and kls[-1] > 0
     ):
         flags.append(
-            f"KL spike: last kl {kls[-1]:.3g} > {kl_spike:g} x median "
-            f"{np.median(kls[:-1]):.3g}"
+            tr(
+                "KL spike: last kl {kl:.3g} > {spike:g} x median {median:.3g}",
+                kl=kls[-1],
+                spike=kl_spike,
+                median=np.median(kls[:-1]),
+            )
         )
     z0, z1 = mean(first, "frac_reward_zero_std"), mean(last, "frac_reward_zero_std")
     if z1 - z0 > zero_std_rise:
         flags.append(
-            f"zero-std groups rise from {z0:.2f} to {z1:.2f}: fewer prompts carry a "
-            "reward gradient"
+            tr(
+                "zero-std groups rise from {z0:.2f} to {z1:.2f}: fewer prompts carry a "
+                "reward gradient",
+                z0=z0,
+                z1=z1,
+            )
         )
     return flags

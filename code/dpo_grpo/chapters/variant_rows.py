@@ -9,8 +9,10 @@ reproduces its setting (copy-paste ready).
   ``DPOConfig.loss_type`` values) and :data:`PREFERENCE_TRAINERS` (losses with a trainer
   of their own); :data:`TRL_CONFIG_CLASSES` says where each config class lives.
 
-Each row's ``changes`` is English marked with :func:`~dpo_grpo.i18n.N_`; the tables
-layer shows it in the reader's language (:func:`dpo_grpo.tables.label_text`).
+Each row's ``changes``, its ``extra`` where it is prose, and a name with English words
+in it (``"SLiC (hinge)"``) are English marked with :func:`~dpo_grpo.i18n.N_`; the
+tables layer shows them in the reader's language (:func:`dpo_grpo.tables.label_text`),
+and a config's comment goes through :func:`~dpo_grpo.i18n.tr`.
 :mod:`~dpo_grpo.chapters.variants` runs the rows on its toy batches.
 """
 
@@ -66,8 +68,10 @@ GRPO_VARIANTS = (
             per_device_train_batch_size=16,
             gradient_accumulation_steps=64,
         ),
-        "one process: 1024 answers (16 questions x 64) per rollout and per update; "
-        "on N processes divide gradient_accumulation_steps by N",
+        N_(
+            "one process: 1024 answers (16 questions x 64) per rollout and per update; "
+            "on N processes divide gradient_accumulation_steps by N"
+        ),
     ),
     Variant(
         "Dr. GRPO",
@@ -97,11 +101,13 @@ GRPO_VARIANTS = (
             gradient_accumulation_steps=32,
             steps_per_generation=512,
         ),
-        "one process: 8192 answers (512 prompts x 16) per rollout, 512 per update, 16 "
-        "updates per rollout; on N processes divide both step counts by N; "
-        "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, "
-        "soft_punish_cache=4096)]; dynamic sampling (refill the batch with "
-        "non-zero-std groups) is not a GRPOConfig option",
+        N_(
+            "one process: 8192 answers (512 prompts x 16) per rollout, 512 per update, "
+            "16 updates per rollout; on N processes divide both step counts by N; "
+            "reward_funcs += [get_soft_overlong_punishment(max_completion_len=20480, "
+            "soft_punish_cache=4096)]; dynamic sampling (refill the batch with "
+            "non-zero-std groups) is not a GRPOConfig option"
+        ),
     ),
     Variant(
         "GSPO",
@@ -138,7 +144,7 @@ GRPO_VARIANTS = (
             gradient_accumulation_steps=1,
             steps_per_generation=4,
         ),
-        "clip band taken from GSPO's setting",
+        N_("clip band taken from GSPO's setting"),
     ),
     Variant(
         "CISPO",
@@ -149,7 +155,7 @@ GRPO_VARIANTS = (
         ),
         "GRPOConfig",
         dict(loss_type="cispo", epsilon_high=5.0, beta=0.0),
-        "epsilon_high=5.0 is ScaleRL's value (khatri2025scalerl)",
+        N_("epsilon_high=5.0 is ScaleRL's value (khatri2025scalerl)"),
     ),
     Variant(
         "SAPO",
@@ -193,9 +199,11 @@ GRPO_VARIANTS = (
         ),
         "GRPOConfig",
         dict(scale_rewards="batch", loss_type="dapo", beta=0.0),
-        "not exact: see reinforcepp_baseline_advantages; REINFORCE++-baseline "
-        "puts its KL in the loss (set beta), plain REINFORCE++ a k1 KL in the "
-        "reward per token, which GRPOConfig cannot express",
+        N_(
+            "not exact: see reinforcepp_baseline_advantages; REINFORCE++-baseline "
+            "puts its KL in the loss (set beta), plain REINFORCE++ a k1 KL in the "
+            "reward per token, which GRPOConfig cannot express"
+        ),
     ),
     Variant(
         "RLOO",
@@ -214,8 +222,11 @@ GRPO_VARIANTS = (
             num_iterations=1,
             normalize_advantages=False,
         ),
-        "a separate trainer: RLOOTrainer(model, reward_funcs, args=RLOOConfig(...)); "
-        "one update per rollout (the default) is the paper's on-policy estimator",
+        N_(
+            "a separate trainer: RLOOTrainer(model, reward_funcs, "
+            "args=RLOOConfig(...)); one update per rollout (the default) is the "
+            "paper's on-policy estimator"
+        ),
     ),
 )
 
@@ -248,7 +259,7 @@ DPO_VARIANTS = (
         dict(loss_type="sigmoid", beta=0.1),
     ),
     Variant(
-        "SLiC (hinge)",
+        N_("SLiC (hinge)"),
         "zhao2023slic",
         N_("hinge max(0, 1 - beta m): no gradient once the margin passes 1/beta"),
         "DPOConfig",
@@ -265,7 +276,7 @@ DPO_VARIANTS = (
         dict(loss_type="ipo", beta=0.1),
     ),
     Variant(
-        "robust DPO",
+        N_("robust DPO"),
         "chowdhury2024robust",
         N_("unbiased under a label-flip rate label_smoothing"),
         "DPOConfig",
@@ -300,7 +311,7 @@ DPO_VARIANTS = (
         dict(loss_type="bco_pair", beta=0.1),
     ),
     Variant(
-        "SPPO (hard)",
+        N_("SPPO (hard)"),
         "wu2024sppo",
         N_("squared distance of each reward to +-1/2 (self-play preference)"),
         "DPOConfig",
@@ -318,7 +329,7 @@ DPO_VARIANTS = (
         dict(loss_type="aot", beta=0.1),
     ),
     Variant(
-        "APO-zero",
+        N_("APO-zero"),
         "doosterlinck2024apo",
         N_(
             "anchored: pushes the chosen reward up and the rejected down, each "
@@ -328,7 +339,7 @@ DPO_VARIANTS = (
         dict(loss_type="apo_zero", beta=0.1),
     ),
     Variant(
-        "APO-down",
+        N_("APO-down"),
         "doosterlinck2024apo",
         N_("anchored: pushes both down, the rejected more"),
         "DPOConfig",
@@ -345,7 +356,7 @@ DPO_VARIANTS = (
         dict(loss_type="discopop", beta=0.1, discopop_tau=0.05),
     ),
     Variant(
-        "DPO + SFT (RPO-style)",
+        N_("DPO + SFT (RPO-style)"),
         "pang2024irpo",
         N_(
             "adds an NLL on the chosen answers, averaged over all chosen tokens of "
