@@ -7,7 +7,9 @@ The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; RE
   print: ``dpo_grpo.dpo_loss``, ``grpo_loss``, ``group_advantages``, ``clip_region``,
   the KL estimators, baselines, the bandit, the closed-form DPO optimum, the memory
   ledger, zero-std groups (plus ``finite_difference`` and ``max_abs_error``, the
-  gradient checks of ``chapters/gradcheck.py``);
+  gradient checks of ``chapters/gradcheck.py``, and ``ledger_label`` and
+  ``region_label``, the memory ledger's and the clip regions' keys in the reader's
+  language, ``chapters/labels.py``);
 - ``trl_exact/``: the losses and advantages exactly as TRL 1.16.0 computes them, every
   option under TRL's name, called by the layer's name: ``dpo_grpo.trl_exact.grpo_loss``,
   ``dpo_grpo.trl_exact.dpo_loss``, ``dpo_grpo.trl_exact.reward_advantages``;
@@ -16,6 +18,7 @@ The public API, re-exported from the layers (``ls code/dpo_grpo`` shows them; RE
 """
 
 from .chapters.gradcheck import finite_difference, max_abs_error
+from .chapters.labels import ledger_label, region_label
 from .reference.advantages import (
     centered_advantages,
     group_advantages,

@@ -210,10 +210,11 @@ def check_kl(h=1e-6) -> CheckResult:
             k3_surrogate_grad_logits(z, q), self_grad
         ),
     }
+    # the gaps' names are printed (chapter 9): shown through tr
     gaps = {
-        "detached - true gradient": max_abs_error(detached_grad, true_grad),
-        "bare (p - q) - true gradient": max_abs_error(self_grad, true_grad),
-        "old-sampled bare - true gradient": max_abs_error(old_bare_grad, true_grad),
+        N_("detached - true gradient"): max_abs_error(detached_grad, true_grad),
+        N_("bare (p - q) - true gradient"): max_abs_error(self_grad, true_grad),
+        N_("old-sampled bare - true gradient"): max_abs_error(old_bare_grad, true_grad),
     }
     details = dict(
         values=values,
