@@ -124,12 +124,27 @@ def markdown_table(
     *,
     float_format=None,
     untrusted=False,
+    code_columns=(),
 ) -> str:
     """A Markdown table (for ``IPython.display.Markdown``); see the module docstring for
     rows and cells. ``untrusted``: True (every column) or the columns (names or
     indices) whose cells hold untrusted text, set as code spans (:func:`markdown_cell`);
-    the header is the caller's."""
-    columns, _, body = _cells(rows, columns, formats, float_format)
+    the header is the caller's. ``code_columns`` (names or indices): columns whose text
+    cells are code (option values, dtype and variant names), set as code spans and
+    never translated."""
+    columns = _columns(rows, columns)
+    code = {
+        columns[c] if isinstance(c, int) else c
+        for c in v.sequence(code_columns, "code_columns")
+    }
+    columns, values, body = _cells(rows, columns, formats, float_format, code)
+    body = [
+        [
+            code_span(text) if c in code and isinstance(value, str) else text
+            for c, value, text in zip(columns, row_values, texts)
+        ]
+        for row_values, texts in zip(values, body)
+    ]
     if not isinstance(untrusted, bool):
         untrusted = [
             columns.index(c) if c in columns else c

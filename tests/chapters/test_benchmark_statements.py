@@ -192,8 +192,11 @@ def _tables(events) -> list:
         if len(lines) < 2:
             continue
 
-        def cells(line):
-            return [c.strip() for c in line.strip().strip("|").split(" | ")]
+        def cells(line):  # a code span (a config, dtype or variant) read as its text
+            return [
+                re.sub(r"^`(.*)`$", r"\1", c.strip())
+                for c in line.strip().strip("|").split(" | ")
+            ]
 
         header = cells(lines[0])
         rows = [dict(zip(header, cells(ln))) for ln in lines[2:]]

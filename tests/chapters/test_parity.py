@@ -71,6 +71,29 @@ def test_a_tampered_fixture_is_flagged():
     assert all(r["ok"] for r in rep["grpo"][1:])
 
 
+def test_fixture_summary_in_english_and_chinese(monkeypatch):
+    """The appendix's first lines: each fixture's versions, cases and provenance,
+    English as written in the file, Chinese under DPO_GRPO_LANG=zh."""
+    fixtures = pa.load_fixtures()
+    assert {d["produced_by"] for d in fixtures.values()} <= set(pa.PRODUCED_BY)
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    for key, data in fixtures.items():
+        assert pa.fixture_summary(key, data).splitlines() == [
+            (
+                f"{pa.FIXTURE_FILES[key]:22s} TRL {data['trl_version']}, "
+                f"torch {data['torch_version']}, transformers "
+                f"{data['transformers_version']}: {len(data['cases'])} cases"
+            ),
+            f"{'':22s} produced by {data['produced_by']}",
+        ]
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = pa.fixture_summary("dpo", fixtures["dpo"])
+    assert "个用例" in zh and "生成方式：DPOTrainer._compute_loss（" in zh
+    assert "produced by" not in zh and "real trainer" not in zh
+    with pytest.raises(ValueError, match="key"):
+        pa.fixture_summary("rloo", fixtures["dpo"])
+
+
 def test_group_rows_and_markdown():
     rows = pa.group_rows(pa.parity_report(FX)["grpo"], ("loss_type",), ["loss_diff"])
     assert {r["loss_type"] for r in rows} == {"grpo", "bnpo", "dr_grpo", "dapo"}

@@ -10,6 +10,8 @@ from dpo_grpo import tables
 from dpo_grpo.chapters import benchmarks
 from dpo_grpo.data import bench_results as br
 
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
 
 def _widget_result(times_ms, target=50.0):
     rows = [
@@ -165,6 +167,38 @@ def test_widget_benchmark_host_in_english_and_chinese(monkeypatch):
     zh = br.widget_benchmark_host(data)
     assert "box" in zh and "figurewidget" in zh and "Python" in zh
     assert not re.search(r"\bhost\b|CPUs|figure shown|load average", zh), zh
+
+
+def test_trl_comparison_in_english_and_chinese(monkeypatch):
+    """The scale-out lab prints these lines and glues the host into a sentence: English
+    as the page printed them, Chinese under DPO_GRPO_LANG=zh, the same numbers."""
+    [(path, data)] = br.load_results(br.is_trl_comparison)
+    r = data["trl_vs_lab"]
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    en = br.trl_comparison_text(path.name, data).splitlines()
+    assert en == [
+        (
+            f"{path.name}: {data['device']}, {data['cpu_count']} CPUs, "
+            f"torch {data['torch']}, TRL {r['trl']}, {r.get('date', data['date'])}"
+        ),
+        f"{r['model']}; batch {r['batch']}; {r['steps']} steps each",
+        (
+            f"median seconds per GRPO step: this book's loop "
+            f"{r['lab_step_seconds_median']:.3f}, TRL's GRPOTrainer "
+            f"{r['trl_step_seconds_median']:.3f}"
+        ),
+    ]
+    host = f"{data['device']} with {data['cpu_count']} CPUs"
+    assert br.trl_comparison_host(data) == host
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = br.trl_comparison_text(path.name, data)
+    assert all(HAN.search(line) for line in zh.splitlines())
+    assert not re.search(r"tiny random|parameters|steps each|CPUs|median", zh), zh
+    number = re.compile(r"\d+(?:\.\d+)?")
+    assert number.findall(zh) == number.findall("\n".join(en))
+    assert HAN.search(br.trl_comparison_host(data))
+    with pytest.raises(ValueError, match="trl_vs_lab"):
+        br.trl_comparison_text("x.json", {"device": "cpu"})
 
 
 def test_a_shipped_page_weight_result_covers_every_page_of_both_editions():

@@ -1,6 +1,8 @@
 """Tests of dpo_grpo.lab.ablation on hand-made results: the Holm-corrected verdict
 family (ties kept apart), the budget to reach a pass rate, the per-class breakdown."""
 
+import re
+
 import pytest
 
 pytest.importorskip("scipy")
@@ -111,3 +113,38 @@ def test_reach_table_lists_seeds_reached_and_budgets():
     assert "completions" in lines[0] and "token_passes" in lines[0]
     assert lines[1].split()[:2] == ["RFT", "3/3"] and "167" in lines[1]
     assert "1/3" in lines[2] and "45" in lines[2]
+
+
+def test_tables_name_methods_and_columns_in_chinese(monkeypatch):
+    """The lab page's tables in Chinese: "online RFT" and the column words translated,
+    the numbers and code names (``forgot``, ``dpo_lr``) as in English."""
+    res = _results()
+    reach = {
+        (m, axis): ablation.budget_to_reach(res, m, 0.35, axis=axis)
+        for m in ("rft", "online_rft")
+        for axis in ablation.AXES
+    }
+    b = ablation.class_breakdown(res, methods=("rft", "online_rft"))
+    rows = ablation.verdict_family(res)
+
+    def shown():
+        return {
+            "reach": report.reach_table(reach, sweep.NAMES),
+            "class": report.class_table(b, sweep.NAMES),
+            "verdict": report.verdict_table(rows, sweep.NAMES),
+            "grid": report.grid_lines(["rft", "online_rft"], sweep.NAMES),
+        }
+
+    monkeypatch.delenv("DPO_GRPO_LANG", raising=False)
+    en = shown()
+    assert en["grid"].splitlines()[1].startswith("online RFT   grpo_lr in {")
+    assert "carry" in en["class"].splitlines()[0]
+    monkeypatch.setenv("DPO_GRPO_LANG", "zh")
+    zh = shown()
+    for key, text in zh.items():
+        assert "online" not in text, key
+        assert "在线 RFT" in text, key
+        assert re.findall(r"\d+", text) == re.findall(r"\d+", en[key]), key
+    assert zh["class"].splitlines()[0].split() == ["进位", "不进位", "forgot"]
+    assert zh["reach"].splitlines()[0].split() == ["补全数", "token", "计算次数"]
+    assert "grpo_lr 取 {" in zh["grid"] and "符号 p" in zh["verdict"]

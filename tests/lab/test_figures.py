@@ -242,10 +242,11 @@ def test_tables_in_english_print_what_the_page_printed():
         "L =  2 tokens: sampling    1.2 ms, one training pass   0.6 ms, ratio  2.0",
         "L = 16 tokens: sampling   12.3 ms, one training pass   1.1 ms, ratio 11.2",
     ]
+    # key: value, the key as code (the state's own name)
     assert t["state"].splitlines() == [
-        "step              3",
-        "config            2 entries",
-        "rng               2 entries",
+        "step:              3",
+        "config:            2 entries",
+        "rng:               2 entries",
         "random generators saved: ['torch', 'numpy']",
     ]
     assert t["cost"].splitlines()[1] == (

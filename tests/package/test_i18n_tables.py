@@ -73,5 +73,9 @@ def test_headers_and_label_cells_in_chinese(monkeypatch):
     # a code column is code: its cells stay as written
     assert "<code>ahead</code>" in zh and "<code>GRPOConfig(beta=0.0)</code>" in zh
     assert markdown_table(rows, cols).splitlines()[0] == "| 估计量 | loss_type | 均值 |"
+    assert markdown_table(rows, cols, code_columns=(0,)).splitlines()[2:] == [
+        "| `ahead` | GRPOConfig(beta=0.0) | 0.5 |",
+        "| `behind` | 领先 | 1.0 |",
+    ]
     # a header already in Chinese (costs.format_rows) is left alone
     assert ">项目</th>" in html_table([[1]], ["项目"])

@@ -79,6 +79,17 @@ def test_html_escapes_aligns_and_marks_code_columns():
     assert "<code>" in tables.html_table([{"a": "x"}], code_columns=("a",))
 
 
+def test_markdown_marks_code_columns():
+    md = tables.markdown_table(
+        [{"a": "x|y", "b": 0.5, "c": None}, {"a": "z", "b": 1.5, "c": "w"}],
+        code_columns=("a", 2),
+        float_format=".1f",
+    )
+    assert md.splitlines()[2:] == ["| `x\\|y` | 0.5 | — |", "| `z` | 1.5 | `w` |"]
+    with pytest.raises(IndexError):
+        tables.markdown_table([{"a": "x"}], code_columns=(3,))
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [

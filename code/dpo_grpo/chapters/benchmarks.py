@@ -456,6 +456,9 @@ PAGE_WEIGHT_HEADERS = (
     N_("heaviest page"),
     N_("slowest page"),
 )
+#: the summary's row of both editions together (a key of :func:`page_weight_summary`),
+#: a word the tables show in the reader's language (:func:`dpo_grpo.tables.label_text`)
+ALL_EDITIONS = N_("all")
 
 
 def is_page_weight(data) -> bool:
@@ -546,7 +549,7 @@ def page_weight_summary(pages, targets=None) -> dict:
             )
         edition = entry.get("edition") or key.partition("/")[0]
         groups.setdefault(edition, []).append((key, entry))
-    groups["all"] = list(pages.items())
+    groups[ALL_EDITIONS] = list(pages.items())
     out = {}
     for edition, items in groups.items():
         met = [page_targets_met(e, targets) for _, e in items]

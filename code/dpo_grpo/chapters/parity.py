@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import N_, tr
 from ..trl_exact.advantages import reward_advantages
 from ..data import TRL_FIXTURES
 from ..trl_exact.dpo import (
@@ -154,6 +155,50 @@ def load_fixtures(directory=None, expected_version=TRL_VERSION) -> dict:
             )
         out[key] = data
     return out
+
+
+#: How the shipped fixtures were produced (their ``produced_by``, written by
+#: ``scripts/make_trl_fixtures.py``), marked for the Chinese catalog: the appendix
+#: prints them in the reader's language (:func:`fixture_summary`).
+PRODUCED_BY = (
+    N_(
+        "GRPOTrainer._compute_loss (real trainer per case; instance patch: "
+        "_get_per_token_logps_and_entropies returns the new_logps leaf)"
+    ),
+    N_(
+        "GRPOTrainer._generate_and_score_completions (real method; instance patch: "
+        "_generate_single_turn returns fixed completion ids; rewards from reward "
+        "functions returning the table, None for null)"
+    ),
+    N_(
+        "DPOTrainer._compute_loss (real trainer per case; stub policy forward returns "
+        "per-token log-probs; precompute_ref_logps=True with "
+        "ref_chosen_logps/ref_rejected_logps in the batch)"
+    ),
+)
+
+
+def fixture_summary(key: str, data: dict) -> str:
+    """Two lines on the fixture file ``FIXTURE_FILES[key]`` (``data``: as
+    :func:`load_fixtures` returns it), in the reader's language: the TRL, torch and
+    transformers versions it was written with and its number of cases; then how it
+    was produced (a ``produced_by`` other than :data:`PRODUCED_BY`'s stays as
+    written)."""
+    v.choice(key, "key", tuple(FIXTURE_FILES))
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict, got {type(data).__name__}")
+    return (
+        f"{FIXTURE_FILES[key]:22s} "
+        + tr(
+            "TRL {trl}, torch {torch}, transformers {transformers}: {n} cases",
+            trl=data["trl_version"],
+            torch=data["torch_version"],
+            transformers=data["transformers_version"],
+            n=len(data["cases"]),
+        )
+        + f"\n{'':22s} "
+        + tr("produced by {how}", how=tr(data["produced_by"]))
+    )
 
 
 def _nan_rows(rows):

@@ -6,14 +6,16 @@ file per kind of machine. :func:`load_results` finds the files a chapter needs (
 predicate on their content); :func:`call_options` and :func:`call_label` say which
 ``torch_ops.grpo_loss`` call a timed variant is; the torch-loss tables are built by
 :mod:`dpo_grpo.chapters.benchmarks`, the live-widget latency table
-(``bench/bench_widgets.py``) here, by :func:`widget_latency_rows`, and the browser
-redraw table (``bench/bench_frontend_draw.py``) by :func:`frontend_draw_rows`.
+(``bench/bench_widgets.py``) here, by :func:`widget_latency_rows`, the browser
+redraw table (``bench/bench_frontend_draw.py``) by :func:`frontend_draw_rows`, and
+the lab's step beside TRL's (``bench/bench_lab.py``) by :func:`trl_comparison_text`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 from pathlib import Path
 
@@ -186,6 +188,73 @@ def widget_benchmark_host(data) -> str:
     if load[0] is not None:
         parts.append(tr("load average {load:.1f} before the run", load=load[0]))
     return ", ".join(parts)
+
+
+#: how ``bench/bench_lab.py`` names the model of its TRL comparison
+_TINY_MODEL = re.compile(r"tiny random (\S+) \((\d+) parameters\)")
+
+
+def is_trl_comparison(data) -> bool:
+    """True for a file written by ``bench/bench_lab.py`` with trl installed (a
+    ``trl_vs_lab`` block: the lab's GRPO step beside TRL's)."""
+    return isinstance(data, dict) and isinstance(data.get("trl_vs_lab"), dict)
+
+
+def _trl_vs_lab(data) -> dict:
+    if not is_trl_comparison(data):
+        raise ValueError(
+            "data must be the JSON written by bench/bench_lab.py with trl installed "
+            "(with 'trl_vs_lab')"
+        )
+    return data["trl_vs_lab"]
+
+
+def trl_comparison_host(data) -> str:
+    """Where ``bench/bench_lab.py`` timed the lab against TRL's ``GRPOTrainer``: the
+    device and the machine's CPU count, in the reader's language."""
+    _trl_vs_lab(data)
+    return tr(
+        "{device} with {cpus} CPUs", device=data["device"], cpus=data["cpu_count"]
+    )
+
+
+def trl_comparison_text(name: str, data) -> str:
+    """The lab's GRPO step beside TRL's ``GRPOTrainer`` step (the ``trl_vs_lab`` block
+    of a ``bench/bench_lab.py`` file named ``name``), three lines in the reader's
+    language: where and with which versions it ran, the model, batch and steps, and
+    the median seconds per step of each."""
+    r = _trl_vs_lab(data)
+    tiny = _TINY_MODEL.fullmatch(r["model"])
+    model = (
+        tr("tiny random {model} ({n} parameters)", model=tiny[1], n=tiny[2])
+        if tiny
+        else r["model"]
+    )
+    return "\n".join(
+        [
+            tr(
+                "{name}: {device}, {cpus} CPUs, torch {torch}, TRL {trl}, {date}",
+                name=name,
+                device=data["device"],
+                cpus=data["cpu_count"],
+                torch=data["torch"],
+                trl=r["trl"],
+                date=r.get("date", data.get("date")),
+            ),
+            tr(
+                "{model}; batch {batch}; {steps} steps each",
+                model=model,
+                batch=r["batch"],
+                steps=r["steps"],
+            ),
+            tr(
+                "median seconds per GRPO step: this book's loop {lab:.3f}, TRL's "
+                "GRPOTrainer {trl:.3f}",
+                lab=r["lab_step_seconds_median"],
+                trl=r["trl_step_seconds_median"],
+            ),
+        ]
+    )
 
 
 def is_frontend_draw_benchmark(data) -> bool:

@@ -4,7 +4,8 @@ Each function takes histories (:class:`~dpo_grpo.lab.LabHistory`) or the sweep's
 results, draws one figure and returns it; the page calls ``plt.show()``. Every visible
 word goes through :func:`~dpo_grpo.i18n.tr`, so the Chinese edition
 (``DPO_GRPO_LANG=zh``) draws the same figure with Chinese titles, axis titles and
-legends, in a CJK font. Method names (GRPO, DPO + NLL, ...) stay as they are.
+legends, in a CJK font. Method names stay as they are (GRPO, DPO + NLL, ...), but for
+the words among them ("online RFT": 在线 RFT).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def learning_curves(runs: dict, *, temperature: float, seed: int):
                 "o-",
                 ms=3,
                 color=METHOD_COLORS[name],
-                label=name,
+                label=tr(name),
             )
     axes[0].set(
         xlabel=tr("optimiser steps after SFT"),
@@ -198,7 +199,11 @@ def seed_results(results: dict, methods: dict):
             ls=":",
             label=tr("SFT start (mean)"),
         )
-        ax.set(xticks=range(len(methods)), xticklabels=list(methods), title=tr(title))
+        ax.set(
+            xticks=range(len(methods)),
+            xticklabels=[tr(name) for name in methods],
+            title=tr(title),
+        )
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     return _laid_out(fig)
@@ -359,7 +364,7 @@ def compute_axis(results: dict, methods: dict, *, target: float | None = None):
             rows = results["runs"][algorithm]
             x = np.mean([np.sum([r[f] for f in fields], axis=0) for r in rows], axis=0)
             y = np.mean([r["heldout_pass_rate_sampled"] for r in rows], axis=0)
-            ax.plot(x, y, "o-", ms=3, color=METHOD_COLORS[name], label=name)
+            ax.plot(x, y, "o-", ms=3, color=METHOD_COLORS[name], label=tr(name))
         if target is not None:
             ax.axhline(target, color="grey", ls=":")
         ax.set(xlabel=" + ".join(fields).replace("eval_", ""))

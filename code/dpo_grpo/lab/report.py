@@ -17,6 +17,7 @@ __all__ = [
     "answer_note",
     "comparison_sentence",
     "error_profile_table",
+    "grid_lines",
     "live_check_line",
     "live_check_sentence",
     "margin_rise_phrase",
@@ -48,6 +49,8 @@ WORDS = (
     N_("on-policy GRPO (1 epoch a rollout)"),
     N_("GRPO without a KL term (beta = 0)"),
 )
+#: :func:`reach_table`'s headers: the budget axes (:data:`dpo_grpo.lab.ablation.AXES`)
+AXIS_NAMES = {"completions": N_("completions"), "token_passes": N_("token_passes")}
 #: the rows of :func:`ppo_vs_grpo_cost_table`: label, key of the measurement, unit
 COST_ROWS = (
     (N_("trainable parameters"), "trainable_parameters", 1),
@@ -169,7 +172,8 @@ def seed_summary_text(results: dict, methods: dict) -> str:
             f = summary[algorithm][metric]
             g = gain(results, algorithm, metric)
             lines.append(
-                f"  {name:<10} {f['mean']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}]"
+                f"  {pad(tr(name), 10)} {f['mean']:.3f} "
+                f"[{f['ci_low']:.3f}, {f['ci_high']:.3f}]"
                 f"   {g['mean']:+.3f} [{g['ci_low']:+.3f}, {g['ci_high']:+.3f}]"
                 f" {tr(g['direction'])}"
             )
@@ -194,8 +198,8 @@ def robustness_text(rob: dict, a: str = "grpo", b: str = "rft") -> str:
             tr(
                 "{metric}: {a}, {b}, {a} - {b} [95% t], seeds ahead, p",
                 metric=_metric(metric),
-                a=NAMES[a],
-                b=NAMES[b],
+                a=tr(NAMES[a]),
+                b=tr(NAMES[b]),
             )
         )
         for r in rows:
@@ -239,8 +243,9 @@ def rollout_vs_train_text(rows) -> str:
 
 def state_listing(state: dict) -> str:
     """What a run's checkpoint holds (:meth:`dpo_grpo.lab.LabRun.state_dict`): one line
-    per entry (the history left out), a dict as its number of entries, anything else
-    as its first 80 characters of ``repr``; then the random generators saved."""
+    per entry (the history left out), ``key: value`` (the key is code: the state's
+    own), a dict as its number of entries, anything else as its first 80 characters of
+    ``repr``; then the random generators saved."""
     state = _dict(state, "state")
     lines = []
     for key, value in state.items():
@@ -250,7 +255,7 @@ def state_listing(state: dict) -> str:
                 if isinstance(value, dict)
                 else repr(value)
             )
-            lines.append(f"{key:<17} {described[:80]}")
+            lines.append(f"{key + ':':<18} {described[:80]}")
     lines.append(tr("random generators saved:") + f" {list(state['rng'])}")
     return "\n".join(lines)
 
@@ -383,8 +388,8 @@ def robustness_sentence(rob: dict, a: str = "grpo", b: str = "rft") -> str:
     sentence = tr(
         "{a} ends behind {b} in {greedy} of {n} settings on the greedy pass rate and "
         "in {sampled} on the sampled pass@1",
-        a=NAMES[a],
-        b=NAMES[b],
+        a=tr(NAMES[a]),
+        b=tr(NAMES[b]),
         greedy=sum(behind["final_greedy"]),
         n=len(behind["final_greedy"]),
         sampled=sum(behind["final_sampled"]),
@@ -428,13 +433,16 @@ def verdict_table(rows, names: dict) -> str:
     the t-test's p, Holm's adjusted p and the direction it allows. ``names``:
     algorithm -> name shown."""
     names = _dict(names, "names")
-    head = f"{'':<22} {'':<8} {'mean':>7} {'95% t':>17} {'+/-/=':>8} {'sign p':>7}"
+    head = (
+        f"{'':<22} {'':<8} {pad(tr('mean'), 7, '>')} {'95% t':>17} {'+/-/=':>8} "
+        f"{pad(tr('sign p'), 7, '>')}"
+    )
     lines = [head + f" {'t p':>7} {'Holm p':>7}"]
     for r in rows:
-        what = f"{names[r['a']]} - {names[r['b']] if r['b'] else 'SFT'}"
+        what = f"{tr(names[r['a']])} - {tr(names[r['b']]) if r['b'] else 'SFT'}"
         kind = "greedy" if "greedy" in r["metric"] else "sampled"
         lines.append(
-            f"{what:<22} {pad(tr(kind), 8)} {r['mean']:+7.3f}"
+            f"{pad(what, 22)} {pad(tr(kind), 8)} {r['mean']:+7.3f}"
             f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
             f" {r['ahead']:>2}/{r['behind']}/{r['ties']:<2} {r['sign_p']:7.3f}"
             f" {r['t_p']:7.3f} {r['holm_p']:7.3f}  {tr(r['direction'])}"
@@ -446,15 +454,17 @@ def class_table(breakdown: dict, names: dict) -> str:
     """:func:`dpo_grpo.lab.ablation.class_breakdown` as a table: per method, the
     held-out pass rate of the carry and the no-carry prompts at the SFT start and at
     the end (means over seeds), and the seeds whose no-carry pass rate fell below its
-    start (``forgot``)."""
+    start (``forgot``: the page's prose names the column so)."""
     breakdown, names = _dict(breakdown, "breakdown"), _dict(names, "names")
-    lines = [f"{'':<12} {'carry':>15} {'nocarry':>15} {'forgot':>8}"]
+    heads = pad(tr("carry"), 15, ">"), pad(tr("nocarry"), 15, ">")
+    lines = [f"{'':<12} {heads[0]} {heads[1]} {'forgot':>8}"]
     for m, b in breakdown.items():
         cells = [
             f"{b[c]['start']:.3f} -> {b[c]['final']:.3f}" for c in ("carry", "nocarry")
         ]
         lines.append(
-            f"{names[m]:<12} {cells[0]:>15} {cells[1]:>15} {b['forgot']:>4}/{b['n']}"
+            f"{pad(tr(names[m]), 12)} {cells[0]:>15} {cells[1]:>15} "
+            f"{b['forgot']:>4}/{b['n']}"
         )
     return "\n".join(lines)
 
@@ -467,7 +477,10 @@ def reach_table(reach: dict, names: dict) -> str:
     reach, names = _dict(reach, "reach"), _dict(names, "names")
     axes = list(dict.fromkeys(axis for _, axis in reach))
     methods = list(dict.fromkeys(m for m, _ in reach))
-    lines = [f"{'':<12}" + "".join(f" {axis:>36}" for axis in axes)]
+    lines = [
+        f"{'':<12}"
+        + "".join(f" {pad(tr(AXIS_NAMES.get(a, a)), 36, '>')}" for a in axes)
+    ]
     for m in methods:
         cells = []
         for axis in axes:
@@ -481,8 +494,18 @@ def reach_table(reach: dict, names: dict) -> str:
                 else f"{r['mean']:,.0f}"
             )
             cells.append(f"{str(r['reached']) + '/' + str(r['n']):>6} {span:>29}")
-        lines.append(f"{names[m]:<12}" + "".join(f" {c}" for c in cells))
+        lines.append(f"{pad(tr(names[m]), 12)}" + "".join(f" {c}" for c in cells))
     return "\n".join(lines)
+
+
+def grid_lines(methods, names: dict) -> str:
+    """The tuning grids, one line per method of ``methods`` (algorithm keys): its name
+    shown (``names``: algorithm -> name), then its grid
+    (:func:`dpo_grpo.lab.tuning.grid_text`)."""
+    from .tuning import grid_text
+
+    names = _dict(names, "names")
+    return "\n".join(f"{pad(tr(names[m]), 12)} {grid_text(m)}" for m in methods)
 
 
 def tuning_table(tune: dict, names: dict) -> str:
@@ -501,7 +524,7 @@ def tuning_table(tune: dict, names: dict) -> str:
         best = max(means)
         settings = ", ".join(f"{k}={x:g}" for k, x in chosen.items())
         lines.append(
-            f"{names[m]:<12} {len(rows):>11} {best:>7.3f} "
+            f"{pad(tr(names[m]), 12)} {len(rows):>11} {best:>7.3f} "
             f"{min(means):>6.3f}-{best:<6.3f}  {settings}"
         )
     return "\n".join(lines)

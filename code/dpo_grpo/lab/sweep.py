@@ -60,13 +60,15 @@ METHODS = ("rft", "online_rft", "rloo", "grpo", "ppo", "dpo", "dpo+nll")
 DEFAULT_SEEDS = tuple(range(10))
 #: where the package keeps a preset's results, relative to the repository root
 SHIPPED = "code/dpo_grpo/data/lab_results/lab-{preset}.json"
+#: the methods' names as the page shows them (``tr`` where shown: "online RFT" reads
+#: 在线 RFT in Chinese; the acronyms stay)
 NAMES = {
     "grpo": "GRPO",
     "ppo": "PPO",
     "dpo": "DPO",
     "dpo+nll": "DPO + NLL",
     "rft": "RFT",
-    "online_rft": "online RFT",
+    "online_rft": N_("online RFT"),
     "rloo": "RLOO",
 }
 METRICS = (
@@ -436,7 +438,9 @@ def verdict(results, metric: str = "final_greedy") -> list:
                 "{a} versus {b} on the {what}: not separated ({span})."
             ),
         }[d]
-        lines.append(tr(says, a=NAMES[a], b=NAMES[b], what=tr(what), span=_span(p)))
+        lines.append(
+            tr(says, a=tr(NAMES[a]), b=tr(NAMES[b]), what=tr(what), span=_span(p))
+        )
     return lines
 
 
@@ -457,7 +461,7 @@ def gain_verdict(results, metric: str = "final_greedy") -> list:
             ),
         }[d]
         span = _span(p, N_("gain"))
-        lines.append(tr(says, m=NAMES[m], what=tr(what), span=span))
+        lines.append(tr(says, m=tr(NAMES[m]), what=tr(what), span=span))
     return lines
 
 

@@ -653,7 +653,7 @@ tokenizer = AutoTokenizer.from_pretrained(cfg.model_name, padding_side="left")
 # DeepSpeed's settings: ds_config.json, which accelerate.yaml names (none here)
 args = GRPOConfig(
     **trl_scale.scaled_grpo_args(
-        cfg, "grpo-out", num_processes={num_processes}, vllm={vllm!r}
+        cfg, "grpo-out", num_processes={num_processes}, vllm={vllm!r},
     )
 )
 trainer = GRPOTrainer(
@@ -661,7 +661,7 @@ trainer = GRPOTrainer(
     reward_funcs=[trl_scale.verifier_reward(tokenizer.eos_token_id)],
     args=args,
     train_dataset=trl_scale.prompt_dataset(
-        cfg, cfg.grpo_steps * cfg.prompts_per_step
+        cfg, cfg.grpo_steps * cfg.prompts_per_step,
     ),
     processing_class=tokenizer,
 )

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from .. import _validation as v
+from ..i18n import tr
 from .config import LabConfig
 from .run import run_many
 
@@ -91,7 +92,7 @@ def grid_text(method: str) -> str:
             else "(" + ", ".join(f"{s[f]:g}" for f in fields) + ")"
             for s in dim
         ]
-        parts.append(f"{name} in {{{', '.join(values)}}}")
+        parts.append(tr("{name} in {{{values}}}", name=name, values=", ".join(values)))
     return " x ".join(parts)
 
 
