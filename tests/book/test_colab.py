@@ -100,7 +100,7 @@ EXECUTED = {
         "NumPy only, on Python 3.12 without torch, offline: figures, self-checks and "
         "solution cells"
     ),
-    "appendix_trl_parity": "torch, on Python 3.11 with the CPU torch wheel, offline",
+    "05_production": "torch, on Python 3.11 with the CPU torch wheel, offline",
     **ONLINE,
 }
 
@@ -273,7 +273,7 @@ def test_python_312_is_simulated(colab_pythons):
     # for (a chapter that starts using torch moves to 3.11: choose another)
     assert {s: kernel_for(s) for s in EXECUTED} == {
         "07_papers": "colab-3.12",
-        "appendix_trl_parity": "colab-3.11",
+        "05_production": "colab-3.11",
         "lab_trl_scale_out": "colab-3.11-online",
     }
     assert ONLINE.keys() <= EXECUTED.keys() <= set(STEMS)
@@ -338,8 +338,8 @@ def test_the_executed_notebooks_stand_for_what_they_were_chosen_for():
     assert any("solution" in c.metadata.get("tags", []) for c in cells)
     assert any("from dpo_grpo.exercises import check" in s for s in code)
     assert any("plt." in s or "fig" in s for s in code)
-    assert sync_colab_cells.needs_torch("appendix_trl_parity")
-    assert "appendix_trl_parity" not in ONLINE
+    assert sync_colab_cells.needs_torch("05_production")
+    assert "05_production" not in ONLINE
     assert ONLINE.keys() <= EXECUTED.keys()
 
 
