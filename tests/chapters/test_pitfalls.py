@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import dpo_grpo as dg
 from dpo_grpo.chapters import pitfalls as pf
+from dpo_grpo.reference import examples
 from dpo_grpo.trl_exact.grpo import grpo_loss
 
 R = np.array([0.0, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 1])
@@ -252,11 +253,11 @@ def test_detector_messages_in_chinese(monkeypatch):
     monkeypatch.setenv("DPO_GRPO_LANG", "zh")
     with pytest.raises(ValueError, match="规范要求 ddof=0"):
         pf.assert_std_convention(
-            dg.group_advantages(dg.reference.examples.REWARD_GROUPS, ddof=1), ddof=0
+            dg.group_advantages(examples.REWARD_GROUPS, ddof=1), ddof=0
         )
     with pytest.raises(ValueError, match="先收集整组"):
         pf.assert_shards_hold_complete_groups([0, 0, 1, 1], [0, 1, 0, 1], 2)
     with pytest.raises(ValueError, match="排序一致率"):
         pf.assert_reward_model_consistent([0.0, 1.0, 2.0], [2.0, 1.0, 0.0])
-    with pytest.raises(ValueError, match="同策略时对数比率不为 0"):
+    with pytest.raises(ValueError, match="同策略时对数概率比不为 0"):
         pf.assert_on_policy_ratio_is_one([[0.0, 0.0]], [[0.5, 0.0]], [[1, 1]])
