@@ -1,14 +1,14 @@
 """dpo_grpo.chapters.pitfalls: each buggy version runs and gives a wrong number, the fix
 gives the right one, the detector catches the bug and stays quiet on correct data."""
 
+import dpo_grpo as dg
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-import dpo_grpo as dg
 from dpo_grpo.chapters import pitfalls as pf
 from dpo_grpo.reference import examples
 from dpo_grpo.trl_exact.grpo import grpo_loss
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 R = np.array([0.0, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 1])
 IDS = np.repeat(np.arange(4), 4)
