@@ -28,11 +28,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from bs4 import BeautifulSoup
 import zh_glossary  # scripts/
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTED = ROOT / "_executed"
 WORD = re.compile(r"[A-Za-z][a-z]{2,}")
+HAN = re.compile(r"[\u4e00-\u9fff]")
 #: what is code, not English text (removed from a line before its words are read)
 CODE = re.compile(
     r"`[^`]*`|'[^'\n]*'|\"[^\"\n]*\"|https?://\S+"
@@ -252,9 +254,34 @@ def test_a_glued_english_word_is_untranslated_and_a_hidden_output_is_not():
     assert not _check([markdown], [markdown], tags=["remove-cell"])
 
 
+def italic_chinese(page_html: str) -> list[str]:
+    """The Chinese text a page sets in italics (``<em>``, ``<i>``): a fake slant, since
+    Chinese fonts have no italic; emphasis in Chinese is bold."""
+    soup = BeautifulSoup(page_html, "html.parser")
+    return [
+        em.get_text() for em in soup.find_all(["em", "i"]) if HAN.search(em.get_text())
+    ]
+
+
+def test_italic_chinese_is_found_and_bold_or_english_italics_are_not():
+    assert italic_chinese("<p>这是<em>重点</em>。</p>") == ["重点"]
+    assert italic_chinese("<p>这是<strong>重点</strong>，<em>padded</em>。</p>") == []
+
+
 # --------------------------------------------------------------------------------------
 # Every Chinese page of the build
 # --------------------------------------------------------------------------------------
+
+
+def test_no_chinese_page_sets_chinese_in_italics(built_book):
+    pages = sorted((built_book / "html" / "zh").rglob("*.html"))
+    found = {
+        str(p.relative_to(built_book)): words
+        for p in pages
+        if "_static" not in p.parts
+        and (words := italic_chinese(p.read_text(encoding="utf-8")))
+    }
+    assert pages and not found
 
 
 def _pages() -> list[str]:
