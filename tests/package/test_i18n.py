@@ -67,53 +67,55 @@ def _is_table_call(node) -> bool:
     )
 
 
+def _code_cells(book: Path, needle: str):
+    """``(where, syntax tree)`` of each code cell of ``book/*.ipynb`` whose source
+    contains ``needle`` (IPython's ``%`` and ``!`` lines left out)."""
+    for nb in sorted(book.glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        for k, cell in enumerate(cells):
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "code" and needle in src:
+                lines = src.splitlines()
+                code = "\n".join(
+                    "" if s.lstrip().startswith(("%", "!")) else s for s in lines
+                )
+                yield f"{nb.name} cell {k}", ast.parse(code)
+
+
 def notebook_table_headers(book: Path = BOOK):
     """``(headers, patterns, constants)`` of the code cells of ``book/*.ipynb`` that
     call ``tables.*``: header text -> where, regexes of f-string headers, and every
     string constant of those cells (row labels)."""
     headers, patterns, constants = {}, set(), set()
-    for nb in sorted(book.glob("*.ipynb")):
-        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        for k, cell in enumerate(cells):
-            src = "".join(cell["source"])
-            if cell["cell_type"] != "code" or "tables." not in src:
+    for where, tree in _code_cells(book, "tables."):
+        assigned = {
+            t.id: n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                constants.add(node.value)
+            if not _is_table_call(node):
                 continue
-            tree = ast.parse(
-                "\n".join(
-                    "" if line.lstrip().startswith(("%", "!")) else line
-                    for line in src.splitlines()
-                )
-            )
-            assigned = {
-                t.id: n.value
-                for n in ast.walk(tree)
-                if isinstance(n, ast.Assign)
-                for t in n.targets
-                if isinstance(t, ast.Name)
-            }
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    constants.add(node.value)
-                if not _is_table_call(node):
-                    continue
-                kw = {k.arg: k.value for k in node.keywords}
-                cols = node.args[1] if len(node.args) > 1 else kw.get("columns")
-                found = list(_header_strings(cols, tree, assigned))
-                if isinstance(kw.get("headers"), ast.Dict):
-                    for value in kw["headers"].values:
-                        found += _header_strings(value, tree, assigned)
-                for s in found:
-                    if isinstance(s, str):
-                        headers.setdefault(s, f"{nb.name} cell {k}")
-                    else:
-                        patterns.add(
-                            "".join(
-                                re.escape(p.value)
-                                if isinstance(p, ast.Constant)
-                                else ".+"
-                                for p in s.values
-                            )
+            kw = {k.arg: k.value for k in node.keywords}
+            cols = node.args[1] if len(node.args) > 1 else kw.get("columns")
+            found = list(_header_strings(cols, tree, assigned))
+            if isinstance(kw.get("headers"), ast.Dict):
+                for value in kw["headers"].values:
+                    found += _header_strings(value, tree, assigned)
+            for s in found:
+                if isinstance(s, str):
+                    headers.setdefault(s, where)
+                else:
+                    patterns.add(
+                        "".join(
+                            re.escape(p.value) if isinstance(p, ast.Constant) else ".+"
+                            for p in s.values
                         )
+                    )
     return headers, patterns, constants
 
 
@@ -121,28 +123,17 @@ def notebook_tr_strings(book: Path = BOOK) -> dict[str, str]:
     """English text -> where, of every string literal a code cell of ``book/*.ipynb``
     passes to ``tr`` (the labels of a figure the page draws itself)."""
     found = {}
-    for nb in sorted(book.glob("*.ipynb")):
-        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        for k, cell in enumerate(cells):
-            src = "".join(cell["source"])
-            if cell["cell_type"] != "code" or "tr(" not in src:
-                continue
-            tree = ast.parse(
-                "\n".join(
-                    "" if line.lstrip().startswith(("%", "!")) else line
-                    for line in src.splitlines()
-                )
-            )
-            for node in ast.walk(tree):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id == "tr"
-                    and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)
-                ):
-                    found.setdefault(node.args[0].value, f"{nb.name} cell {k}")
+    for where, tree in _code_cells(book, "tr("):
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "tr"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.setdefault(node.args[0].value, where)
     return found
 
 
