@@ -354,6 +354,22 @@ def test_package_strings_use_no_forbidden_rendering():
     assert not found
 
 
+def test_package_strings_follow_the_glossary():
+    """The package's own Chinese (figure and widget labels, tables, check messages and
+    hints) uses the glossary's terms where its English does, keeps the ``kept`` words
+    and TRL's names, as the catalogs do."""
+    glossary = zh_glossary.load()
+    strings = json.loads(
+        (ROOT / "code/dpo_grpo/data/i18n/zh.json").read_text(encoding="utf-8")
+    )
+    found = {
+        en: bad
+        for en, zh in strings.items()
+        if (bad := zh_glossary.violations(en, zh, glossary))
+    }
+    assert not found
+
+
 # --------------------------------------------------------------------------------------
 # The generated Chinese source
 # --------------------------------------------------------------------------------------

@@ -257,7 +257,7 @@ def test_detector_messages_in_chinese(monkeypatch):
         )
     with pytest.raises(ValueError, match="先收集整组"):
         pf.assert_shards_hold_complete_groups([0, 0, 1, 1], [0, 1, 0, 1], 2)
-    with pytest.raises(ValueError, match="排序一致率"):
+    with pytest.raises(ValueError, match="排序一致度"):
         pf.assert_reward_model_consistent([0.0, 1.0, 2.0], [2.0, 1.0, 0.0])
     with pytest.raises(ValueError, match="同策略时对数概率比不为 0"):
         pf.assert_on_policy_ratio_is_one([[0.0, 0.0]], [[0.5, 0.0]], [[1, 1]])
