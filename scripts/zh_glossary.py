@@ -70,8 +70,12 @@ def load(path: Path = GLOSSARY) -> Glossary:
         Term(_tuple(t["en"]), _tuple(t["zh"]), _tuple(t.get("unless", [])))
         for t in data.get("terms", [])
     ]
+    # a kept word is a name, or {en: name, unless: [phrases]}
     terms += [
-        Term((word,), (word,), case_sensitive=True) for word in data.get("kept", [])
+        Term((k["en"],), (k["en"],), _tuple(k.get("unless", [])), case_sensitive=True)
+        if isinstance(k, dict)
+        else Term((k,), (k,), case_sensitive=True)
+        for k in data.get("kept", [])
     ]
     forbidden = tuple(Forbidden(f["zh"], f["use"]) for f in data.get("forbidden", []))
     return Glossary(tuple(terms), tuple(data.get("untranslated", [])), forbidden)

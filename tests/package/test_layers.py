@@ -310,7 +310,9 @@ def test_trl_dpo_sigmoid_equals_reference(seed, pairs, beta):
     numeric = dg.finite_difference(
         lambda pc: ref_dpo.dpo_loss(pc, *logps[1:], beta=beta)[0], logps[0]
     )
-    np.testing.assert_allclose(exact.grad_policy_chosen, numeric, rtol=1e-5, atol=1e-9)
+    # atol: central differences of a loss of order 10 resolve about 1e-9 (seed 324 with
+    # beta 1 gave 0.0 for an analytic -1.1e-9)
+    np.testing.assert_allclose(exact.grad_policy_chosen, numeric, rtol=1e-5, atol=1e-8)
 
 
 def test_reference_layer_is_listed_in_its_package():
