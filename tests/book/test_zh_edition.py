@@ -339,13 +339,18 @@ def test_glossary_check_catches_a_forbidden_rendering(bad, good):
     assert zh_glossary.forbidden_renderings(good, glossary) == []
 
 
+def _package_strings() -> dict[str, str]:
+    """The package's Chinese catalog, ``data/i18n/zh.json`` (English -> Chinese)."""
+    return json.loads(
+        (ROOT / "code/dpo_grpo/data/i18n/zh.json").read_text(encoding="utf-8")
+    )
+
+
 def test_package_strings_use_no_forbidden_rendering():
     """The package's own Chinese (figures, tables, check messages) follows the same
     rules as the catalogs."""
     glossary = zh_glossary.load()
-    strings = json.loads(
-        (ROOT / "code/dpo_grpo/data/i18n/zh.json").read_text(encoding="utf-8")
-    )
+    strings = _package_strings()
     found = {
         en: bad
         for en, zh in strings.items()
@@ -359,9 +364,7 @@ def test_package_strings_follow_the_glossary():
     hints) uses the glossary's terms where its English does, keeps the ``kept`` words
     and TRL's names, as the catalogs do."""
     glossary = zh_glossary.load()
-    strings = json.loads(
-        (ROOT / "code/dpo_grpo/data/i18n/zh.json").read_text(encoding="utf-8")
-    )
+    strings = _package_strings()
     found = {
         en: bad
         for en, zh in strings.items()

@@ -361,6 +361,12 @@ def test_every_table_header_a_notebook_passes_has_a_chinese_entry(zh):
     )
 
 
+def _write_notebook(path: Path, source: str) -> None:
+    """A notebook of one code cell holding ``source``, for the collectors' own tests."""
+    nb = {"cells": [{"cell_type": "code", "source": [source], "metadata": {}}]}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+
 def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
     """The guard itself: a header literal, a header from a list variable and a row-dict
     key are all found."""
@@ -371,8 +377,7 @@ def test_the_notebook_collector_sees_a_new_header(tmp_path, zh):
         "display(HTML(tables.html_table(rows, ['another header'])))\n"
         "display(Markdown(tables.markdown_table(rows, list(rows[0]))))\n"
     )
-    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {}}]}
-    (tmp_path / "x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    _write_notebook(tmp_path / "x.ipynb", src)
     headers, patterns, _ = notebook_table_headers(tmp_path)
     assert set(headers) == {
         "a new header",
@@ -394,8 +399,7 @@ def test_the_notebook_collector_sees_a_label_passed_to_tr(tmp_path, zh):
         "ax.set_title(tr('a title nobody translated'))\n"
         "ax.set_xlabel(tr('{n} steps', n=3)); ax.plot(x, label='left alone')\n"
     )
-    nb = {"cells": [{"cell_type": "code", "source": [src], "metadata": {}}]}
-    (tmp_path / "x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    _write_notebook(tmp_path / "x.ipynb", src)
     assert notebook_tr_strings(tmp_path) == {
         "a title nobody translated": "x.ipynb cell 0",
         "{n} steps": "x.ipynb cell 0",
